@@ -1,0 +1,61 @@
+// Command testenv brings kernelet's real test components up and down by
+// hand, for `make demo`, for debugging, and for cleaning up after a crash:
+//
+//	testenv containerd up|down ...
+//	testenv apiserver build|up|down ...
+//	testenv vm run ...
+//
+// Each component registers its sub-commands from its own file.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one `testenv <component> <verb>` entry.
+type command struct {
+	usage string
+	run   func(args []string) error
+}
+
+var commands = map[string]command{}
+
+func register(name, usage string, run func(args []string) error) {
+	if _, dup := commands[name]; dup {
+		panic("testenv: command registered twice: " + name)
+	}
+	commands[name] = command{usage: usage, run: run}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: testenv <component> <verb> [flags]")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-22s %s\n", n, commands[n].usage)
+	}
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		usage()
+		os.Exit(2)
+	}
+	name := strings.Join(os.Args[1:3], " ")
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "testenv: unknown command %q\n", name)
+		usage()
+		os.Exit(2)
+	}
+	if err := cmd.run(os.Args[3:]); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv %s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
