@@ -1,0 +1,202 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLoadRealClusterConfig(t *testing.T) {
+	cfg, err := Load("testdata/kubelet-config.yaml")
+	if err != nil {
+		t.Fatalf("the real cluster config must validate: %v", err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("unexpected warnings: %v", cfg.Warnings)
+	}
+	kc := cfg.Kubelet
+	if kc.CgroupDriver != "systemd" || *kc.HealthzPort != 10248 || kc.EvictionPressureTransitionPeriod.Duration.String() != "5m0s" {
+		t.Errorf("file values not kept: driver=%s healthz=%d transition=%s", kc.CgroupDriver, *kc.HealthzPort, kc.EvictionPressureTransitionPeriod.Duration)
+	}
+	if kc.ContainerRuntimeEndpoint != DefaultContainerRuntimeEndpoint || *kc.MemoryThrottlingFactor != 0.9 {
+		t.Errorf("defaults not applied: endpoint=%q factor=%v", kc.ContainerRuntimeEndpoint, *kc.MemoryThrottlingFactor)
+	}
+	// The file sets four hard thresholds (the default inodesFree for imagefs
+	// is dropped); enforceNodeAllocatable=[pods] mirrors memory.available.
+	var sigs []string
+	for _, th := range cfg.Thresholds {
+		sigs = append(sigs, string(th.Signal)+"<"+th.Value.String())
+	}
+	want := "imagefs.available<15%,memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,allocatableMemory.available<100Mi"
+	if got := strings.Join(sigs, ","); got != want {
+		t.Errorf("thresholds = %s, want %s", got, want)
+	}
+}
+
+func TestLoadAcceptanceBadFile(t *testing.T) {
+	_, err := Load("testdata/bad-eviction-and-duration.yaml")
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *Error, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"testdata/bad-eviction-and-duration.yaml",
+		`evictionHard[memory.available]: Invalid value: "lots"`,
+		`nodeStatusUpdateFrequency: Invalid value: "-1s": must be greater than zero`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not contain %q:\n%s", want, msg)
+		}
+	}
+	if len(ce.Errs) != 2 {
+		t.Errorf("want exactly 2 errors, got %d:\n%s", len(ce.Errs), msg)
+	}
+}
+
+func TestWarningsForUnknownAndDuplicateFields(t *testing.T) {
+	cfg, err := Load("testdata/warnings.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		got = append(got, w.String())
+	}
+	want := []string{
+		`testdata/warnings.yaml:4: notAKubeletField: unknown field (ignored)`,
+		`testdata/warnings.yaml:7: authentication.x509.clientCAFIle: unknown field (ignored)`,
+		"testdata/warnings.yaml:8: maxPods: duplicate field (first at line 3; the last value is used)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if cfg.Kubelet.MaxPods != 60 {
+		t.Errorf("duplicate: last value must win, maxPods=%d", cfg.Kubelet.MaxPods)
+	}
+}
+
+const header = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+// One bad value for every validated field group; each must be reported by
+// its field path with its reason.
+func TestValidateFieldGroups(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		want []string
+	}{
+		"eviction hard quantity":       {"evictionHard: {memory.available: lots}", []string{`evictionHard[memory.available]: Invalid value: "lots"`}},
+		"eviction unknown signal":      {"evictionHard: {memory.free: 1Gi}", []string{`evictionHard[memory.free]: Unsupported value`}},
+		"eviction soft without grace":  {"evictionSoft: {memory.available: 1Gi}", []string{`evictionSoftGracePeriod[memory.available]: Required value`}},
+		"eviction min-reclaim":         {"evictionMinimumReclaim: {nodefs.available: 120%}", []string{`evictionMinimumReclaim[nodefs.available]: Invalid value: "120%"`}},
+		"eviction transition period":   {"evictionPressureTransitionPeriod: -5m", []string{`evictionPressureTransitionPeriod: Invalid value: "-5m0s": must not be negative`}},
+		"duration negative":            {"nodeStatusUpdateFrequency: -1s", []string{`nodeStatusUpdateFrequency: Invalid value: "-1s"`}},
+		"duration not a duration":      {"syncFrequency: often", []string{`syncFrequency: Invalid value: "often": wrong type or format`}},
+		"cpu cfs quota period":         {"cpuCFSQuotaPeriod: 2s", []string{`cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`}},
+		"lease duration":               {"nodeLeaseDurationSeconds: -40", []string{`nodeLeaseDurationSeconds: Invalid value: -40`}},
+		"shutdown grace":               {"shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s", []string{`shutdownGracePeriodCriticalPods: Invalid value: "20s": must not exceed shutdownGracePeriod`}},
+		"port out of range":            {"port: 70000", []string{`port: Invalid value: 70000`}},
+		"healthz port collides":        {"port: 10250\nhealthzPort: 10250", []string{`healthzPort: Invalid value: 10250: must differ from port`}},
+		"port wrong type":              {"port: http", []string{`port: Invalid value: "http": wrong type or format`}},
+		"address":                      {"address: not-an-ip", []string{`address: Invalid value: "not-an-ip": must be an IP address`}},
+		"healthz bind address":         {"healthzBindAddress: localhost", []string{`healthzBindAddress: Invalid value: "localhost"`}},
+		"cgroup driver":                {"cgroupDriver: openrc", []string{`cgroupDriver: Unsupported value: "openrc"`}},
+		"cgroup root relative":         {"cgroupRoot: kubelet", []string{`cgroupRoot: Invalid value: "kubelet": must be an absolute cgroup path`}},
+		"cgroup root unclean":          {"cgroupRoot: /a/../b", []string{`cgroupRoot: Invalid value: "/a/../b": must be a clean path`}},
+		"enforce node allocatable":     {"cgroupsPerQOS: false", []string{`enforceNodeAllocatable: Invalid value: "pods": "pods" needs cgroupsPerQOS: true`}},
+		"enforce system-reserved":      {"enforceNodeAllocatable: [pods, system-reserved]", []string{`systemReservedCgroup: Required value`}},
+		"enforce unknown":              {"enforceNodeAllocatable: [everything]", []string{`enforceNodeAllocatable[0]: Unsupported value: "everything"`}},
+		"system reserved quantity":     {"systemReserved: {memory: -1Gi}", []string{`systemReserved[memory]: Invalid value: "-1Gi": must not be negative`}},
+		"kube reserved resource":       {"kubeReserved: {gpu: \"1\"}", []string{`kubeReserved[gpu]: Unsupported value: "gpu"`}},
+		"runtime endpoint":             {"containerRuntimeEndpoint: /run/containerd/containerd.sock", []string{`containerRuntimeEndpoint: Invalid value: "/run/containerd/containerd.sock": must be a unix:// URL`}},
+		"image endpoint":               {"imageServiceEndpoint: tcp://1.2.3.4:5", []string{`imageServiceEndpoint: Invalid value: "tcp://1.2.3.4:5"`}},
+		"static pod path":              {"staticPodPath: manifests", []string{`staticPodPath: Invalid value: "manifests": must be an absolute path`}},
+		"static pod url":               {"staticPodURL: ftp://x/pods", []string{`staticPodURL: Invalid value: "ftp://x/pods"`}},
+		"max pods":                     {"maxPods: -1", []string{`maxPods: Invalid value: -1`}},
+		"pod pids limit":               {"podPidsLimit: -2", []string{`podPidsLimit: Invalid value: -2`}},
+		"oom score adj":                {"oomScoreAdj: -1001", []string{`oomScoreAdj: Invalid value: -1001`}},
+		"memory throttling factor":     {"memoryThrottlingFactor: 1.5", []string{`memoryThrottlingFactor: Invalid value: 1.5`}},
+		"image gc order":               {"imageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 80", []string{`imageGCLowThresholdPercent: Invalid value: 80: must be less than imageGCHighThresholdPercent (70)`}},
+		"image gc range":               {"imageGCHighThresholdPercent: 101", []string{`imageGCHighThresholdPercent: Invalid value: 101`}},
+		"container log size":           {"containerLogMaxSize: big", []string{`containerLogMaxSize: Invalid value: "big"`}},
+		"container log files":          {"containerLogMaxFiles: 1", []string{`containerLogMaxFiles: Invalid value: 1: must be at least 2`}},
+		"api qps":                      {"kubeAPIQPS: -5", []string{`kubeAPIQPS: Invalid value: -5: must not be negative`}},
+		"several type errors together": {"maxPods: many\nport: http", []string{`maxPods: Invalid value: "many"`, `port: Invalid value: "http"`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("cfg.yaml", []byte(header+tc.yaml+"\n"))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a validation error, got %v", err)
+			}
+			if len(ce.Errs) != len(tc.want) {
+				t.Errorf("want %d error(s), got %d:\n%v", len(tc.want), len(ce.Errs), err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), "cfg.yaml: "+w) {
+					t.Errorf("missing %q in:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRejectsWrongKindAndEmpty(t *testing.T) {
+	for name, doc := range map[string]string{
+		"empty":       "",
+		"wrong kind":  "apiVersion: v1\nkind: Pod\n",
+		"not mapping": "- a\n- b\n",
+		"bad yaml":    "a: [\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Parse("x.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), "x.yaml") {
+				t.Fatalf("want an error naming the file, got %v", err)
+			}
+		})
+	}
+}
+
+func TestMergeDefaultEvictionSettings(t *testing.T) {
+	cfg, err := Parse("m.yaml", []byte(header+"mergeDefaultEvictionSettings: true\nevictionHard: {memory.available: 500Mi}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Kubelet.EvictionHard) != 5 || cfg.Kubelet.EvictionHard["memory.available"] != "500Mi" {
+		t.Errorf("merged evictionHard = %v", cfg.Kubelet.EvictionHard)
+	}
+	cfg, err = Parse("n.yaml", []byte(header+"evictionHard: {memory.available: 500Mi}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Kubelet.EvictionHard) != 1 {
+		t.Errorf("without merge, setting a key must drop the defaults: %v", cfg.Kubelet.EvictionHard)
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	cfg := Default()
+	if cfg.Kubelet.Port != 10250 || *cfg.Kubelet.OOMScoreAdj != -999 || cfg.Kubelet.MaxPods != 110 {
+		t.Errorf("defaults: %+v", cfg.Kubelet)
+	}
+}
+
+func TestCheckHost(t *testing.T) {
+	cfg, err := Load("testdata/kubelet-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := CheckHost(cfg, Host{PID1: "init", FileExists: func(string) bool { return false }})
+	got := errs.ToAggregate().Error()
+	for _, want := range []string{
+		`cgroupDriver: Invalid value: "systemd": needs systemd as PID 1, but PID 1 is "init"`,
+		`authentication.x509.clientCAFile: Invalid value: "/etc/kubernetes/pki/ca.pem": file does not exist`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in %s", want, got)
+		}
+	}
+	if errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }}); len(errs) != 0 {
+		t.Errorf("a host that fits must pass: %v", errs)
+	}
+}

@@ -1,0 +1,12 @@
+// Package config loads kernelet's configuration file — a KubeletConfiguration
+// (kubelet.config.k8s.io/v1beta1) — applies kernelet's defaults, and validates
+// every field kernelet acts on.
+//
+// Decoding follows kubelet: a strict pass names every unknown or duplicate
+// field as a warning, then the file is decoded leniently. Invalid values are
+// errors naming the file, the field path and the reason, all of them at once.
+//
+// Validate checks the file only, never the host; CheckHost holds the checks
+// that need the machine (cgroup driver vs init system, referenced files) and
+// takes the facts it needs as plain values.
+package config

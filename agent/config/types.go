@@ -1,0 +1,65 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// The API group, version and kind a configuration file must declare.
+const (
+	APIVersion = "kubelet.config.k8s.io/v1beta1"
+	Kind       = "KubeletConfiguration"
+)
+
+// Warning is a problem in a file that does not stop kernelet: an unknown or
+// duplicate field.
+type Warning struct {
+	File  string
+	Line  int // 0 when unknown
+	Field string
+	Msg   string
+}
+
+func (w Warning) String() string {
+	loc := w.File
+	if w.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", w.File, w.Line)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, w.Field, w.Msg)
+}
+
+// Config is a loaded, defaulted and validated configuration.
+type Config struct {
+	// File is the path the configuration came from ("" for built-in defaults).
+	File string
+	// Kubelet is the effective KubeletConfiguration, defaults applied.
+	Kubelet kubeletv1beta1.KubeletConfiguration
+	// Thresholds are the eviction thresholds parsed from Kubelet.
+	Thresholds []eviction.Threshold
+	// Warnings are the non-fatal problems found while loading.
+	Warnings []Warning
+}
+
+// Error is every invalid value of one file, reported together.
+type Error struct {
+	File string
+	Errs field.ErrorList
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	name := e.File
+	if name == "" {
+		name = "configuration"
+	}
+	fmt.Fprintf(&b, "%s: %d invalid value(s):", name, len(e.Errs))
+	for _, fe := range e.Errs {
+		fmt.Fprintf(&b, "\n  %s: %s", name, fe.Error())
+	}
+	return b.String()
+}
