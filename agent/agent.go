@@ -1,0 +1,265 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/server"
+)
+
+// LoopbackAddress is where every endpoint binds until the secure kubelet
+// API (TLS, authentication, authorization) exists.
+const LoopbackAddress = "127.0.0.1"
+
+// Agent is a running node agent.
+type Agent struct {
+	opts     Options
+	deps     Deps
+	registry *prometheus.Registry
+	start    time.Time
+
+	mu         sync.Mutex
+	rt         Runtime
+	rtErr      error
+	listeners  []*server.Listener
+	runtimeUp  chan struct{}
+	runtimeSet sync.Once
+}
+
+// New builds an agent from validated options. It binds nothing yet.
+func New(opts Options, deps Deps) (*Agent, error) {
+	if opts.Config == nil {
+		return nil, errors.New("agent: no configuration")
+	}
+	if deps.ConnectRuntime == nil {
+		deps.ConnectRuntime = func(ctx context.Context, ep string, to time.Duration) (Runtime, error) {
+			return runtime.Connect(ctx, ep, to)
+		}
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		NewBuildInfoCollector(),
+	)
+	return &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}, nil
+}
+
+// Registry is the agent's metrics registry.
+func (a *Agent) Registry() *prometheus.Registry { return a.registry }
+
+// Run binds the endpoints, connects to the runtime, and serves until ctx is
+// done; then it shuts everything down gracefully. A port that cannot be
+// bound is an error before anything is served.
+func (a *Agent) Run(ctx context.Context) error {
+	log := klog.FromContext(ctx)
+	a.start = a.deps.Now()
+	kc := &a.opts.Config.Kubelet
+
+	if err := os.MkdirAll(a.opts.RootDir, 0o750); err != nil {
+		return fmt.Errorf("root dir: %w", err)
+	}
+
+	if err := a.bind(ctx); err != nil {
+		return err
+	}
+	for _, l := range a.listeners {
+		log.Info("Serving", "server", l.Name, "address", l.Addr())
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range a.listeners {
+		g.Go(func() error { return l.Serve(gctx) })
+	}
+	g.Go(func() error {
+		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
+		return nil
+	})
+	err := g.Wait()
+
+	a.mu.Lock()
+	rt := a.rt
+	a.mu.Unlock()
+	if rt != nil {
+		err = errors.Join(err, rt.Close(context.WithoutCancel(ctx)))
+	}
+	log.Info("Agent stopped")
+	return err
+}
+
+// bind opens the healthz, API and read-only listeners.
+func (a *Agent) bind(ctx context.Context) error {
+	kc := &a.opts.Config.Kubelet
+	checks := []server.HealthCheck{
+		{Name: "ping", Check: func(*http.Request) error { return nil }},
+		{Name: "runtime", Check: func(r *http.Request) error { return a.runtimeHealthy(r.Context()) }},
+	}
+	api := server.Handler(server.Options{
+		Checks:   checks,
+		Gatherer: a.registry,
+		Configz:  func() any { return a.opts.Config.Kubelet },
+		Status:   func(ctx context.Context) any { return a.Status(ctx) },
+	})
+	type ep struct {
+		name, host string
+		port       int32
+		h          http.Handler
+	}
+	eps := []ep{{"api", LoopbackAddress, kc.Port, api}}
+	if kc.ReadOnlyPort != 0 {
+		eps = append(eps, ep{"read-only", LoopbackAddress, kc.ReadOnlyPort, api})
+	}
+	if *kc.HealthzPort != 0 {
+		eps = append(eps, ep{"healthz", kc.HealthzBindAddress, *kc.HealthzPort, server.HealthzHandler(checks)})
+	}
+	var errs []error
+	for _, e := range eps {
+		l, err := server.Listen(ctx, e.name, net.JoinHostPort(e.host, strconv.Itoa(int(e.port))), e.h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.listeners = append(a.listeners, l)
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, l := range a.listeners {
+			_ = l.Serve(canceled(ctx)) // closes the bound socket
+		}
+		a.listeners = nil
+		return err
+	}
+	return nil
+}
+
+func canceled(ctx context.Context) context.Context {
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	return c
+}
+
+// Addrs returns the bound address of each endpoint by name, once Run has bound them.
+func (a *Agent) Addrs() map[string]string {
+	out := map[string]string{}
+	for _, l := range a.listeners {
+		out[l.Name] = l.Addr()
+	}
+	return out
+}
+
+// connectRuntime dials the runtime until it answers, backing off from 1 s
+// to 10 s, logging the first failure and every 10th after it.
+func (a *Agent) connectRuntime(ctx context.Context, endpoint string, timeout time.Duration) {
+	log := klog.FromContext(ctx).WithValues("endpoint", endpoint)
+	delay := time.Second
+	for attempt := 0; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		rt, err := a.deps.ConnectRuntime(cctx, endpoint, timeout)
+		if err == nil {
+			var info *runtime.Info
+			info, err = rt.Info(cctx)
+			cancel()
+			if info != nil {
+				log.Info("Connected to container runtime", "runtime", info.RuntimeName, "version", info.RuntimeVersion, "conditions", info.Conditions)
+				a.mu.Lock()
+				a.rt, a.rtErr = rt, nil
+				a.mu.Unlock()
+				a.runtimeSet.Do(func() { close(a.runtimeUp) })
+				return
+			}
+			_ = rt.Close(ctx)
+		} else {
+			cancel()
+		}
+		a.mu.Lock()
+		a.rtErr = err
+		a.mu.Unlock()
+		if attempt%10 == 0 {
+			log.Error(err, "Container runtime not reachable; retrying", "attempt", attempt+1)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+func (a *Agent) runtimeHealthy(ctx context.Context) error {
+	a.mu.Lock()
+	rt, rtErr := a.rt, a.rtErr
+	a.mu.Unlock()
+	if rt == nil {
+		if rtErr != nil {
+			return fmt.Errorf("not connected to the container runtime: %w", rtErr)
+		}
+		return errors.New("not connected to the container runtime yet")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return rt.Ready(cctx)
+}
+
+// Status summarizes the agent for /status.
+func (a *Agent) Status(ctx context.Context) Status {
+	cfg := a.opts.Config
+	st := Status{
+		Version:    Version,
+		Revision:   Revision(),
+		NodeName:   a.opts.NodeName,
+		StartTime:  a.start,
+		ConfigFile: cfg.File,
+		Mode:       "standalone",
+	}
+	if a.opts.Kubeconfig != "" {
+		st.Mode = "api-server"
+	}
+	for _, th := range cfg.Thresholds {
+		s := string(th.Signal) + "<" + th.Value.String()
+		if !th.Hard() {
+			s += " for " + th.GracePeriod.String()
+		}
+		st.Thresholds = append(st.Thresholds, s)
+	}
+	for name, addr := range a.Addrs() {
+		st.Endpoints = append(st.Endpoints, name+"="+addr)
+	}
+	slices.Sort(st.Endpoints)
+	a.mu.Lock()
+	rt, rtErr := a.rt, a.rtErr
+	a.mu.Unlock()
+	if rt == nil {
+		if rtErr != nil {
+			st.Runtime.Error = rtErr.Error()
+		}
+		return st
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	info, err := rt.Info(cctx)
+	st.Runtime = RuntimeStatus{Connected: true, Info: info}
+	if err != nil {
+		st.Runtime.Error = err.Error()
+	}
+	return st
+}
+
+// RuntimeConnected is closed once the runtime has answered.
+func (a *Agent) RuntimeConnected() <-chan struct{} { return a.runtimeUp }

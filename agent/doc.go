@@ -1,0 +1,8 @@
+// Package agent is the node daemon behind `kernelet run`: it owns the pod
+// lifecycle (sub-packages by responsibility: config, runtime, server, and
+// the pod sources, workers, relist, probes, volumes and GC as they land) and
+// wires them together in New and Run.
+//
+// The agent imports the kernel side (cgroups, bpf, eviction, oom) as values
+// and interfaces; the kernel side never imports the agent.
+package agent

@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+)
+
+// Info is what the runtime says about itself.
+type Info struct {
+	Endpoint          string            `json:"endpoint"`
+	RuntimeName       string            `json:"runtimeName"`
+	RuntimeVersion    string            `json:"runtimeVersion"`
+	RuntimeAPIVersion string            `json:"runtimeApiVersion"`
+	Conditions        map[string]string `json:"conditions,omitempty"` // type → "true" or "false: reason: message"
+}
+
+// Runtime is a connection to a CRI runtime.
+type Runtime struct {
+	endpoint string
+	svc      internalapi.RuntimeService
+}
+
+// Connect dials the CRI endpoint and checks that it speaks CRI v1.
+func Connect(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime, error) {
+	svc, err := remote.NewRemoteRuntimeServiceBuilder().
+		WithEndpoint(endpoint).
+		WithConnectionTimeout(timeout).
+		Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to runtime %s: %w", endpoint, err)
+	}
+	return &Runtime{endpoint: endpoint, svc: svc}, nil
+}
+
+// Service is the underlying CRI runtime service.
+func (r *Runtime) Service() internalapi.RuntimeService { return r.svc }
+
+// Info asks the runtime for its version and status conditions.
+func (r *Runtime) Info(ctx context.Context) (*Info, error) {
+	v, err := r.svc.Version(ctx, "v1")
+	if err != nil {
+		return nil, fmt.Errorf("runtime version: %w", err)
+	}
+	info := &Info{
+		Endpoint:          r.endpoint,
+		RuntimeName:       v.RuntimeName,
+		RuntimeVersion:    v.RuntimeVersion,
+		RuntimeAPIVersion: v.RuntimeApiVersion,
+	}
+	st, err := r.svc.Status(ctx, false)
+	if err != nil {
+		return info, fmt.Errorf("runtime status: %w", err)
+	}
+	info.Conditions = Conditions(st.GetStatus())
+	return info, nil
+}
+
+// Ready returns nil when the runtime reports RuntimeReady, or why not.
+func (r *Runtime) Ready(ctx context.Context) error {
+	st, err := r.svc.Status(ctx, false)
+	if err != nil {
+		return fmt.Errorf("runtime status: %w", err)
+	}
+	return RuntimeReady(st.GetStatus())
+}
+
+// Close closes the connection.
+func (r *Runtime) Close(ctx context.Context) error { return r.svc.Close(ctx) }
+
+// Conditions renders runtime conditions as type → "true" or "false: reason: message".
+func Conditions(st *runtimeapi.RuntimeStatus) map[string]string {
+	out := map[string]string{}
+	for _, c := range st.GetConditions() {
+		if c.Status {
+			out[c.Type] = "true"
+			continue
+		}
+		out[c.Type] = strings.TrimSuffix(fmt.Sprintf("false: %s: %s", c.Reason, c.Message), ": ")
+	}
+	return out
+}
+
+// RuntimeReady decides from a runtime status whether the runtime is ready.
+func RuntimeReady(st *runtimeapi.RuntimeStatus) error {
+	for _, c := range st.GetConditions() {
+		if c.Type != runtimeapi.RuntimeReady {
+			continue
+		}
+		if c.Status {
+			return nil
+		}
+		return fmt.Errorf("container runtime not ready: %s: %s", c.Reason, c.Message)
+	}
+	return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
+}
