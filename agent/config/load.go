@@ -15,22 +15,42 @@ import (
 	yamlv3 "sigs.k8s.io/yaml/goyaml.v3"
 )
 
-// Load reads a KubeletConfiguration file, applies defaults and validates it.
-// The returned error is an *Error listing every invalid value; warnings for
-// unknown and duplicate fields come back in Config.Warnings either way.
-func Load(path string) (*Config, error) {
+// Override changes a decoded configuration before defaults and validation:
+// command-line flags, which win over the file.
+type Override func(*kubeletv1beta1.KubeletConfiguration)
+
+// Load reads a KubeletConfiguration file, applies the overrides and the
+// defaults, and validates it. The returned error is an *Error listing every
+// invalid value; warnings for unknown and duplicate fields come back in
+// Config.Warnings either way.
+func Load(path string, overrides ...Override) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(path, data)
+	return Parse(path, data, overrides...)
 }
 
 // Parse is Load over bytes already read; file names them in messages.
-func Parse(file string, data []byte) (*Config, error) {
+func Parse(file string, data []byte, overrides ...Override) (*Config, error) {
 	kc, warnings, errs := decode(file, data)
 	if len(errs) > 0 {
 		return &Config{File: file, Warnings: warnings}, &Error{File: file, Errs: errs}
+	}
+	return finish(file, kc, warnings, overrides)
+}
+
+// FromDefaults is the configuration of an agent started without a file:
+// kernelet's defaults with the overrides applied, validated.
+func FromDefaults(overrides ...Override) (*Config, error) {
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	kc.APIVersion, kc.Kind = APIVersion, Kind
+	return finish("", kc, nil, overrides)
+}
+
+func finish(file string, kc *kubeletv1beta1.KubeletConfiguration, warnings []Warning, overrides []Override) (*Config, error) {
+	for _, o := range overrides {
+		o(kc)
 	}
 	SetDefaults(kc)
 	cfg := &Config{File: file, Kubelet: *kc, Warnings: warnings}
@@ -42,12 +62,9 @@ func Parse(file string, data []byte) (*Config, error) {
 
 // Default returns the built-in configuration: kernelet's defaults only.
 func Default() *Config {
-	kc := &kubeletv1beta1.KubeletConfiguration{}
-	kc.APIVersion, kc.Kind = APIVersion, Kind
-	SetDefaults(kc)
-	cfg := &Config{Kubelet: *kc}
-	if errs := Validate(cfg); len(errs) > 0 {
-		panic(fmt.Sprintf("built-in defaults are invalid: %v", errs))
+	cfg, err := FromDefaults()
+	if err != nil {
+		panic(fmt.Sprintf("built-in defaults are invalid: %v", err))
 	}
 	return cfg
 }

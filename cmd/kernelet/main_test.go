@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const testdata = "../../agent/config/testdata/"
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestConfigValidate(t *testing.T) {
+	code, out, errs := run(t, "config", "validate", testdata+"kubelet-config.yaml")
+	if code != 0 || !strings.Contains(out, "apiVersion: kubelet.config.k8s.io/v1beta1") || !strings.Contains(out, "containerRuntimeEndpoint: unix:///run/containerd/containerd.sock") {
+		t.Errorf("real cluster config: exit %d\nstdout: %.300s\nstderr: %s", code, out, errs)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nevictionHard: {memory.available: \"lots\"}\nnodeStatusUpdateFrequency: -1s\n"), 0o644)
+	code, out, errs = run(t, "config", "validate", bad)
+	if code != 1 || out != "" {
+		t.Errorf("bad file: exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{bad + ": evictionHard[memory.available]", bad + ": nodeStatusUpdateFrequency"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+
+	code, _, errs = run(t, "config", "validate", testdata+"warnings.yaml")
+	if code != 0 || !strings.Contains(errs, "warning: "+testdata+"warnings.yaml:4: notAKubeletField: unknown field (ignored)") {
+		t.Errorf("warnings: exit %d, stderr %s", code, errs)
+	}
+	if code, _, _ := run(t, "config", "validate"); code != 2 {
+		t.Errorf("missing FILE must be a usage error, exit %d", code)
+	}
+	if code, _, errs := run(t, "config", "validate", "/does/not/exist.yaml"); code != 1 || !strings.Contains(errs, "/does/not/exist.yaml") {
+		t.Errorf("missing file: exit %d %s", code, errs)
+	}
+}
+
+func TestRunRefusesWithEveryProblem(t *testing.T) {
+	code, _, errs := run(t, "run", "--config", testdata+"kubelet-config.yaml", "--kubeconfig", "/no/such/kubeconfig",
+		"--root-dir", "relative", "--container-runtime-endpoint", "tcp://x")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"refusing to start, 5 problem(s)",
+		`containerRuntimeEndpoint: Invalid value: "tcp://x"`, // the flag wins over the file, and is validated
+		`cgroupDriver: Invalid value: "systemd": needs systemd as PID 1`,
+		`authentication.x509.clientCAFile: Invalid value: "/etc/kubernetes/pki/ca.pem": file does not exist`,
+		`--kubeconfig: Invalid value: "/no/such/kubeconfig": file does not exist`,
+		`--root-dir: Invalid value: "relative"`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// kernelet run serves healthz and the API; status reports what it serves;
+// cancelling (what SIGTERM does) stops it with exit 0.
+func TestRunAndStatus(t *testing.T) {
+	port, hport := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- Main(ctx, []string{"run", "--port", port, "--healthz-port", hport, "--root-dir", t.TempDir(),
+			"--hostname-override", "Test-Node", "--container-runtime-endpoint", "unix:///nonexistent/kernelet-test.sock"}, &bytes.Buffer{}, &errb)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + hport + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusInternalServerError {
+				t.Errorf("healthz without a runtime = %d, want 500", resp.StatusCode)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz never came up: %v\n%s", err, errb.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	code, out, errs := run(t, "status", "--server", "http://127.0.0.1:"+port)
+	if code != 1 {
+		t.Errorf("status of an agent without runtime: exit %d, want 1", code)
+	}
+	for _, want := range []string{"Node:        test-node (standalone)", "Health:      UNHEALTHY (HTTP 500)", "[+]ping ok", "[-]runtime failed: not connected to the container runtime", "Runtime:     not connected:", "Eviction:    imagefs.available<15%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status output lacks %q:\n%s%s", want, out, errs)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("run exit %d after shutdown, want 0\n%s", code, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if code, _, errs := run(t, "status", "--server", "http://127.0.0.1:"+port, "--timeout", "1s"); code != 1 || !strings.Contains(errs, "not reachable") {
+		t.Errorf("status of a stopped agent: exit %d %s", code, errs)
+	}
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/agent"
+	"github.com/kernelet/kernelet/agent/config"
+)
+
+// DefaultRootDir is where kernelet keeps its state unless --root-dir says otherwise.
+const DefaultRootDir = "/var/lib/kernelet"
+
+// runFlags are `kernelet run`'s flags, named as kubelet names them.
+type runFlags struct {
+	config, kubeconfig, hostnameOverride, rootDir string
+	runtimeEndpoint, podManifestPath, manifestURL string
+	port, healthzPort                             int
+	set                                           map[string]bool
+}
+
+var (
+	klogOnce  sync.Once
+	klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
+)
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty runs standalone")
+	fs.StringVar(&f.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
+	fs.StringVar(&f.rootDir, "root-dir", DefaultRootDir, "directory for kernelet's state")
+	fs.StringVar(&f.runtimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock (containerRuntimeEndpoint)")
+	fs.StringVar(&f.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (staticPodPath)")
+	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
+	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
+	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
+	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
+	for _, name := range []string{"v", "vmodule"} {
+		kf := klogFlags.Lookup(name)
+		fs.Var(kf.Value, name, kf.Usage)
+	}
+}
+
+// overrides turns the flags that were set into config overrides.
+func (f *runFlags) overrides() []config.Override {
+	var out []config.Override
+	if f.set["container-runtime-endpoint"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerRuntimeEndpoint = f.runtimeEndpoint })
+	}
+	if f.set["pod-manifest-path"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.StaticPodPath = f.podManifestPath })
+	}
+	if f.set["manifest-url"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.StaticPodURL = f.manifestURL })
+	}
+	if f.set["port"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Port = int32(f.port) })
+	}
+	if f.set["healthz-port"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { p := int32(f.healthzPort); kc.HealthzPort = &p })
+	}
+	return out
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kernelet run [flags]")
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kernelet run: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+
+	cfg, problems := loadForRun(&f, hostFacts())
+	if cfg != nil {
+		for _, w := range cfg.Warnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(stderr, "kernelet run: refusing to start, %d problem(s):\n", len(problems))
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "  %s\n", p)
+		}
+		return 1
+	}
+
+	logger := klog.Background().WithName("kernelet")
+	ctx = klog.NewContext(ctx, logger)
+	kc := &cfg.Kubelet
+	if ip := net.ParseIP(kc.Address); ip == nil || !ip.IsLoopback() {
+		logger.Info("Warning: the agent API is served on loopback only until the secure kubelet API (TLS, authn/authz) exists",
+			"configuredAddress", kc.Address, "address", agent.LoopbackAddress)
+	}
+
+	nodeName, err := nodeName(f.hostnameOverride)
+	if err != nil {
+		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
+		return 1
+	}
+	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig}, agent.Deps{})
+	if err != nil {
+		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger.Info("Starting kernelet", "version", agent.Version, "revision", agent.Revision(), "node", nodeName,
+		"config", cfg.File, "runtimeEndpoint", kc.ContainerRuntimeEndpoint, "rootDir", f.rootDir)
+	go func() {
+		<-ctx.Done()
+		logger.Info("Shutting down on signal")
+	}()
+	if err := a.Run(ctx); err != nil {
+		logger.Error(err, "Agent failed")
+		return 1
+	}
+	return 0
+}
+
+// loadForRun loads and validates the configuration with the flags applied,
+// then checks it against the host; it returns every problem found.
+func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
+	var (
+		cfg *config.Config
+		err error
+	)
+	if f.config != "" {
+		cfg, err = config.Load(f.config, f.overrides()...)
+	} else {
+		cfg, err = config.FromDefaults(f.overrides()...)
+	}
+	var problems []string
+	var ce *config.Error
+	switch {
+	case errors.As(err, &ce):
+		problems = append(problems, strings.Split(strings.SplitN(err.Error(), "\n", 2)[1], "\n")...)
+		for i := range problems {
+			problems[i] = strings.TrimSpace(problems[i])
+		}
+		if cfg.Kubelet.Kind == "" { // the file could not be decoded: no host checks
+			return cfg, problems
+		}
+	case err != nil:
+		return nil, []string{err.Error()}
+	}
+	source := f.config
+	if source == "" {
+		source = "flags"
+	}
+	for _, fe := range config.CheckHost(cfg, host) {
+		problems = append(problems, fmt.Sprintf("%s: %s", source, fe.Error()))
+	}
+	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
+	}
+	if !filepath.IsAbs(f.rootDir) {
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--root-dir", BadValue: f.rootDir, Detail: "must be an absolute path"}).Error())
+	}
+	return cfg, problems
+}
+
+// hostFacts reads what config.CheckHost needs from this machine.
+func hostFacts() config.Host {
+	comm, _ := os.ReadFile("/proc/1/comm")
+	return config.Host{
+		PID1: strings.TrimSpace(string(comm)),
+		FileExists: func(p string) bool {
+			st, err := os.Stat(p)
+			return err == nil && st.Mode().IsRegular()
+		},
+	}
+}
+
+func nodeName(override string) (string, error) {
+	name := override
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("node name: %w", err)
+		}
+		name = h
+	}
+	return strings.ToLower(strings.TrimSpace(name)), nil
+}
