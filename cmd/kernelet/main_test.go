@@ -131,3 +131,9 @@ func TestRunAndStatus(t *testing.T) {
 		t.Errorf("status of a stopped agent: exit %d %s", code, errs)
 	}
 }
+
+func TestDeployExampleConfigValidates(t *testing.T) {
+	if code, _, errs := run(t, "config", "validate", "--quiet", "../../deploy/config.yaml"); code != 0 || errs != "" {
+		t.Errorf("deploy/config.yaml: exit %d\n%s", code, errs)
+	}
+}

@@ -14,9 +14,13 @@ func InCI() bool {
 }
 
 // Require skips the test when ok is false, naming what is missing, or fails
-// it under CI=true: CI must prove that real-component tests ran.
+// it under CI=true: CI must prove that real-component tests ran. With -short
+// (make test-unit) a test that needs a real component always skips.
 func Require(t testing.TB, ok bool, missing string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: unit tests only; this test needs %s", missing)
+	}
 	if ok {
 		return
 	}

@@ -1,0 +1,217 @@
+// Command leakcheck finds what a test run left behind. `make test` runs
+//
+//	leakcheck snapshot FILE   before the tests, and
+//	leakcheck compare FILE    after them (even when they failed).
+//
+// It lists, in every cgroup hierarchy, the cgroup dirs whose path contains
+// the test prefix ("kltest"); mounts whose mount point or source contains it;
+// named netns and links containing it; processes whose command line or
+// cgroup contains it; test state and CNI files containing it; and runtime
+// shim sockets in /run/containerd/s. Whatever is in the second list and not
+// in the first is a leak: it is printed and the command exits 1.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kernelet/kernelet/test/env"
+)
+
+// Snapshot is one listing, by kind of resource.
+type Snapshot map[string][]string
+
+// Kinds are the kinds of resource the check lists, in report order.
+var Kinds = []string{"cgroup", "mount", "netns", "link", "process", "file", "shim-socket"}
+
+func main() {
+	if len(os.Args) != 3 || (os.Args[1] != "snapshot" && os.Args[1] != "compare") {
+		fmt.Fprintln(os.Stderr, "usage: leakcheck snapshot|compare FILE")
+		os.Exit(2)
+	}
+	now := take(env.Prefix)
+	switch os.Args[1] {
+	case "snapshot":
+		b, _ := json.MarshalIndent(now, "", " ")
+		if err := os.WriteFile(os.Args[2], b, 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
+			os.Exit(1)
+		}
+	case "compare":
+		b, err := os.ReadFile(os.Args[2])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: no snapshot from before the run: %v\n", err)
+			os.Exit(1)
+		}
+		var before Snapshot
+		if err := json.Unmarshal(b, &before); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: %s: %v\n", os.Args[2], err)
+			os.Exit(1)
+		}
+		leaks := Diff(before, now)
+		var counts []string
+		total := 0
+		for _, k := range Kinds {
+			counts = append(counts, fmt.Sprintf("%d %s", len(leaks[k]), k))
+			total += len(leaks[k])
+		}
+		if total == 0 {
+			fmt.Printf("leakcheck: clean — nothing left behind (checked %s)\n", strings.Join(checked(now), ", "))
+			return
+		}
+		fmt.Printf("leakcheck: FAILED — left behind: %s\n", strings.Join(counts, ", "))
+		for _, k := range Kinds {
+			for _, item := range leaks[k] {
+				fmt.Printf("  %-11s %s\n", k, item)
+			}
+		}
+		os.Exit(1)
+	}
+}
+
+// Diff returns, per kind, what after has and before had not, sorted.
+func Diff(before, after Snapshot) Snapshot {
+	out := Snapshot{}
+	for _, k := range Kinds {
+		had := map[string]bool{}
+		for _, s := range before[k] {
+			had[s] = true
+		}
+		for _, s := range after[k] {
+			if !had[s] {
+				out[k] = append(out[k], s)
+			}
+		}
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+func checked(s Snapshot) []string {
+	var out []string
+	for _, k := range Kinds {
+		out = append(out, fmt.Sprintf("%s: %d present before and after", k, len(s[k])))
+	}
+	return out
+}
+
+// take lists everything on the host that carries prefix.
+func take(prefix string) Snapshot {
+	s := Snapshot{}
+	mounts := readMounts()
+	for _, m := range mounts {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			_ = filepath.WalkDir(m.point, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				if strings.Contains(d.Name(), prefix) {
+					s["cgroup"] = append(s["cgroup"], p)
+				}
+				return nil
+			})
+		}
+		if strings.Contains(m.point, prefix) || strings.Contains(m.source, prefix) {
+			s["mount"] = append(s["mount"], m.point+" ("+m.fstype+")")
+		}
+	}
+	for _, dir := range []string{"/run/netns", "/var/run/netns"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), prefix) {
+				s["netns"] = append(s["netns"], filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	links, _ := os.ReadDir("/sys/class/net")
+	for _, l := range links {
+		if strings.Contains(l.Name(), prefix) {
+			s["link"] = append(s["link"], l.Name())
+		}
+	}
+	procs, _ := os.ReadDir("/proc")
+	self := fmt.Sprint(os.Getpid())
+	for _, p := range procs {
+		if p.Name() == self || !isDigits(p.Name()) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		cg, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
+		if bytes.Contains(cmd, []byte(prefix)) || bytes.Contains(cg, []byte(prefix)) {
+			if isZombieOrGone(p.Name()) {
+				continue
+			}
+			s["process"] = append(s["process"], p.Name()+" "+strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))))
+		}
+	}
+	for _, dir := range []string{env.StateBase(), "/var/lib/cni/results", "/var/lib/cni/networks", os.TempDir()} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), prefix) || dir == env.StateBase() {
+				s["file"] = append(s["file"], filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	socks, _ := os.ReadDir("/run/containerd/s")
+	for _, e := range socks {
+		s["shim-socket"] = append(s["shim-socket"], filepath.Join("/run/containerd/s", e.Name()))
+	}
+	return s
+}
+
+type mount struct{ point, source, fstype string }
+
+// readMounts parses /proc/self/mountinfo: field 5 is the mount point; after
+// the " - " separator come the fs type and the source.
+func readMounts() []mount {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []mount
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		a, b := strings.Fields(pre), strings.Fields(post)
+		if len(a) < 5 || len(b) < 2 {
+			continue
+		}
+		out = append(out, mount{point: unescape(a[4]), source: b[1], fstype: b[0]})
+	}
+	return out
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+func isDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isZombieOrGone(pid string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z'
+	}
+	return false
+}
