@@ -8,6 +8,10 @@ E2E_TIMEOUT ?= 30m
 # One id for every process of a test run: names of cgroups, links, state dirs.
 KERNELET_TEST_RUN ?= kltest$(shell od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 export KERNELET_TEST_RUN
+# Tests use this prebuilt workload binary instead of building their own.
+export KERNELET_TESTBOX := $(BIN)/testbox
+# Tests that run kernelet's binaries use these instead of building them.
+export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
 .PHONY: help build deps generate test test-unit e2e bench demo lint clean
@@ -18,7 +22,7 @@ help: ## list the targets
 build: ## build bin/kernelet, bin/testbox and the test tools
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kernelet ./cmd/kernelet
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/testbox ./test/testbox
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w' -o $(BIN)/testbox ./test/testbox
 	$(GO) build -o $(BIN)/testenv ./hack/testenv
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 

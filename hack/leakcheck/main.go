@@ -36,6 +36,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: leakcheck snapshot|compare FILE")
 		os.Exit(2)
 	}
+	if os.Args[1] == "compare" {
+		// Components remove their own state dirs; the run's dir above them
+		// is shared by parallel test binaries, so it is removed here, once
+		// everything is done — only when empty (anything in it is a leak).
+		_ = os.Remove(filepath.Join(env.StateBase(), env.RunID()))
+	}
 	now := take(env.Prefix)
 	switch os.Args[1] {
 	case "snapshot":

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver and etcd from the Go module proxy into kernelet's
+# build cache, outside the repository, keyed by version:
+#
+#   $CACHE/kube-apiserver/<KUBE_VERSION>/kube-apiserver
+#   $CACHE/etcd/<ETCD_VERSION>/etcd
+#
+# with CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet} ($XDG_CACHE_HOME is
+# honoured like Go's os.UserCacheDir, so this matches env.CacheDir()).
+# A binary that exists is not rebuilt. Parallel runs serialise on a flock
+# per binary.
+#
+# Environment:
+#   KUBE_VERSION  k8s.io/kubernetes release (default v1.37.2, matching the
+#                 client-go v0.37 kernelet uses)
+#   ETCD_VERSION  go.etcd.io/etcd/server/v3 release (default: the version
+#                 k8s.io/kubernetes@KUBE_VERSION pins in its go.mod)
+#
+# The scratch modules live in the cache dir; every go command runs there with
+# GOWORK=off, so the build never sees the repository's go.mod.
+# Prints the built versions and, last, two machine-readable lines:
+#   KUBE_APISERVER=<path>
+#   ETCD=<path>
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+CACHE=${KERNELET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernelet}
+
+export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+unset GOOS GOARCH
+
+log() { echo "hack/apiserver/build.sh: $*" >&2; }
+
+command -v go >/dev/null || { log "the go toolchain is required"; exit 1; }
+command -v flock >/dev/null || { log "flock (util-linux) is required"; exit 1; }
+
+# Go version for the scratch modules' go directive: the local toolchain's.
+GO_DIRECTIVE=$(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+(\.[0-9]+)?).*/\1/')
+
+kube_minor=$(echo "$KUBE_VERSION" | sed -E 's/^v1\.([0-9]+)\..*/\1/')
+staging_version="v0.${KUBE_VERSION#v1.}"
+
+# new_module DIR NAME writes a minimal go.mod in DIR so that every go command
+# run there has its own main module.
+new_module() {
+  mkdir -p "$1"
+  printf 'module %s\n\ngo %s\n' "$2" "$GO_DIRECTIVE" >"$1/go.mod"
+  rm -f "$1/go.sum"
+}
+
+# kube_gomod prints the path of k8s.io/kubernetes@KUBE_VERSION's go.mod in
+# the module cache, downloading it if needed. Must run inside a scratch module.
+kube_gomod() {
+  go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
+    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+}
+
+# ---------------------------------------------------------------- versions
+# Resolve ETCD_VERSION before taking any lock: it needs kubernetes' go.mod.
+kube_src="$CACHE/kube-apiserver/$KUBE_VERSION/src"
+if [ -z "${ETCD_VERSION:-}" ]; then
+  pinfile="$CACHE/kube-apiserver/$KUBE_VERSION/etcd-version"
+  if [ -s "$pinfile" ]; then
+    ETCD_VERSION=$(cat "$pinfile")
+  else
+    mkdir -p "$CACHE"
+    tmp=$(mktemp -d "$CACHE/.resolve.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    new_module "$tmp" kltest.invalid/resolve
+    gomod=$(cd "$tmp" && kube_gomod)
+    ETCD_VERSION=$(sed -nE 's#^[[:space:]]*go\.etcd\.io/etcd/server/v3 (v[^ ]+).*#\1#p' "$gomod" | head -1)
+    [ -n "$ETCD_VERSION" ] || { log "cannot find the etcd version pinned by k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
+    mkdir -p "$(dirname "$pinfile")"
+    echo "$ETCD_VERSION" >"$pinfile.tmp.$$" && mv "$pinfile.tmp.$$" "$pinfile"
+    rm -rf "$tmp"; trap - EXIT
+  fi
+fi
+
+APISERVER_BIN="$CACHE/kube-apiserver/$KUBE_VERSION/kube-apiserver"
+ETCD_BIN="$CACHE/etcd/$ETCD_VERSION/etcd"
+
+# ---------------------------------------------------------- kube-apiserver
+build_apiserver() {
+  local dir="$CACHE/kube-apiserver/$KUBE_VERSION"
+  mkdir -p "$dir"
+  exec 8>"$dir/.lock"
+  flock 8
+  if [ -x "$APISERVER_BIN" ]; then exec 8>&-; return; fi
+  log "building kube-apiserver $KUBE_VERSION (cold: ~4 min, ~2 GB RAM) in $kube_src"
+  local start=$SECONDS
+  new_module "$kube_src" kltest.invalid/kube-apiserver
+  local gomod
+  gomod=$(cd "$kube_src" && kube_gomod)
+  [ -f "$gomod" ] || { log "k8s.io/kubernetes@$KUBE_VERSION: go.mod not found"; exit 1; }
+
+  # Staging modules kubernetes requires at v0.0.0 (it replaces them with
+  # ./staging/... in its own build); the proxy serves them as v0.Y.Z.
+  local staging
+  staging=$(sed -nE 's#^[[:space:]]*(k8s\.io/[^ ]+) v0\.0\.0([[:space:]].*)?$#\1#p' "$gomod" | sort -u)
+  [ -n "$staging" ] || { log "no staging modules found in $gomod"; exit 1; }
+  # Leave out those the proxy does not serve (e.g. sample-controller).
+  local served=() skipped=() m err
+  while read -r m err; do
+    if [ -z "$err" ]; then served+=("$m"); else skipped+=("$m"); fi
+  done < <(cd "$kube_src" && go list -m -e -f '{{.Path}}{{if .Error}} missing{{end}}' \
+    $(for m in $staging; do echo "$m@$staging_version"; done))
+  log "replacing ${#served[@]} staging modules with $staging_version${skipped[*]:+ (not on the proxy: ${skipped[*]})}"
+
+  {
+    printf 'module kltest.invalid/kube-apiserver\n\ngo %s\n\n' "$GO_DIRECTIVE"
+    printf 'require k8s.io/kubernetes %s\n\nreplace (\n' "$KUBE_VERSION"
+    for m in "${served[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
+    printf ')\n'
+  } >"$kube_src/go.mod"
+
+  local pkg=k8s.io/component-base/version
+  (cd "$kube_src" && go build -trimpath -o "$APISERVER_BIN.tmp" \
+    -ldflags "-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean" \
+    k8s.io/kubernetes/cmd/kube-apiserver)
+  mv "$APISERVER_BIN.tmp" "$APISERVER_BIN"
+  log "built kube-apiserver $KUBE_VERSION in $((SECONDS - start)) s"
+  exec 8>&-
+}
+
+# -------------------------------------------------------------------- etcd
+build_etcd() {
+  local dir="$CACHE/etcd/$ETCD_VERSION"
+  mkdir -p "$dir"
+  exec 9>"$dir/.lock"
+  flock 9
+  if [ -x "$ETCD_BIN" ]; then exec 9>&-; return; fi
+  log "building etcd $ETCD_VERSION in $dir/src"
+  local start=$SECONDS src="$dir/src"
+  new_module "$src" kltest.invalid/etcd
+  cat >"$src/main.go" <<'EOF'
+// Command etcd is etcd's own server main, built from the module proxy.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+  (cd "$src" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION")
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN.tmp" .)
+  mv "$ETCD_BIN.tmp" "$ETCD_BIN"
+  log "built etcd $ETCD_VERSION in $((SECONDS - start)) s"
+  exec 9>&-
+}
+
+build_etcd
+build_apiserver
+
+echo "kube-apiserver: $("$APISERVER_BIN" --version 2>&1 | head -1)"
+echo "etcd: $("$ETCD_BIN" --version 2>&1 | tr '\n' ' ')"
+echo "KUBE_APISERVER=$APISERVER_BIN"
+echo "ETCD=$ETCD_BIN"

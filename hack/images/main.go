@@ -1,0 +1,71 @@
+// Command images builds kernelet's test images offline as OCI image-layout
+// tars, and optionally imports them into a containerd:
+//
+//	go run ./hack/images [--out DIR] [--testbox BIN] [--import SOCKET]
+//
+// DIR/images.tar holds registry.kernelet.test/pause:3.10 and
+// registry.kernelet.test/testbox:v1 (what the test containerd imports);
+// DIR/registry.tar adds registry.kernelet.test/testbox:mirror-only (what
+// the test registry serves). The build is deterministic: the same sources,
+// Go toolchain and busybox give the same digests. With --import the first
+// tar is imported with `ctr -a SOCKET -n k8s.io images import`.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kernelet/kernelet/test/env"
+)
+
+func main() {
+	out := flag.String("out", "_output/images", "directory for images.tar and registry.tar")
+	testbox := flag.String("testbox", "", "prebuilt static testbox binary (default: build test/testbox into bin/testbox)")
+	importSock := flag.String("import", "", "containerd socket to import images.tar into (k8s.io namespace)")
+	flag.Parse()
+	if err := run(context.Background(), *out, *testbox, *importSock); err != nil {
+		fmt.Fprintf(os.Stderr, "images: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, out, testbox, importSock string) error {
+	imgs, err := env.BuildTestImages(testbox)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name   string
+		images []*env.Image
+	}{
+		{"images.tar", imgs.Imported()},
+		{"registry.tar", imgs.All()},
+	} {
+		var buf bytes.Buffer
+		if err := env.WriteOCILayout(&buf, f.images...); err != nil {
+			return err
+		}
+		path := filepath.Join(out, f.name)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("%s (%d bytes)\n", path, buf.Len())
+	}
+	for _, img := range imgs.All() {
+		fmt.Printf("  %-45s manifest %s  %d bytes\n", img.Name, img.ManifestDigest, img.Size())
+	}
+	if importSock != "" {
+		if err := env.ImportImages(ctx, importSock, filepath.Join(out, "images.tar")); err != nil {
+			return err
+		}
+		fmt.Printf("imported into %s\n", importSock)
+	}
+	return nil
+}

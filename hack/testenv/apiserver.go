@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kernelet/kernelet/test/env"
+)
+
+func init() {
+	register("apiserver build", "build kube-apiserver and etcd into the cache (hack/apiserver/build.sh)", apiserverBuild)
+	register("apiserver up", "start etcd + kube-apiserver in the background; prints URL and kubeconfigs", apiserverUp)
+	register("apiserver down", "stop the apiserver of $"+env.RunIDEnv+" (or --state DIR, or --all) and remove its state", apiserverDown)
+}
+
+func apiserverBuild(args []string) error {
+	fs := flag.NewFlagSet("apiserver build", flag.ContinueOnError)
+	kube := fs.String("kube-version", env.DefaultKubeVersion, "k8s.io/kubernetes release")
+	etcd := fs.String("etcd-version", env.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	if err := env.BuildAPIServer(ctx, *kube, *etcd, os.Stderr); err != nil {
+		return err
+	}
+	apiserver, etcdBin := env.APIServerBinaries(*kube, *etcd)
+	fmt.Printf("kube-apiserver: %s\netcd: %s\n(%v)\n", apiserver, etcdBin, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func apiserverUp(args []string) error {
+	fs := flag.NewFlagSet("apiserver up", flag.ContinueOnError)
+	state := fs.String("state", env.StateDir(env.APIServerComponent), "state directory")
+	kube := fs.String("kube-version", env.DefaultKubeVersion, "k8s.io/kubernetes release")
+	etcd := fs.String("etcd-version", env.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
+	var nodes stringList
+	fs.Var(&nodes, "node", "also write a node credential kubeconfig for this node name (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := env.StartAPIServer(ctx, env.APIServerOptions{
+		StateDir:    *state,
+		KubeVersion: *kube,
+		EtcdVersion: *etcd,
+		BuildOutput: os.Stderr,
+		Detach:      true,
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, format+"\n", args...)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("url:              %s\n", srv.URL())
+	fmt.Printf("version:          %s (etcd %s)\n", srv.Version(), srv.EtcdVersion())
+	fmt.Printf("admin kubeconfig: %s\n", srv.AdminKubeconfig())
+	for _, n := range nodes {
+		p, err := srv.NodeKubeconfig(n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("node kubeconfig:  %s\n", p)
+	}
+	fmt.Printf("state:            %s\n", srv.StateDir())
+	fmt.Printf("stop with:        go run ./hack/testenv apiserver down --state %s\n", srv.StateDir())
+	return nil
+}
+
+func apiserverDown(args []string) error {
+	fs := flag.NewFlagSet("apiserver down", flag.ContinueOnError)
+	state := fs.String("state", "", "state directory (default: every apiserver state dir of $"+env.RunIDEnv+")")
+	all := fs.Bool("all", false, "every apiserver state dir of every run under "+env.StateBase())
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var dirs []string
+	switch {
+	case *state != "":
+		dirs = []string{*state}
+	case *all:
+		m, err := filepath.Glob(filepath.Join(env.StateBase(), "*", env.APIServerComponent+"*"))
+		if err != nil {
+			return err
+		}
+		dirs = m
+	case os.Getenv(env.RunIDEnv) != "":
+		m, err := filepath.Glob(filepath.Join(env.StateBase(), env.RunID(), env.APIServerComponent+"*"))
+		if err != nil {
+			return err
+		}
+		dirs = m
+	default:
+		return fmt.Errorf("set $%s, or pass --state DIR or --all", env.RunIDEnv)
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := env.APIServerDown(d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Printf("removed %s\n", d)
+	}
+	return errors.Join(errs...)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,0 +1,1116 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ctrdShimSocketDir is where containerd 1.6 shims put their sockets, whatever
+// containerd's state directory is.
+const ctrdShimSocketDir = "/run/containerd/s"
+
+// ctrdCNIStateDir is libcni's cache (results per network and container) and
+// host-local's default data dir.
+const ctrdCNIStateDir = "/var/lib/cni"
+
+// StartContainerd starts a private containerd as described by opts, waits
+// until CRI answers with runtime and network ready, imports the test images
+// and starts the registry mirror. On error everything started is removed
+// again. Stop it with Stop (or ContainerdDown from another process).
+func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd, retErr error) {
+	if err := ContainerdAvailable(); err != nil {
+		return nil, err
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("start containerd: needs root")
+	}
+	name := opts.Name
+	if name == "" {
+		name = DefaultContainerdName
+	}
+	sd := opts.StateDir
+	if sd == "" {
+		sd = StateDir(name)
+	}
+	sd, err := filepath.Abs(sd)
+	if err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	st := ctrdState{
+		RunID:    RunID(),
+		Name:     name,
+		StateDir: sd,
+		Socket:   filepath.Join(sd, ctrdSocketFile),
+	}
+	if n := len(st.Socket) + len(".ttrpc"); n >= ctrdMaxSocketPath {
+		return nil, fmt.Errorf("start containerd: socket path %s is too long (%d bytes); use a shorter state dir", st.Socket, n)
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+
+	// The lock makes this process the only one starting (or, while it
+	// holds it, running) the instance; a crashed holder releases it.
+	lock, err := ctrdLock(sd)
+	if err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = os.Remove(lock.Name())
+			lock.Close()
+			_ = os.Remove(filepath.Dir(sd)) // the run dir, when nothing else is in it
+		}
+	}()
+
+	// Never start over a running instance; clean up after a crashed one.
+	if _, err := ctrdReadState(sd); err == nil {
+		if pid := ctrdOwnedPid(sd, ctrdPidFile); pid > 0 {
+			return nil, fmt.Errorf("start containerd in %s: %w (pid %d)", sd, ErrContainerdRunning, pid)
+		}
+		logf("containerd: removing leftovers of an earlier run in %s", sd)
+		if err := ContainerdDown(sd); err != nil {
+			return nil, fmt.Errorf("start containerd: clean leftovers: %w", err)
+		}
+	} else if entries, rerr := os.ReadDir(sd); rerr == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("start containerd: %s exists and is not a test containerd state dir", sd)
+	}
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	st.Network, st.BridgeReservation, err = ctrdReserveNetwork(st.RunID, name, sd)
+	if err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	stateJSON, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		// The state file goes first: from here on ContainerdDown can clean up.
+		err = ctrdWriteFileAtomic(st.path(ctrdStateFile), stateJSON, 0o644)
+	}
+	if err != nil {
+		_ = ctrdReleaseNetwork(st.BridgeReservation, sd)
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+
+	c := &Containerd{state: st, exited: make(chan struct{}), lock: lock}
+	imagesDone := make(chan error, 1)
+	imagesStarted := false
+	defer func() {
+		if retErr == nil {
+			return
+		}
+		if imagesStarted {
+			<-imagesDone
+		}
+		if c.registry != nil {
+			_ = c.registry.Close()
+		}
+		if err := ContainerdDown(sd); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("clean up after failed start: %w", err))
+		}
+	}()
+
+	conflist, err := ctrdCNIConflist(&st)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{"root", "state", "runc", "cni/net.d", "cni/networks"} {
+		if err := os.MkdirAll(st.path(dir), 0o700); err != nil {
+			return nil, fmt.Errorf("start containerd: %w", err)
+		}
+	}
+	if err := os.WriteFile(st.path(ctrdConfigFile), []byte(ctrdConfig(&st)), 0o644); err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	if err := os.WriteFile(st.path("cni", "net.d", "10-"+st.Network.Name+".conflist"), conflist, 0o644); err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+
+	// Images and registry are built while containerd starts.
+	imagesStarted = true
+	go func() { imagesDone <- c.prepareImages(ctx, opts) }()
+
+	t0 := time.Now()
+	if err := c.startProcess(); err != nil {
+		return nil, err
+	}
+	logf("containerd: started pid %d, state %s", c.pid, sd)
+	if err := c.waitReady(ctx, t0); err != nil {
+		return nil, err
+	}
+	logf("containerd: CRI ready after %v", c.readyAfter.Round(time.Millisecond))
+	imagesStarted = false
+	if err := <-imagesDone; err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	if err := ImportImages(ctx, st.Socket, st.path(ctrdImagesFile)); err != nil {
+		return nil, err
+	}
+	if err := c.waitImages(ctx); err != nil {
+		return nil, err
+	}
+	logf("containerd: imported %s and %s in %v; registry mirror at %s", PauseImage, TestboxImage, time.Since(t1).Round(time.Millisecond), c.regAddr)
+	return c, nil
+}
+
+// prepareImages builds the test images, writes the import tar and starts
+// the registry.
+func (c *Containerd) prepareImages(ctx context.Context, opts ContainerdOptions) error {
+	imgs, err := BuildTestImages(opts.TestboxBinary)
+	if err != nil {
+		return err
+	}
+	c.images = imgs
+	var buf bytes.Buffer
+	if err := WriteOCILayout(&buf, imgs.Imported()...); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.state.path(ctrdImagesFile), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write images: %w", err)
+	}
+	if opts.StartRegistry != nil {
+		addr, err := opts.StartRegistry(ctx, c.state.StateDir, imgs)
+		if err != nil {
+			return fmt.Errorf("start registry: %w", err)
+		}
+		c.regAddr = addr
+	} else {
+		reg, err := NewRegistry(imgs.All()...)
+		if err != nil {
+			return err
+		}
+		srv, err := ServeRegistry("127.0.0.1:0", reg)
+		if err != nil {
+			return err
+		}
+		c.registry = srv
+		c.regAddr = srv.Addr()
+	}
+	hostsDir := c.state.path("certs.d", TestRegistryHost)
+	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
+		return fmt.Errorf("registry mirror config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(ctrdHostsTOML(c.regAddr)), 0o644); err != nil {
+		return fmt.Errorf("registry mirror config: %w", err)
+	}
+	return nil
+}
+
+func (c *Containerd) startProcess() error {
+	logFile, err := os.OpenFile(c.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	defer logFile.Close()
+	// Not CommandContext: containerd outlives the start context. Its own
+	// session keeps terminal signals away from it.
+	cmd := exec.Command("containerd", "--config", c.state.path(ctrdConfigFile))
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	c.pid = cmd.Process.Pid
+	go func() {
+		_ = cmd.Wait()
+		close(c.exited)
+	}()
+	if err := ctrdWriteFileAtomic(c.state.path(ctrdPidFile), []byte(strconv.Itoa(c.pid)+"\n"), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("start containerd: pid file: %w", err)
+	}
+	return nil
+}
+
+// ctrdDial connects to a CRI socket.
+func ctrdDial(socket string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", socket, err)
+	}
+	return conn, nil
+}
+
+// waitReady polls CRI Version and Status until the runtime and the network
+// are ready.
+func (c *Containerd) waitReady(ctx context.Context, t0 time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var last error
+	for {
+		if _, err := os.Stat(c.state.Socket); err == nil {
+			last = c.criReady(ctx)
+			if last == nil {
+				c.readyAfter = time.Since(t0)
+				return nil
+			}
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("containerd exited during start; log:\n%s", ctrdTail(c.LogPath(), 4096))
+		case <-ctx.Done():
+			return fmt.Errorf("containerd not ready: %w (last error: %v); log:\n%s", ctx.Err(), last, ctrdTail(c.LogPath(), 4096))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Containerd) criReady(ctx context.Context) error {
+	conn, err := ctrdDial(c.state.Socket)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	if _, err := rs.Version(ctx, &runtimeapi.VersionRequest{}); err != nil {
+		return fmt.Errorf("version: %w", err)
+	}
+	resp, err := rs.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	for _, cond := range resp.GetStatus().GetConditions() {
+		if !cond.Status {
+			return fmt.Errorf("condition %s: %s %s", cond.Type, cond.Reason, cond.Message)
+		}
+	}
+	return nil
+}
+
+// waitImages waits until CRI lists the imported images.
+func (c *Containerd) waitImages(ctx context.Context) error {
+	conn, err := ctrdDial(c.state.Socket)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	is := runtimeapi.NewImageServiceClient(conn)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, ref := range []string{PauseImage, TestboxImage} {
+		for {
+			resp, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			if err == nil && resp.GetImage() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("image %s not visible through CRI after import: %w (%v)", ref, ctx.Err(), err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// Stop removes every pod through CRI, stops containerd and the in-process
+// registry, and removes everything the instance created (ContainerdDown).
+// It is safe to call more than once.
+func (c *Containerd) Stop(ctx context.Context) error {
+	c.stopOnce.Do(func() {
+		var errs []error
+		if c.registry != nil {
+			if err := c.registry.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := ContainerdDown(c.state.StateDir); err != nil {
+			errs = append(errs, err)
+		}
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("containerd pid %d not reaped: %w", c.pid, ctx.Err()))
+		}
+		if len(errs) == 0 {
+			_ = os.Remove(c.lock.Name())
+			_ = os.Remove(filepath.Dir(c.state.StateDir)) // the run dir, when this was its last entry
+		}
+		c.lock.Close()
+		c.stopErr = errors.Join(errs...)
+	})
+	return c.stopErr
+}
+
+// Kill SIGKILLs containerd only — shims, containers, mounts and the rest
+// stay, as after a crash — and waits for it to exit.
+func (c *Containerd) Kill() error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(c.pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill containerd %d: %w", c.pid, err)
+	}
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("containerd %d did not exit after SIGKILL", c.pid)
+	}
+}
+
+// ContainerdDown removes everything the test containerd in stateDir
+// created, also after a crash: pods (through CRI while containerd still
+// answers), the daemons named by pid files in stateDir (containerd, an
+// out-of-process registry), shims serving our containerd, the processes and
+// cgroups of our containers (from runc's state), mounts under stateDir
+// (including network namespaces), our bridge and its ports, our shim
+// sockets in /run/containerd/s, the CNI state of our network, and stateDir
+// itself. It touches nothing it cannot prove is ours: processes are
+// matched by command line (and stopped by pidfd), everything else by path
+// or by the names in stateDir's state file. A missing stateDir is not an
+// error.
+func ContainerdDown(stateDir string) error {
+	sd, err := filepath.Abs(stateDir)
+	if err != nil {
+		return fmt.Errorf("containerd down: %w", err)
+	}
+	st, err := ctrdReadState(sd)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(sd); errors.Is(serr, fs.ErrNotExist) {
+			ctrdRemoveStaleLock(sd)
+			_ = os.Remove(filepath.Dir(sd))
+			return nil
+		}
+		return fmt.Errorf("containerd down: %s has no %s: not a test containerd state dir, not touching it", sd, ctrdStateFile)
+	}
+	if err != nil {
+		return fmt.Errorf("containerd down: %w", err)
+	}
+	var errs []error
+	fail := func(what string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+
+	// Processes that exit below (shims exit on their own once CRI removed
+	// their pods) are remembered to wait for their reaping at the end.
+	type startedProc struct {
+		pid   int
+		start uint64
+	}
+	var stopped []startedProc
+	for _, sh := range ctrdFindShims(sd) {
+		stopped = append(stopped, startedProc{sh.pid, ctrdStartTime(sh.pid)})
+	}
+
+	// The run's cgroup parents our containers use, while runc still knows
+	// them (CRI removal deletes the containers' state).
+	cgroupParents := ctrdCgroupParents(st)
+
+	// While containerd answers, let CRI tear pods down properly (CNI DEL,
+	// unmounts). Whatever is left is removed by force below.
+	if ctrdOwnedPid(sd, ctrdPidFile) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = ctrdRemovePods(ctx, st.Socket)
+		cancel()
+	}
+
+	// Daemons by pid file: containerd, registry.
+	pidFiles, _ := filepath.Glob(filepath.Join(sd, "*.pid"))
+	for _, pf := range pidFiles {
+		if pid := ctrdOwnedPid(sd, filepath.Base(pf)); pid > 0 {
+			stopped = append(stopped, startedProc{pid, ctrdStartTime(pid)})
+			fail("stop "+filepath.Base(pf), ctrdStopPid(pid, func(argv []string) bool { return ctrdArgsMention(argv, sd) }, 5*time.Second))
+		}
+	}
+
+	// Processes and cgroups of our containers, while their shims still run
+	// and reap them at once (after a shim's death init inherits them and
+	// their cgroups stay busy until it gets round to reaping).
+	fail("containers", ctrdKillContainers(st, cgroupParents))
+
+	// Shims serving our containerd; remember their sockets.
+	sockets := map[string]bool{}
+	shims := ctrdFindShims(sd)
+	for _, sh := range shims {
+		sockets[ctrdShimSocket(sh.address, sh.namespace, sh.id)] = true
+	}
+	for _, sh := range shims {
+		fail(fmt.Sprintf("stop shim %d", sh.pid), ctrdStopPid(sh.pid, func(argv []string) bool {
+			s, ok := ctrdParseShim(argv)
+			return ok && s.address == sh.address
+		}, 0))
+	}
+	for _, s := range ctrdBundleSockets(st) {
+		sockets[s] = true
+	}
+
+	fail("unmount", ctrdUnmountUnder(sd))
+	fail("network", ctrdRemoveLinks(st.Network.Bridge))
+
+	for s := range sockets {
+		if err := os.Remove(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fail("remove shim socket", err)
+		}
+	}
+	fail("cni state", ctrdRemoveCNIState(st.Network.Name, ctrdSandboxIDs(st)))
+	if len(errs) == 0 {
+		// Only once the bridge is gone may another instance take its slot.
+		fail("bridge reservation", ctrdReleaseNetwork(st.BridgeReservation, sd))
+	}
+
+	// Exited daemons and shims are children of init (or of a subreaper, or
+	// of the test process, which reaps containerd), which reaps them; give
+	// it a moment so no zombie of ours is left in the process table. Not
+	// reaped in time is not an error: they are not our children.
+	deadline := time.Now().Add(3 * time.Second)
+	for _, p := range stopped {
+		for p.start != 0 && ctrdStartTime(p.pid) == p.start && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	if len(errs) == 0 {
+		if err := os.RemoveAll(sd); err != nil {
+			fail("remove state dir", err)
+		} else {
+			ctrdRemoveStaleLock(sd)
+			// The run directory goes when this was its last component.
+			_ = os.Remove(filepath.Dir(sd))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("containerd down %s: %w", sd, errors.Join(errs...))
+	}
+	return nil
+}
+
+// ctrdLock takes the instance lock, <stateDir>.lock, without waiting.
+func ctrdLock(sd string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(sd), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(sd+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is held by another process", ErrContainerdRunning, f.Name())
+		}
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// ctrdRemoveStaleLock removes the instance lock file when no process holds
+// it (its holder crashed, or `containerd up` exited).
+func ctrdRemoveStaleLock(sd string) {
+	f, err := os.OpenFile(sd+".lock", os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		_ = os.Remove(f.Name())
+	}
+}
+
+// ctrdRemovePods stops and removes every pod sandbox through CRI.
+func ctrdRemovePods(ctx context.Context, socket string) error {
+	conn, err := ctrdDial(socket)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	resp, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	var errs []error
+	for _, p := range resp.GetItems() {
+		if _, err := rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: p.Id}); err != nil && status.Code(err) != codes.NotFound {
+			errs = append(errs, fmt.Errorf("stop pod %s: %w", p.Id, err))
+			continue
+		}
+		if _, err := rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.Id}); err != nil && status.Code(err) != codes.NotFound {
+			errs = append(errs, fmt.Errorf("remove pod %s: %w", p.Id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ctrdArgv reads the command line of pid ("" elements dropped).
+func ctrdArgv(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}
+
+// ctrdArgsMention reports whether an argument is dir or a path below it.
+func ctrdArgsMention(argv []string, dir string) bool {
+	for _, a := range argv {
+		if a == dir || strings.HasPrefix(a, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// ctrdOwnedPid returns the pid from a pid file in sd when that process
+// still runs with sd on its command line, else 0.
+func ctrdOwnedPid(sd, pidFile string) int {
+	b, err := os.ReadFile(filepath.Join(sd, pidFile))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	argv, err := ctrdArgv(pid)
+	if err != nil || !ctrdArgsMention(argv, sd) || ctrdZombie(pid) {
+		return 0
+	}
+	return pid
+}
+
+// ctrdZombie reports whether pid has exited but was not reaped yet.
+func ctrdZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// ctrdStopPid stops pid if owned(its argv) holds: SIGTERM and up to grace
+// to exit (grace 0: SIGKILL at once), then SIGKILL. The pidfd makes sure
+// the signal reaches the process that was checked, not a reused pid.
+func ctrdStopPid(pid int, owned func(argv []string) bool, grace time.Duration) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	defer unix.Close(fd)
+	argv, err := ctrdArgv(pid)
+	if err != nil || !owned(argv) {
+		return nil // gone, or not ours
+	}
+	if grace > 0 {
+		if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				return nil
+			}
+			return fmt.Errorf("signal %d: %w", pid, err)
+		}
+		if ctrdWaitPidfd(fd, grace) {
+			return nil
+		}
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	if !ctrdWaitPidfd(fd, 10*time.Second) {
+		return fmt.Errorf("process %d did not exit after SIGKILL", pid)
+	}
+	return nil
+}
+
+// ctrdWaitPidfd waits until the process exits (a pidfd turns readable).
+func ctrdWaitPidfd(fd int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == nil && n > 0 {
+			return true
+		}
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return false
+		}
+	}
+}
+
+// ctrdShim is a running shim process.
+type ctrdShim struct {
+	pid                    int
+	namespace, id, address string
+}
+
+// ctrdParseShim reads a containerd-shim command line.
+func ctrdParseShim(argv []string) (ctrdShim, bool) {
+	if len(argv) == 0 || !strings.HasPrefix(filepath.Base(argv[0]), "containerd-shim") {
+		return ctrdShim{}, false
+	}
+	var s ctrdShim
+	for i := 1; i+1 < len(argv); i++ {
+		switch strings.TrimLeft(argv[i], "-") {
+		case "namespace":
+			s.namespace = argv[i+1]
+		case "id":
+			s.id = argv[i+1]
+		case "address":
+			s.address = argv[i+1]
+		}
+	}
+	return s, s.address != ""
+}
+
+// ctrdFindShims lists shims whose -address is inside sd.
+func ctrdFindShims(sd string) []ctrdShim {
+	var shims []ctrdShim
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		argv, err := ctrdArgv(pid)
+		if err != nil {
+			continue
+		}
+		s, ok := ctrdParseShim(argv)
+		if !ok || !strings.HasPrefix(s.address, sd+"/") {
+			continue
+		}
+		s.pid = pid
+		shims = append(shims, s)
+	}
+	return shims
+}
+
+// ctrdShimSocket is the socket containerd 1.6 derives for a shim:
+// /run/containerd/s/<sha256(address/namespace/id)>.
+func ctrdShimSocket(address, namespace, id string) string {
+	sum := sha256.Sum256([]byte(filepath.Join(address, namespace, id)))
+	return filepath.Join(ctrdShimSocketDir, hex.EncodeToString(sum[:]))
+}
+
+// ctrdBundleSockets lists the shim sockets of every task bundle in our
+// state: from the bundle's address file and derived from its id.
+func ctrdBundleSockets(st *ctrdState) []string {
+	var out []string
+	bundles, _ := filepath.Glob(st.path("state", "io.containerd.runtime.v2.task", "*", "*"))
+	for _, b := range bundles {
+		ns, id := filepath.Base(filepath.Dir(b)), filepath.Base(b)
+		out = append(out, ctrdShimSocket(st.Socket, ns, id))
+		if a, err := os.ReadFile(filepath.Join(b, "address")); err == nil {
+			p := strings.TrimPrefix(strings.TrimSpace(string(a)), "unix://")
+			if filepath.Dir(p) == ctrdShimSocketDir {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// ctrdRuncState is the part of runc's state.json we need.
+type ctrdRuncState struct {
+	InitProcessPid   int               `json:"init_process_pid"`
+	InitProcessStart uint64            `json:"init_process_start"`
+	CgroupPaths      map[string]string `json:"cgroup_paths"`
+}
+
+// ctrdContainer is a container in our runc root: its runc state and its
+// cgroup dirs (absolute, and relative to their hierarchy).
+type ctrdContainer struct {
+	id    string
+	state ctrdRuncState
+	dirs  []string
+	rels  []string
+}
+
+// ctrdRuncContainers reads the containers of our runc root.
+func ctrdRuncContainers(st *ctrdState, mounts []string) ([]ctrdContainer, error) {
+	files, _ := filepath.Glob(st.path("runc", "*", "*", "state.json"))
+	var out []ctrdContainer
+	var errs []error
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		c := ctrdContainer{id: filepath.Base(filepath.Dir(f))}
+		if err := json.Unmarshal(b, &c.state); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f, err))
+			continue
+		}
+		for _, p := range c.state.CgroupPaths {
+			if m := ctrdMountOf(mounts, p); m != "" && p != m {
+				c.dirs = append(c.dirs, p)
+				c.rels = append(c.rels, strings.TrimPrefix(p, m))
+			}
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+// ctrdCgroupParents returns the cgroup parents (relative to the
+// hierarchies) of our containers that belong to the run: ancestors whose
+// name starts with the run id. Read before CRI removes the containers, it
+// lets ContainerdDown remove parents a crashed test left behind.
+func ctrdCgroupParents(st *ctrdState) map[string]bool {
+	parents := map[string]bool{}
+	mounts, err := ctrdCgroupMounts()
+	if err != nil {
+		return parents
+	}
+	ctrs, _ := ctrdRuncContainers(st, mounts)
+	for _, c := range ctrs {
+		for _, rel := range c.rels {
+			for dir := filepath.Dir(rel); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+				if strings.HasPrefix(filepath.Base(dir), st.RunID) {
+					parents[dir] = true
+				}
+			}
+		}
+	}
+	return parents
+}
+
+// ctrdKillContainers kills every process in the cgroups of the containers
+// in our runc root and removes those cgroups, then the empty run-owned
+// cgroup parents above them and those in parents.
+func ctrdKillContainers(st *ctrdState, parents map[string]bool) error {
+	mounts, err := ctrdCgroupMounts()
+	if err != nil {
+		return err
+	}
+	ctrs, err := ctrdRuncContainers(st, mounts)
+	errs := []error{err}
+	for p := range ctrdCgroupParents(st) {
+		parents[p] = true
+	}
+	rels := map[string]bool{} // container cgroups, relative to their hierarchy
+	for _, c := range ctrs {
+		if err := ctrdKillCgroups(c.dirs, c.state); err != nil {
+			errs = append(errs, fmt.Errorf("container %s: %w", c.id, err))
+		}
+		for _, rel := range c.rels {
+			rels[rel] = true
+		}
+	}
+	// The container cgroups in every hierarchy (runc may have made them in
+	// hierarchies it does not list), then the run's parents when empty.
+	for _, rel := range ctrdDeepestFirst(rels) {
+		for _, m := range mounts {
+			if err := ctrdRmdirCgroup(filepath.Join(m, rel)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, rel := range ctrdDeepestFirst(parents) {
+		for _, m := range mounts {
+			err := ctrdRmdirCgroup(filepath.Join(m, rel))
+			if err != nil && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EBUSY) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ctrdKillCgroups SIGKILLs every process in dirs (and the container's
+// init, if it still is the process runc started) until they are empty.
+func ctrdKillCgroups(dirs []string, rs ctrdRuncState) error {
+	if rs.InitProcessPid > 0 && ctrdStartTime(rs.InitProcessPid) == rs.InitProcessStart {
+		_ = ctrdStopPid(rs.InitProcessPid, func([]string) bool {
+			return ctrdStartTime(rs.InitProcessPid) == rs.InitProcessStart
+		}, 0)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pids []int
+		for _, d := range dirs {
+			b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v survive SIGKILL", pids)
+		}
+		for _, pid := range pids {
+			// Membership in our container's cgroup is what makes it ours.
+			if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+				_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+				unix.Close(fd)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ctrdStartTime is field 22 of /proc/<pid>/stat (start time in ticks), 0
+// when the process is gone.
+func ctrdStartTime(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// ctrdRmdirCgroup removes one cgroup directory, retrying while the kernel
+// still releases exited tasks. A missing directory is fine.
+func ctrdRmdirCgroup(dir string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("rmdir %s: %w", dir, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ctrdDeepestFirst(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		di, dj := strings.Count(out[i], "/"), strings.Count(out[j], "/")
+		if di != dj {
+			return di > dj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// ctrdMount is one line of /proc/self/mountinfo.
+type ctrdMount struct {
+	root, point, fstype, superOpts string
+}
+
+var ctrdOctal = regexp.MustCompile(`\\[0-7]{3}`)
+
+func ctrdUnescape(s string) string {
+	return ctrdOctal.ReplaceAllStringFunc(s, func(m string) string {
+		v, _ := strconv.ParseUint(m[1:], 8, 8)
+		return string([]byte{byte(v)})
+	})
+}
+
+func ctrdMountinfo() ([]ctrdMount, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
+	}
+	var out []ctrdMount
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 {
+			continue
+		}
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+3 >= len(f) {
+			continue
+		}
+		out = append(out, ctrdMount{root: ctrdUnescape(f[3]), point: ctrdUnescape(f[4]), fstype: f[sep+1], superOpts: f[sep+3]})
+	}
+	return out, nil
+}
+
+// ctrdCgroupMounts lists the mount points of every cgroup hierarchy (v1
+// and v2).
+func ctrdCgroupMounts() ([]string, error) {
+	ms, err := ctrdMountinfo()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		if (m.fstype == "cgroup" || m.fstype == "cgroup2") && !seen[m.point] {
+			seen[m.point] = true
+			out = append(out, m.point)
+		}
+	}
+	return out, nil
+}
+
+// ctrdMountOf returns the cgroup mount point p lies in.
+func ctrdMountOf(mounts []string, p string) string {
+	best := ""
+	for _, m := range mounts {
+		if (p == m || strings.HasPrefix(p, m+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	return best
+}
+
+// ctrdUnmountUnder unmounts everything mounted at or below dir, deepest
+// first, lazily when a plain unmount fails.
+func ctrdUnmountUnder(dir string) error {
+	for round := 0; ; round++ {
+		ms, err := ctrdMountinfo()
+		if err != nil {
+			return err
+		}
+		var points []string
+		for _, m := range ms {
+			if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
+				points = append(points, m.point)
+			}
+		}
+		if len(points) == 0 {
+			return nil
+		}
+		if round == 5 {
+			return fmt.Errorf("still mounted: %v", points)
+		}
+		sort.SliceStable(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+		for _, p := range points {
+			if err := unix.Unmount(p, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				_ = unix.Unmount(p, unix.MNT_DETACH)
+			}
+		}
+	}
+}
+
+// ctrdRemoveLinks deletes our bridge and the links still enslaved to it
+// (pod veths whose namespace did not go away).
+func ctrdRemoveLinks(bridge string) error {
+	sys := filepath.Join("/sys/class/net", bridge)
+	if _, err := os.Stat(filepath.Join(sys, "bridge")); err != nil {
+		return nil // no such bridge
+	}
+	var errs []error
+	ports, _ := os.ReadDir(filepath.Join(sys, "brif"))
+	for _, p := range ports {
+		errs = append(errs, ctrdDeleteLink(p.Name()))
+	}
+	errs = append(errs, ctrdDeleteLink(bridge))
+	return errors.Join(errs...)
+}
+
+// ctrdDeleteLink deletes a link; one that vanished meanwhile (a veth goes
+// with its namespace) is fine.
+func ctrdDeleteLink(name string) error {
+	err := ctrdIP("link", "delete", "dev", name)
+	if _, serr := os.Stat(filepath.Join("/sys/class/net", name)); err != nil && errors.Is(serr, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func ctrdIP(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// ctrdCNIResult matches libcni cache files <network>-<container id>-<ifname>.
+var ctrdCNIResult = regexp.MustCompile(`^[0-9a-f]{64}-[^-]+$`)
+
+// ctrdSandboxIDs lists the ids of every sandbox and task our containerd
+// knows of, from its state on disk.
+func ctrdSandboxIDs(st *ctrdState) map[string]bool {
+	ids := map[string]bool{}
+	for _, pattern := range []string{
+		st.path("root", "io.containerd.grpc.v1.cri", "sandboxes", "*"),
+		st.path("state", "io.containerd.grpc.v1.cri", "sandboxes", "*"),
+		st.path("state", "io.containerd.runtime.v2.task", "*", "*"),
+		st.path("runc", "*", "*"),
+	} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			ids[filepath.Base(m)] = true
+		}
+	}
+	return ids
+}
+
+// ctrdRemoveCNIState removes libcni's cached results of our network and of
+// CRI's loopback network for our sandboxes, and host-local's default data
+// dir for our network.
+func ctrdRemoveCNIState(network string, sandboxes map[string]bool) error {
+	var errs []error
+	entries, _ := os.ReadDir(filepath.Join(ctrdCNIStateDir, "results"))
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), network+"-")
+		if !ok {
+			// CRI's own loopback network: cni-loopback-<sandbox id>-lo.
+			rest, ok = strings.CutPrefix(e.Name(), "cni-loopback-")
+			ok = ok && ctrdCNIResult.MatchString(rest) && sandboxes[rest[:64]]
+		}
+		if !ok || !ctrdCNIResult.MatchString(rest) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(ctrdCNIStateDir, "results", e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(ctrdCNIStateDir, "networks", network)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,411 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const mib = 1 << 20
+
+// errUsage marks command-line errors (exit status 2).
+var errUsage = errors.New("usage")
+
+const usageText = `usage: testbox <mode> [flags]
+modes:
+  sleep [--for D]
+  pause
+  trap-term [--exit-after D]
+  alloc --mib N [--rate MiB/s] [--hold]
+  fork --n N [--for D]
+  write --mib N --file PATH [--sync]
+  serve --http ADDR | --tcp ADDR
+  exit --code N [--after D]
+`
+
+// config is one parsed command line.
+type config struct {
+	mode      string
+	duration  time.Duration // sleep/fork --for (0: forever), trap-term --exit-after, exit --after
+	mib       int           // alloc, write
+	rate      float64       // alloc: MiB per second, 0 = at once
+	hold      bool          // alloc: keep the memory until signalled
+	n         int           // fork: children
+	file      string        // write
+	sync      bool          // write: fsync at the end
+	httpAddr  string        // serve
+	tcpAddr   string        // serve
+	exitCode  int           // exit
+	childArgs []string      // fork: what each child runs
+}
+
+// parse turns args (without the program name) into a config. Errors wrap
+// errUsage.
+func parse(args []string) (*config, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%w: no mode given", errUsage)
+	}
+	c := &config{mode: args[0]}
+	fs := flag.NewFlagSet("testbox "+c.mode, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	switch c.mode {
+	case "sleep":
+		fs.DurationVar(&c.duration, "for", 0, "how long to sleep (0: forever)")
+	case "pause":
+	case "trap-term":
+		fs.DurationVar(&c.duration, "exit-after", 0, "delay between SIGTERM and exit")
+	case "alloc":
+		fs.IntVar(&c.mib, "mib", 0, "MiB to allocate")
+		fs.Float64Var(&c.rate, "rate", 0, "MiB per second (0: at once)")
+		fs.BoolVar(&c.hold, "hold", false, "keep the memory until signalled")
+	case "fork":
+		fs.IntVar(&c.n, "n", 0, "child processes")
+		fs.DurationVar(&c.duration, "for", 0, "how long to run (0: forever)")
+	case "write":
+		fs.IntVar(&c.mib, "mib", 0, "MiB to write")
+		fs.StringVar(&c.file, "file", "", "file to write")
+		fs.BoolVar(&c.sync, "sync", false, "fsync the file at the end")
+	case "serve":
+		fs.StringVar(&c.httpAddr, "http", "", "HTTP listen address")
+		fs.StringVar(&c.tcpAddr, "tcp", "", "TCP echo listen address")
+	case "exit":
+		fs.IntVar(&c.exitCode, "code", -1, "exit status (0-255)")
+		fs.DurationVar(&c.duration, "after", 0, "delay before exiting")
+	case "help", "-h", "--help":
+		return nil, fmt.Errorf("%w: help requested", errUsage)
+	default:
+		return nil, fmt.Errorf("%w: unknown mode %q", errUsage, c.mode)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errUsage, c.mode, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: %s: unexpected arguments %q", errUsage, c.mode, fs.Args())
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errUsage, c.mode, err)
+	}
+	if c.mode == "fork" {
+		c.childArgs = []string{"sleep"}
+	}
+	return c, nil
+}
+
+func (c *config) validate() error {
+	if c.duration < 0 {
+		return fmt.Errorf("negative duration %v", c.duration)
+	}
+	switch c.mode {
+	case "alloc":
+		if c.mib <= 0 {
+			return errors.New("--mib must be > 0")
+		}
+		if c.rate < 0 {
+			return errors.New("--rate must be >= 0")
+		}
+	case "fork":
+		if c.n <= 0 {
+			return errors.New("--n must be > 0")
+		}
+	case "write":
+		if c.mib < 0 {
+			return errors.New("--mib must be >= 0")
+		}
+		if c.file == "" {
+			return errors.New("--file is required")
+		}
+	case "serve":
+		if (c.httpAddr == "") == (c.tcpAddr == "") {
+			return errors.New("exactly one of --http and --tcp is required")
+		}
+	case "exit":
+		if c.exitCode < 0 || c.exitCode > 255 {
+			return errors.New("--code must be 0..255")
+		}
+	}
+	return nil
+}
+
+// box runs one mode. Signals arrive on sigs (SIGTERM and SIGINT only), so
+// tests can deliver them without touching the test process.
+type box struct {
+	stdout io.Writer
+	stderr io.Writer
+	sigs   <-chan os.Signal
+	// self is the executable fork re-executes; empty means os.Executable().
+	self string
+
+	outMu sync.Mutex
+}
+
+func (b *box) logf(format string, args ...any) {
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	fmt.Fprintf(b.stdout, format+"\n", args...)
+}
+
+// run parses args and runs the mode; it returns the exit status.
+func (b *box) run(args []string) int {
+	c, err := parse(args)
+	if err != nil {
+		fmt.Fprintf(b.stderr, "testbox: %v\n%s", err, usageText)
+		return 2
+	}
+	code, err := b.runMode(c)
+	if err != nil {
+		fmt.Fprintf(b.stderr, "testbox %s: %v\n", c.mode, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func (b *box) runMode(c *config) (int, error) {
+	switch c.mode {
+	case "sleep":
+		return b.sleep(c)
+	case "pause":
+		return b.pause()
+	case "trap-term":
+		return b.trapTerm(c)
+	case "alloc":
+		return b.alloc(c)
+	case "fork":
+		return b.fork(c)
+	case "write":
+		return b.write(c)
+	case "serve":
+		return b.serve(c)
+	case "exit":
+		return b.exit(c)
+	}
+	return 2, fmt.Errorf("unknown mode %q", c.mode)
+}
+
+// after returns a channel that fires after d, or never when d is 0.
+func after(d time.Duration) <-chan time.Time {
+	if d <= 0 {
+		return nil
+	}
+	return time.After(d)
+}
+
+func forever(d time.Duration) string {
+	if d <= 0 {
+		return "forever"
+	}
+	return d.String()
+}
+
+func (b *box) sleep(c *config) (int, error) {
+	b.logf("testbox sleep: pid=%d for=%s", os.Getpid(), forever(c.duration))
+	select {
+	case <-after(c.duration):
+	case <-b.sigs:
+	}
+	return 0, nil
+}
+
+func (b *box) pause() (int, error) {
+	b.logf("testbox pause: pid=%d", os.Getpid())
+	stop := startReaper()
+	defer stop()
+	<-b.sigs
+	return 0, nil
+}
+
+func (b *box) trapTerm(c *config) (int, error) {
+	b.logf("testbox trap-term: pid=%d exit-after=%s", os.Getpid(), c.duration)
+	if sig := <-b.sigs; sig == syscall.SIGTERM {
+		b.logf("testbox trap-term: got SIGTERM, exiting in %s", c.duration)
+		time.Sleep(c.duration)
+	}
+	return 0, nil
+}
+
+// alloc allocates c.mib MiB in 1 MiB chunks and writes one byte per page so
+// every page is resident, not just reserved.
+func (b *box) alloc(c *config) (int, error) {
+	b.logf("testbox alloc: pid=%d mib=%d rate=%g hold=%t", os.Getpid(), c.mib, c.rate, c.hold)
+	page := os.Getpagesize()
+	chunks := make([][]byte, 0, c.mib)
+	var tick <-chan time.Time
+	if c.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	for len(chunks) < c.mib {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-b.sigs:
+				return 0, nil
+			}
+		}
+		chunk := make([]byte, mib)
+		for i := 0; i < len(chunk); i += page {
+			chunk[i] = 1
+		}
+		chunks = append(chunks, chunk)
+	}
+	b.logf("testbox alloc: allocated %d MiB", len(chunks))
+	if c.hold {
+		<-b.sigs
+	}
+	// Keep the chunks reachable until here.
+	if len(chunks) > 0 && chunks[0][0] != 1 {
+		return 1, errors.New("memory lost")
+	}
+	return 0, nil
+}
+
+// fork re-executes itself c.n times in sleep mode and waits; on a signal
+// (or after --for) it stops the children and exits 0.
+func (b *box) fork(c *config) (int, error) {
+	self := b.self
+	if self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return 1, fmt.Errorf("find own executable: %w", err)
+		}
+		self = exe
+	}
+	b.logf("testbox fork: pid=%d n=%d for=%s", os.Getpid(), c.n, forever(c.duration))
+	var children []*exec.Cmd
+	stopAll := func() {
+		for _, ch := range children {
+			_ = ch.Process.Signal(syscall.SIGTERM)
+		}
+		for _, ch := range children {
+			_ = ch.Wait()
+		}
+	}
+	for i := 0; i < c.n; i++ {
+		cmd := exec.Command(self, c.childArgs...)
+		cmd.Stdout = io.Discard
+		cmd.Stderr = b.stderr
+		cmd.SysProcAttr = childSysProcAttr()
+		if err := cmd.Start(); err != nil {
+			stopAll()
+			return 1, fmt.Errorf("start child %d: %w", i, err)
+		}
+		children = append(children, cmd)
+	}
+	pids := make([]string, len(children))
+	for i, ch := range children {
+		pids[i] = strconv.Itoa(ch.Process.Pid)
+	}
+	b.logf("testbox fork: children %s", strings.Join(pids, ","))
+	select {
+	case <-after(c.duration):
+	case <-b.sigs:
+	}
+	stopAll()
+	return 0, nil
+}
+
+func (b *box) write(c *config) (int, error) {
+	b.logf("testbox write: pid=%d mib=%d file=%s sync=%t", os.Getpid(), c.mib, c.file, c.sync)
+	f, err := os.OpenFile(c.file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 1, fmt.Errorf("open: %w", err)
+	}
+	block := make([]byte, mib)
+	for i := range block {
+		block[i] = byte(i%251) + 1 // not zeros: nothing may turn it into a hole
+	}
+	for i := 0; i < c.mib; i++ {
+		if _, err := f.Write(block); err != nil {
+			f.Close()
+			return 1, fmt.Errorf("write: %w", err)
+		}
+	}
+	if c.sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return 1, fmt.Errorf("fsync: %w", err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return 1, fmt.Errorf("close: %w", err)
+	}
+	b.logf("testbox write: wrote %d MiB", c.mib)
+	return 0, nil
+}
+
+func (b *box) serve(c *config) (int, error) {
+	addr := c.httpAddr
+	if addr == "" {
+		addr = c.tcpAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return 1, fmt.Errorf("listen: %w", err)
+	}
+	done := make(chan error, 1)
+	if c.httpAddr != "" {
+		b.logf("testbox serve: pid=%d http=%s", os.Getpid(), ln.Addr())
+		srv := &http.Server{Handler: okHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { done <- srv.Serve(ln) }()
+		select {
+		case <-b.sigs:
+			_ = srv.Close()
+			return 0, nil
+		case err := <-done:
+			return 1, fmt.Errorf("serve http: %w", err)
+		}
+	}
+	b.logf("testbox serve: pid=%d tcp=%s", os.Getpid(), ln.Addr())
+	go func() { done <- echo(ln) }()
+	select {
+	case <-b.sigs:
+		_ = ln.Close()
+		return 0, nil
+	case err := <-done:
+		return 1, fmt.Errorf("serve tcp: %w", err)
+	}
+}
+
+func okHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+}
+
+// echo accepts connections until ln is closed and echoes what each sends.
+func echo(ln net.Listener) error {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer conn.Close()
+			_, _ = io.Copy(conn, conn)
+		}()
+	}
+}
+
+func (b *box) exit(c *config) (int, error) {
+	b.logf("testbox exit: pid=%d code=%d after=%s", os.Getpid(), c.exitCode, c.duration)
+	if c.duration > 0 {
+		select {
+		case <-time.After(c.duration):
+		case <-b.sigs:
+		}
+	}
+	return c.exitCode, nil
+}
