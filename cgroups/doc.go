@@ -4,6 +4,10 @@
 // memory.events, v1 oom_control and PSI triggers, and writes the QoS
 // hierarchy (kubepods, burstable, besteffort, pod cgroups).
 //
-// Nothing is implemented here yet: the readers arrive with the "kernel
-// signals, part one" issue. This package must never import the agent side.
+// Where the cgroup filesystems are mounted is discovered from
+// /proc/self/mountinfo (Discover), never assumed. Parsers are pure
+// functions over bytes, fuzzed with committed seed corpora; everything that
+// touches the filesystem goes through a Hierarchies value.
+//
+// This package must never import the agent (pod) side.
 package cgroups
