@@ -3,12 +3,15 @@
 //	leakcheck snapshot FILE   before the tests, and
 //	leakcheck compare FILE    after them (even when they failed).
 //
-// It lists, in every cgroup hierarchy, the cgroup dirs whose path contains
-// the test prefix ("kltest"); mounts whose mount point or source contains it;
-// named netns and links containing it; processes whose command line or
-// cgroup contains it; test state and CNI files containing it; and runtime
-// shim sockets in /run/containerd/s. Whatever is in the second list and not
-// in the first is a leak: it is printed and the command exits 1.
+// Everything a test run creates carries the run's id ($KERNELET_TEST_RUN,
+// e.g. kltest3f9a2c), so other runs on the same machine do not disturb the
+// check. It lists, in every cgroup hierarchy, the cgroup dirs whose name
+// contains the id; mounts whose mount point or source contains it; named
+// netns and links containing it; processes whose command line or cgroup
+// contains it; the run's state dir and CNI files containing it; and runtime
+// shim sockets in /run/containerd/s (which carry no id). Whatever is in the
+// second list and not in the first is a leak: it is printed and the command
+// exits 1.
 package main
 
 import (
@@ -42,7 +45,11 @@ func main() {
 		// everything is done — only when empty (anything in it is a leak).
 		_ = os.Remove(filepath.Join(env.StateBase(), env.RunID()))
 	}
-	now := take(env.Prefix)
+	if os.Getenv(env.RunIDEnv) == "" {
+		fmt.Fprintf(os.Stderr, "leakcheck: $%s is not set: nothing names this run's resources\n", env.RunIDEnv)
+		os.Exit(2)
+	}
+	now := take(env.RunID())
 	switch os.Args[1] {
 	case "snapshot":
 		b, _ := json.MarshalIndent(now, "", " ")
@@ -108,8 +115,9 @@ func checked(s Snapshot) []string {
 	return out
 }
 
-// take lists everything on the host that carries prefix.
-func take(prefix string) Snapshot {
+// take lists everything on the host that carries id.
+func take(id string) Snapshot {
+	prefix := id
 	s := Snapshot{}
 	mounts := readMounts()
 	for _, m := range mounts {
@@ -160,7 +168,7 @@ func take(prefix string) Snapshot {
 	for _, dir := range []string{env.StateBase(), "/var/lib/cni/results", "/var/lib/cni/networks", os.TempDir()} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if strings.Contains(e.Name(), prefix) || dir == env.StateBase() {
+			if strings.Contains(e.Name(), prefix) {
 				s["file"] = append(s["file"], filepath.Join(dir, e.Name()))
 			}
 		}
