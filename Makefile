@@ -4,6 +4,8 @@ GO ?= go
 BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X github.com/kernelet/kernelet/agent.Version=$(VERSION)
+# Stamp the VCS revision (kernelet_build_info) when building from a checkout.
+BUILDVCS := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo -buildvcs=true)
 E2E_TIMEOUT ?= 30m
 # One id for every process of a test run: names of cgroups, links, state dirs.
 KERNELET_TEST_RUN ?= kltest$(shell od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
@@ -21,7 +23,7 @@ help: ## list the targets
 
 build: ## build bin/kernelet, bin/testbox and the test tools
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/kernelet ./cmd/kernelet
+	$(GO) build $(BUILDVCS) -ldflags '$(LDFLAGS)' -o $(BIN)/kernelet ./cmd/kernelet
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w' -o $(BIN)/testbox ./test/testbox
 	$(GO) build -o $(BIN)/testenv ./hack/testenv
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck

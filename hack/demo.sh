@@ -18,14 +18,24 @@ export KERNELET_TEST_RUN
 kpid=""
 root=""
 cleanup() {
-  trap - EXIT INT TERM
+  # Ctrl-C reaches every process of the terminal's foreground group: a
+  # second INT must not stop the cleanup, nor a broken pipe when the output
+  # was piped into a reader (e.g. `make demo | tee`) that Ctrl-C ended.
+  trap '' INT TERM PIPE
+  trap - EXIT
   if [ -n "$kpid" ] && kill -0 "$kpid" 2>/dev/null; then
     kill -TERM "$kpid" 2>/dev/null || true
     wait "$kpid" 2>/dev/null || true
   fi
-  echo "demo: stopping containerd and cleaning up"
+  echo "demo: stopping containerd and cleaning up" 2>/dev/null || true
   [ -n "${root:-}" ] && rm -rf "$root"
-  "$BIN/testenv" containerd down || echo "demo: cleanup reported an error (see above)" >&2
+  # Its output goes to a file first: a write to a broken pipe would end it.
+  local log rc=0
+  log=$(mktemp)
+  "$BIN/testenv" containerd down >"$log" 2>&1 || rc=$?
+  cat "$log" 2>/dev/null || true
+  rm -f "$log"
+  [ "$rc" -eq 0 ] || echo "demo: cleanup failed (exit $rc)" >&2 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
