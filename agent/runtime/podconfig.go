@@ -1,0 +1,569 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/oom"
+)
+
+// maxFQDNLength bounds the hostname of setHostnameAsFQDN pods (the kernel's
+// limit).
+const maxFQDNLength = 64
+
+// PodLogDir is the directory of a pod's logs:
+// <podLogsDir>/<namespace>_<name>_<uid>.
+func PodLogDir(podLogsDir, namespace, name, uid string) string {
+	if podLogsDir == "" {
+		podLogsDir = DefaultPodLogsDir
+	}
+	return filepath.Join(podLogsDir, namespace+"_"+name+"_"+uid)
+}
+
+// ContainerLogPath is a container's log file relative to its pod's log
+// directory: <container name>/<restart count>.log. The caller creates the
+// <container name> directory.
+func ContainerLogPath(containerName string, restartCount int) string {
+	return filepath.Join(containerName, strconv.Itoa(restartCount)+".log")
+}
+
+// SandboxConfig is the runtime configuration of pod's sandbox:
+//   - metadata: name, namespace, UID, opts.Attempt;
+//   - hostname: empty for hostNetwork pods (they keep the node's; containerd
+//     1.6 refuses a hostname there), else spec.hostnameOverride, else
+//     spec.hostname, else the pod name cut to 63 characters (trailing "-"
+//     and "." trimmed); with setHostnameAsFQDN and a subdomain it is
+//     <hostname>.<subdomain>.<namespace>.svc.<clusterDomain>. The subdomain
+//     has no other use in the CRI (it only matters to /etc/hosts);
+//   - log directory PodLogDir; DNS from DNSConfig;
+//   - port mappings of the regular and sidecar containers' ports that have a
+//     hostPort;
+//   - labels SandboxLabels, annotations SandboxAnnotations;
+//   - Linux: the absolute opts.CgroupParent; sysctls (a "/"-separated name
+//     is turned into the "." form); the security context (network, pid and
+//     ipc namespaces — NODE for host*, pid POD with shareProcessNamespace,
+//     else CONTAINER —, runAsUser, runAsGroup, supplementalGroups plus
+//     fsGroup, privileged when any container is, seccomp); Resources from
+//     the pod's effective requests and limits without overhead (cpu shares
+//     from the requests, a cpu quota and a memory limit only when every
+//     container has that limit or the pod has a pod-level one — the values
+//     of the pod cgroup); Overhead from spec.overhead.
+func SandboxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.PodSandboxConfig, error) {
+	if !path.IsAbs(opts.CgroupParent) {
+		return nil, fmt.Errorf("sandbox config: cgroup parent %q is not an absolute path", opts.CgroupParent)
+	}
+	hostname, err := podHostname(pod, opts.ClusterDomain)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox config: %w", err)
+	}
+	dns, err := DNSConfig(pod, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox config: %w", err)
+	}
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &v1.PodSecurityContext{}
+	}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions:   namespaceOptions(pod),
+		RunAsUser:          int64Value(psc.RunAsUser),
+		RunAsGroup:         int64Value(psc.RunAsGroup),
+		SupplementalGroups: supplementalGroups(psc),
+		Privileged:         anyPrivileged(pod),
+	}
+	sc.Seccomp, err = seccompProfile(psc.SeccompProfile, false, opts.SeccompOptions)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox config: %w", err)
+	}
+	linux := &runtimeapi.LinuxPodSandboxConfig{
+		CgroupParent:    opts.CgroupParent,
+		SecurityContext: sc,
+		Resources:       sandboxResources(pod, opts.CPUOptions),
+	}
+	if len(psc.Sysctls) > 0 {
+		linux.Sysctls = map[string]string{}
+		for _, s := range psc.Sysctls {
+			linux.Sysctls[SysctlDotted(s.Name)] = s.Value
+		}
+	}
+	if oh := qos.Overhead(pod); oh != (qos.Amounts{}) {
+		linux.Overhead = linuxResources(oh.CPUMilli, oh.CPUMilli, oh.MemoryBytes, opts.CPUOptions)
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			Uid:       string(pod.UID),
+			Attempt:   opts.Attempt,
+		},
+		Hostname:     hostname,
+		LogDirectory: PodLogDir(opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID)),
+		DnsConfig:    dns,
+		PortMappings: portMappings(pod),
+		Labels:       SandboxLabels(pod),
+		Annotations:  SandboxAnnotations(pod),
+		Linux:        linux,
+	}, nil
+}
+
+// podHostname is the sandbox hostname (see SandboxConfig).
+func podHostname(pod *v1.Pod, clusterDomain string) (string, error) {
+	if pod.Spec.HostNetwork {
+		return "", nil
+	}
+	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
+		return *o, nil
+	}
+	hostname := pod.Name
+	if h := pod.Spec.Hostname; h != "" {
+		if errs := validation.IsDNS1123Label(h); len(errs) > 0 {
+			return "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", h, strings.Join(errs, ";"))
+		}
+		hostname = h
+	} else if len(hostname) > validation.DNS1123LabelMaxLength {
+		hostname = strings.TrimRight(hostname[:validation.DNS1123LabelMaxLength], "-.")
+		if hostname == "" {
+			return "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Name)
+		}
+	}
+	if fqdn := pod.Spec.SetHostnameAsFQDN; fqdn != nil && *fqdn && pod.Spec.Subdomain != "" && clusterDomain != "" {
+		if errs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(errs) > 0 {
+			return "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(errs, ";"))
+		}
+		full := hostname + "." + pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
+		if len(full) > maxFQDNLength {
+			return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
+				full, maxFQDNLength, len(full))
+		}
+		hostname = full
+	}
+	return hostname, nil
+}
+
+// SysctlDotted converts a sysctl name written with "/" separators to the
+// "." form: when "/" comes before any ".", the two are swapped throughout
+// (net/ipv4/conf/eth0.100/rp_filter is net.ipv4.conf.eth0/100.rp_filter).
+func SysctlDotted(name string) string {
+	i := strings.IndexAny(name, "./")
+	if i < 0 || name[i] == '.' {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '.':
+			return '/'
+		case '/':
+			return '.'
+		}
+		return r
+	}, name)
+}
+
+func runtimeProtocol(p v1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case v1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case v1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// portMappings are the host ports of the regular and sidecar containers,
+// each protocol/host IP/host port once.
+func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	add := func(c *v1.Container) {
+		for _, p := range c.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			m := &runtimeapi.PortMapping{Protocol: runtimeProtocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP}
+			if !slices.ContainsFunc(out, func(o *runtimeapi.PortMapping) bool {
+				return o.Protocol == m.Protocol && o.HostPort == m.HostPort && o.HostIp == m.HostIp
+			}) {
+				out = append(out, m)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+			add(&pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// namespaceOptions: the node's network, pid and ipc namespaces for
+// hostNetwork, hostPID and hostIPC; else the pod's, except pid, which is
+// the container's own unless shareProcessNamespace.
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}
+
+func int64Value(v *int64) *runtimeapi.Int64Value {
+	if v == nil {
+		return nil
+	}
+	return &runtimeapi.Int64Value{Value: *v}
+}
+
+// supplementalGroups are the pod's supplemental groups plus its fsGroup.
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	groups := slices.Clone(psc.SupplementalGroups)
+	if g := psc.FSGroup; g != nil && !slices.Contains(groups, *g) {
+		groups = append(groups, *g)
+	}
+	return groups
+}
+
+func privileged(c *v1.Container) bool {
+	return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+}
+
+func anyPrivileged(pod *v1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.InitContainers, func(c v1.Container) bool { return privileged(&c) }) ||
+		slices.ContainsFunc(pod.Spec.Containers, func(c v1.Container) bool { return privileged(&c) })
+}
+
+// seccompProfile maps a seccomp profile: privileged is always Unconfined;
+// no profile is Unconfined (RuntimeDefault with SeccompDefault); Localhost
+// profiles are files under SeccompProfileRoot.
+func seccompProfile(p *v1.SeccompProfile, privileged bool, opts SeccompOptions) (*runtimeapi.SecurityProfile, error) {
+	unconfined := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	runtimeDefault := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	switch {
+	case privileged:
+		return unconfined, nil
+	case p == nil && opts.SeccompDefault:
+		return runtimeDefault, nil
+	case p == nil:
+		return unconfined, nil
+	}
+	switch p.Type {
+	case v1.SeccompProfileTypeRuntimeDefault:
+		return runtimeDefault, nil
+	case v1.SeccompProfileTypeUnconfined:
+		return unconfined, nil
+	case v1.SeccompProfileTypeLocalhost:
+		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" || opts.SeccompProfileRoot == "" {
+			return nil, errors.New("seccomp: Localhost profile needs a profile name and a seccomp profile root")
+		}
+		return &runtimeapi.SecurityProfile{
+			ProfileType:  runtimeapi.SecurityProfile_Localhost,
+			LocalhostRef: filepath.Join(opts.SeccompProfileRoot, *p.LocalhostProfile),
+		}, nil
+	}
+	return nil, fmt.Errorf("seccomp: unknown profile type %q", p.Type)
+}
+
+// apparmorProfile maps an AppArmor profile; nil leaves the runtime's
+// default.
+func apparmorProfile(p *v1.AppArmorProfile) *runtimeapi.SecurityProfile {
+	if p == nil {
+		return nil
+	}
+	switch p.Type {
+	case v1.AppArmorProfileTypeUnconfined:
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	case v1.AppArmorProfileTypeLocalhost:
+		ref := ""
+		if p.LocalhostProfile != nil {
+			ref = *p.LocalhostProfile
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+}
+
+// period is the CFS period in force.
+func (o CPUOptions) period() time.Duration {
+	if o.CPUCFSQuotaPeriod <= 0 {
+		return DefaultCPUCFSQuotaPeriod
+	}
+	return o.CPUCFSQuotaPeriod
+}
+
+// linuxResources are CRI resources from a cpu request and limit (milliCPU)
+// and a memory limit (bytes); a zero limit is none (left 0 in the CRI).
+func linuxResources(cpuRequest, cpuLimit, memoryLimit int64, o CPUOptions) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{
+		CpuShares:          int64(cgroups.CPUShares(cpuRequest)),
+		MemoryLimitInBytes: max(memoryLimit, 0),
+	}
+	if !o.DisableCPUCFSQuota {
+		r.CpuPeriod = o.period().Microseconds()
+		if q := cgroups.CPUQuota(cpuLimit, o.period()); q != cgroups.NoLimit {
+			r.CpuQuota = q
+		}
+	}
+	return r
+}
+
+// sandboxResources are the pod's effective resources without overhead,
+// shaped like its pod cgroup: a quota and a memory limit only when every
+// container (or the pod level) limits them.
+func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResources {
+	req, lim, pr := qos.PodRequests(pod), qos.PodLimits(pod), qos.PodResources(pod)
+	cpuLimit, memLimit := int64(0), int64(0)
+	if pr.AllCPULimits {
+		cpuLimit = lim.CPUMilli
+	}
+	if pr.AllMemoryLimits {
+		memLimit = lim.MemoryBytes
+	}
+	return linuxResources(req.CPUMilli, cpuLimit, memLimit, o)
+}
+
+// ContainerConfig is the runtime configuration of container c of pod
+// (a regular, init or sidecar container):
+//   - metadata: name, attempt = opts.RestartCount; image opts.ImageRef (or
+//     the spec's), the spec's image as the user-specified one;
+//   - command → the image entrypoint override, args → its cmd, both
+//     expanded (Expand) against the container's environment (ContainerEnv);
+//     workingDir, stdin, stdinOnce, tty;
+//   - log path ContainerLogPath; labels ContainerLabels, annotations
+//     ContainerAnnotations;
+//   - mounts: the volume mounts of emptyDir and hostPath volumes at the host
+//     paths in opts.VolumeHostPaths, then opts.TerminationMessageHostPath at
+//     terminationMessagePath (default /dev/termination-log);
+//   - Linux resources: cpu shares from the cpu request (defaulting to the
+//     limit; cgroups.CPUShares), a CFS quota from the cpu limit
+//     (cgroups.CPUQuota with cpuCFSQuotaPeriod), the memory limit, and the
+//     requested oom_score_adj (oom.ScoreAdj with opts.NodeMemoryCapacity;
+//     the runtime may raise it — containerd's restrict_oom_score_adj, a
+//     kernel without CAP_SYS_RESOURCE — so the effective value is measured,
+//     not assumed); memory.oom.group=1 on cgroup v2 unless
+//     SingleProcessOOMKill;
+//   - Linux security context: the container's settings over the pod's
+//     (runAsUser, runAsGroup, seccomp, AppArmor), supplementalGroups plus
+//     fsGroup, privileged, readOnlyRootFilesystem, capabilities add/drop,
+//     allowPrivilegeEscalation: false → no_new_privs, the pod's
+//     namespaces; runAsNonRoot is enforced here against runAsUser or the
+//     image user (opts.ImageUID, opts.ImageUsername), with kubelet's
+//     messages.
+//
+// Every problem is reported, joined; fields kernelet does not support yet
+// match ErrUnsupported.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.ContainerConfig, error) {
+	var errs []error
+	image := opts.ImageRef
+	if image == "" {
+		image = c.Image
+	}
+	if image == "" {
+		errs = append(errs, errors.New("no image"))
+	}
+	env, err := ContainerEnv(pod, c, opts)
+	errs = append(errs, err)
+	mounts, err := containerMounts(pod, c, opts)
+	errs = append(errs, err)
+	sc, err := containerSecurityContext(pod, c, opts)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("container %q of pod %s: %w", c.Name, podDesc(pod), err)
+	}
+	lookup := envMap(env)
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(max(opts.RestartCount, 0))},
+		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:     expandAll(c.Command, lookup),
+		Args:        expandAll(c.Args, lookup),
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      ContainerLabels(pod, c),
+		Annotations: ContainerAnnotations(pod, c, opts.RestartCount),
+		LogPath:     ContainerLogPath(c.Name, opts.RestartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       containerResources(pod, c, opts),
+			SecurityContext: sc,
+		},
+	}, nil
+}
+
+// ContainerOOMScoreAdj is the oom_score_adj kernelet requests for container
+// c of pod on a node with memoryCapacity bytes.
+func ContainerOOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) int {
+	return oom.ScoreAdj(qos.OOMPod(pod), qos.OOMContainer(pod, c), memoryCapacity)
+}
+
+func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
+	req, lim := qos.ContainerRequests(c), qos.ContainerLimits(c)
+	r := linuxResources(req.CPUMilli, lim.CPUMilli, lim.MemoryBytes, opts.CPUOptions)
+	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
+	if opts.CgroupV2 && !opts.SingleProcessOOMKill {
+		r.Unified = map[string]string{"memory.oom.group": "1"}
+	}
+	return r
+}
+
+func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
+	if p == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
+	switch *p {
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
+
+// containerMounts are the volume mounts (emptyDir and hostPath volumes
+// whose host paths the caller resolved) and the termination message file.
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
+	var out []*runtimeapi.Mount
+	var errs []error
+	for _, vm := range c.VolumeMounts {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == vm.Name })
+		switch {
+		case i < 0:
+			errs = append(errs, fmt.Errorf("volume mount %q: the pod has no such volume", vm.Name))
+			continue
+		case vm.SubPath != "" || vm.SubPathExpr != "":
+			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr are not supported yet", vm.Name, ErrUnsupported))
+			continue
+		}
+		vol := pod.Spec.Volumes[i]
+		if vol.EmptyDir == nil && vol.HostPath == nil {
+			errs = append(errs, fmt.Errorf("volume %q: %w: %s volumes are not supported yet", vol.Name, ErrUnsupported, volumeKind(vol)))
+			continue
+		}
+		host, ok := opts.VolumeHostPaths[vol.Name]
+		if !ok || host == "" {
+			errs = append(errs, fmt.Errorf("volume %q: no host path prepared for it", vol.Name))
+			continue
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: vm.MountPath,
+			HostPath:      host,
+			Readonly:      vm.ReadOnly,
+			Propagation:   mountPropagation(vm.MountPropagation),
+		})
+	}
+	if opts.TerminationMessageHostPath != "" {
+		p := c.TerminationMessagePath
+		if p == "" {
+			p = v1.TerminationMessagePathDefault
+		}
+		out = append(out, &runtimeapi.Mount{ContainerPath: p, HostPath: opts.TerminationMessageHostPath})
+	}
+	return out, errors.Join(errs...)
+}
+
+// containerSecurityContext merges the pod's security context under the
+// container's and checks runAsNonRoot.
+func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &v1.PodSecurityContext{}
+	}
+	csc := c.SecurityContext
+	if csc == nil {
+		csc = &v1.SecurityContext{}
+	}
+	runAsUser, runAsGroup, runAsNonRoot := psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
+	seccomp, apparmor := psc.SeccompProfile, psc.AppArmorProfile
+	if csc.RunAsUser != nil {
+		runAsUser = csc.RunAsUser
+	}
+	if csc.RunAsGroup != nil {
+		runAsGroup = csc.RunAsGroup
+	}
+	if csc.RunAsNonRoot != nil {
+		runAsNonRoot = csc.RunAsNonRoot
+	}
+	if csc.SeccompProfile != nil {
+		seccomp = csc.SeccompProfile
+	}
+	if csc.AppArmorProfile != nil {
+		apparmor = csc.AppArmorProfile
+	}
+	if runAsNonRoot != nil && *runAsNonRoot {
+		if err := verifyNonRoot(pod, c, runAsUser, opts.ImageUID, opts.ImageUsername); err != nil {
+			return nil, err
+		}
+	}
+	priv := privileged(c)
+	sp, err := seccompProfile(seccomp, priv, opts.SeccompOptions)
+	if err != nil {
+		return nil, err
+	}
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		Privileged:         priv,
+		NamespaceOptions:   namespaceOptions(pod),
+		RunAsUser:          int64Value(runAsUser),
+		RunAsGroup:         int64Value(runAsGroup),
+		ReadonlyRootfs:     csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem,
+		SupplementalGroups: supplementalGroups(psc),
+		NoNewPrivs:         csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation,
+		Seccomp:            sp,
+		Apparmor:           apparmorProfile(apparmor),
+	}
+	if caps := csc.Capabilities; caps != nil {
+		sc.Capabilities = &runtimeapi.Capability{}
+		for _, a := range caps.Add {
+			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	return sc, nil
+}
+
+// verifyNonRoot enforces runAsNonRoot with kubelet's messages: an explicit
+// runAsUser must not be 0; without one, the image user must be a numeric
+// non-zero uid (an image without a user runs as root).
+func verifyNonRoot(pod *v1.Pod, c *v1.Container, runAsUser, imageUID *int64, imageUsername string) error {
+	if runAsUser != nil {
+		if *runAsUser == 0 {
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
+		}
+		return nil
+	}
+	switch {
+	case imageUID == nil && imageUsername != "":
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", imageUsername, podDesc(pod), c.Name)
+	case imageUID == nil || *imageUID == 0:
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
+	}
+	return nil
+}

@@ -1,0 +1,234 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Expand replaces the variable references $(NAME) in s by their values, as
+// Kubernetes does for env values, command and args: a reference to a name
+// lookup does not know is kept as written; $$ is an escaped $, so $$(NAME)
+// gives the literal $(NAME); a $ followed by anything else, an unterminated
+// $( and a trailing $ are kept as written. Names are not expanded
+// recursively.
+func Expand(s string, lookup func(name string) (string, bool)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$': // escaped operator
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 { // incomplete: keep "$(" and scan on after it
+				b.WriteString("$(")
+				i++
+				continue
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := lookup(name); ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString("$(" + name + ")")
+			}
+			i += 2 + end
+		default: // a lone operator: keep it, the next byte follows as usual
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// envList is an ordered set of environment variables: a later value of a
+// name replaces the earlier one where it stands.
+type envList struct {
+	names  []string
+	values map[string]string
+}
+
+func (l *envList) set(name, value string) {
+	if l.values == nil {
+		l.values = map[string]string{}
+	}
+	if _, ok := l.values[name]; !ok {
+		l.names = append(l.names, name)
+	}
+	l.values[name] = value
+}
+
+func (l *envList) lookup(name string) (string, bool) {
+	v, ok := l.values[name]
+	return v, ok
+}
+
+// ContainerEnv is the environment of container c of pod, in the order the
+// names were first defined: each env entry in turn, a value expanded
+// (Expand) against the variables defined before it, a valueFrom resolved
+// from the pod (fieldRef) or the container's resources (resourceFieldRef).
+// envFrom and configMap, secret or file references are not supported yet
+// and return an error naming the variable.
+func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.KeyValue, error) {
+	var errs []error
+	if len(c.EnvFrom) > 0 {
+		errs = append(errs, fmt.Errorf("envFrom: %w: configMap and secret sources are not supported yet", ErrUnsupported))
+	}
+	var env envList
+	for _, e := range c.Env {
+		var v string
+		var err error
+		switch src := e.ValueFrom; {
+		case src == nil:
+			v = Expand(e.Value, env.lookup)
+		case src.FieldRef != nil:
+			v, err = fieldRefValue(pod, src.FieldRef.FieldPath, opts)
+		case src.ResourceFieldRef != nil:
+			v, err = resourceFieldRefValue(pod, c, src.ResourceFieldRef, opts)
+		default:
+			err = fmt.Errorf("%w: configMapKeyRef, secretKeyRef and fileKeyRef are not supported yet", ErrUnsupported)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("env %q: %w", e.Name, err))
+			continue
+		}
+		env.set(e.Name, v)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make([]*runtimeapi.KeyValue, 0, len(env.names))
+	for _, n := range env.names {
+		out = append(out, &runtimeapi.KeyValue{Key: n, Value: []byte(env.values[n])})
+	}
+	return out, nil
+}
+
+// subscript splits "metadata.labels['key']" into its key, when path has
+// the form prefix['key'].
+func subscript(path, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+// fieldRefValue resolves a downward-API field path for an environment
+// variable.
+func fieldRefValue(pod *v1.Pod, path string, opts ContainerOptions) (string, error) {
+	first := func(l []string) string {
+		if len(l) == 0 {
+			return ""
+		}
+		return l[0]
+	}
+	switch path {
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return first(opts.HostIPs), nil
+	case "status.hostIPs":
+		return strings.Join(opts.HostIPs, ","), nil
+	case "status.podIP":
+		return first(opts.PodIPs), nil
+	case "status.podIPs":
+		return strings.Join(opts.PodIPs, ","), nil
+	}
+	if k, ok := subscript(path, "metadata.labels"); ok {
+		return pod.Labels[k], nil
+	}
+	if k, ok := subscript(path, "metadata.annotations"); ok {
+		return pod.Annotations[k], nil
+	}
+	return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
+}
+
+// resourceFieldRefValue resolves requests.* and limits.* of cpu, memory
+// and ephemeral-storage of the container itself, divided by the divisor
+// (default 1) and rounded up. A request that is not set defaults to the
+// limit; a limit that is not set is the pod-level limit when the pod has
+// one, else the node's allocatable amount.
+func resourceFieldRefValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, opts ContainerOptions) (string, error) {
+	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+		return "", fmt.Errorf("%w: resourceFieldRef of another container (%q)", ErrUnsupported, ref.ContainerName)
+	}
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	rn := v1.ResourceName(name)
+	if (kind != "requests" && kind != "limits") || !slices.Contains([]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}, rn) {
+		return "", fmt.Errorf("%w: resourceFieldRef %q", ErrUnsupported, ref.Resource)
+	}
+	limit := func() resource.Quantity {
+		if q, ok := c.Resources.Limits[rn]; ok {
+			return q
+		}
+		if pod.Spec.Resources != nil {
+			if q, ok := pod.Spec.Resources.Limits[rn]; ok {
+				return q
+			}
+		}
+		return opts.NodeAllocatable[rn]
+	}
+	var q resource.Quantity
+	switch {
+	case kind == "limits":
+		q = limit()
+	default:
+		var ok bool
+		if q, ok = c.Resources.Requests[rn]; !ok {
+			q = c.Resources.Limits[rn]
+		}
+	}
+	divisor := ref.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	if rn == v1.ResourceCPU {
+		return fmt.Sprint(int64(math.Ceil(float64(q.MilliValue()) / float64(divisor.MilliValue())))), nil
+	}
+	return fmt.Sprint(int64(math.Ceil(float64(q.Value()) / float64(divisor.Value())))), nil
+}
+
+// envMap is the environment as a lookup for command and args expansion.
+func envMap(env []*runtimeapi.KeyValue) func(string) (string, bool) {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		m[kv.Key] = string(kv.Value)
+	}
+	return func(name string) (string, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+}
+
+// expandAll expands every element of l (nil stays nil).
+func expandAll(l []string, lookup func(string) (string, bool)) []string {
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = Expand(s, lookup)
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package runtime
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// volumeKind names the source of a volume as the API does ("configMap",
+// "persistentVolumeClaim"), or "unknown".
+func volumeKind(v v1.Volume) string {
+	src := reflect.ValueOf(v.VolumeSource)
+	for i := 0; i < src.NumField(); i++ {
+		if f := src.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name, _, _ := strings.Cut(src.Type().Field(i).Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return "unknown"
+}
+
+// Sysctl prefixes that live in the network and ipc namespaces: set on a pod
+// that shares the node's namespace, they would change the node.
+var (
+	netSysctlPrefixes = []string{"net."}
+	ipcSysctlPrefixes = []string{"kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."}
+)
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) || s == strings.TrimSuffix(p, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// hugePages are the huge page resources requested or limited, sorted.
+func hugePages(r v1.ResourceRequirements) []string {
+	var out []string
+	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
+		for name := range l {
+			if n := string(name); strings.HasPrefix(n, v1.ResourceHugePagesPrefix) && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// supportedFieldRefs are the downward-API fields an env var can name
+// (besides metadata.labels['k'] and metadata.annotations['k']).
+var supportedFieldRefs = map[string]bool{
+	"metadata.name": true, "metadata.namespace": true, "metadata.uid": true,
+	"spec.nodeName": true, "spec.serviceAccountName": true,
+	"status.hostIP": true, "status.hostIPs": true, "status.podIP": true, "status.podIPs": true,
+}
+
+// ValidatePodForRuntime lists the fields of pod that kernelet cannot run
+// yet, all at once, as an *UnsupportedError (errors.Is ErrUnsupported), or
+// returns nil. It is meant for admission: the message names each field and
+// why. Checked:
+//   - spec.os.name windows; spec.runtimeClassName; spec.hostUsers: false
+//     (user namespaces; containerd 1.6 has none); ephemeral containers;
+//     spec.hostAliases (needs the managed /etc/hosts); spec.resourceClaims;
+//     pod-level or container hugepages; seLinuxOptions (SELinux is not
+//     enabled in the runtime); supplementalGroupsPolicy Strict;
+//   - sysctls that would change the node: net.* with hostNetwork, ipc ones
+//     with hostIPC;
+//   - volumes other than emptyDir and hostPath (and emptyDir on huge
+//     pages);
+//   - per container: envFrom; env from configMaps, secrets or files;
+//     fieldRef paths and resourceFieldRef resources the env cannot resolve;
+//     volume subPath/subPathExpr; recursiveReadOnly Enabled; volumeDevices;
+//     resource claims; procMount Unmasked; lifecycle.stopSignal.
+func ValidatePodForRuntime(pod *v1.Pod) error {
+	var fields []UnsupportedField
+	add := func(path, format string, args ...any) {
+		fields = append(fields, UnsupportedField{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+	spec := &pod.Spec
+	if spec.OS != nil && spec.OS.Name == v1.Windows {
+		add("spec.os.name", "windows pods cannot run on a Linux node")
+	}
+	if spec.RuntimeClassName != nil && *spec.RuntimeClassName != "" {
+		add("spec.runtimeClassName", "RuntimeClass %q: runtime classes are not supported yet", *spec.RuntimeClassName)
+	}
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		add("spec.hostUsers", "user namespaces are not supported by the runtime")
+	}
+	if len(spec.EphemeralContainers) > 0 {
+		add("spec.ephemeralContainers", "ephemeral containers are not supported yet")
+	}
+	if len(spec.HostAliases) > 0 {
+		add("spec.hostAliases", "host aliases need a managed /etc/hosts, not supported yet")
+	}
+	if len(spec.ResourceClaims) > 0 {
+		add("spec.resourceClaims", "dynamic resource allocation is not supported")
+	}
+	if spec.Resources != nil {
+		if hp := hugePages(*spec.Resources); len(hp) > 0 {
+			add("spec.resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
+		}
+	}
+	if psc := spec.SecurityContext; psc != nil {
+		if psc.SELinuxOptions != nil {
+			add("spec.securityContext.seLinuxOptions", "SELinux is not enabled in the runtime")
+		}
+		if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
+			add("spec.securityContext.supplementalGroupsPolicy", "Strict is not supported by the runtime")
+		}
+		for i, s := range psc.Sysctls {
+			name := SysctlDotted(s.Name)
+			p := fmt.Sprintf("spec.securityContext.sysctls[%d]", i)
+			if spec.HostNetwork && hasAnyPrefix(name, netSysctlPrefixes) {
+				add(p, "sysctl %q would change the node's network namespace (hostNetwork)", name)
+			}
+			if spec.HostIPC && hasAnyPrefix(name, ipcSysctlPrefixes) {
+				add(p, "sysctl %q would change the node's IPC namespace (hostIPC)", name)
+			}
+		}
+	}
+	for i, v := range spec.Volumes {
+		p := fmt.Sprintf("spec.volumes[%d]", i)
+		switch {
+		case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumHugePages,
+			v.EmptyDir != nil && strings.HasPrefix(string(v.EmptyDir.Medium), string(v1.StorageMediumHugePagesPrefix)):
+			add(p, "volume %q: emptyDir on huge pages is not supported yet", v.Name)
+		case v.EmptyDir != nil, v.HostPath != nil:
+		default:
+			add(p, "volume %q: %s volumes are not supported yet", v.Name, volumeKind(v))
+		}
+	}
+	for _, set := range []struct {
+		path string
+		list []v1.Container
+	}{{"spec.initContainers", spec.InitContainers}, {"spec.containers", spec.Containers}} {
+		for i := range set.list {
+			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i])...)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return &UnsupportedError{Fields: fields}
+}
+
+func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
+	var fields []UnsupportedField
+	add := func(path, format string, args ...any) {
+		fields = append(fields, UnsupportedField{Path: prefix + path, Reason: fmt.Sprintf(format, args...)})
+	}
+	if len(c.EnvFrom) > 0 {
+		add(".envFrom", "configMap and secret sources are not supported yet")
+	}
+	for i, e := range c.Env {
+		src := e.ValueFrom
+		if src == nil {
+			continue
+		}
+		p := fmt.Sprintf(".env[%d]", i)
+		switch {
+		case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil, src.FileKeyRef != nil:
+			add(p, "env %q: configMap, secret and file references are not supported yet", e.Name)
+		case src.FieldRef != nil:
+			fp := src.FieldRef.FieldPath
+			_, label := subscript(fp, "metadata.labels")
+			_, annotation := subscript(fp, "metadata.annotations")
+			if !supportedFieldRefs[fp] && !label && !annotation {
+				add(p, "env %q: fieldRef %q is not supported", e.Name, fp)
+			}
+		case src.ResourceFieldRef != nil:
+			r := src.ResourceFieldRef
+			switch r.Resource {
+			case "requests.cpu", "limits.cpu", "requests.memory", "limits.memory", "requests.ephemeral-storage", "limits.ephemeral-storage":
+			default:
+				add(p, "env %q: resourceFieldRef %q is not supported yet", e.Name, r.Resource)
+			}
+			if r.ContainerName != "" && r.ContainerName != c.Name {
+				add(p, "env %q: resourceFieldRef of another container (%q)", e.Name, r.ContainerName)
+			}
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		p := fmt.Sprintf(".volumeMounts[%d]", i)
+		if m.SubPath != "" || m.SubPathExpr != "" {
+			add(p, "volume mount %q: subPath and subPathExpr are not supported yet", m.Name)
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			add(p, "volume mount %q: recursive read-only mounts are not supported by the runtime", m.Name)
+		}
+	}
+	if len(c.VolumeDevices) > 0 {
+		add(".volumeDevices", "block volumes are not supported yet")
+	}
+	if len(c.Resources.Claims) > 0 {
+		add(".resources.claims", "dynamic resource allocation is not supported")
+	}
+	if hp := hugePages(c.Resources); len(hp) > 0 {
+		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
+			add(".securityContext.procMount", "Unmasked /proc needs user namespaces, not supported by the runtime")
+		}
+		if sc.SELinuxOptions != nil {
+			add(".securityContext.seLinuxOptions", "SELinux is not enabled in the runtime")
+		}
+	}
+	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		add(".lifecycle.stopSignal", "stop signals are not supported by the runtime")
+	}
+	return fields
+}

@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestValidatePodForRuntimeAcceptsWhatItRuns(t *testing.T) {
+	for name, pod := range map[string]*v1.Pod{
+		"web pod":     webPod(),
+		"minimal pod": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}},
+		"host namespaces with other sysctls": {Spec: v1.PodSpec{HostNetwork: true, HostIPC: true,
+			SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.domainname", Value: "x"}}},
+			Containers:      []v1.Container{{Name: "c", Image: "i"}}}},
+	} {
+		if err := ValidatePodForRuntime(pod); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestValidatePodForRuntimeListsEverything(t *testing.T) {
+	hp := v1.ResourceName("hugepages-2Mi")
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		OS:                  &v1.PodOS{Name: v1.Windows},
+		RuntimeClassName:    ptr("kata"),
+		HostUsers:           ptr(false),
+		HostNetwork:         true,
+		HostIPC:             true,
+		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}},
+		HostAliases:         []v1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}},
+		ResourceClaims:      []v1.PodResourceClaim{{Name: "gpu"}},
+		Resources:           &v1.ResourceRequirements{Limits: v1.ResourceList{hp: qty("4Mi")}},
+		SecurityContext: &v1.PodSecurityContext{
+			SELinuxOptions:           &v1.SELinuxOptions{Level: "s0"},
+			SupplementalGroupsPolicy: ptr(v1.SupplementalGroupsPolicyStrict),
+			Sysctls:                  []v1.Sysctl{{Name: "net/ipv4/ip_forward", Value: "1"}, {Name: "kernel.shmmax", Value: "1"}, {Name: "fs.mqueue.msg_max", Value: "1"}},
+		},
+		Volumes: []v1.Volume{
+			{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}},
+			{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
+		},
+		InitContainers: []v1.Container{{Name: "init", Image: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}}}},
+		Containers: []v1.Container{{
+			Name: "app", Image: "i",
+			Env: []v1.EnvVar{
+				{Name: "OK", Value: "1"},
+				{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}},
+				{Name: "F", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.generateName"}}},
+				{Name: "L", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['ok']"}}},
+				{Name: "R", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "init", Resource: "limits.hugepages-2Mi"}}},
+			},
+			VolumeMounts: []v1.VolumeMount{
+				{Name: "ok", MountPath: "/a", SubPathExpr: "$(POD)"},
+				{Name: "ok", MountPath: "/b", RecursiveReadOnly: ptr(v1.RecursiveReadOnlyEnabled), ReadOnly: true},
+				{Name: "ok", MountPath: "/c", RecursiveReadOnly: ptr(v1.RecursiveReadOnlyIfPossible), ReadOnly: true},
+			},
+			VolumeDevices: []v1.VolumeDevice{{Name: "blk", DevicePath: "/dev/xvda"}},
+			Resources: v1.ResourceRequirements{
+				Limits: v1.ResourceList{hp: qty("2Mi"), "hugepages-1Gi": qty("1Gi")},
+				Claims: []v1.ResourceClaim{{Name: "gpu"}},
+			},
+			SecurityContext: &v1.SecurityContext{ProcMount: ptr(v1.UnmaskedProcMount), SELinuxOptions: &v1.SELinuxOptions{}},
+			Lifecycle:       &v1.Lifecycle{StopSignal: ptr(v1.SIGUSR1)},
+		}},
+	}}
+	err := ValidatePodForRuntime(pod)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want an *UnsupportedError", err)
+	}
+	var paths []string
+	for _, f := range ue.Fields {
+		paths = append(paths, f.Path)
+	}
+	want := []string{
+		"spec.os.name", "spec.runtimeClassName", "spec.hostUsers", "spec.ephemeralContainers", "spec.hostAliases",
+		"spec.resourceClaims", "spec.resources",
+		"spec.securityContext.seLinuxOptions", "spec.securityContext.supplementalGroupsPolicy",
+		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
+		"spec.volumes[1]", "spec.volumes[2]", "spec.volumes[3]",
+		"spec.initContainers[0].envFrom",
+		"spec.containers[0].env[1]", "spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
+		"spec.containers[0].volumeMounts[0]", "spec.containers[0].volumeMounts[1]",
+		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
+		"spec.containers[0].securityContext.procMount", "spec.containers[0].securityContext.seLinuxOptions",
+		"spec.containers[0].lifecycle.stopSignal",
+	}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths =\n %q\nwant\n %q", paths, want)
+	}
+	msg := err.Error()
+	for _, s := range []string{
+		"unsupported pod fields: spec.os.name: windows pods cannot run on a Linux node; ",
+		`spec.volumes[1]: volume "cfg": configMap volumes are not supported yet`,
+		`spec.volumes[2]: volume "data": persistentVolumeClaim volumes are not supported yet`,
+		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
+		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,
+		`spec.containers[0].env[2]: env "F": fieldRef "metadata.generateName" is not supported`,
+	} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("message lacks %q:\n%s", s, msg)
+		}
+	}
+}
