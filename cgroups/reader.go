@@ -1,0 +1,622 @@
+package cgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Reader reads the statistics of cgroups (Cgroup, CgroupByID) and of the
+// node (Node) from the kernel's files, the same way on cgroup v2, hybrid and
+// v1 hosts, into one result type where a value this host cannot know is
+// marked unknown.
+//
+// Where each controller lives comes from the Hierarchies: a controller
+// mounted as a v1 hierarchy is read there, any other from the cgroup2
+// mount; PSI always comes from the cgroup2 mount (on a hybrid host the
+// unified tree at the same cgroup path). Files are read with one read
+// system call each into a pooled buffer and parsed in place, so a read that
+// reuses its result value does not allocate. A Reader is safe for
+// concurrent use.
+type Reader struct {
+	h        *Hierarchies
+	procRoot string
+
+	memory, cpuacct, cpu, blkio, pids ctrlMount
+	pressure                          *Mount // the cgroup2 mount, or nil
+
+	pool sync.Pool // *scratch
+	ids  idCache
+}
+
+// ctrlMount is where one controller is read.
+type ctrlMount struct {
+	m       *Mount // nil: the controller is not available
+	version int
+}
+
+// ReaderOption configures a Reader.
+type ReaderOption func(*Reader)
+
+// WithProcRoot reads the node files (meminfo, loadavg, pressure/*,
+// sys/kernel/*) below dir instead of /proc, e.g. from a fixture tree or a
+// host's /proc mounted elsewhere.
+func WithProcRoot(dir string) ReaderOption {
+	return func(r *Reader) { r.procRoot = strings.TrimSuffix(dir, "/") }
+}
+
+// NewReader returns a Reader over the cgroup hierarchies h (from Discover).
+func NewReader(h *Hierarchies, opts ...ReaderOption) (*Reader, error) {
+	if h == nil || h.Mode == Unavailable {
+		return nil, fmt.Errorf("cgroup reader: %w", ErrNoCgroups)
+	}
+	r := &Reader{h: h, procRoot: "/proc"}
+	for _, o := range opts {
+		o(r)
+	}
+	where := func(controller string) ctrlMount {
+		if m := h.V1[controller]; m != nil {
+			return ctrlMount{m: m, version: 1}
+		}
+		if h.Unified != nil {
+			return ctrlMount{m: h.Unified, version: 2}
+		}
+		return ctrlMount{}
+	}
+	// (Without a v1 blkio hierarchy, blkio is cgroup v2's io controller.)
+	r.memory, r.cpuacct, r.cpu, r.blkio, r.pids = where("memory"), where("cpuacct"), where("cpu"), where("blkio"), where("pids")
+	r.pressure = h.Unified
+	r.pool.New = func() any { return newScratch() }
+	r.ids.init()
+	return r, nil
+}
+
+// Hierarchies returns the cgroup hierarchies the Reader reads.
+func (r *Reader) Hierarchies() *Hierarchies { return r.h }
+
+// scratch is the per-read state: the directory being read (as a path, and
+// as an O_PATH handle when several of its files are read), the name being
+// opened (NUL-terminated for the system call) and the file buffer.
+type scratch struct {
+	path   []byte // the directory, then "/name\0" while a file is opened by path
+	dirLen int
+	dirfd  int    // handle of the directory, or -1
+	name   []byte // "name\0" while a file is opened relative to dirfd
+	last   string // the file read last, for error messages
+	buf    []byte
+	// mem is the MemoryStats Node reads the root cgroup into.
+	mem MemoryStats
+}
+
+const initialReadBuffer = 16 << 10
+
+func newScratch() *scratch {
+	return &scratch{path: make([]byte, 0, 256), name: make([]byte, 0, 64), dirfd: -1, buf: make([]byte, initialReadBuffer)}
+}
+
+func (r *Reader) get() *scratch { return r.pool.Get().(*scratch) }
+
+func (r *Reader) put(sc *scratch) {
+	sc.closeDir()
+	r.pool.Put(sc)
+}
+
+// cleanCgroup makes a cgroup path absolute and clean ("" is the root).
+func cleanCgroup(cg string) string {
+	if cg == "" {
+		return "/"
+	}
+	if cg[0] != '/' {
+		cg = "/" + cg
+	}
+	return path.Clean(cg)
+}
+
+// setDir points the scratch at the directory of cgroup cg (clean,
+// absolute) under mount m; false when cg is outside the mounted sub-tree.
+func (sc *scratch) setDir(m *Mount, cg string) bool {
+	sc.closeDir()
+	rel := cg
+	if root := m.Root; root != "/" && root != "" {
+		root = strings.TrimSuffix(root, "/")
+		switch {
+		case cg == root:
+			rel = ""
+		case strings.HasPrefix(cg, root) && cg[len(root)] == '/':
+			rel = cg[len(root):]
+		default:
+			return false
+		}
+	}
+	if rel == "/" {
+		rel = ""
+	}
+	sc.path = append(sc.path[:0], m.Path...)
+	sc.path = append(sc.path, rel...)
+	sc.dirLen = len(sc.path)
+	return true
+}
+
+// setProc points the scratch at dir below the proc root ("" for the root).
+func (sc *scratch) setProc(procRoot, dir string) {
+	sc.closeDir()
+	sc.path = append(sc.path[:0], procRoot...)
+	if dir != "" {
+		sc.path = append(sc.path, '/')
+		sc.path = append(sc.path, dir...)
+	}
+	sc.dirLen = len(sc.path)
+}
+
+// openDir opens the current directory as a handle that the next reads open
+// their files relative to: one path walk instead of one per file, worth it
+// from two files on. absent is true when the directory does not exist.
+// Where handles are not supported, files keep being opened by path.
+func (sc *scratch) openDir() (absent bool, err error) {
+	sc.closeDir()
+	sc.path = append(sc.path[:sc.dirLen], 0)
+	fd, err := openDir(sc.path)
+	sc.path = sc.path[:sc.dirLen]
+	switch {
+	case err == nil:
+		sc.dirfd = fd
+	case errors.Is(err, errors.ErrUnsupported):
+	case isAbsent(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s: %w", sc.dir(), err)
+	}
+	return false, nil
+}
+
+func (sc *scratch) closeDir() {
+	if sc.dirfd >= 0 {
+		closeFD(sc.dirfd)
+		sc.dirfd = -1
+	}
+}
+
+// dir is the directory the scratch points at.
+func (sc *scratch) dir() []byte { return sc.path[:sc.dirLen] }
+
+// file returns the path of the file read last, for error messages.
+func (sc *scratch) file() string { return string(sc.dir()) + "/" + sc.last }
+
+// read reads file name in the current directory. A missing file (or one
+// the kernel does not offer here, as a PSI file with PSI off) returns
+// absent true and no error.
+func (sc *scratch) read(name string) (b []byte, absent bool, err error) {
+	sc.last = name
+	if sc.dirfd >= 0 {
+		sc.name = append(sc.name[:0], name...)
+		sc.name = append(sc.name, 0)
+		b, err = readFileAt(sc.dirfd, sc.name, &sc.buf)
+	} else {
+		sc.path = append(sc.path[:sc.dirLen], '/')
+		sc.path = append(sc.path, name...)
+		sc.path = append(sc.path, 0)
+		b, err = readFileAt(atCWD, sc.path, &sc.buf)
+		sc.path = sc.path[:sc.dirLen]
+	}
+	if err != nil {
+		if isAbsent(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("%s: %w", sc.file(), err)
+	}
+	return b, false, nil
+}
+
+// value reads a single-value file; unknown when absent.
+func (sc *scratch) value(name string) (Value, error) {
+	b, absent, err := sc.read(name)
+	if err != nil || absent {
+		return Value{}, err
+	}
+	v, err := ParseValue(b)
+	if err != nil {
+		return Value{}, fmt.Errorf("%s: %w", sc.file(), err)
+	}
+	return v, nil
+}
+
+// setSource records the scratch's directory in src, reusing the string
+// when it did not change.
+func (sc *scratch) setSource(src *Source, version int) {
+	src.Version = version
+	if d := sc.dir(); src.Dir != string(d) {
+		src.Dir = string(d)
+	}
+}
+
+func wrapParse(sc *scratch, err error) error {
+	return fmt.Errorf("%s: %w", sc.file(), err)
+}
+
+// Cgroup reads the groups of values selected by want about cgroup (an
+// absolute cgroup path such as /kubepods/burstable/pod<uid>; "/" is the
+// root) into s, overwriting it. A group whose controller is not available,
+// or whose hierarchy does not have the cgroup, is left unknown (Source
+// Version 0); when no hierarchy that was looked at has the cgroup the
+// error wraps ErrCgroupNotFound.
+func (r *Reader) Cgroup(ctx context.Context, cgroup string, want StatMask, s *CgroupStats) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cg := cleanCgroup(cgroup)
+	s.Cgroup = cg
+	s.Timestamp = time.Now()
+	sc := r.get()
+	defer r.put(sc)
+
+	looked, found := false, false
+	note := func(l, f bool) {
+		looked = looked || l
+		found = found || f
+	}
+	var err error
+	var l, f bool
+	if want&StatMemory != 0 {
+		if l, f, err = r.readMemory(sc, cg, &s.Memory); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		note(l, f)
+	} else {
+		s.Memory = MemoryStats{}
+	}
+	if want&StatCPU != 0 {
+		if l, f, err = r.readCPU(sc, cg, &s.CPU); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		note(l, f)
+	} else {
+		s.CPU = CPUStats{}
+	}
+	if want&StatIO != 0 {
+		if l, f, err = r.readIO(sc, cg, &s.IO); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		note(l, f)
+	} else {
+		s.IO = IOStats{}
+	}
+	if want&StatPIDs != 0 {
+		if l, f, err = r.readPIDs(sc, cg, &s.PIDs); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		note(l, f)
+	} else {
+		s.PIDs = PIDStats{}
+	}
+	if want&StatPressure != 0 {
+		if l, f, err = r.readCgroupPressure(sc, cg, &s.Pressure); err != nil {
+			return fmt.Errorf("cgroup %s: %w", cg, err)
+		}
+		note(l, f)
+	} else {
+		s.Pressure = PressureStats{}
+	}
+	if looked && !found {
+		return fmt.Errorf("cgroup %s: %w", cg, ErrCgroupNotFound)
+	}
+	return nil
+}
+
+// CgroupByID is Cgroup for the cgroup with id in space (see Resolve).
+func (r *Reader) CgroupByID(ctx context.Context, space IDSpace, id uint64, want StatMask, s *CgroupStats) error {
+	cg, err := r.Resolve(ctx, space, id)
+	if err != nil {
+		return err
+	}
+	return r.Cgroup(ctx, cg, want, s)
+}
+
+// enter points sc at cgroup cg under c. looked is false when the
+// controller is not available; ok is false when cg is outside the mounted
+// sub-tree of its hierarchy (so the hierarchy does not have it).
+func enter(sc *scratch, c ctrlMount, cg string) (looked, ok bool) {
+	if c.m == nil {
+		return false, false
+	}
+	return true, sc.setDir(c.m, cg)
+}
+
+// readMemory fills s from the memory controller. looked says whether a
+// hierarchy was consulted, found whether it had the cgroup.
+func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, found bool, err error) {
+	*s = MemoryStats{Source: Source{Dir: s.Source.Dir}}
+	c := r.memory
+	if looked, ok := enter(sc, c, cg); !ok {
+		s.Source.Dir = ""
+		return looked, false, nil
+	}
+	if absent, err := sc.openDir(); err != nil || absent {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	b, absent, err := sc.read("memory.stat")
+	if err != nil || absent {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	ms, err := ParseMemoryStat(b)
+	if err != nil {
+		return true, true, wrapParse(sc, err)
+	}
+	sc.setSource(&s.Source, c.version)
+	s.AnonBytes, s.FileBytes = ms.AnonBytes, ms.FileBytes
+	s.InactiveFileBytes, s.ActiveFileBytes = ms.InactiveFileBytes, ms.ActiveFileBytes
+	s.InactiveAnonBytes, s.ActiveAnonBytes = ms.InactiveAnonBytes, ms.ActiveAnonBytes
+	s.ShmemBytes, s.FileMappedBytes = ms.ShmemBytes, ms.FileMappedBytes
+	s.FileDirtyBytes, s.FileWritebackBytes = ms.FileDirtyBytes, ms.FileWritebackBytes
+	s.UnevictableBytes = ms.UnevictableBytes
+	s.PgFaults, s.PgMajFaults = ms.PgFaults, ms.PgMajFaults
+
+	if c.version == 1 {
+		s.SwapBytes = ms.SwapBytes
+		if s.UsageBytes, err = sc.value("memory.usage_in_bytes"); err != nil {
+			return true, true, err
+		}
+		if s.LimitBytes, err = sc.value("memory.limit_in_bytes"); err != nil {
+			return true, true, err
+		}
+		s.LimitBytes = v1Limit(s.LimitBytes)
+		if s.PeakBytes, err = sc.value("memory.max_usage_in_bytes"); err != nil {
+			return true, true, err
+		}
+		if s.Failcnt, err = sc.value("memory.failcnt"); err != nil {
+			return true, true, err
+		}
+		b, absent, err := sc.read("memory.oom_control")
+		if err != nil {
+			return true, true, err
+		}
+		if !absent {
+			o, err := ParseOOMControl(b)
+			if err != nil {
+				return true, true, wrapParse(sc, err)
+			}
+			s.UnderOOM, s.Events.OOMKill = o.UnderOOM, o.OOMKill
+		}
+	} else {
+		if s.UsageBytes, err = sc.value("memory.current"); err != nil {
+			return true, true, err
+		}
+		if !s.UsageBytes.Known && cg == "/" {
+			// The v2 root has no memory.current.
+			s.UsageBytes = add(s.AnonBytes, s.FileBytes)
+		}
+		if s.LimitBytes, err = sc.value("memory.max"); err != nil {
+			return true, true, err
+		}
+		if s.HighBytes, err = sc.value("memory.high"); err != nil {
+			return true, true, err
+		}
+		if s.PeakBytes, err = sc.value("memory.peak"); err != nil {
+			return true, true, err
+		}
+		if s.SwapBytes, err = sc.value("memory.swap.current"); err != nil {
+			return true, true, err
+		}
+		b, absent, err := sc.read("memory.events")
+		if err != nil {
+			return true, true, err
+		}
+		if !absent {
+			if s.Events, err = ParseMemoryEvents(b); err != nil {
+				return true, true, wrapParse(sc, err)
+			}
+		}
+	}
+	s.WorkingSetBytes = sub(s.UsageBytes, s.InactiveFileBytes)
+	return true, true, nil
+}
+
+// readCPU fills s from cpuacct and cpu (v1) or cpu.stat (v2).
+func (r *Reader) readCPU(sc *scratch, cg string, s *CPUStats) (looked, found bool, err error) {
+	*s = CPUStats{Source: Source{Dir: s.Source.Dir}, ThrottleSource: Source{Dir: s.ThrottleSource.Dir}}
+	usageFound, throttleFound := false, false
+	if c := r.cpuacct; c.version == 1 {
+		looked = true
+		if sc.setDir(c.m, cg) {
+			if _, err = sc.openDir(); err != nil {
+				return true, false, err
+			}
+			if s.UsageNs, err = sc.value("cpuacct.usage"); err != nil {
+				return true, false, err
+			}
+			usageFound = s.UsageNs.Known
+		}
+		if usageFound {
+			sc.setSource(&s.Source, 1)
+			b, absent, err := sc.read("cpuacct.stat")
+			if err != nil {
+				return true, true, err
+			}
+			if !absent {
+				st, err := ParseCPUAcctStat(b)
+				if err != nil {
+					return true, true, wrapParse(sc, err)
+				}
+				s.UserNs, s.SystemNs = st.UserNs, st.SystemNs
+			}
+		}
+	}
+	if c := r.cpu; c.version == 1 {
+		looked = true
+		if sc.setDir(c.m, cg) {
+			b, absent, err := sc.read("cpu.stat")
+			if err != nil {
+				return true, usageFound, err
+			}
+			if !absent {
+				st, err := ParseCPUStat(b)
+				if err != nil {
+					return true, true, wrapParse(sc, err)
+				}
+				throttleFound = true
+				sc.setSource(&s.ThrottleSource, 1)
+				s.Periods, s.ThrottledPeriods, s.ThrottledNs = st.Periods, st.ThrottledPeriods, st.ThrottledNs
+			}
+		}
+	}
+	// cgroup v2 cpu.stat has the usage always (even without the cpu
+	// controller, so also on hybrid hosts) and the throttling when the cpu
+	// controller is enabled: read it for whatever v1 did not give.
+	if u := r.h.Unified; u != nil && (!usageFound || (!throttleFound && r.cpu.version == 2)) {
+		looked = true
+		if sc.setDir(u, cg) {
+			b, absent, err := sc.read("cpu.stat")
+			if err != nil {
+				return true, usageFound || throttleFound, err
+			}
+			if !absent {
+				st, err := ParseCPUStat(b)
+				if err != nil {
+					return true, true, wrapParse(sc, err)
+				}
+				if !usageFound && st.UsageNs.Known {
+					usageFound = true
+					sc.setSource(&s.Source, 2)
+					s.UsageNs, s.UserNs, s.SystemNs = st.UsageNs, st.UserNs, st.SystemNs
+				}
+				if !throttleFound && st.Periods.Known {
+					throttleFound = true
+					sc.setSource(&s.ThrottleSource, 2)
+					s.Periods, s.ThrottledPeriods, s.ThrottledNs = st.Periods, st.ThrottledPeriods, st.ThrottledNs
+				}
+			}
+		}
+	}
+	if !usageFound {
+		s.Source = Source{}
+	}
+	if !throttleFound {
+		s.ThrottleSource = Source{}
+	}
+	return looked, usageFound || throttleFound, nil
+}
+
+// readIO fills s from blkio (v1) or io.stat (v2).
+func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool, err error) {
+	*s = IOStats{Source: Source{Dir: s.Source.Dir}}
+	c := r.blkio
+	if looked, ok := enter(sc, c, cg); !ok {
+		s.Source.Dir = ""
+		return looked, false, nil
+	}
+	if c.version == 2 {
+		b, absent, err := sc.read("io.stat")
+		if err != nil || absent {
+			s.Source.Dir = ""
+			return true, false, err
+		}
+		st, err := ParseIOStat(b)
+		if err != nil {
+			return true, true, wrapParse(sc, err)
+		}
+		sc.setSource(&s.Source, 2)
+		s.ReadBytes, s.WriteBytes = known(st.ReadBytes), known(st.WriteBytes)
+		s.ReadOps, s.WriteOps = known(st.ReadOps), known(st.WriteOps)
+		return true, true, nil
+	}
+	b, absent, err := sc.read("blkio.throttle.io_service_bytes_recursive")
+	if err != nil || absent {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	rd, wr, err := ParseBlkio(b)
+	if err != nil {
+		return true, true, wrapParse(sc, err)
+	}
+	sc.setSource(&s.Source, 1)
+	s.ReadBytes, s.WriteBytes = known(rd), known(wr)
+	b, absent, err = sc.read("blkio.throttle.io_serviced_recursive")
+	if err != nil {
+		return true, true, err
+	}
+	if !absent {
+		if rd, wr, err = ParseBlkio(b); err != nil {
+			return true, true, wrapParse(sc, err)
+		}
+		s.ReadOps, s.WriteOps = known(rd), known(wr)
+	}
+	return true, true, nil
+}
+
+// readPIDs fills s from the pids controller.
+func (r *Reader) readPIDs(sc *scratch, cg string, s *PIDStats) (looked, found bool, err error) {
+	*s = PIDStats{Source: Source{Dir: s.Source.Dir}}
+	c := r.pids
+	if looked, ok := enter(sc, c, cg); !ok {
+		s.Source.Dir = ""
+		return looked, false, nil
+	}
+	if absent, err := sc.openDir(); err != nil || absent {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	if s.Current, err = sc.value("pids.current"); err != nil || !s.Current.Known {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	sc.setSource(&s.Source, c.version)
+	if s.Max, err = sc.value("pids.max"); err != nil {
+		return true, true, err
+	}
+	return true, true, nil
+}
+
+// readCgroupPressure fills s from the cgroup2 tree's PSI files.
+func (r *Reader) readCgroupPressure(sc *scratch, cg string, s *PressureStats) (looked, found bool, err error) {
+	*s = PressureStats{Source: Source{Dir: s.Source.Dir}}
+	if r.pressure == nil {
+		s.Source.Dir = ""
+		return false, false, nil
+	}
+	if !sc.setDir(r.pressure, cg) {
+		s.Source.Dir = ""
+		return true, false, nil
+	}
+	if absent, err := sc.openDir(); err != nil || absent {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	if found, err = readPressureFiles(sc, &cgroupPressureFiles, s); err != nil || !found {
+		s.Source.Dir = ""
+		return true, false, err
+	}
+	sc.setSource(&s.Source, 2)
+	return true, true, nil
+}
+
+// The PSI files of a cgroup and of /proc/pressure, in the order cpu,
+// memory, io.
+var (
+	cgroupPressureFiles = [3]string{"cpu.pressure", "memory.pressure", "io.pressure"}
+	procPressureFiles   = [3]string{"cpu", "memory", "io"}
+)
+
+// readPressureFiles reads the three PSI files names in sc's directory into
+// s; found is false when none exists.
+func readPressureFiles(sc *scratch, names *[3]string, s *PressureStats) (found bool, err error) {
+	dsts := [3]*Pressure{&s.CPU, &s.Memory, &s.IO}
+	for i, name := range names {
+		b, absent, err := sc.read(name)
+		if err != nil {
+			return found, err
+		}
+		if absent {
+			continue
+		}
+		if *dsts[i], err = ParsePressure(b); err != nil {
+			return found, wrapParse(sc, err)
+		}
+		found = true
+	}
+	return found, nil
+}
