@@ -1,0 +1,322 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/agent/qos"
+)
+
+// PodActions is what one sync of a pod must do, computed by
+// ComputePodActions from the pod and its runtime status.
+type PodActions struct {
+	// KillPod: stop every container and sandbox of the pod before
+	// anything else (the sandbox is re-created).
+	KillPod bool
+	// CreateSandbox: run a new sandbox with Attempt; SandboxReason says
+	// why (for the SandboxChanged event).
+	CreateSandbox bool
+	Attempt       uint32
+	SandboxReason string
+	// SandboxID is the sandbox to start containers in when none is
+	// created.
+	SandboxID string
+	// InitContainersToStart are indexes into spec.initContainers, to start
+	// in this order (sidecars first, then at most one regular init
+	// container).
+	InitContainersToStart []int
+	// ContainersToStart are indexes into spec.containers.
+	ContainersToStart []int
+	// ContainersToKill maps container IDs to why they are killed.
+	ContainersToKill map[string]KillInfo
+	// BackOff lists the containers a restart of which is held back by
+	// CrashLoopBackOff, by name.
+	BackOff map[string]Waiting
+	// InitFailed names the regular init container whose failure under
+	// restartPolicy Never fails the pod; nothing more is started.
+	InitFailed string
+}
+
+// KillInfo says which container is killed and why.
+type KillInfo struct {
+	Name string
+	// Reason is a short machine reason (e.g. "Unhealthy", "Changed",
+	// "NotInSpec"); Message is for the Killing event.
+	Reason  string
+	Message string
+	// Container is the status, for grace and hooks.
+	Container *ContainerStatus
+}
+
+// Kill reasons.
+const (
+	KillReasonChanged   = "Changed"
+	KillReasonNotInSpec = "NotInSpec"
+	KillReasonUnknown   = "Unknown"
+	KillReasonInitDone  = "InitFailed"
+	KillReasonStale     = "StaleSandbox"
+)
+
+// Empty tells whether the actions do nothing.
+func (a PodActions) Empty() bool {
+	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
+}
+
+// BackoffChecker answers whether a restart is still held back (Backoff
+// implements it).
+type BackoffChecker interface {
+	Held(k BackoffKey, started, exit, now time.Time) (bool, time.Duration)
+}
+
+// ComputePodActions decides what a sync of pod must do given its runtime
+// status st (nil: nothing runs) at now. It is pure; backoff is only read.
+//
+//   - Sandbox: a new one (attempt one above the newest) when there is none,
+//     the newest is not ready, more than one is ready, or its network
+//     namespace (host or pod) no longer matches the pod; everything is
+//     killed first. Under restartPolicy Never a pod whose containers already
+//     ran gets no new sandbox.
+//   - Init containers in order: a sidecar (restartPolicy Always) is started
+//     when absent and restarted when it exited; a regular one is started
+//     when absent, waited for while running, passed when it succeeded and
+//     restarted when it failed — except under restartPolicy Never, where
+//     its failure fails the pod (InitFailed). App containers wait for every
+//     regular init container.
+//   - App containers: started when absent; restarted when they exited and
+//     the policy says so (Always: always; OnFailure: exit code ≠ 0; Never:
+//     never), after the CrashLoopBackOff delay; a running container whose
+//     hash changed is killed and started again.
+//   - Containers the spec does not name, and running ones of older
+//     sandboxes, are killed.
+func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff BackoffChecker) PodActions {
+	a := PodActions{ContainersToKill: map[string]KillInfo{}, BackOff: map[string]Waiting{}}
+	sb := st.Sandbox()
+	changed, reason := sandboxChanged(pod, st)
+	if changed {
+		a.KillPod = sb != nil
+		a.CreateSandbox = true
+		a.SandboxReason = reason
+		if sb != nil {
+			a.Attempt = sb.Attempt + 1
+		}
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && sb != nil && len(st.Containers) > 0 {
+			// Never restart containers that already ran: no new sandbox.
+			a.CreateSandbox = false
+			return a
+		}
+		computeContainers(pod, st, nil, now, backoff, &a)
+		return a
+	}
+	a.SandboxID = sb.ID
+	var current []*ContainerStatus
+	for _, c := range st.Containers {
+		if c.SandboxID == sb.ID {
+			current = append(current, c)
+		} else if c.State == ContainerRunning || c.State == ContainerUnknown {
+			a.ContainersToKill[c.ID] = KillInfo{Name: c.Name, Reason: KillReasonStale, Container: c,
+				Message: fmt.Sprintf("Container %s belongs to an old sandbox, it will be killed", c.Name)}
+		}
+	}
+	computeContainers(pod, st, current, now, backoff, &a)
+	return a
+}
+
+// sandboxChanged tells whether the pod needs a new sandbox, and why.
+func sandboxChanged(pod *v1.Pod, st *PodStatus) (bool, string) {
+	sb := st.Sandbox()
+	if sb == nil {
+		return true, "no sandbox"
+	}
+	ready := 0
+	for _, s := range st.Sandboxes {
+		if s.Ready {
+			ready++
+		}
+	}
+	switch {
+	case ready > 1:
+		return true, "more than one ready sandbox"
+	case !sb.Ready:
+		return true, "sandbox is not ready"
+	case sb.HostNetwork != pod.Spec.HostNetwork:
+		return true, "network namespace changed"
+	case !pod.Spec.HostNetwork && sb.IP() == "":
+		return true, "sandbox has no IP"
+	}
+	return false, ""
+}
+
+// newest returns the newest of cs named name.
+func newest(cs []*ContainerStatus, name string) *ContainerStatus {
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// shouldRestart applies the restart policy to an exited container.
+func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
+	switch policy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return c.ExitCode != 0
+	}
+	return true
+}
+
+// computeContainers fills the init and app container actions, with
+// current the containers of the sandbox in use (nil for a new sandbox).
+func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, now time.Time, backoff BackoffChecker, a *PodActions) {
+	fresh := a.CreateSandbox
+	// restart decides for an exited container whether to restart now,
+	// recording a CrashLoopBackOff hold.
+	restart := func(c *ContainerStatus) bool {
+		if backoff == nil {
+			return true
+		}
+		held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.StartedAt, c.FinishedAt, now)
+		if held {
+			a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
+			return false
+		}
+		return true
+	}
+	kill := func(c *ContainerStatus, reason, msg string) {
+		a.ContainersToKill[c.ID] = KillInfo{Name: c.Name, Reason: reason, Message: msg, Container: c}
+	}
+	known := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		known[pod.Spec.InitContainers[i].Name] = true
+	}
+	for i := range pod.Spec.Containers {
+		known[pod.Spec.Containers[i].Name] = true
+	}
+	for _, c := range current {
+		if !known[c.Name] && (c.State == ContainerRunning || c.State == ContainerUnknown) {
+			kill(c, KillReasonNotInSpec, fmt.Sprintf("Container %s is not in the pod spec, it will be killed", c.Name))
+		}
+	}
+
+	// Init is done once every regular init container succeeded, or an app
+	// container exists in this sandbox (its init containers may be gone).
+	initDone := true
+	appStarted := false
+	for i := range pod.Spec.Containers {
+		if newest(current, pod.Spec.Containers[i].Name) != nil {
+			appStarted = true
+		}
+	}
+	blocked := false
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		s := newest(current, ic.Name)
+		if qos.IsRestartableInit(ic) {
+			if blocked {
+				continue
+			}
+			switch {
+			case s == nil:
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+				if ic.StartupProbe != nil {
+					blocked = true // wait until it has started
+				}
+			case s.State == ContainerRunning:
+				if s.Hash != HashContainer(ic) {
+					kill(s, KillReasonChanged, fmt.Sprintf("Init container %s definition changed, will be restarted", ic.Name))
+					a.InitContainersToStart = append(a.InitContainersToStart, i)
+				}
+			case s.State == ContainerCreated || s.State == ContainerUnknown:
+				kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			default: // exited: sidecars always restart
+				if restart(s) {
+					a.InitContainersToStart = append(a.InitContainersToStart, i)
+				} else if !appStarted {
+					blocked = true
+				}
+			}
+			continue
+		}
+		if appStarted {
+			continue
+		}
+		switch {
+		case s != nil && s.State == ContainerExited && s.ExitCode == 0:
+			continue
+		case blocked:
+			initDone = false
+			continue
+		}
+		initDone = false
+		blocked = true
+		switch {
+		case s == nil:
+			a.InitContainersToStart = append(a.InitContainersToStart, i)
+		case s.State == ContainerRunning:
+			// wait for it
+		case s.State == ContainerCreated || s.State == ContainerUnknown:
+			kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
+			a.InitContainersToStart = append(a.InitContainersToStart, i)
+		default: // failed
+			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				a.InitFailed = ic.Name
+				// Kill whatever still runs (sidecars) and start nothing.
+				a.InitContainersToStart = nil
+				for _, c := range current {
+					if c.State == ContainerRunning {
+						kill(c, KillReasonInitDone, fmt.Sprintf("Init container %s failed, the pod has failed", ic.Name))
+					}
+				}
+				return
+			}
+			if restart(s) {
+				a.InitContainersToStart = append(a.InitContainersToStart, i)
+			}
+		}
+	}
+	if !initDone && !appStarted {
+		return
+	}
+
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		s := newest(current, c.Name)
+		switch {
+		case s == nil:
+			if fresh && pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure {
+				// A new sandbox: containers that already succeeded are
+				// done.
+				if old := st.FindContainer(c.Name); old != nil && old.State == ContainerExited && old.ExitCode == 0 {
+					continue
+				}
+			}
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		case s.State == ContainerRunning:
+			if s.Hash != HashContainer(c) {
+				kill(s, KillReasonChanged, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+		case s.State == ContainerCreated || s.State == ContainerUnknown:
+			kill(s, KillReasonUnknown, fmt.Sprintf("Container %s is in state %s, it will be restarted", c.Name, s.State))
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		default: // exited
+			if shouldRestart(pod.Spec.RestartPolicy, s) && restart(s) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+		}
+	}
+}
+
+// nextRestartCount is the restart count of the next instance of the
+// container named name: one above the newest one's, 0 when none ran.
+func nextRestartCount(st *PodStatus, name string) int {
+	if c := st.FindContainer(name); c != nil {
+		return c.RestartCount + 1
+	}
+	return 0
+}

@@ -1,0 +1,115 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// pulledImage is what ensureImage found: the runtime's image reference and
+// the image's user, for runAsNonRoot.
+type pulledImage struct {
+	ref      string
+	uid      *int64
+	username string
+}
+
+// PullPolicy is c's imagePullPolicy, defaulted as the API server does
+// (Always for the tag latest or none, else IfNotPresent) for pods that
+// were not defaulted (static pods).
+func PullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	img := c.Image
+	if i := strings.LastIndex(img, "@"); i >= 0 {
+		return v1.PullIfNotPresent
+	}
+	tag := ""
+	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
+		tag = img[i+1:]
+	}
+	if tag == "" || tag == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// ensureImage makes c's image present per its pull policy, recording the
+// kubelet events in r. On failure it returns the Waiting state to report.
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (pulledImage, *Waiting, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image, Annotations: map[string]string{}}
+	policy := PullPolicy(c)
+	present := func() (pulledImage, bool, error) {
+		resp, err := m.is.ImageStatus(ctx, spec, false)
+		if err != nil {
+			return pulledImage{}, false, err
+		}
+		img := resp.GetImage()
+		if img == nil {
+			return pulledImage{}, false, nil
+		}
+		p := pulledImage{ref: img.GetId(), username: img.GetUsername()}
+		if u := img.GetUid(); u != nil {
+			v := u.GetValue()
+			p.uid = &v
+		}
+		return p, true, nil
+	}
+	if policy != v1.PullAlways {
+		p, ok, err := present()
+		if err != nil {
+			w := &Waiting{Reason: ReasonErrImagePull, Message: fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)}
+			r.warn(EventFailed, w.Message)
+			return pulledImage{}, w, fmt.Errorf("image status %s: %w", c.Image, err)
+		}
+		if ok {
+			r.normal(EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+			return p, nil, nil
+		}
+		if policy == v1.PullNever {
+			w := &Waiting{Reason: ReasonErrImageNeverPull, Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)}
+			r.warn(EventErrImageNeverPull, w.Message)
+			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImageNeverPull)
+		}
+	}
+	key := imageKey(pod.UID, c.Image)
+	now := m.clock.Now()
+	m.pullMu.Lock()
+	last, failed := m.pullFailures[key]
+	m.pullMu.Unlock()
+	if failed {
+		if held, _ := m.backoff.Held(key, time.Time{}, last, now); held {
+			w := &Waiting{Reason: ReasonImagePullBackOff, Message: ImagePullBackOffMessage(c.Image)}
+			r.normal(EventBackOff, w.Message)
+			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImagePullBackOff)
+		}
+		m.backoff.Restarted(key, time.Time{}, last)
+	}
+	r.normal(EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
+	start := m.clock.Now()
+	ref, err := m.is.PullImage(ctx, spec, nil, sbCfg)
+	if err != nil {
+		m.pullMu.Lock()
+		m.pullFailures[key] = m.clock.Now()
+		m.pullMu.Unlock()
+		w := &Waiting{Reason: ReasonErrImagePull, Message: fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)}
+		r.warn(EventFailed, w.Message)
+		r.warn(EventFailed, "Error: "+ReasonErrImagePull)
+		return pulledImage{}, w, fmt.Errorf("pull %s: %w", c.Image, err)
+	}
+	m.pullMu.Lock()
+	delete(m.pullFailures, key)
+	m.pullMu.Unlock()
+	d := m.clock.Since(start).Round(time.Millisecond)
+	p, ok, err := present()
+	if err != nil || !ok {
+		p = pulledImage{ref: ref}
+	}
+	r.normal(EventPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", c.Image, d, d))
+	return p, nil, nil
+}

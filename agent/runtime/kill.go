@@ -1,0 +1,293 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/cgroups"
+)
+
+// isNotFound tells whether a CRI error says the object is gone (done).
+func isNotFound(err error) bool {
+	if err == nil {
+		return false
+	}
+	return status.Code(err) == codes.NotFound || strings.Contains(err.Error(), "not found")
+}
+
+// GracePeriod is the grace period of container c of pod: override when
+// set, else the pod's deletion grace period, else its
+// terminationGracePeriodSeconds, else what the container was created with,
+// else DefaultTerminationGracePeriod. It is never below 0.
+func GracePeriod(pod *v1.Pod, c *ContainerStatus, override *int64) time.Duration {
+	var s *int64
+	switch {
+	case override != nil:
+		s = override
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		s = pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		s = pod.Spec.TerminationGracePeriodSeconds
+	case c != nil && c.TerminationGracePeriod != nil:
+		s = c.TerminationGracePeriod
+	default:
+		return DefaultTerminationGracePeriod
+	}
+	return time.Duration(max(*s, 0)) * time.Second
+}
+
+// stopTimeout is the StopContainer timeout for the grace left: whole
+// seconds rounded up, at least MinimumGracePeriod.
+func stopTimeout(left time.Duration) int64 {
+	s := int64((left + time.Second - 1) / time.Second)
+	return max(s, int64(MinimumGracePeriod/time.Second))
+}
+
+// KillPod terminates the pod: the preStop hooks of its running containers
+// (in parallel, within the grace period), StopContainer with the grace
+// left, RemoveContainer, StopPodSandbox and RemovePodSandbox for every
+// sandbox, then the pod's cgroup (retried while busy) and its log and
+// container directories. pod may be nil (an orphan found by ListPods):
+// then the grace and preStop hooks recorded on the containers apply.
+// NotFound from the runtime counts as done.
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, gracePeriodOverride *int64) *SyncResult {
+	r := newResult()
+	log := klog.FromContext(ctx).WithValues("podUID", st.UID)
+	ctx = klog.NewContext(ctx, log)
+	m.stopPod(ctx, pod, st, gracePeriodOverride, r)
+	var wg sync.WaitGroup
+	for _, c := range st.Containers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := m.rs.RemoveContainer(ctx, c.ID)
+			if isNotFound(err) {
+				err = nil
+			}
+			r.step(ActionRemoveContainer, c.ID, err, "")
+		}()
+	}
+	wg.Wait()
+	for _, sb := range st.Sandboxes {
+		err := m.rs.RemovePodSandbox(ctx, sb.ID)
+		if isNotFound(err) {
+			err = nil
+		}
+		r.step(ActionRemoveSandbox, sb.ID, err, "")
+	}
+	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
+	var errs []error
+	if st.Name != "" && st.Namespace != "" {
+		errs = append(errs, os.RemoveAll(PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))
+	}
+	podDir := filepath.Join(m.pods, string(st.UID))
+	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")))
+	if err := os.Remove(podDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
+	}
+	r.step(ActionRemoveLogs, string(st.UID), errors.Join(errs...), "")
+	m.backoff.Forget(st.UID)
+	m.pullMu.Lock()
+	for k := range m.pullFailures {
+		if k.UID == st.UID {
+			delete(m.pullFailures, k)
+		}
+	}
+	m.pullMu.Unlock()
+	return r
+}
+
+// removeCgroup removes the pod's cgroup, retrying briefly while the
+// runtime's last processes exit.
+func (m *Manager) removeCgroup(ctx context.Context, st *PodStatus) error {
+	deadline := m.clock.Now().Add(m.rmWait)
+	for {
+		err := m.cg.RemovePod(ctx, st.UID)
+		if err == nil || !errors.Is(err, cgroups.ErrCgroupBusy) || !m.clock.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-m.clock.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stopPod stops every running container of st in parallel (hooks and
+// grace), then stops every sandbox; nothing is removed.
+func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, override *int64, r *SyncResult) {
+	kills := map[string]KillInfo{}
+	for _, c := range st.Containers {
+		if c.State == ContainerExited {
+			continue
+		}
+		kills[c.ID] = KillInfo{Name: c.Name, Reason: "PodKilled", Message: "Stopping container " + c.Name, Container: c}
+	}
+	m.killContainers(ctx, pod, kills, override, r)
+	for _, sb := range st.Sandboxes {
+		err := m.rs.StopPodSandbox(ctx, sb.ID)
+		if isNotFound(err) {
+			err = nil
+		}
+		r.step(ActionKillPodSandbox, sb.ID, err, "")
+	}
+}
+
+// killContainers kills the containers in parallel: preStop hook, then
+// StopContainer with the grace left.
+func (m *Manager) killContainers(ctx context.Context, pod *v1.Pod, kills map[string]KillInfo, override *int64, r *SyncResult) {
+	var wg sync.WaitGroup
+	for id, k := range kills {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := m.killContainer(ctx, pod, id, k, override, r)
+			r.step(ActionKillContainer, k.Name+" "+id, err, k.Reason)
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k KillInfo, override *int64, r *SyncResult) error {
+	grace := GracePeriod(pod, k.Container, override)
+	start := m.clock.Now()
+	msg := k.Message
+	if msg == "" {
+		msg = "Stopping container " + k.Name
+	}
+	r.normal(EventKilling, msg)
+	var preStop *v1.LifecycleHandler
+	var spec *v1.Container
+	if pod != nil {
+		for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range cs {
+				if cs[i].Name == k.Name {
+					spec = &cs[i]
+				}
+			}
+		}
+	}
+	switch {
+	case spec != nil && spec.Lifecycle != nil:
+		preStop = spec.Lifecycle.PreStop
+	case spec == nil && k.Container != nil:
+		preStop = k.Container.PreStop
+	}
+	running := k.Container == nil || k.Container.State == ContainerRunning
+	if preStop != nil && running && grace > 0 {
+		hctx, cancel := context.WithTimeout(ctx, grace)
+		host := "127.0.0.1"
+		if pod != nil && pod.Status.PodIP != "" {
+			host = pod.Status.PodIP
+		}
+		if hmsg, err := m.runHook(hctx, id, spec, preStop, host, grace); err != nil {
+			r.warn(EventFailedPreStopHook, hmsg)
+		}
+		cancel()
+	}
+	left := grace - m.clock.Since(start)
+	err := m.rs.StopContainer(ctx, id, stopTimeout(left))
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// runHook runs a lifecycle handler for container id: exec through
+// ExecSync, httpGet to host (or the handler's host), or sleep. It returns
+// kubelet's failure message with the error.
+func (m *Manager) runHook(ctx context.Context, id string, c *v1.Container, h *v1.LifecycleHandler, host string, timeout time.Duration) (string, error) {
+	switch {
+	case h.Exec != nil:
+		out, errOut, err := m.rs.ExecSync(ctx, id, h.Exec.Command, timeout)
+		if err != nil {
+			msg := fmt.Sprintf("Exec lifecycle hook (%v) for Container %q failed - error: %v, message: %q", h.Exec.Command, id, err, string(out)+string(errOut))
+			return msg, err
+		}
+		return "", nil
+	case h.HTTPGet != nil:
+		u, err := hookURL(h.HTTPGet, c, host)
+		if err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook for Container %q failed - error: %v", id, err), err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q failed - error: %v", h.HTTPGet.Path, id, err), err
+		}
+		for _, hd := range h.HTTPGet.HTTPHeaders {
+			if strings.EqualFold(hd.Name, "host") {
+				req.Host = hd.Value
+				continue
+			}
+			req.Header.Add(hd.Name, hd.Value)
+		}
+		resp, err := m.hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+			_ = resp.Body.Close()
+			if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+				err = fmt.Errorf("HTTP status %d", resp.StatusCode)
+			}
+		}
+		if err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q failed - error: %v", h.HTTPGet.Path, id, err), err
+		}
+		return "", nil
+	case h.Sleep != nil:
+		select {
+		case <-ctx.Done():
+		case <-m.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		}
+		return "", nil
+	}
+	err := errors.New("handler has no action")
+	return fmt.Sprintf("Lifecycle hook for Container %q failed - error: %v", id, err), err
+}
+
+// hookURL is the URL of an httpGet handler: scheme, host (the handler's,
+// else host), port (a number or a named container port) and path.
+func hookURL(g *v1.HTTPGetAction, c *v1.Container, host string) (string, error) {
+	if g.Host != "" {
+		host = g.Host
+	}
+	port := g.Port.IntValue()
+	if g.Port.StrVal != "" {
+		if p, err := strconv.Atoi(g.Port.StrVal); err == nil {
+			port = p
+		} else if c != nil {
+			for _, cp := range c.Ports {
+				if cp.Name == g.Port.StrVal {
+					port = int(cp.ContainerPort)
+				}
+			}
+		}
+	}
+	if port <= 0 || port > 65535 {
+		return "", fmt.Errorf("invalid port %s", g.Port.String())
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path, nil
+}

@@ -1,0 +1,344 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// ManagerConfig wires a Manager.
+type ManagerConfig struct {
+	Runtime internalapi.RuntimeService
+	Images  internalapi.ImageManagerService
+	// Cgroups makes and removes pod cgroups (required).
+	Cgroups PodCgroups
+	// PodLogsDir is podLogsDir; "" means DefaultPodLogsDir.
+	PodLogsDir string
+	// PodsDir holds per-pod directories (<PodsDir>/<uid>), where the
+	// termination-message files live; "" means /var/lib/kubelet/pods.
+	PodsDir string
+	// RuntimeHandler is the CRI runtime handler of sandboxes ("" default).
+	RuntimeHandler string
+	// Clock drives back-offs and timings; nil means the real clock.
+	Clock clock.Clock
+	// Backoff is the CrashLoopBackOff and image pull state; nil makes one
+	// on Clock. Share one across Managers that run the same pods.
+	Backoff *Backoff
+	// HTTPClient runs httpGet hooks; nil uses a client with a 10 s
+	// timeout.
+	HTTPClient *http.Client
+	// RemoveCgroupTimeout bounds how long KillPod retries a busy pod
+	// cgroup; 0 means 5 s.
+	RemoveCgroupTimeout time.Duration
+}
+
+// DefaultPodsDir is where per-pod directories live by default.
+const DefaultPodsDir = "/var/lib/kubelet/pods"
+
+// Manager runs pods on a CRI runtime: it computes and executes the actions
+// of a sync, kills pods, and reads their runtime status. Calls for one pod
+// must be serialized by the caller (a pod worker); different pods may be
+// synced concurrently.
+type Manager struct {
+	rs      internalapi.RuntimeService
+	is      internalapi.ImageManagerService
+	cg      PodCgroups
+	logs    string
+	pods    string
+	handler string
+	clock   clock.Clock
+	backoff *Backoff
+	hc      *http.Client
+	rmWait  time.Duration
+
+	pullMu       sync.Mutex
+	pullFailures map[BackoffKey]time.Time
+}
+
+// NewManager returns a Manager.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	if cfg.Runtime == nil || cfg.Images == nil || cfg.Cgroups == nil {
+		return nil, errors.New("runtime manager: runtime, image service and cgroups are required")
+	}
+	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
+		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
+		rmWait: cfg.RemoveCgroupTimeout, pullFailures: map[BackoffKey]time.Time{}}
+	if m.logs == "" {
+		m.logs = DefaultPodLogsDir
+	}
+	if m.pods == "" {
+		m.pods = DefaultPodsDir
+	}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
+	}
+	if m.backoff == nil {
+		m.backoff = NewBackoff(m.clock)
+	}
+	if m.hc == nil {
+		m.hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	if m.rmWait == 0 {
+		m.rmWait = 5 * time.Second
+	}
+	return m, nil
+}
+
+// Backoff is the Manager's back-off state.
+func (m *Manager) Backoff() *Backoff { return m.backoff }
+
+// SyncOptions are the node-dependent inputs of a sync.
+type SyncOptions struct {
+	// Sandbox is the base of the sandbox options; SyncPod sets Attempt,
+	// CgroupParent and PodLogsDir.
+	Sandbox SandboxOptions
+	// Container is the base of the container options; SyncPod sets
+	// RestartCount, ImageRef, the image user, PodIPs and
+	// TerminationMessageHostPath.
+	Container ContainerOptions
+}
+
+// Step is the outcome of one action of a sync or kill.
+type Step struct {
+	// Action is e.g. KillPodSandbox, KillContainer, EnsureCgroup,
+	// CreatePodSandbox, StartContainer, RemoveCgroup.
+	Action string
+	// Target is the container name or sandbox/container ID.
+	Target string
+	Err    error
+	// Reason is the Waiting reason of a failed start.
+	Reason string
+}
+
+// Actions recorded in steps.
+const (
+	ActionKillPodSandbox   = "KillPodSandbox"
+	ActionKillContainer    = "KillContainer"
+	ActionEnsureCgroup     = "EnsureCgroup"
+	ActionCreatePodSandbox = "CreatePodSandbox"
+	ActionStartContainer   = "StartContainer"
+	ActionRemoveContainer  = "RemoveContainer"
+	ActionRemoveSandbox    = "RemovePodSandbox"
+	ActionRemoveCgroup     = "RemoveCgroup"
+	ActionRemoveLogs       = "RemoveLogs"
+)
+
+// SyncResult is everything a sync or kill did.
+type SyncResult struct {
+	Actions PodActions
+	Steps   []Step
+	Events  []Event
+	// Waiting holds, by container name, why a container that should run
+	// does not (back-off, pull errors), for ToAPIStatus.
+	Waiting map[string]Waiting
+	// SandboxID is the sandbox in use after the sync.
+	SandboxID string
+	// Started maps started container names to their IDs.
+	Started map[string]string
+	mu      sync.Mutex
+}
+
+func newResult() *SyncResult {
+	return &SyncResult{Waiting: map[string]Waiting{}, Started: map[string]string{}}
+}
+
+func (r *SyncResult) step(action, target string, err error, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Steps = append(r.Steps, Step{Action: action, Target: target, Err: err, Reason: reason})
+}
+
+func (r *SyncResult) event(typ, reason, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Events = append(r.Events, Event{Type: typ, Reason: reason, Message: msg})
+}
+
+func (r *SyncResult) normal(reason, msg string) { r.event(v1.EventTypeNormal, reason, msg) }
+func (r *SyncResult) warn(reason, msg string)   { r.event(v1.EventTypeWarning, reason, msg) }
+
+// Err joins the errors of every step.
+func (r *SyncResult) Err() error {
+	var errs []error
+	for _, s := range r.Steps {
+		if s.Err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", s.Action, s.Target, s.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SyncPod brings the runtime in line with pod: it computes the actions
+// from st (the pod's current GetPodStatus) and runs them — kill the
+// sandbox when it must be re-created, kill unwanted containers, ensure the
+// pod cgroup, run the sandbox, start init containers in order, then app
+// containers. The result records every step and event; Err() joins the
+// failures.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts SyncOptions) *SyncResult {
+	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "podUID", pod.UID)
+	ctx = klog.NewContext(ctx, log)
+	r := newResult()
+	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
+	r.Actions = a
+	for name, w := range a.BackOff {
+		r.Waiting[name] = w
+		r.normal(EventBackOff, BackOffEventMessage(name, pod.Name, pod.Namespace, pod.UID))
+	}
+	log.V(3).Info("sync pod", "createSandbox", a.CreateSandbox, "killPod", a.KillPod, "init", a.InitContainersToStart,
+		"start", a.ContainersToStart, "kill", len(a.ContainersToKill), "backOff", len(a.BackOff))
+
+	if a.KillPod {
+		if a.CreateSandbox {
+			r.normal(EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
+		m.stopPod(ctx, pod, st, nil, r)
+		if r.Err() != nil {
+			return r
+		}
+	} else {
+		m.killContainers(ctx, pod, a.ContainersToKill, nil, r)
+	}
+	if a.InitFailed != "" {
+		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
+		return r
+	}
+	if !a.CreateSandbox && a.SandboxID == "" {
+		return r
+	}
+
+	parent, err := m.cg.EnsurePod(ctx, pod)
+	r.step(ActionEnsureCgroup, string(pod.UID), err, "")
+	if err != nil {
+		return r
+	}
+	sbOpts := opts.Sandbox
+	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
+	sandboxID := a.SandboxID
+	var podIPs []string
+	if a.CreateSandbox {
+		sbOpts.Attempt = a.Attempt
+		sbCfg, err := SandboxConfig(pod, sbOpts)
+		if err == nil {
+			err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
+		}
+		if err == nil {
+			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, m.handler)
+		}
+		r.step(ActionCreatePodSandbox, sandboxID, err, "")
+		if err != nil {
+			r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			return r
+		}
+	} else {
+		sbOpts.Attempt = st.Sandbox().Attempt
+	}
+	r.SandboxID = sandboxID
+	resp, err := m.rs.PodSandboxStatus(ctx, sandboxID, false)
+	if err != nil {
+		r.step(ActionCreatePodSandbox, sandboxID, fmt.Errorf("sandbox status: %w", err), "")
+		return r
+	}
+	podIPs = sandboxFromCRI(resp.GetStatus()).IPs
+	if pod.Spec.HostNetwork || len(podIPs) == 0 {
+		podIPs = opts.Container.HostIPs
+	}
+	sbCfg, err := SandboxConfig(pod, sbOpts)
+	if err != nil {
+		r.step(ActionCreatePodSandbox, sandboxID, err, "")
+		return r
+	}
+
+	start := func(c *v1.Container) bool {
+		w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
+		if w != nil {
+			r.Waiting[c.Name] = *w
+			r.step(ActionStartContainer, c.Name, err, w.Reason)
+		} else {
+			r.step(ActionStartContainer, c.Name, err, "")
+		}
+		return err == nil
+	}
+	for _, i := range a.InitContainersToStart {
+		if !start(&pod.Spec.InitContainers[i]) {
+			return r // init containers run in order
+		}
+	}
+	for _, i := range a.ContainersToStart {
+		start(&pod.Spec.Containers[i])
+	}
+	return r
+}
+
+// startContainer pulls, creates and starts c, and runs its postStart hook.
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) (*Waiting, error) {
+	prev := st.FindContainer(c.Name)
+	restartCount := nextRestartCount(st, c.Name)
+	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
+	if err != nil {
+		return w, err
+	}
+	opts := base
+	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
+	opts.PodIPs = podIPs
+	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
+	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
+	if err := os.MkdirAll(termDir, 0o755); err != nil {
+		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+	}
+	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
+		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+	}
+	opts.TerminationMessageHostPath = termFile
+	cfg, err := ContainerConfig(pod, c, opts)
+	if err != nil {
+		r.warn(EventFailed, "Error: "+err.Error())
+		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+	}
+	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
+		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
+	}
+	id, err := m.rs.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		r.warn(EventFailed, "Error: "+err.Error())
+		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
+	}
+	r.normal(EventCreated, "Created container: "+c.Name)
+	if prev != nil && prev.State == ContainerExited {
+		// A restart: the next exit waits longer.
+		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.StartedAt, prev.FinishedAt)
+	}
+	if err := m.rs.StartContainer(ctx, id); err != nil {
+		r.warn(EventFailed, "Error: "+err.Error())
+		return &Waiting{Reason: ReasonRunContainer, Message: err.Error()}, err
+	}
+	r.normal(EventStarted, "Started container "+c.Name)
+	r.mu.Lock()
+	r.Started[c.Name] = id
+	r.mu.Unlock()
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		host := "127.0.0.1"
+		if len(podIPs) > 0 {
+			host = podIPs[0]
+		}
+		if msg, err := m.runHook(ctx, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
+			r.warn(EventFailedPostStartHook, msg)
+			cs := &ContainerStatus{ID: id, Name: c.Name, State: ContainerRunning}
+			m.killContainers(ctx, pod, map[string]KillInfo{id: {Name: c.Name, Reason: EventFailedPostStartHook,
+				Message: "FailedPostStartHook", Container: cs}}, nil, r)
+			return &Waiting{Reason: ReasonPostStartHookError, Message: msg}, fmt.Errorf("%w: %s", ErrPostStartHook, msg)
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kernelet/kernelet/cgroups"
+)
+
+// fakeCgroups records pod cgroups; removal fails busy the first busy
+// times.
+type fakeCgroups struct {
+	mu      sync.Mutex
+	pods    map[types.UID]bool
+	busy    int
+	removes int
+}
+
+func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods[pod.UID] = true
+	return "/kubepods/besteffort/pod" + string(pod.UID), nil
+}
+
+func (f *fakeCgroups) RemovePod(_ context.Context, uid types.UID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removes++
+	if f.busy > 0 {
+		f.busy--
+		return &cgroups.BusyError{Cgroup: string(uid)}
+	}
+	delete(f.pods, uid)
+	return nil
+}
+
+func newFakeManager(t *testing.T) (*Manager, *fakeCRI, *fakeCgroups) {
+	t.Helper()
+	f := newFakeCRI()
+	cg := &fakeCgroups{pods: map[types.UID]bool{}}
+	m, err := NewManager(ManagerConfig{Runtime: f, Images: f, Cgroups: cg, PodLogsDir: t.TempDir(), PodsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, f, cg
+}
+
+func TestManagerSyncAndKill(t *testing.T) {
+	ctx := context.Background()
+	m, f, cg := newFakeManager(t)
+	cg.busy = 2
+	pod := testPod(v1.RestartPolicyAlways, []string{"init1"}, nil, "app")
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	f.images["img:1"] = true
+
+	st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.SyncPod(ctx, pod, st, SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.SandboxID == "" || r.Started["init1"] == "" || r.Started["app"] != "" {
+		t.Fatalf("first sync: sandbox %q started %v", r.SandboxID, r.Started)
+	}
+	if !cg.pods[pod.UID] {
+		t.Fatal("pod cgroup not ensured")
+	}
+	logDir := PodLogDir(m.logs, pod.Namespace, pod.Name, string(pod.UID))
+	if _, err := os.Stat(filepath.Join(logDir, "init1")); err != nil {
+		t.Fatalf("container log dir: %v", err)
+	}
+	f.exit(r.Started["init1"], 0)
+
+	st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	r = m.SyncPod(ctx, pod, st, SyncOptions{})
+	if err := r.Err(); err != nil || r.Started["app"] == "" || len(r.Started) != 1 {
+		t.Fatalf("second sync: started %v, %v", r.Started, err)
+	}
+	// A fresh Manager (agent restart) on the same runtime starts nothing.
+	m2, err := NewManager(ManagerConfig{Runtime: f, Images: f, Cgroups: cg, PodLogsDir: m.logs, PodsDir: m.pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ = m2.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if r = m2.SyncPod(ctx, pod, st, SyncOptions{}); len(r.Started) != 0 || !r.Actions.Empty() {
+		t.Fatalf("recovery sync: %+v", r.Actions)
+	}
+	listed, err := m.ListPods(ctx)
+	if err != nil || len(listed) != 1 || len(listed[0].Containers) != 2 {
+		t.Fatalf("ListPods: %+v, %v", listed, err)
+	}
+
+	st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	r = m.KillPod(ctx, pod, st, nil)
+	if err := r.Err(); err != nil {
+		t.Fatalf("KillPod: %v", err)
+	}
+	if len(f.ctrs) != 0 || len(f.sbs) != 0 || cg.pods[pod.UID] || cg.removes != 3 {
+		t.Fatalf("left: %d containers, %d sandboxes, cgroup %v (removes %d)", len(f.ctrs), len(f.sbs), cg.pods[pod.UID], cg.removes)
+	}
+	for id, got := range f.stopWith {
+		if got < 2 {
+			t.Errorf("StopContainer %s timeout %d, want at least 2", id, got)
+		}
+	}
+	if _, err := os.Stat(logDir); !os.IsNotExist(err) {
+		t.Fatalf("log dir left: %v", err)
+	}
+}
+
+func TestManagerImagePolicy(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		policy  v1.PullPolicy
+		present bool
+		pullErr error
+		reason  string
+		pulled  bool
+	}{
+		{"never absent", v1.PullNever, false, nil, ReasonErrImageNeverPull, false},
+		{"never present", v1.PullNever, true, nil, "", false},
+		{"if not present: present", v1.PullIfNotPresent, true, nil, "", false},
+		{"if not present: absent", v1.PullIfNotPresent, false, nil, "", true},
+		{"always", v1.PullAlways, true, nil, "", true},
+		{"pull fails", v1.PullAlways, false, errors.New("registry down"), ReasonErrImagePull, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, f, _ := newFakeManager(t)
+			pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
+			f.images["img:1"] = tc.present
+			f.pullErr = tc.pullErr
+			r := m.SyncPod(ctx, pod, nil, SyncOptions{})
+			if got := r.Waiting["app"].Reason; got != tc.reason {
+				t.Errorf("waiting %q, want %q (%v)", got, tc.reason, r.Err())
+			}
+			pulled := f.called("PullImage") > 0
+			if pulled != tc.pulled {
+				t.Errorf("pulled %v, want %v", pulled, tc.pulled)
+			}
+			if tc.pullErr != nil {
+				// The next attempt is held back.
+				st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+				r := m.SyncPod(ctx, pod, st, SyncOptions{})
+				if w := r.Waiting["app"]; w.Reason != ReasonImagePullBackOff || w.Message != `Back-off pulling image "img:1"` {
+					t.Errorf("second sync waiting %+v", w)
+				}
+			}
+		})
+	}
+}
+
+func TestGracePeriod(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	withSpec := pod.DeepCopy()
+	withSpec.Spec.TerminationGracePeriodSeconds = i(10)
+	deleting := withSpec.DeepCopy()
+	deleting.DeletionGracePeriodSeconds = i(5)
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		c        *ContainerStatus
+		override *int64
+		want     time.Duration
+		stop     int64
+	}{
+		{"default", pod, nil, nil, 30 * time.Second, 30},
+		{"spec", withSpec, nil, nil, 10 * time.Second, 10},
+		{"deletion", deleting, nil, nil, 5 * time.Second, 5},
+		{"override", deleting, nil, i(0), 0, 2},
+		{"orphan from annotation", nil, &ContainerStatus{TerminationGracePeriod: i(7)}, nil, 7 * time.Second, 7},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := GracePeriod(tc.pod, tc.c, tc.override)
+			if got != tc.want || stopTimeout(got) != tc.stop {
+				t.Errorf("grace %v stop %d, want %v %d", got, stopTimeout(got), tc.want, tc.stop)
+			}
+		})
+	}
+	if s := stopTimeout(1500 * time.Millisecond); s != 2 {
+		t.Errorf("stopTimeout(1.5s) = %d", s)
+	}
+	if s := stopTimeout(7300 * time.Millisecond); s != 8 {
+		t.Errorf("stopTimeout(7.3s) = %d", s)
+	}
+}
+
+func TestHookURL(t *testing.T) {
+	c := &v1.Container{Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
+	tests := []struct {
+		name string
+		g    v1.HTTPGetAction
+		want string
+		err  bool
+	}{
+		{"number", v1.HTTPGetAction{Path: "/hook", Port: intstr.FromInt32(80)}, "http://10.0.0.2:80/hook", false},
+		{"named", v1.HTTPGetAction{Path: "x", Port: intstr.FromString("http"), Scheme: v1.URISchemeHTTPS}, "https://10.0.0.2:8080/x", false},
+		{"host", v1.HTTPGetAction{Host: "::1", Port: intstr.FromInt32(9)}, "http://[::1]:9/", false},
+		{"unknown name", v1.HTTPGetAction{Port: intstr.FromString("nope")}, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := hookURL(&tc.g, c, "10.0.0.2")
+			if (err != nil) != tc.err || got != tc.want {
+				t.Errorf("got %q %v, want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrphans(t *testing.T) {
+	listed := []*PodStatus{{UID: "a"}, {UID: "b"}}
+	got := Orphans(listed, map[types.UID]bool{"a": true})
+	if len(got) != 1 || got[0].UID != "b" {
+		t.Fatalf("Orphans = %v", got)
+	}
+}
+
+func TestManagerPostStartFailure(t *testing.T) {
+	ctx := context.Background()
+	m, f, _ := newFakeManager(t)
+	f.images["img:1"] = true
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}}
+	r := m.SyncPod(ctx, pod, nil, SyncOptions{})
+	if w := r.Waiting["app"]; w.Reason != ReasonPostStartHookError || !errors.Is(r.Err(), ErrPostStartHook) {
+		t.Fatalf("waiting %+v, err %v", w, r.Err())
+	}
+	if f.called("StopContainer") != 1 {
+		t.Fatalf("container not killed: %v", f.calls)
+	}
+	found := false
+	for _, e := range r.Events {
+		found = found || e.Reason == EventFailedPostStartHook
+	}
+	if !found {
+		t.Fatalf("no FailedPostStartHook event: %+v", r.Events)
+	}
+}

@@ -1,0 +1,214 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// GetPodStatus reads the runtime's view of pod uid: its sandboxes and
+// containers found by the pod UID label, each with its full status.
+// Objects that vanish between the list and the status call are left out.
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+	sel := map[string]string{LabelPodUID: string(uid)}
+	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	ctrs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	st := &PodStatus{UID: uid, Name: name, Namespace: namespace}
+	var errs []error
+	for _, sb := range sbs {
+		resp, err := m.rs.PodSandboxStatus(ctx, sb.Id, false)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of sandbox %s: %w", sb.Id, err))
+			continue
+		}
+		st.Sandboxes = append(st.Sandboxes, sandboxFromCRI(resp.GetStatus()))
+	}
+	for _, c := range ctrs {
+		resp, err := m.rs.ContainerStatus(ctx, c.Id, false)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("status of container %s: %w", c.Id, err))
+			continue
+		}
+		cs := containerFromCRIStatus(ctx, resp.GetStatus())
+		cs.SandboxID = c.PodSandboxId
+		st.Containers = append(st.Containers, cs)
+	}
+	sortStatus(st)
+	return st, errors.Join(errs...)
+}
+
+// ListPods groups every sandbox and container the runtime holds that
+// carries pod labels by pod UID, from List calls only (no per-container
+// exit details): for relist and restart recovery. Objects without pod
+// labels are not kernelet's and are left out.
+func (m *Manager) ListPods(ctx context.Context) ([]*PodStatus, error) {
+	sbs, err := m.rs.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	ctrs, err := m.rs.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return GroupPods(ctx, sbs, ctrs), nil
+}
+
+// GroupPods groups listed sandboxes and containers by the pod UID label,
+// pods sorted by namespace, name and UID.
+func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtimeapi.Container) []*PodStatus {
+	byUID := map[types.UID]*PodStatus{}
+	get := func(info SandboxInfo) *PodStatus {
+		uid := types.UID(info.PodUID)
+		p := byUID[uid]
+		if p == nil {
+			p = &PodStatus{UID: uid, Name: info.PodName, Namespace: info.PodNamespace}
+			byUID[uid] = p
+		}
+		return p
+	}
+	for _, sb := range sbs {
+		info, err := ParseSandboxLabels(sb.GetLabels())
+		if err != nil {
+			continue
+		}
+		p := get(info)
+		p.Sandboxes = append(p.Sandboxes, &SandboxStatus{
+			ID: sb.Id, Attempt: sb.GetMetadata().GetAttempt(), Ready: sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+			CreatedAt: nanoTime(sb.CreatedAt),
+		})
+	}
+	for _, c := range ctrs {
+		ci, err := ParseContainer(c.GetLabels(), c.GetAnnotations())
+		if ci.PodUID == "" || ci.ContainerName == "" {
+			continue
+		}
+		if err != nil {
+			klog.FromContext(ctx).V(4).Info("container annotations", "id", c.Id, "err", err)
+		}
+		p := get(SandboxInfo{PodName: ci.PodName, PodNamespace: ci.PodNamespace, PodUID: ci.PodUID})
+		p.Containers = append(p.Containers, &ContainerStatus{
+			ID: c.Id, SandboxID: c.PodSandboxId, Name: ci.ContainerName,
+			Image: c.GetImage().GetImage(), ImageRef: c.ImageRef, State: stateFromCRI(c.State),
+			CreatedAt: nanoTime(c.CreatedAt), RestartCount: ci.RestartCount, Hash: ci.Hash,
+			PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod,
+		})
+	}
+	out := make([]*PodStatus, 0, len(byUID))
+	for _, p := range byUID {
+		sortStatus(p)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.UID < b.UID
+	})
+	return out
+}
+
+// Orphans returns the listed pods no source wants: their sandboxes and
+// containers are to be killed.
+func Orphans(listed []*PodStatus, wanted map[types.UID]bool) []*PodStatus {
+	var out []*PodStatus
+	for _, p := range listed {
+		if !wanted[p.UID] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sortStatus(st *PodStatus) {
+	sort.SliceStable(st.Sandboxes, func(i, j int) bool {
+		a, b := st.Sandboxes[i], st.Sandboxes[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Attempt > b.Attempt
+	})
+	sort.SliceStable(st.Containers, func(i, j int) bool {
+		a, b := st.Containers[i], st.Containers[j]
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.RestartCount > b.RestartCount
+	})
+}
+
+func nanoTime(ns int64) time.Time {
+	if ns <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func stateFromCRI(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	}
+	return ContainerUnknown
+}
+
+func sandboxFromCRI(s *runtimeapi.PodSandboxStatus) *SandboxStatus {
+	sb := &SandboxStatus{
+		ID: s.GetId(), Attempt: s.GetMetadata().GetAttempt(),
+		Ready:       s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY,
+		HostNetwork: s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
+		CreatedAt:   nanoTime(s.GetCreatedAt()),
+	}
+	if ip := s.GetNetwork().GetIp(); ip != "" {
+		sb.IPs = append(sb.IPs, ip)
+	}
+	for _, ip := range s.GetNetwork().GetAdditionalIps() {
+		if ip.GetIp() != "" {
+			sb.IPs = append(sb.IPs, ip.GetIp())
+		}
+	}
+	return sb
+}
+
+func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) *ContainerStatus {
+	ci, err := ParseContainer(s.GetLabels(), s.GetAnnotations())
+	if err != nil {
+		klog.FromContext(ctx).V(4).Info("container labels", "id", s.GetId(), "err", err)
+	}
+	name := ci.ContainerName
+	if name == "" {
+		name = s.GetMetadata().GetName()
+	}
+	return &ContainerStatus{
+		ID: s.GetId(), Name: name, Image: s.GetImage().GetImage(), ImageRef: s.GetImageRef(),
+		State:     stateFromCRI(s.GetState()),
+		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
+		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: s.GetMessage(),
+		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod,
+	}
+}

@@ -1,0 +1,246 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kernelet/kernelet/agent/qos"
+)
+
+// StatusInputs are what ToAPIStatus needs besides the pod and its runtime
+// status.
+type StatusInputs struct {
+	// Waiting holds why containers that should run do not (SyncResult's
+	// Waiting), by container name.
+	Waiting map[string]Waiting
+	// Ready tells the readiness of running containers; nil: ready =
+	// running.
+	Ready ReadyFunc
+	// HostIPs are the node's addresses; hostNetwork pods get them as pod
+	// IPs too.
+	HostIPs []string
+	// RuntimeName is the container ID scheme; "" means containerd.
+	RuntimeName string
+}
+
+// ToAPIStatus converts the runtime's view of pod into its API status at
+// now: phase, conditions, container and init container statuses, IPs.
+// Condition transition times are now; the caller keeps the old ones when a
+// condition did not change.
+func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.PodStatus {
+	if in.RuntimeName == "" {
+		in.RuntimeName = "containerd"
+	}
+	t := metav1.NewTime(now)
+	out := v1.PodStatus{QOSClass: qos.ToAPI(qos.Class(pod)), StartTime: pod.Status.StartTime}
+	if out.StartTime == nil && len(st.Sandboxes) > 0 {
+		oldest := metav1.NewTime(st.Sandboxes[len(st.Sandboxes)-1].CreatedAt)
+		out.StartTime = &oldest
+	}
+	for _, ip := range in.HostIPs {
+		out.HostIPs = append(out.HostIPs, v1.HostIP{IP: ip})
+	}
+	if len(in.HostIPs) > 0 {
+		out.HostIP = in.HostIPs[0]
+	}
+	sb := st.Sandbox()
+	var podIPs []string
+	switch {
+	case pod.Spec.HostNetwork:
+		podIPs = in.HostIPs
+	case sb != nil:
+		podIPs = sb.IPs
+	}
+	for _, ip := range podIPs {
+		out.PodIPs = append(out.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(podIPs) > 0 {
+		out.PodIP = podIPs[0]
+	}
+
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := containerStatus(pod, c, st, in, ReasonPodInitializing)
+		out.InitContainerStatuses = append(out.InitContainerStatuses, cs)
+		if !qos.IsRestartableInit(c) && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+			initDone = false
+		}
+	}
+	pending := ReasonContainerCreating
+	if !initDone {
+		pending = ReasonPodInitializing
+	}
+	for i := range pod.Spec.Containers {
+		out.ContainerStatuses = append(out.ContainerStatuses, containerStatus(pod, &pod.Spec.Containers[i], st, in, pending))
+	}
+	// App containers that ran prove that init finished, even when the init
+	// containers are gone.
+	for _, cs := range out.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			initDone = true
+		}
+	}
+	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses, initDone)
+
+	cond := func(typ v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+		c := v1.PodCondition{Type: typ, Status: v1.ConditionTrue, LastTransitionTime: t}
+		if !ok {
+			c.Status, c.Reason, c.Message = v1.ConditionFalse, reason, msg
+		}
+		return c
+	}
+	sandboxReady := sb != nil && sb.Ready
+	out.Conditions = append(out.Conditions, cond(v1.PodReadyToStartContainers, sandboxReady, "", ""))
+	var notInit []string
+	for i, cs := range out.InitContainerStatuses {
+		if !qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && !initDone && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+			notInit = append(notInit, cs.Name)
+		}
+	}
+	out.Conditions = append(out.Conditions, cond(v1.PodInitialized, initDone, "ContainersNotInitialized",
+		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " "))))
+	var unready []string
+	for i, cs := range out.InitContainerStatuses {
+		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range out.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	ready := len(unready) == 0
+	reason, msg := "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	if out.Phase == v1.PodSucceeded || out.Phase == v1.PodFailed {
+		ready, reason = false, "PodCompleted"
+		msg = ""
+	}
+	out.Conditions = append(out.Conditions,
+		cond(v1.ContainersReady, ready, reason, msg),
+		cond(v1.PodReady, ready, reason, msg),
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t})
+	return out
+}
+
+// terminated converts an exited container.
+func terminated(c *ContainerStatus, scheme string) *v1.ContainerStateTerminated {
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonCompleted
+		if c.ExitCode != 0 {
+			reason = ReasonError
+		}
+	}
+	return &v1.ContainerStateTerminated{
+		ExitCode: c.ExitCode, Reason: reason, Message: c.Message,
+		StartedAt: metav1.NewTime(c.StartedAt), FinishedAt: metav1.NewTime(c.FinishedAt),
+		ContainerID: scheme + "://" + c.ID,
+	}
+}
+
+// containerStatus is the API status of spec container c.
+// pending is the Waiting reason of a container that never ran.
+func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
+	out := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	f := false
+	out.Started = &f
+	hist := st.containersOf(c.Name)
+	w, waiting := in.Waiting[c.Name]
+	if len(hist) == 0 {
+		if waiting {
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		} else {
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: pending}
+		}
+		return out
+	}
+	cur := hist[0]
+	scheme := in.RuntimeName
+	out.ContainerID = scheme + "://" + cur.ID
+	out.ImageID = cur.ImageRef
+	out.RestartCount = int32(cur.RestartCount)
+	if len(hist) > 1 && hist[1].State == ContainerExited {
+		out.LastTerminationState.Terminated = terminated(hist[1], scheme)
+	}
+	switch cur.State {
+	case ContainerRunning:
+		out.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cur.StartedAt)}
+		tr := true
+		out.Started = &tr
+		out.Ready = in.Ready == nil || in.Ready(pod.UID, c.Name, cur.ID)
+	case ContainerExited:
+		term := terminated(cur, scheme)
+		if waiting {
+			// It is to be restarted: waiting, with the exit as last state.
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+			out.LastTerminationState = v1.ContainerState{Terminated: term}
+		} else {
+			out.State.Terminated = term
+		}
+	default:
+		reason := ReasonContainerCreating
+		if waiting {
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		} else {
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: reason}
+		}
+	}
+	return out
+}
+
+// podPhase is kubelet's phase rule over the container statuses.
+func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.PodPhase {
+	policy := pod.Spec.RestartPolicy
+	if !initDone {
+		for i, cs := range inits {
+			if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+				continue
+			}
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && policy == v1.RestartPolicyNever {
+				return v1.PodFailed
+			}
+		}
+		return v1.PodPending
+	}
+	var running, waiting, stopped, succeeded int
+	for _, cs := range ctrs {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		}
+	}
+	switch {
+	case waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		switch {
+		case policy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case policy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}

@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodStatus is the runtime's view of one pod: every sandbox and container
+// the runtime holds for its UID, read back from CRI List/Status calls and
+// the labels and annotations kernelet wrote.
+type PodStatus struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+	// Sandboxes are newest first.
+	Sandboxes []*SandboxStatus
+	// Containers are newest first (by creation time), across sandboxes.
+	Containers []*ContainerStatus
+}
+
+// SandboxStatus is one sandbox of a pod.
+type SandboxStatus struct {
+	ID      string
+	Attempt uint32
+	Ready   bool
+	// HostNetwork is true when the sandbox uses the node's network
+	// namespace.
+	HostNetwork bool
+	// IPs are the sandbox's addresses, primary first (none for host
+	// network sandboxes).
+	IPs       []string
+	CreatedAt time.Time
+}
+
+// IP is the primary address, "" when none.
+func (s *SandboxStatus) IP() string {
+	if len(s.IPs) == 0 {
+		return ""
+	}
+	return s.IPs[0]
+}
+
+// ContainerState is the runtime state of a container.
+type ContainerState string
+
+// Container states (the CRI's, named as kubelet names them).
+const (
+	ContainerCreated ContainerState = "created"
+	ContainerRunning ContainerState = "running"
+	ContainerExited  ContainerState = "exited"
+	ContainerUnknown ContainerState = "unknown"
+)
+
+// ContainerStatus is one container of a pod as the runtime reports it.
+type ContainerStatus struct {
+	ID        string
+	SandboxID string
+	Name      string
+	// Image is the image the container was created from (as given to the
+	// runtime); ImageRef is the runtime's resolved image (ID or digest).
+	Image    string
+	ImageRef string
+	State    ContainerState
+	// CreatedAt, StartedAt and FinishedAt are zero when unknown or not
+	// reached.
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	// Reason and Message are the runtime's (e.g. OOMKilled, Error,
+	// Completed).
+	Reason  string
+	Message string
+	// RestartCount and Hash are read back from the annotations.
+	RestartCount int
+	Hash         uint64
+	// PreStop and TerminationGracePeriod are what the container was
+	// created with, for killing it when its pod is gone.
+	PreStop                *v1.LifecycleHandler
+	TerminationGracePeriod *int64
+}
+
+// FindContainer returns the newest container named name, nil when none.
+func (s *PodStatus) FindContainer(name string) *ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	for _, c := range s.Containers {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// containersOf lists the containers named name, newest first.
+func (s *PodStatus) containersOf(name string) []*ContainerStatus {
+	if s == nil {
+		return nil
+	}
+	var out []*ContainerStatus
+	for _, c := range s.Containers {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Sandbox is the newest sandbox, nil when none.
+func (s *PodStatus) Sandbox() *SandboxStatus {
+	if s == nil || len(s.Sandboxes) == 0 {
+		return nil
+	}
+	return s.Sandboxes[0]
+}
+
+// Waiting is why a container is not running although it should be: the
+// reason and message of its Waiting state (e.g. CrashLoopBackOff,
+// ImagePullBackOff, ErrImagePull).
+type Waiting struct {
+	Reason  string
+	Message string
+}
+
+// Waiting reasons kubelet reports (facts: users and tools match them).
+const (
+	ReasonContainerCreating     = "ContainerCreating"
+	ReasonPodInitializing       = "PodInitializing"
+	ReasonCrashLoopBackOff      = "CrashLoopBackOff"
+	ReasonImagePullBackOff      = "ImagePullBackOff"
+	ReasonErrImagePull          = "ErrImagePull"
+	ReasonErrImageNeverPull     = "ErrImageNeverPull"
+	ReasonCreateContainerConfig = "CreateContainerConfigError"
+	ReasonCreateContainer       = "CreateContainerError"
+	ReasonRunContainer          = "RunContainerError"
+	ReasonPostStartHookError    = "PostStartHookError"
+	ReasonPreStopHookError      = "PreStopHookError"
+	// Terminated reasons.
+	ReasonCompleted = "Completed"
+	ReasonError     = "Error"
+	ReasonOOMKilled = "OOMKilled"
+)
+
+// Event reasons kubelet records for the pod lifecycle.
+const (
+	EventPulling             = "Pulling"
+	EventPulled              = "Pulled"
+	EventFailed              = "Failed"
+	EventBackOff             = "BackOff"
+	EventCreated             = "Created"
+	EventStarted             = "Started"
+	EventKilling             = "Killing"
+	EventSandboxChanged      = "SandboxChanged"
+	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+	EventFailedPostStartHook = "FailedPostStartHook"
+	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventErrImageNeverPull   = "ErrImageNeverPull"
+)
+
+// Event is a pod event the caller records (type Normal or Warning).
+type Event struct {
+	Type    string
+	Reason  string
+	Message string
+}
+
+// Grace periods (kubelet's): the default when neither the pod nor an
+// override sets one, and the least StopContainer is given.
+const (
+	DefaultTerminationGracePeriod = 30 * time.Second
+	MinimumGracePeriod            = 2 * time.Second
+)
+
+// CrashLoopBackOff timing (kubelet's): first delay, cap, and how long a
+// container must have run for its back-off to start over.
+const (
+	BackoffInitial = 10 * time.Second
+	BackoffMax     = 300 * time.Second
+	BackoffReset   = 10 * time.Minute
+)
+
+// Sentinel errors, for errors.Is.
+var (
+	// ErrImageNeverPull: the image is absent and imagePullPolicy is Never.
+	ErrImageNeverPull = errors.New("image not present with pull policy Never")
+	// ErrImagePullBackOff: a pull of the image failed recently; it is not
+	// retried before its back-off expires.
+	ErrImagePullBackOff = errors.New("image pull back-off")
+	// ErrPostStartHook: the postStart hook failed; the container was
+	// killed.
+	ErrPostStartHook = errors.New("postStart hook failed")
+	// ErrInitContainerFailed: a regular init container failed under
+	// restartPolicy Never: the pod has failed.
+	ErrInitContainerFailed = errors.New("init container failed")
+)
+
+// PodCgroups makes and removes pod cgroups for the Manager. CgroupsAdapter
+// implements it over cgroups.Manager.
+type PodCgroups interface {
+	// EnsurePod creates (or updates) the pod's cgroup and returns it as an
+	// absolute cgroup path, the sandbox's cgroup parent.
+	EnsurePod(ctx context.Context, pod *v1.Pod) (cgroupParent string, err error)
+	// RemovePod removes the pod's cgroup in every hierarchy; it fails
+	// (errors.Is cgroups.ErrCgroupBusy) while processes remain. A cgroup
+	// that does not exist is not an error.
+	RemovePod(ctx context.Context, uid types.UID) error
+}
+
+// ReadyFunc tells whether a running container passes its readiness
+// checks. Nil means ready = running (no probes).
+type ReadyFunc func(podUID types.UID, containerName, containerID string) bool
