@@ -16,7 +16,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps generate test test-unit e2e bench demo lint clean
+.PHONY: help build deps generate generate-check test test-unit e2e bench demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -31,9 +31,22 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 deps: ## install the Debian packages the tests and demo need (only missing ones)
 	hack/deps.sh containerd vm
 
-generate: ## regenerate the bpf2go objects (needs clang, libbpf, bpftool)
+generate: ## regenerate the bpf2go objects (needs clang, libbpf, bpftool); VMLINUX=1 also re-dumps bpf/c/vmlinux.h from this kernel's BTF
 	hack/deps.sh bpf
+	$(if $(VMLINUX),bpf/c/vmlinux.sh)
 	$(GO) generate ./bpf/...
+
+# Regenerates into the working tree and fails when that changed anything in
+# bpf/ compared with the tree before (a snapshot in a temporary git index, so
+# uncommitted edits to the C and their regenerated objects are fine).
+generate-check: ## regenerate the bpf objects and fail if bpf/ changes (reproducibility)
+	@idx=$$(mktemp); trap 'rm -f "$$idx"' EXIT; \
+	cp "$$(git rev-parse --git-path index)" "$$idx" && GIT_INDEX_FILE="$$idx" git add -A -- bpf/ && \
+	$(MAKE) --no-print-directory generate && \
+	new=$$(GIT_INDEX_FILE="$$idx" git ls-files --others --exclude-standard -- bpf/) && \
+	if ! GIT_INDEX_FILE="$$idx" git diff --exit-code --stat -- bpf/ || [ -n "$$new" ]; then \
+		echo "generate-check: make generate changed bpf/ $$new"; exit 1; \
+	fi; echo "generate-check: bpf/ reproduced byte for byte"
 
 lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -49,7 +62,7 @@ test-unit: ## fast tests, no privileges or real components (-short)
 # Everything CI runs: packages, every real-component e2e test (containerd,
 # kube-apiserver, the cgroup v2 VM), each benchmark once, then the leak check
 # — which runs even when tests failed.
-test: deps build lint ## everything CI runs (installs what it needs; see README)
+test: deps build lint generate-check ## everything CI runs (installs what it needs; see README)
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== test run $$KERNELET_TEST_RUN"
 	@rc=0; \

@@ -1,0 +1,168 @@
+//go:build 386 || amd64 || arm || arm64 || loong64 || mips64le || mipsle || ppc64le || riscv64
+
+package bpf
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Classic tracepoints: tracefs gives each one an id and a record format;
+// a perf event of type PERF_TYPE_TRACEPOINT with that id carries the BPF
+// program. This does not use cilium/ebpf's link.Tracepoint because that
+// only looks for tracefs at /sys/kernel/tracing and /sys/kernel/debug/
+// tracing, and Options.Tracefs may be elsewhere.
+
+const tracefsMagic = 0x74726163 // TRACEFS_MAGIC
+
+// errNoTracefs is returned (wrapped) when no tracefs is mounted.
+var errNoTracefs = errors.New("tracefs not mounted")
+
+// findTracefs returns where tracefs is mounted: dir when set (which must
+// be a tracefs), else the first tracefs mount of this mount namespace,
+// else debugfs's automount at <debugfs>/tracing.
+func findTracefs(dir string) (string, error) {
+	if dir != "" {
+		if !isTracefs(dir) {
+			return "", fmt.Errorf("%w at %s", errNoTracefs, dir)
+		}
+		return dir, nil
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("find tracefs: %w", err)
+	}
+	defer f.Close()
+	var debugfs []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, sf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) < 5 || len(sf) < 1 {
+			continue
+		}
+		point := unescapeMountPath(pf[4])
+		switch sf[0] {
+		case "tracefs":
+			if isTracefs(point) {
+				return point, nil
+			}
+		case "debugfs":
+			debugfs = append(debugfs, point)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("find tracefs: %w", err)
+	}
+	for _, d := range debugfs {
+		if p := filepath.Join(d, "tracing"); isTracefs(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (mount -t tracefs tracefs /sys/kernel/tracing)", errNoTracefs)
+}
+
+func isTracefs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && uint32(st.Type) == tracefsMagic
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// readTracepointFormat reads and parses tracefs/events/group/name/format.
+func readTracepointFormat(tracefs, group, name string) (tpFormat, error) {
+	path := filepath.Join(tracefs, "events", group, name, "format")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return tpFormat{}, fmt.Errorf("tracepoint %s/%s: not in tracefs (%s): %w", group, name, path, err)
+	}
+	if err != nil {
+		return tpFormat{}, fmt.Errorf("tracepoint %s/%s: %w", group, name, err)
+	}
+	f, err := parseTracepointFormat(string(b))
+	if err != nil {
+		return tpFormat{}, fmt.Errorf("tracepoint %s/%s: %w", group, name, err)
+	}
+	return f, nil
+}
+
+// perfAttachment is a tracepoint perf event with a program on it.
+type perfAttachment struct {
+	link link.Link // nil when attached with the ioctl (before Linux 5.15)
+	fd   int
+}
+
+func (p *perfAttachment) Close() error {
+	var errs []error
+	if p.link != nil {
+		errs = append(errs, p.link.Close())
+	}
+	errs = append(errs, unix.Close(p.fd))
+	return errors.Join(errs...)
+}
+
+// attachTracepoint opens the tracepoint's perf event (one for all CPUs and
+// tasks: the program runs wherever the tracepoint fires) and attaches prog
+// to it with a BPF link, or with PERF_EVENT_IOC_SET_BPF where links to perf
+// events are not supported.
+func attachTracepoint(prog *ebpf.Program, tracefs, group, name string) (*perfAttachment, error) {
+	f, err := readTracepointFormat(tracefs, group, name)
+	if err != nil {
+		return nil, err
+	}
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Config:      uint64(f.ID),
+		Sample_type: unix.PERF_SAMPLE_RAW,
+		Sample:      1,
+		Wakeup:      1,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("perf_event_open tracepoint %s/%s (id %d): %w", group, name, f.ID, err)
+	}
+	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+	if err == nil {
+		return &perfAttachment{link: l, fd: fd}, nil
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("attach to tracepoint %s/%s: %w", group, name, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("enable tracepoint %s/%s: %w", group, name, err)
+	}
+	return &perfAttachment{fd: fd}, nil
+}
