@@ -584,8 +584,10 @@ func TestReaderHostDifferential(t *testing.T) {
 	check(t, "failcnt after OOM", s.Memory.Failcnt, rawUint(t, raw["memory/memory.failcnt"]))
 	check(t, "containerd failcnt after OOM", s.Memory.Failcnt, m.Memory.Usage.Failcnt)
 	check(t, "peak after OOM", s.Memory.PeakBytes, rawUint(t, raw["memory/memory.max_usage_in_bytes"]))
-	if s.Memory.Events.OOMKill.V != 1 || s.Memory.Failcnt.V == 0 || s.Memory.PeakBytes.V != hostLimit {
-		t.Errorf("after the OOM kill: oom_kill %v failcnt %v peak %v; want 1, > 0, the limit",
+	// The peak reaches the limit; a charge forced through during the OOM
+	// kill can take it a few pages past it (seen: limit + 4096).
+	if s.Memory.Events.OOMKill.V != 1 || s.Memory.Failcnt.V == 0 || s.Memory.PeakBytes.V < hostLimit || s.Memory.PeakBytes.V > hostLimit+1<<20 {
+		t.Errorf("after the OOM kill: oom_kill %v failcnt %v peak %v; want 1, > 0, the limit (+ at most 1 MiB)",
 			s.Memory.Events.OOMKill, s.Memory.Failcnt, s.Memory.PeakBytes)
 	}
 	t.Logf("after OOM: oom_kill %v failcnt %v peak %v under_oom %v",
