@@ -520,8 +520,12 @@ func TestReaderHostDifferential(t *testing.T) {
 	if s.Memory.AnonBytes.V < 24<<20 || s.Memory.FileBytes.V == 0 {
 		t.Errorf("anon %v file %v: want the 24 MiB held and page cache", s.Memory.AnonBytes, s.Memory.FileBytes)
 	}
-	if ioCounted && s.IO.WriteBytes.V < 16<<20 {
-		t.Errorf("blkio write bytes %v, want >= 16 MiB written with fsync", s.IO.WriteBytes)
+	// How much of the 16 MiB written with fsync v1 blkio charges to this
+	// cgroup depends on who does the writeback (under load, part of it is
+	// charged to the flusher): some of it must show; that the reader equals
+	// the file is checked above.
+	if ioCounted && s.IO.WriteBytes.V == 0 {
+		t.Errorf("blkio write bytes %v, want some of the 16 MiB written with fsync", s.IO.WriteBytes)
 	}
 	if s.Memory.Source.Dir != c.dirs["memory"] || s.CPU.Source.Dir != c.dirs["cpuacct"] || s.CPU.ThrottleSource.Dir != c.dirs["cpu"] {
 		t.Errorf("sources: memory %v cpu %v throttle %v", s.Memory.Source, s.CPU.Source, s.CPU.ThrottleSource)
