@@ -1,10 +1,11 @@
-// Package oom owns kernelet's OOM handling: the oom_score_adj policy (a
-// pure function of pod, container and node capacity), the adjuster for
-// processes outside containers, the OOM kill sources merged into one stream
-// (eBPF first; then v2 memory.events, v1 oom_control, /dev/kmsg), and the
-// attribution of each kill to its pod and container through a resolver
-// interface.
+// Package oom owns kernelet's OOM handling: the oom_score_adj policy
+// (ScoreAdj, a pure function of pod, container and node capacity), and one
+// stream of OOM kills (OpenStream) merging every source the host has — the
+// eBPF mark_victim tracer first; without it v2 memory.events, v1
+// oom_control eventfds and /dev/kmsg — deduplicated into one Kill per victim
+// with the sources that saw it and only the fields those sources really
+// have, attributed to pod and container through a Resolver.
 //
-// Nothing is implemented here yet: it arrives with the eBPF and pod
-// lifecycle issues. This package must never import the agent side.
+// This package must never import the agent side: the Resolver is
+// implemented by agent/runtime and wired by cmd.
 package oom

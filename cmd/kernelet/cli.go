@@ -19,6 +19,7 @@ type subcommand struct {
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
 		"run":     {"run the node agent", runCommand},
+		"trace":   {"trace oom|reclaim|exit|cgroup: live kernel events, resolved to pods", traceCommand},
 		"status":  {"ask a running agent for its health and status", statusCommand},
 		"config":  {"config validate FILE: print the effective configuration or every error", configCommand},
 		"version": {"print the version", versionCommand},

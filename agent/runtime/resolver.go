@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/oom"
+)
+
+// CgroupResolver implements oom.Resolver with the CRI runtime: it maps a
+// container's cgroup (the runtime spec's linux.cgroupsPath from
+// ContainerStatus verbose info, or a path whose leaf directory is the
+// container id) to its pod and container by their CRI labels; a sandbox's
+// cgroup and a pod-level cgroup ("pod<uid>") resolve to the pod alone. It
+// caches what it learned and asks the runtime again on a miss (at most
+// every MinRefresh).
+type CgroupResolver struct {
+	rs internalapi.RuntimeService
+	// MinRefresh bounds how often a miss lists the runtime again.
+	MinRefresh time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	byPath  map[string]oom.PodRef // cgroupsPath → container
+	byID    map[string]oom.PodRef // container or sandbox id
+	byUID   map[string]oom.PodRef // pod uid → pod
+	spec    map[string]bool       // container ids whose cgroupsPath was asked for
+	nowFunc func() time.Time
+}
+
+// NewCgroupResolver returns a resolver over rs.
+func NewCgroupResolver(rs internalapi.RuntimeService) *CgroupResolver {
+	return &CgroupResolver{rs: rs, MinRefresh: 200 * time.Millisecond, byPath: map[string]oom.PodRef{},
+		byID: map[string]oom.PodRef{}, byUID: map[string]oom.PodRef{}, spec: map[string]bool{}, nowFunc: time.Now}
+}
+
+var _ oom.Resolver = (*CgroupResolver)(nil)
+
+// Resolve returns the pod (and container) of cgroupPath.
+func (r *CgroupResolver) Resolve(ctx context.Context, cgroupPath string) (oom.PodRef, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ref, ok := r.lookup(cgroupPath); ok {
+		return ref, true
+	}
+	if now := r.nowFunc(); now.Sub(r.last) >= r.MinRefresh {
+		r.last = now
+		if err := r.refresh(ctx); err != nil {
+			klog.FromContext(ctx).V(2).Info("cgroup resolver refresh", "err", err)
+		}
+		return r.lookup(cgroupPath)
+	}
+	return oom.PodRef{}, false
+}
+
+// lookup answers from the cache: the exact path, else the leaf directory
+// as a container or sandbox id (also "cri-containerd-<id>.scope"), else
+// the nearest "pod<uid>" ancestor.
+func (r *CgroupResolver) lookup(cg string) (oom.PodRef, bool) {
+	cg = path.Clean("/" + cg)
+	if ref, ok := r.byPath[cg]; ok {
+		return ref, true
+	}
+	if ref, ok := r.byID[containerIDOfLeaf(path.Base(cg))]; ok {
+		return ref, true
+	}
+	for d := cg; d != "/"; d = path.Dir(d) {
+		name := strings.TrimSuffix(path.Base(d), ".slice")
+		if i := strings.LastIndex(name, "pod"); i == 0 || i > 0 && name[i-1] == '-' {
+			uid := name[i+3:]
+			if ref, ok := r.byUID[uid]; ok {
+				return ref, true
+			}
+			if ref, ok := r.byUID[strings.ReplaceAll(uid, "_", "-")]; ok { // systemd slice names
+				return ref, true
+			}
+		}
+	}
+	return oom.PodRef{}, false
+}
+
+// containerIDOfLeaf strips the systemd driver's decoration.
+func containerIDOfLeaf(leaf string) string {
+	leaf = strings.TrimSuffix(leaf, ".scope")
+	if i := strings.LastIndexAny(leaf, "-:"); i >= 0 {
+		return leaf[i+1:]
+	}
+	return leaf
+}
+
+// refresh lists sandboxes and containers; containers not seen before are
+// asked for their cgroupsPath.
+func (r *CgroupResolver) refresh(ctx context.Context) error {
+	sbs, err := r.rs.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sbs {
+		info, err := ParseSandboxLabels(sb.GetLabels())
+		if err != nil {
+			continue
+		}
+		ref := oom.PodRef{Namespace: info.PodNamespace, Name: info.PodName, UID: info.PodUID}
+		r.byID[sb.GetId()] = ref
+		r.byUID[info.PodUID] = ref
+	}
+	ctrs, err := r.rs.ListContainers(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, c := range ctrs {
+		// Unreadable annotations do not matter here: only the identity.
+		info, _ := ParseContainer(c.GetLabels(), c.GetAnnotations())
+		if info.PodUID == "" || info.ContainerName == "" {
+			continue
+		}
+		ref := oom.PodRef{Namespace: info.PodNamespace, Name: info.PodName, UID: info.PodUID, Container: info.ContainerName}
+		r.byID[c.GetId()] = ref
+		if r.spec[c.GetId()] {
+			continue
+		}
+		r.spec[c.GetId()] = true
+		resp, err := r.rs.ContainerStatus(ctx, c.GetId(), true)
+		if err != nil {
+			continue
+		}
+		if p := cgroupsPathOfInfo(resp.GetInfo()); p != "" {
+			r.byPath[p] = ref
+		}
+	}
+	return nil
+}
+
+// cgroupsPathOfInfo reads runtimeSpec.linux.cgroupsPath from a verbose
+// ContainerStatus "info" entry (containerd's format); "" when absent or
+// not a cgroupfs path.
+func cgroupsPathOfInfo(info map[string]string) string {
+	raw, ok := info["info"]
+	if !ok {
+		return ""
+	}
+	var v struct {
+		RuntimeSpec struct {
+			Linux struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if json.Unmarshal([]byte(raw), &v) != nil {
+		return ""
+	}
+	p := v.RuntimeSpec.Linux.CgroupsPath
+	if !strings.HasPrefix(p, "/") {
+		return "" // systemd "slice:prefix:name": resolved by the leaf id
+	}
+	return path.Clean(p)
+}

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/oom"
+)
+
+// traceFlags are the flags of `kernelet trace`.
+type traceFlags struct {
+	kind            string
+	json            bool
+	cgroupPrefix    string
+	pod             string
+	minDuration     time.Duration
+	count           int
+	timeout         time.Duration
+	runtimeEndpoint string
+	mode            string
+}
+
+// traceRow is one event as printed: the common columns and the event.
+type traceRow struct {
+	Kind   string      `json:"kind"`
+	Time   time.Time   `json:"time"`
+	Pid    int         `json:"pid"`
+	Comm   string      `json:"comm"`
+	Cgroup string      `json:"cgroup,omitempty"`
+	Pod    *oom.PodRef `json:"pod,omitempty"`
+	// Detail is the kind's key fields, for the table.
+	Detail string `json:"-"`
+	Event  any    `json:"event"`
+}
+
+// traceCommand: `kernelet trace oom|reclaim|exit|cgroup [flags]` streams
+// kernel events until --count events, --timeout or Ctrl-C.
+func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kernelet trace oom|reclaim|exit|cgroup [flags]")
+		fs.PrintDefaults()
+	}
+	var f traceFlags
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per line instead of a table")
+	fs.StringVar(&f.cgroupPrefix, "cgroup", "", "only events of cgroups under this path (oom without eBPF on cgroup v1: the memcg whose oom_control is watched)")
+	fs.StringVar(&f.pod, "pod", "", "only events of pod NAMESPACE/NAME (needs --runtime-endpoint)")
+	fs.DurationVar(&f.minDuration, "min-duration", 0, "reclaim: only stalls at least this long")
+	fs.IntVar(&f.count, "count", 0, "exit after this many events (0: no limit)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "exit after this long (0: no limit)")
+	fs.StringVar(&f.runtimeEndpoint, "runtime-endpoint", "", "CRI endpoint (unix://...) to name the pod and container of each event")
+	fs.StringVar(&f.mode, "mode", "auto", "eBPF attach mode: auto, tp_btf, raw_tp, tracepoint, or off (oom: kernel fallbacks only)")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if code, ok := parseFlags(fs, args); !ok {
+			return code
+		}
+		fs.Usage()
+		return 2
+	}
+	f.kind = args[0]
+	if code, ok := parseFlags(fs, args[1:]); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kernelet trace: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	switch f.kind {
+	case "oom", "reclaim", "exit", "cgroup":
+	default:
+		fmt.Fprintf(stderr, "kernelet trace: unknown event kind %q (want oom, reclaim, exit or cgroup)\n", f.kind)
+		return 2
+	}
+	off := f.mode == "off"
+	var mode bpf.AttachMode
+	if !off {
+		m, err := bpf.ParseAttachMode(f.mode)
+		if err != nil {
+			fmt.Fprintf(stderr, "kernelet trace: --mode: %v\n", err)
+			return 2
+		}
+		mode = m
+	}
+	if f.pod != "" && !strings.Contains(f.pod, "/") {
+		fmt.Fprintln(stderr, "kernelet trace: --pod wants NAMESPACE/NAME")
+		return 2
+	}
+	if f.pod != "" && f.runtimeEndpoint == "" {
+		fmt.Fprintln(stderr, "kernelet trace: --pod needs --runtime-endpoint")
+		return 2
+	}
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	// Ctrl-C and SIGTERM end the trace cleanly (exit 0).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	t := &tracer{f: f, stderr: stderr, opts: bpf.Options{Mode: mode, MinStall: f.minDuration}, off: off}
+	if err := t.setup(ctx); err != nil {
+		fmt.Fprintf(stderr, "kernelet trace %s: %v\n", f.kind, err)
+		return 1
+	}
+	defer t.close()
+	rows, err := t.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "kernelet trace %s: %v\n", f.kind, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "kernelet trace %s: tracing via %s\n", f.kind, t.via)
+	if !f.json {
+		fmt.Fprintf(stdout, "%-15s %7s %-16s %-40s %-32s %s\n", "TIME", "PID", "COMM", "CGROUP", "POD/CONTAINER", "DETAILS")
+	}
+	enc := json.NewEncoder(stdout)
+	n := 0
+	for row := range rows {
+		if !t.keep(&row) {
+			continue
+		}
+		if f.json {
+			if err := enc.Encode(row); err != nil {
+				fmt.Fprintf(stderr, "kernelet trace: %v\n", err)
+				return 1
+			}
+		} else {
+			pod := "-"
+			if row.Pod != nil {
+				pod = row.Pod.String()
+			}
+			cg := row.Cgroup
+			if cg == "" {
+				cg = "-"
+			}
+			fmt.Fprintf(stdout, "%-15s %7d %-16s %-40s %-32s %s\n", row.Time.Format("15:04:05.000000"), row.Pid, row.Comm, cg, pod, row.Detail)
+		}
+		n++
+		if f.count > 0 && n >= f.count {
+			return 0
+		}
+	}
+	if f.count > 0 && n < f.count && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		fmt.Fprintf(stderr, "kernelet trace %s: %d of %d events before the timeout\n", f.kind, n, f.count)
+		return 1
+	}
+	return 0
+}
+
+// tracer holds what one `kernelet trace` run opened.
+type tracer struct {
+	f        traceFlags
+	stderr   io.Writer
+	opts     bpf.Options
+	off      bool
+	h        *cgroups.Hierarchies
+	paths    *cgroups.PathCache
+	resolver oom.Resolver
+	closers  []func()
+	// via says what the events come from, once open succeeded.
+	via string
+}
+
+func (t *tracer) close() {
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		t.closers[i]()
+	}
+}
+
+// setup discovers the cgroup hierarchies, the id → path cache (fed by the
+// eBPF cgroup tracer where it works) and the pod resolver.
+func (t *tracer) setup(ctx context.Context) error {
+	h, err := cgroups.Discover()
+	if err != nil {
+		return err
+	}
+	t.h = h
+	if r, err := cgroups.NewReader(h); err == nil {
+		t.paths = cgroups.NewPathCache(r)
+	} else {
+		t.paths = cgroups.NewPathCache(nil)
+	}
+	if !t.off && t.f.kind != "cgroup" {
+		if tr, err := bpf.OpenCgroupTracer(ctx, bpf.Options{}); err == nil {
+			t.closers = append(t.closers, func() { _ = tr.Close() })
+			go t.paths.Follow(ctx, cgroupChanges(ctx, tr.Events(), h))
+		}
+	}
+	if t.f.runtimeEndpoint != "" {
+		rt, err := runtime.Connect(ctx, t.f.runtimeEndpoint, 5*time.Second)
+		if err == nil {
+			err = rt.Ready(ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(t.stderr, "kernelet trace: runtime %s does not answer (%v): pods are not shown\n", t.f.runtimeEndpoint, err)
+		} else {
+			t.closers = append(t.closers, func() { _ = rt.Close(context.Background()) })
+			t.resolver = runtime.NewCgroupResolver(rt.Service())
+		}
+	}
+	return nil
+}
+
+// cgroupChanges adapts bpf cgroup events to the path cache: hierarchy 0
+// is the unified one, the memory controller's hierarchy is the memcg
+// space (on v2 hosts both are the unified one).
+func cgroupChanges(ctx context.Context, in <-chan bpf.CgroupEvent, h *cgroups.Hierarchies) <-chan cgroups.CgroupChange {
+	memHier := -1
+	if h.V1["memory"] != nil {
+		if ids, err := cgroups.HierarchyIDs(); err == nil {
+			if id, ok := ids["memory"]; ok {
+				memHier = id
+			}
+		}
+	} else {
+		memHier = 0
+	}
+	out := make(chan cgroups.CgroupChange, 64)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			var spaces []cgroups.IDSpace
+			if ev.HierarchyID == 0 {
+				spaces = append(spaces, cgroups.UnifiedID)
+			}
+			if ev.HierarchyID == memHier {
+				spaces = append(spaces, cgroups.MemcgID)
+			}
+			for _, s := range spaces {
+				select {
+				case out <- cgroups.CgroupChange{Space: s, ID: ev.ID, Path: ev.Path, Removed: ev.Op == bpf.CgroupRmdir}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// keep applies the --cgroup and --pod filters.
+func (t *tracer) keep(r *traceRow) bool {
+	if p := t.f.cgroupPrefix; p != "" {
+		p = strings.TrimSuffix(p, "/")
+		if r.Cgroup != p && !strings.HasPrefix(r.Cgroup, p+"/") {
+			return false
+		}
+	}
+	if t.f.pod != "" {
+		if r.Pod == nil || r.Pod.Namespace+"/"+r.Pod.Name != t.f.pod {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve names the pod of cgroup path cg.
+func (t *tracer) resolve(ctx context.Context, cg string) *oom.PodRef {
+	if t.resolver == nil || cg == "" {
+		return nil
+	}
+	if ref, ok := t.resolver.Resolve(ctx, cg); ok {
+		return &ref
+	}
+	return nil
+}
+
+// cgroupOf is the path of the memcg (else the v2 cgroup) of an event.
+func (t *tracer) cgroupOf(ctx context.Context, known, memcgField, cgroupField bpf.Fields, memcg, cgroup uint64) string {
+	if known.Has(memcgField) && memcg != 0 {
+		if p, err := t.paths.Path(ctx, cgroups.MemcgID, memcg); err == nil {
+			return p
+		}
+	}
+	if known.Has(cgroupField) && cgroup != 0 {
+		if p, err := t.paths.Path(ctx, cgroups.UnifiedID, cgroup); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// open starts the source of the kind and returns its rows; the channel
+// is closed when ctx ends.
+func (t *tracer) open(ctx context.Context) (<-chan traceRow, error) {
+	if t.f.kind == "oom" {
+		return t.openOOM(ctx)
+	}
+	if t.off {
+		return nil, fmt.Errorf("%s events need eBPF (--mode off leaves no source)", t.f.kind)
+	}
+	needs := map[string]string{
+		"reclaim": "eBPF tracing of vmscan/mm_vmscan_memcg_reclaim_begin/end (CAP_BPF, CAP_PERFMON, ring buffers)",
+		"exit":    "eBPF tracing of sched/sched_process_exit (CAP_BPF, CAP_PERFMON, ring buffers)",
+		"cgroup":  "eBPF tracing of cgroup/cgroup_mkdir and cgroup_rmdir (CAP_BPF, CAP_PERFMON, ring buffers)",
+	}[t.f.kind]
+	out := make(chan traceRow, 64)
+	emit := func(r traceRow) bool {
+		select {
+		case out <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	switch t.f.kind {
+	case "reclaim":
+		tr, err := bpf.OpenReclaimTracer(ctx, t.opts)
+		if err != nil {
+			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		}
+		t.closers = append(t.closers, func() { _ = tr.Close() })
+		t.via = "eBPF " + tr.Mode().String()
+		go func() {
+			defer close(out)
+			for ev := range tr.Events() {
+				if ev.Duration < t.f.minDuration {
+					continue
+				}
+				cg := t.cgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+				if !emit(traceRow{Kind: "reclaim", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+					Detail: fmt.Sprintf("stall=%v reclaimed=%d order=%d", ev.Duration, ev.NrReclaimed, ev.Order)}) {
+					return
+				}
+			}
+		}()
+	case "exit":
+		tr, err := bpf.OpenExitTracer(ctx, t.opts)
+		if err != nil {
+			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		}
+		t.closers = append(t.closers, func() { _ = tr.Close() })
+		t.via = "eBPF " + tr.Mode().String()
+		go func() {
+			defer close(out)
+			for ev := range tr.Events() {
+				cg := t.cgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+				if !emit(traceRow{Kind: "exit", Time: ev.Time, Pid: ev.Tgid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+					Detail: fmt.Sprintf("code=%d signal=%d maxrss=%d", ev.ExitCode, ev.Signal, ev.MaxRSSBytes)}) {
+					return
+				}
+			}
+		}()
+	case "cgroup":
+		tr, err := bpf.OpenCgroupTracer(ctx, t.opts)
+		if err != nil {
+			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		}
+		t.closers = append(t.closers, func() { _ = tr.Close() })
+		t.via = "eBPF " + tr.Mode().String()
+		go func() {
+			defer close(out)
+			for ev := range tr.Events() {
+				if !emit(traceRow{Kind: "cgroup", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: ev.Path, Pod: t.resolve(ctx, ev.Path), Event: ev,
+					Detail: fmt.Sprintf("%s hierarchy=%d id=%d", ev.Op, ev.HierarchyID, ev.ID)}) {
+					return
+				}
+			}
+		}()
+	}
+	return out, nil
+}
+
+// openOOM opens the merged OOM kill stream: eBPF, or the fallbacks with
+// --mode off or where eBPF does not work.
+func (t *tracer) openOOM(ctx context.Context) (<-chan traceRow, error) {
+	cfg := oom.StreamConfig{BPF: t.opts, Hierarchies: t.h, Paths: t.paths, Resolver: t.resolver}
+	if t.f.cgroupPrefix != "" {
+		cfg.MemoryEventsRoots = []string{t.f.cgroupPrefix}
+		cfg.OOMControlCgroups = []string{t.f.cgroupPrefix}
+	}
+	fallbacks := oom.SourceMemoryEvents | oom.SourceOOMControl | oom.SourceKmsg
+	var s *oom.Stream
+	var bpfErr error
+	if !t.off {
+		cfg.Sources = oom.SourceBPF
+		var err error
+		if s, err = oom.OpenStream(ctx, cfg); err != nil {
+			bpfErr = err
+			s = nil
+		}
+	}
+	if s == nil {
+		cfg.Sources = fallbacks
+		var err error
+		if s, err = oom.OpenStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("no OOM source works: %w", errors.Join(bpfErr, err))
+		}
+		why := "--mode off"
+		if bpfErr != nil {
+			why = fmt.Sprintf("eBPF unavailable: %v", bpfErr)
+		}
+		fmt.Fprintf(t.stderr, "kernelet trace oom: %s; using fallback: %s\n", why, s.Active())
+		for _, n := range s.Notes() {
+			fmt.Fprintf(t.stderr, "kernelet trace oom: not used: %s\n", n)
+		}
+	}
+	t.closers = append(t.closers, func() { _ = s.Close() })
+	t.via = s.Active().String()
+	if s.Active()&oom.SourceBPF != 0 {
+		t.via += " (eBPF " + s.BPFMode().String() + ")"
+	}
+	out := make(chan traceRow, 64)
+	go func() {
+		defer close(out)
+		for k := range s.Kills() {
+			detail := fmt.Sprintf("sources=%s global=%v", k.Sources, k.Global)
+			if k.Known.Has(oom.FieldRSS) {
+				detail += fmt.Sprintf(" anon_rss=%d", k.AnonRSSBytes)
+			}
+			if k.OOMMemcg != "" {
+				detail += " oom_memcg=" + k.OOMMemcg
+			}
+			select {
+			case out <- traceRow{Kind: "oom", Time: k.Time, Pid: k.Pid, Comm: k.Comm, Cgroup: k.CgroupPath(), Pod: k.Pod, Event: k, Detail: detail}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}

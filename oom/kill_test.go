@@ -1,0 +1,78 @@
+package oom
+
+import (
+	"testing"
+	"time"
+)
+
+func TestMerger(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	bpfK := Kill{Time: ms(1), Sources: SourceBPF, Known: FieldPid | FieldComm | FieldMemcgID | FieldCgroupID, Pid: 10, Comm: "x", MemcgID: 7, CgroupID: 8}
+	ctl := Kill{Time: ms(0), Sources: SourceOOMControl, Known: FieldOOMMemcg, OOMMemcg: "/a", OOMMemcgID: 7}
+	km := Kill{Time: ms(3), Sources: SourceKmsg, Known: FieldPid | FieldComm | FieldMemcg | FieldOOMMemcg | FieldGlobal, Pid: 10, Comm: "x", Memcg: "/a", OOMMemcg: "/a"}
+	kmKilled := Kill{Time: ms(3), Sources: SourceKmsg, Known: FieldPid | FieldRSS, Pid: 10, AnonRSSBytes: 5}
+	other := Kill{Time: ms(4), Sources: SourceKmsg, Known: FieldPid, Pid: 11}
+
+	tests := map[string]struct {
+		in   []Kill
+		want []Kill
+	}{
+		"bpf alone": {in: []Kill{bpfK}, want: []Kill{bpfK}},
+		"oom_control then bpf by memcg id, then kmsg by pid": {
+			in: []Kill{ctl, bpfK, km, kmKilled, other},
+			want: []Kill{{Time: ms(0), Sources: SourceBPF | SourceOOMControl | SourceKmsg,
+				Known: FieldPid | FieldComm | FieldMemcgID | FieldCgroupID | FieldOOMMemcg | FieldMemcg | FieldGlobal | FieldRSS,
+				Pid:   10, Comm: "x", MemcgID: 7, CgroupID: 8, OOMMemcg: "/a", OOMMemcgID: 7, Memcg: "/a", AnonRSSBytes: 5}, other},
+		},
+		"kmsg and oom_control by path": {
+			in:   []Kill{km, {Sources: SourceOOMControl, Known: FieldOOMMemcg, OOMMemcg: "/a", Time: ms(2)}},
+			want: []Kill{{Time: ms(2), Sources: SourceKmsg | SourceOOMControl, Known: km.Known, Pid: 10, Comm: "x", Memcg: "/a", OOMMemcg: "/a"}},
+		},
+		"different pids stay apart": {in: []Kill{km, other}, want: []Kill{km, other}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := &Merger{Window: 50 * time.Millisecond}
+			for _, k := range tc.in {
+				m.Add(t0, k)
+			}
+			if got := m.Flush(t0.Add(time.Millisecond)); len(got) != 0 {
+				t.Fatalf("flushed before the window ended: %v", got)
+			}
+			if next := m.Next(); !next.Equal(t0.Add(50 * time.Millisecond)) {
+				t.Errorf("Next = %v", next)
+			}
+			got := m.Flush(t0.Add(50 * time.Millisecond))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d kills %v, want %d", len(got), got, len(tc.want))
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Errorf("kill %d =\n %+v\nwant\n %+v", i, got[i], tc.want[i])
+				}
+			}
+			if len(m.Flush(time.Time{})) != 0 {
+				t.Error("kills left after flush")
+			}
+		})
+	}
+}
+
+func TestGrownLeaves(t *testing.T) {
+	before := map[string]uint64{"/": 1, "/k": 1, "/k/a": 0, "/k/b": 1}
+	now := map[string]uint64{"/": 2, "/k": 2, "/k/a": 1, "/k/b": 1}
+	got := grownLeaves(before, now)
+	if len(got) != 1 || got[0] != "/k/a" {
+		t.Errorf("grownLeaves = %v, want [/k/a]", got)
+	}
+}
+
+func TestSourcesString(t *testing.T) {
+	if s := (SourceBPF | SourceKmsg).String(); s != "bpf+kmsg" {
+		t.Errorf("String = %q", s)
+	}
+	if s := (FieldPid | FieldComm).String(); s != "pid|comm" {
+		t.Errorf("Fields.String = %q", s)
+	}
+}

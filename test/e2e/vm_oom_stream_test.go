@@ -1,0 +1,33 @@
+package e2e
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/kernelet/kernelet/test/env"
+)
+
+// TestVMOOMStream runs test/vm's TestOOMStream on the cgroup v2 kernel:
+// the merged OOM kill stream from eBPF (the Kill carries the v2 cgroup
+// id) and, with BPF off, from memory.events plus kmsg.
+func TestVMOOMStream(t *testing.T) {
+	bin := vmTestBinary(t)
+	res, err := env.RunInVM(t.Context(), env.VMOptions{
+		TestBinary: bin,
+		Args:       []string{"-test.v", "-test.run", "^TestOOMStream$"},
+		Console:    env.VMConsoleToLog(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("VM run: boot %v, total %v", res.Boot.Round(time.Millisecond), res.Duration.Round(time.Millisecond))
+	if res.ExitCode != 0 {
+		t.Fatalf("TestOOMStream in the VM exited %d:\n%s", res.ExitCode, res.Tail(80))
+	}
+	if !regexp.MustCompile(`(?m)^--- PASS: TestOOMStream `).MatchString(res.Output) {
+		t.Errorf("no PASS line for TestOOMStream in the VM output")
+	}
+	facts := env.VMFacts(res.Output)
+	t.Logf("VM oom stream: bpf %s; fallbacks %s", facts["oom.stream.bpf"], facts["oom.stream.fallbacks"])
+}
