@@ -15,10 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 // LoopbackAddress is where every endpoint binds until the secure kubelet
@@ -38,6 +43,8 @@ type Agent struct {
 	listeners  []*server.Listener
 	runtimeUp  chan struct{}
 	runtimeSet sync.Once
+	pods       *pods
+	podsErr    error
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -52,6 +59,14 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.ConnectImages == nil {
+		deps.ConnectImages = func(ctx context.Context, ep string, to time.Duration) (internalapi.ImageManagerService, error) {
+			return remote.NewRemoteImageServiceBuilder().WithEndpoint(ep).WithConnectionTimeout(to).Build(ctx)
+		}
+	}
+	if deps.Cgroups == nil {
+		deps.Cgroups = cgroups.Discover
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -90,6 +105,21 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
+		a.mu.Lock()
+		rt := a.rt
+		a.mu.Unlock()
+		rs, ok := rt.(runtimeServicer)
+		if !ok || gctx.Err() != nil {
+			return nil
+		}
+		// Pods keep running when the agent stops, as with kubelet.
+		if err := a.startPods(gctx, rs.Service()); err != nil {
+			log.Error(err, "Pod lifecycle stopped")
+			a.mu.Lock()
+			a.podsErr = err
+			a.mu.Unlock()
+			return fmt.Errorf("pods: %w", err)
+		}
 		return nil
 	})
 	err := g.Wait()
@@ -110,12 +140,14 @@ func (a *Agent) bind(ctx context.Context) error {
 	checks := []server.HealthCheck{
 		{Name: "ping", Check: func(*http.Request) error { return nil }},
 		{Name: "runtime", Check: func(r *http.Request) error { return a.runtimeHealthy(r.Context()) }},
+		{Name: "pleg", Check: func(*http.Request) error { return a.plegHealthy() }},
 	}
 	api := server.Handler(server.Options{
 		Checks:   checks,
 		Gatherer: a.registry,
 		Configz:  func() any { return a.opts.Config.Kubelet },
 		Status:   func(ctx context.Context) any { return a.Status(ctx) },
+		Pods:     func(ctx context.Context) any { return a.PodList(ctx) },
 	})
 	type ep struct {
 		name, host string
@@ -243,8 +275,18 @@ func (a *Agent) Status(ctx context.Context) Status {
 	}
 	slices.Sort(st.Endpoints)
 	a.mu.Lock()
-	rt, rtErr := a.rt, a.rtErr
+	rt, rtErr, p, podsErr := a.rt, a.rtErr, a.pods, a.podsErr
 	a.mu.Unlock()
+	st.Pods = -1
+	if podsErr != nil {
+		st.PodsError = podsErr.Error()
+	}
+	if p != nil {
+		st.Pods = len(p.workers.Pods())
+		for _, pr := range p.sources.Problems() {
+			st.SourceProblems = append(st.SourceProblems, sourceProblem(pr))
+		}
+	}
 	if rt == nil {
 		if rtErr != nil {
 			st.Runtime.Error = rtErr.Error()
@@ -259,6 +301,30 @@ func (a *Agent) Status(ctx context.Context) Status {
 		st.Runtime.Error = err.Error()
 	}
 	return st
+}
+
+// plegHealthy is the `pleg` health check: healthy until the pod lifecycle
+// runs, then the PLEG's own verdict.
+func (a *Agent) plegHealthy() error {
+	a.mu.Lock()
+	p := a.pods
+	a.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.pleg.Healthy()
+}
+
+// PodList is the pods the agent knows with their status (GET /pods); empty
+// until the pod lifecycle runs.
+func (a *Agent) PodList(context.Context) *v1.PodList {
+	a.mu.Lock()
+	p := a.pods
+	a.mu.Unlock()
+	if p == nil {
+		return &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	}
+	return p.PodList()
 }
 
 // RuntimeConnected is closed once the runtime has answered.

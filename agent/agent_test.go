@@ -108,6 +108,17 @@ func TestAgentServesAndStops(t *testing.T) {
 	if st.NodeName != "node-a" || !st.Runtime.Connected || st.Runtime.Info.RuntimeName != "fake" || st.Mode != "standalone" || len(st.Thresholds) != 6 {
 		t.Errorf("status = %+v", st)
 	}
+	// A runtime without a CRI service runs no pods: /pods is an empty
+	// PodList, the pleg check passes, /status says -1 pods.
+	if _, body := fetch(t, "http://"+addrs["api"]+"/pods"); !strings.Contains(body, `"kind": "PodList"`) {
+		t.Errorf("/pods: %.300s", body)
+	}
+	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz?verbose"); code != 200 || !strings.Contains(body, "[+]pleg ok") {
+		t.Errorf("healthz pleg = %d %q", code, body)
+	}
+	if st.Pods != -1 {
+		t.Errorf("status pods = %d, want -1", st.Pods)
+	}
 
 	cancel()
 	select {

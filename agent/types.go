@@ -2,10 +2,16 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	internalapi "k8s.io/cri-api/pkg/apis"
+
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 // Options are the settings of one agent: the validated configuration plus
@@ -26,6 +32,20 @@ type Deps struct {
 	ConnectRuntime func(ctx context.Context, endpoint string, timeout time.Duration) (Runtime, error)
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
+	// ConnectImages dials the CRI image service; defaults to cri-client's.
+	ConnectImages func(ctx context.Context, endpoint string, timeout time.Duration) (internalapi.ImageManagerService, error)
+	// Cgroups discovers the cgroup hierarchies; defaults to
+	// cgroups.Discover.
+	Cgroups func() (*cgroups.Hierarchies, error)
+	// PLEGPeriod and PLEGThreshold are the relist period and the health
+	// threshold; 0 means kubelet's 1 s and 3 min.
+	PLEGPeriod, PLEGThreshold time.Duration
+	// HousekeepingPeriod is how often pods no source wants are looked
+	// for; 0 means 2 s.
+	HousekeepingPeriod time.Duration
+	// AdmitHandlers run after the built-in admission (resources, runtime
+	// support) before a pod's first sync.
+	AdmitHandlers []podworkers.AdmitHandler
 }
 
 // Runtime is what the agent needs from the CRI runtime today.
@@ -46,6 +66,38 @@ type Status struct {
 	Runtime    RuntimeStatus `json:"runtime"`
 	Thresholds []string      `json:"evictionThresholds,omitempty"`
 	Endpoints  []string      `json:"endpoints,omitempty"`
+	// Pods is the number of pods the agent knows (-1: the pod lifecycle
+	// is not running).
+	Pods int `json:"pods"`
+	// PodsError is why the pod lifecycle does not run.
+	PodsError string `json:"podsError,omitempty"`
+	// SourceProblems are the pod sources' current problems.
+	SourceProblems []SourceProblem `json:"sourceProblems,omitempty"`
+}
+
+// SourceProblem is a pod source's problem as /status serves it.
+type SourceProblem struct {
+	Source string    `json:"source"`
+	File   string    `json:"file"`
+	Doc    int       `json:"doc,omitempty"`
+	Error  string    `json:"error"`
+	Time   time.Time `json:"time"`
+}
+
+func sourceProblem(p sources.Problem) SourceProblem {
+	sp := SourceProblem{Source: p.Source, File: p.File, Doc: p.Doc, Time: p.Time}
+	if p.Err != nil {
+		sp.Error = p.Err.Error()
+	}
+	return sp
+}
+
+func (p SourceProblem) String() string {
+	loc := p.File
+	if p.Doc > 0 {
+		loc = fmt.Sprintf("%s: document %d", p.File, p.Doc)
+	}
+	return fmt.Sprintf("%s source: %s: %s", p.Source, loc, p.Error)
 }
 
 // RuntimeStatus is the CRI runtime as the agent sees it.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # make demo: kernelet's main job on an embedded default — a private
 # containerd (with the test images and a registry mirror) and `kernelet run`
-# standalone against it, in the foreground. Ctrl-C stops both and removes
-# every trace (containerd, shims, mounts, CNI state, cgroups, state dirs).
+# standalone against it, in the foreground, running the example pods of
+# deploy/examples (BestEffort, Burstable with an init container,
+# Guaranteed) under a cgroupRoot named after the run. Ctrl-C stops both and
+# removes every trace (pods, containerd, shims, mounts, CNI state, cgroups,
+# state dirs).
 #
 # Environment: BIN (default ./bin), DEMO_PORT (10250), DEMO_HEALTHZ_PORT (10248).
 set -euo pipefail
@@ -17,6 +20,19 @@ export KERNELET_TEST_RUN
 
 kpid=""
 root=""
+cgroot="/${KERNELET_TEST_RUN}-demo"
+# rm_cgroups removes the demo's cgroupRoot in every hierarchy, children
+# first (containerd down already killed every process in it).
+rm_cgroups() {
+  local h d
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    d="${h%/}$cgroot"
+    [ -d "$d" ] || continue
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    [ -d "$d" ] && echo "demo: could not remove cgroup $d" >&2 2>/dev/null
+  done
+  return 0
+}
 cleanup() {
   # Ctrl-C reaches every process of the terminal's foreground group: a
   # second INT must not stop the cleanup, nor a broken pipe when the output
@@ -35,6 +51,7 @@ cleanup() {
   "$BIN/testenv" containerd down >"$log" 2>&1 || rc=$?
   cat "$log" 2>/dev/null || true
   rm -f "$log"
+  rm_cgroups
   [ "$rc" -eq 0 ] || echo "demo: cleanup failed (exit $rc)" >&2 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -43,16 +60,29 @@ trap 'exit 130' INT TERM
 echo "demo: starting a private containerd (run $KERNELET_TEST_RUN)"
 eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox")"
 root="$(dirname "$CONTAINERD_STATE")/kernelet"
+mkdir -p "$root"
+# The demo's own config: pods under a cgroupRoot of this run, logs in its
+# state dir (both removed by the cleanup).
+cat >"$root/config.yaml" <<CFG
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: $cgroot
+podLogsDir: $root/logs
+CFG
 
 cat <<MSG
 demo: containerd is up at $CONTAINERD_ENDPOINT; starting kernelet. Try, in another terminal:
   curl -s http://127.0.0.1:$HPORT/healthz?verbose
   curl -s http://127.0.0.1:$PORT/metrics | grep kernelet_
   $BIN/kernelet status --server http://127.0.0.1:$PORT
+  curl -s http://127.0.0.1:$PORT/pods
+Example pods from deploy/examples run under cgroupRoot $cgroot.
 Ctrl-C stops kernelet and containerd and cleans up.
 MSG
 # setsid: Ctrl-C reaches kernelet through this script's trap, in order.
-setsid "$BIN/kernelet" run --container-runtime-endpoint "$CONTAINERD_ENDPOINT" --root-dir "$root" \
+setsid "$BIN/kernelet" run --config "$root/config.yaml" --pod-manifest-path "$PWD/deploy/examples" \
+  --container-runtime-endpoint "$CONTAINERD_ENDPOINT" --root-dir "$root" \
   --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 &
 kpid=$!
 wait "$kpid"

@@ -56,7 +56,7 @@ func serveChecks(w http.ResponseWriter, r *http.Request, checks []HealthCheck) {
 	fmt.Fprint(w, "ok")
 }
 
-// Handler serves the agent API: /healthz, /metrics, /configz, /status.
+// Handler serves the agent API: /healthz, /metrics, /configz, /status, /pods.
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	hz := HealthzHandler(o.Checks)
@@ -73,6 +73,11 @@ func Handler(o Options) http.Handler {
 	if o.Status != nil {
 		mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, o.Status(r.Context()))
+		})
+	}
+	if o.Pods != nil {
+		mux.HandleFunc("/pods", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, o.Pods(r.Context()))
 		})
 	}
 	return mux

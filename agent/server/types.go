@@ -23,4 +23,7 @@ type Options struct {
 	Configz func() any
 	// Status returns the object served at /status (nil: not served).
 	Status func(ctx context.Context) any
+	// Pods returns the object served at /pods, a v1 PodList (nil: not
+	// served).
+	Pods func(ctx context.Context) any
 }

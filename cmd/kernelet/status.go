@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent"
 )
@@ -50,6 +53,12 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	printStatus(stdout, base, code, health, st)
+	if _, body, err := get(ctx, base+"/pods"); err == nil {
+		var pods v1.PodList
+		if err := json.Unmarshal([]byte(body), &pods); err == nil {
+			printPods(stdout, pods.Items, time.Now())
+		}
+	}
 	return exitForHealth(code)
 }
 
@@ -101,6 +110,44 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	if len(st.Endpoints) > 0 {
 		fmt.Fprintf(w, "Endpoints:   %s\n", strings.Join(st.Endpoints, ", "))
 	}
+	if st.PodsError != "" {
+		fmt.Fprintf(w, "Pods:        not running: %s\n", st.PodsError)
+	}
+	if len(st.SourceProblems) > 0 {
+		fmt.Fprintf(w, "Source problems:\n")
+		for _, p := range st.SourceProblems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+}
+
+// printPods prints the pods table: NAMESPACE/NAME, PHASE, READY, RESTARTS, AGE.
+func printPods(w io.Writer, pods []v1.Pod, now time.Time) {
+	fmt.Fprintf(w, "Pods:        %d\n", len(pods))
+	if len(pods) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAMESPACE/NAME\tPHASE\tREADY\tRESTARTS\tAGE")
+	for _, p := range pods {
+		ready, restarts := 0, int32(0)
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Ready {
+				ready++
+			}
+			restarts += c.RestartCount
+		}
+		phase := string(p.Status.Phase)
+		if p.Status.Reason != "" {
+			phase += " (" + p.Status.Reason + ")"
+		}
+		age := "-"
+		if p.Status.StartTime != nil {
+			age = now.Sub(p.Status.StartTime.Time).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "  %s/%s\t%s\t%d/%d\t%d\t%s\n", p.Namespace, p.Name, phase, ready, len(p.Spec.Containers), restarts, age)
+	}
+	_ = tw.Flush()
 }
 
 func get(ctx context.Context, url string) (int, string, error) {

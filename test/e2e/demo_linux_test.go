@@ -135,6 +135,28 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	}
 	t.Logf("demo: kernelet healthy against containerd; status:\n%s", so)
 
+	// The example pods of deploy/examples run.
+	demoNode := &agentNode{port: port, node: "demo-node"}
+	podsDeadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := demoNode.pods(t.Context())
+		running := 0
+		if err == nil {
+			for _, p := range l.Items {
+				if p.Status.Phase == "Running" {
+					running++
+				}
+			}
+		}
+		if running == 3 {
+			break
+		}
+		if time.Now().After(podsDeadline) {
+			t.Fatalf("demo: %d of 3 example pods Running after 30s (err %v)\n%s", running, err, out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	stateDirs, _ := env.ContainerdStateDirs(runID)
 	// Ctrl-C: SIGINT to the whole foreground process group.
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
@@ -155,5 +177,8 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	}
 	if _, err := http.Get(healthz); err == nil {
 		t.Errorf("kernelet still serving after Ctrl-C")
+	}
+	if dirs := env.PodCgroupDirs("/" + runID + "-demo"); len(dirs) > 0 {
+		t.Errorf("demo cgroups left after Ctrl-C: %v", dirs)
 	}
 }

@@ -1,0 +1,258 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/agent/runtime"
+)
+
+// PLEG relists the runtime and emits pod lifecycle events.
+type PLEG struct {
+	cfg    Config
+	clock  clock.Clock
+	events chan Event
+	cache  *Cache
+	wake   chan struct{}
+
+	relistDuration prometheus.Histogram
+	lastSeen       prometheus.Gauge
+
+	mu       sync.Mutex
+	started  time.Time
+	lastOK   time.Time
+	previous map[types.UID]*runtime.PodStatus
+}
+
+// New returns a PLEG; Run starts it.
+func New(cfg Config) (*PLEG, error) {
+	if cfg.Lister == nil {
+		return nil, errors.New("pleg: a lister is required")
+	}
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.Threshold <= 0 {
+		cfg.Threshold = DefaultThreshold
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 1000
+	}
+	p := &PLEG{
+		cfg: cfg, clock: cfg.Clock, events: make(chan Event, cfg.EventBuffer), cache: NewCache(),
+		wake: make(chan struct{}, 1), started: cfg.Clock.Now(),
+		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}),
+		lastSeen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kubelet_pleg_last_seen_seconds",
+			Help: "Timestamp in seconds when PLEG was last seen active.",
+		}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{p.relistDuration, p.lastSeen} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("pleg metrics: %w", err)
+			}
+		}
+	}
+	return p, nil
+}
+
+// Events is the stream of pod lifecycle events. Events are dropped (and
+// logged) when nobody reads; the periodic resync of the workers covers
+// them.
+func (p *PLEG) Events() <-chan Event { return p.events }
+
+// Cache is the pod status cache the relist fills.
+func (p *PLEG) Cache() *Cache { return p.cache }
+
+// Run relists every period until ctx is done.
+func (p *PLEG) Run(ctx context.Context) {
+	if p.cfg.Streamer != nil {
+		go p.stream(ctx)
+	}
+	for {
+		p.Relist(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.clock.After(p.cfg.Period):
+		case <-p.wake:
+		}
+	}
+}
+
+// stream asks the runtime for container events; each event wakes a relist
+// early. Unimplemented ends it: relist alone remains.
+func (p *PLEG) stream(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	ch := make(chan *runtimeapi.ContainerEventResponse, 100)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ch:
+				select {
+				case p.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	err := p.cfg.Streamer.GetContainerEvents(ctx, ch, nil)
+	switch {
+	case ctx.Err() != nil:
+	case status.Code(err) == codes.Unimplemented:
+		log.Info("Runtime does not implement GetContainerEvents; using relist alone", "period", p.cfg.Period)
+	case err != nil:
+		log.Info("Container event stream ended; using relist alone", "err", err)
+	}
+}
+
+// Relist lists the runtime once, updates the cache and emits the events of
+// what changed since the previous relist.
+func (p *PLEG) Relist(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	start := p.clock.Now()
+	pods, err := p.cfg.Lister.ListPods(ctx)
+	p.relistDuration.Observe(p.clock.Since(start).Seconds())
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error(err, "PLEG relist failed")
+		}
+		return
+	}
+	p.mu.Lock()
+	p.lastOK = start
+	prev := p.previous
+	cur := make(map[types.UID]*runtime.PodStatus, len(pods))
+	for _, st := range pods {
+		cur[st.UID] = st
+	}
+	p.previous = cur
+	p.mu.Unlock()
+	p.lastSeen.Set(float64(start.UnixNano()) / 1e9)
+
+	var evs []Event
+	for uid, st := range cur {
+		evs = append(evs, Diff(prev[uid], st)...)
+		p.cache.Set(uid, st, start)
+	}
+	for uid, st := range prev {
+		if _, ok := cur[uid]; !ok {
+			evs = append(evs, Diff(st, &runtime.PodStatus{UID: uid})...)
+			p.cache.Delete(uid)
+		}
+	}
+	p.cache.UpdateTime(start)
+	for _, e := range evs {
+		select {
+		case p.events <- e:
+		default:
+			log.Info("PLEG event channel full; event dropped", "podUID", e.UID, "event", e.Type)
+		}
+	}
+}
+
+// Healthy fails, with kubelet's message, when the last successful relist
+// (or the start, before the first) is older than the threshold.
+func (p *PLEG) Healthy() error {
+	p.mu.Lock()
+	last := p.lastOK
+	if last.IsZero() {
+		last = p.started
+	}
+	p.mu.Unlock()
+	if since := p.clock.Since(last); since > p.cfg.Threshold {
+		return fmt.Errorf("PLEG is not healthy: pleg was last seen active %v ago; threshold is %v", since, p.cfg.Threshold)
+	}
+	return nil
+}
+
+// Diff returns the events that turn old into cur (both of one pod; nil
+// means nothing was there).
+func Diff(old, cur *runtime.PodStatus) []Event {
+	var uid types.UID
+	if cur != nil {
+		uid = cur.UID
+	} else if old != nil {
+		uid = old.UID
+	}
+	var evs []Event
+	oldC := map[string]runtime.ContainerState{}
+	if old != nil {
+		for _, c := range old.Containers {
+			oldC[c.ID] = c.State
+		}
+	}
+	seen := map[string]bool{}
+	if cur != nil {
+		for _, c := range cur.Containers {
+			seen[c.ID] = true
+			was, had := oldC[c.ID]
+			if had && was == c.State {
+				continue
+			}
+			switch c.State {
+			case runtime.ContainerRunning:
+				evs = append(evs, Event{UID: uid, Type: ContainerStarted, Data: c.ID})
+			case runtime.ContainerExited:
+				evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
+			default:
+				evs = append(evs, Event{UID: uid, Type: ContainerChanged, Data: c.ID})
+			}
+		}
+	}
+	if old != nil {
+		for _, c := range old.Containers {
+			if seen[c.ID] {
+				continue
+			}
+			if c.State == runtime.ContainerRunning {
+				evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
+			}
+			evs = append(evs, Event{UID: uid, Type: ContainerRemoved, Data: c.ID})
+		}
+	}
+	oldS := map[string]bool{}
+	if old != nil {
+		for _, s := range old.Sandboxes {
+			oldS[s.ID] = s.Ready
+		}
+	}
+	seenS := map[string]bool{}
+	if cur != nil {
+		for _, s := range cur.Sandboxes {
+			seenS[s.ID] = true
+			if ready, had := oldS[s.ID]; !had || ready != s.Ready {
+				evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
+			}
+		}
+	}
+	if old != nil {
+		for _, s := range old.Sandboxes {
+			if !seenS[s.ID] {
+				evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
+			}
+		}
+	}
+	return evs
+}

@@ -1,0 +1,189 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kernelet/kernelet/agent/runtime"
+)
+
+type fakeLister struct {
+	mu   sync.Mutex
+	pods []*runtime.PodStatus
+	err  error
+}
+
+func (f *fakeLister) ListPods(context.Context) ([]*runtime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pods, f.err
+}
+
+func pod(uid string, sandboxReady bool, ctrs ...*runtime.ContainerStatus) *runtime.PodStatus {
+	return &runtime.PodStatus{UID: types.UID(uid), Sandboxes: []*runtime.SandboxStatus{{ID: "sb-" + uid, Ready: sandboxReady}}, Containers: ctrs}
+}
+
+func ctr(id string, s runtime.ContainerState) *runtime.ContainerStatus {
+	return &runtime.ContainerStatus{ID: id, State: s}
+}
+
+func TestDiff(t *testing.T) {
+	tests := map[string]struct {
+		old, cur *runtime.PodStatus
+		want     []Event
+	}{
+		"new pod": {nil, pod("a", true, ctr("c1", runtime.ContainerRunning)),
+			[]Event{{"a", ContainerStarted, "c1"}, {"a", SandboxChanged, "sb-a"}}},
+		"no change": {pod("a", true, ctr("c1", runtime.ContainerRunning)), pod("a", true, ctr("c1", runtime.ContainerRunning)), nil},
+		"died": {pod("a", true, ctr("c1", runtime.ContainerRunning)), pod("a", true, ctr("c1", runtime.ContainerExited)),
+			[]Event{{"a", ContainerDied, "c1"}}},
+		"created": {pod("a", true), pod("a", true, ctr("c1", runtime.ContainerCreated)),
+			[]Event{{"a", ContainerChanged, "c1"}}},
+		"removed running": {pod("a", true, ctr("c1", runtime.ContainerRunning)), pod("a", true),
+			[]Event{{"a", ContainerDied, "c1"}, {"a", ContainerRemoved, "c1"}}},
+		"removed exited": {pod("a", true, ctr("c1", runtime.ContainerExited)), pod("a", true),
+			[]Event{{"a", ContainerRemoved, "c1"}}},
+		"sandbox not ready": {pod("a", true), pod("a", false), []Event{{"a", SandboxChanged, "sb-a"}}},
+		"pod gone":          {pod("a", false), &runtime.PodStatus{UID: "a"}, []Event{{"a", SandboxChanged, "sb-a"}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Diff(tc.old, tc.cur)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRelistEventsAndCache(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := &fakeLister{pods: []*runtime.PodStatus{pod("a", true, ctr("c1", runtime.ContainerRunning))}}
+	reg := prometheus.NewRegistry()
+	p, err := New(Config{Lister: l, Clock: clk, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	p.Relist(ctx)
+	if got := len(p.Events()); got != 2 {
+		t.Fatalf("events after first relist = %d, want 2", got)
+	}
+	for range 2 {
+		<-p.Events()
+	}
+	st, at := p.Cache().Get("a")
+	if len(st.Containers) != 1 || !at.Equal(clk.Now()) {
+		t.Fatalf("cache = %+v at %v", st, at)
+	}
+	// A worker waits for a status newer than its last sync.
+	synced := clk.Now()
+	done := make(chan *runtime.PodStatus)
+	go func() {
+		st, err := p.Cache().GetNewerThan(ctx, "a", synced)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	clk.Step(time.Second)
+	l.mu.Lock()
+	l.pods = nil
+	l.mu.Unlock()
+	p.Relist(ctx)
+	select {
+	case st := <-done:
+		if len(st.Containers) != 0 {
+			t.Fatalf("newer status = %+v, want empty", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("GetNewerThan did not return")
+	}
+	want := []EventType{ContainerDied, ContainerRemoved, SandboxChanged}
+	for _, w := range want {
+		if e := <-p.Events(); e.Type != w {
+			t.Fatalf("event %v, want %v", e, w)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, n := range []string{"kubelet_pleg_relist_duration_seconds", "kubelet_pleg_last_seen_seconds"} {
+		if !names[n] {
+			t.Errorf("metric %s missing", n)
+		}
+	}
+}
+
+func TestHealthy(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := &fakeLister{}
+	p, err := New(Config{Lister: l, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Relist(t.Context())
+	clk.Step(3 * time.Minute)
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("healthy at the threshold: %v", err)
+	}
+	l.err = errors.New("runtime down")
+	p.Relist(t.Context())
+	clk.Step(500 * time.Millisecond)
+	err = p.Healthy()
+	const want = "PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Healthy() = %v, want %q", err, want)
+	}
+	l.err = nil
+	p.Relist(t.Context())
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("after a good relist: %v", err)
+	}
+}
+
+type unimplemented struct{ called chan struct{} }
+
+func (u unimplemented) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEventResponse,
+	func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	close(u.called)
+	return status.Error(codes.Unimplemented, "not implemented")
+}
+
+func TestRunFallsBackToRelist(t *testing.T) {
+	l := &fakeLister{pods: []*runtime.PodStatus{pod("a", true)}}
+	u := unimplemented{called: make(chan struct{})}
+	p, err := New(Config{Lister: l, Streamer: u, Period: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.Run(ctx)
+	<-u.called
+	// Relist alone keeps the cache fresh after the stream failed.
+	start := time.Now()
+	if _, err := p.Cache().GetNewerThan(ctx, "a", start); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,355 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/pleg"
+	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// runtimeServicer is a Runtime that exposes its CRI runtime service:
+// runtime.Runtime does; without it the agent runs no pods.
+type runtimeServicer interface {
+	Service() internalapi.RuntimeService
+}
+
+// pods is the pod side of a running agent: sources → workers → runtime,
+// with the PLEG feeding the workers.
+type pods struct {
+	mgr     *runtime.Manager
+	pleg    *pleg.PLEG
+	workers *podworkers.Workers
+	sources *sources.Sources
+	syncOpt runtime.SyncOptions
+	hostIPs []string
+	now     func() time.Time
+
+	mu      sync.Mutex
+	waiting map[types.UID]map[string]runtime.Waiting
+	killing map[types.UID]bool
+}
+
+// startPods builds and runs the pod side until ctx is done. It fails when
+// the node cannot run pods at all (no cgroups, no image service).
+func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) error {
+	log := klog.FromContext(ctx)
+	kc := &a.opts.Config.Kubelet
+	h, err := a.deps.Cgroups()
+	if err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot})
+	if err != nil {
+		return fmt.Errorf("cgroups: %w", err)
+	}
+	capacity := nodeCapacity(ctx, h)
+	alloc := allocatable(kc, a.opts.Config.Thresholds, capacity)
+	qosCfg := cgroups.QoSConfig{
+		Allocatable:            cgroups.NodeAllocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes},
+		EnforceAllocatable:     contains(kc.EnforceNodeAllocatable, "pods"),
+		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
+		MemoryThrottlingFactor: 0.9,
+		PageSize:               int64(os.Getpagesize()),
+	}
+	if kc.MemoryThrottlingFactor != nil {
+		qosCfg.MemoryThrottlingFactor = *kc.MemoryThrottlingFactor
+	}
+	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
+		qosCfg.PodPidsLimit = *kc.PodPidsLimit
+	}
+	if _, err := cm.EnsureQoS(ctx, qosCfg, nil); err != nil {
+		return fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
+	}
+	is, err := a.deps.ConnectImages(ctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
+	if err != nil {
+		return fmt.Errorf("image service: %w", err)
+	}
+	podsDir := filepath.Join(a.opts.RootDir, "pods")
+	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
+		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir})
+	if err != nil {
+		return err
+	}
+	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
+		Threshold: a.deps.PLEGThreshold, Registerer: a.registry})
+	if err != nil {
+		return err
+	}
+	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: []string{"127.0.0.1"},
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}}
+	cpu := runtime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
+	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
+		cpu.DisableCPUCFSQuota = true
+	}
+	seccomp := runtime.SeccompOptions{SeccompProfileRoot: filepath.Join(a.opts.RootDir, "seccomp")}
+	if kc.SeccompDefault != nil {
+		seccomp.SeccompDefault = *kc.SeccompDefault
+	}
+	p.syncOpt = runtime.SyncOptions{
+		Sandbox: runtime.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
+			NodeIPs: p.hostIPs, CPUOptions: cpu, SeccompOptions: seccomp},
+		Container: runtime.ContainerOptions{HostIPs: p.hostIPs, NodeMemoryCapacity: capacity.MemoryBytes,
+			NodeAllocatable: v1.ResourceList{
+				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
+				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
+			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: h.Mode == cgroups.Unified,
+			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill},
+	}
+	if kc.ResolverConfig != nil {
+		p.syncOpt.Sandbox.ResolvConf = *kc.ResolverConfig
+	}
+	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
+		Admit: append([]podworkers.AdmitHandler{
+			podworkers.ResourceFit(podworkers.Allocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes, Pods: int64(kc.MaxPods)}),
+			podworkers.Validate(runtime.ValidatePodForRuntime),
+		}, a.deps.AdmitHandlers...),
+		OnTerminated: func(pod *v1.Pod) { p.forget(pod.UID) }})
+	if err != nil {
+		return err
+	}
+	if listed, err := mgr.ListPods(ctx); err == nil {
+		log.Info("Pods found in the runtime at start", "count", len(listed))
+	}
+	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName))
+	if err != nil {
+		return fmt.Errorf("pod sources: %w", err)
+	}
+	a.mu.Lock()
+	a.pods = p
+	a.mu.Unlock()
+	log.Info("Running pods", "cgroupRoot", kc.CgroupRoot, "podLogsDir", kc.PodLogsDir, "podsDir", podsDir,
+		"allocatableMilliCPU", alloc.MilliCPU, "allocatableMemory", alloc.MemoryBytes, "maxPods", kc.MaxPods)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { pl.Run(ctx) })
+	wg.Go(func() { p.dispatchEvents(ctx) })
+	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
+	p.dispatchUpdates(ctx)
+	wg.Wait()
+	p.workers.Wait()
+	return p.sources.Close()
+}
+
+// dispatchUpdates hands source updates to the workers until the sources
+// close.
+func (p *pods) dispatchUpdates(ctx context.Context) {
+	for u := range p.sources.Updates() {
+		for _, pod := range u.Pods {
+			switch u.Op {
+			case sources.OpRemove, sources.OpDelete:
+				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod})
+			default:
+				p.workers.Update(ctx, podworkers.Update{Type: podworkers.SyncPod, Pod: pod})
+			}
+		}
+	}
+}
+
+// dispatchEvents wakes the worker of each pod with a lifecycle event.
+func (p *pods) dispatchEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-p.pleg.Events():
+			p.workers.Wake(e.UID)
+		}
+	}
+}
+
+// cleanupOrphans kills, once every source has delivered its pods, every
+// pod the runtime holds that no source wants (nor a worker runs): pods
+// removed while the agent was down.
+func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
+	if period <= 0 {
+		period = 2 * time.Second
+	}
+	log := klog.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(period):
+		}
+		if !p.sources.SeenAllSources() {
+			continue
+		}
+		listed, err := p.mgr.ListPods(ctx)
+		if err != nil {
+			continue
+		}
+		wanted := map[types.UID]bool{}
+		for _, pod := range p.sources.Pods() {
+			wanted[pod.UID] = true
+		}
+		for _, st := range runtime.Orphans(listed, wanted) {
+			if p.workers.Known(st.UID) {
+				continue
+			}
+			p.mu.Lock()
+			busy := p.killing[st.UID]
+			p.killing[st.UID] = true
+			p.mu.Unlock()
+			if busy {
+				continue
+			}
+			go func() {
+				defer func() {
+					p.mu.Lock()
+					delete(p.killing, st.UID)
+					p.mu.Unlock()
+				}()
+				full, err := p.mgr.GetPodStatus(ctx, st.UID, st.Name, st.Namespace)
+				if err != nil {
+					full = st
+				}
+				log.Info("Killing orphaned pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
+				if err := p.mgr.KillPod(ctx, nil, full, nil).Err(); err != nil {
+					log.Error(err, "Kill orphaned pod", "podUID", st.UID)
+				}
+			}()
+		}
+	}
+}
+
+func (p *pods) forget(uid types.UID) {
+	p.mu.Lock()
+	delete(p.waiting, uid)
+	p.mu.Unlock()
+	p.pleg.Cache().Delete(uid)
+}
+
+// SyncPod implements podworkers.Syncer.
+func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return v1.PodStatus{}, err
+	}
+	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
+	log := klog.FromContext(ctx)
+	for _, e := range r.Events {
+		log.V(2).Info("Pod event", "type", e.Type, "reason", e.Reason, "message", e.Message)
+	}
+	p.mu.Lock()
+	p.waiting[pod.UID] = r.Waiting
+	p.mu.Unlock()
+	if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
+		st = after
+	}
+	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs}), r.Err()
+}
+
+// KillPod implements podworkers.Syncer: the pod's containers and sandboxes
+// stop within the grace and are removed, with the pod's cgroup and logs.
+func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
+	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return err
+	}
+	return p.mgr.KillPod(ctx, pod, st, grace).Err()
+}
+
+// CleanupPod implements podworkers.Syncer: whatever KillPod left (a
+// container that appeared meanwhile, a busy cgroup) is removed now.
+func (p *pods) CleanupPod(ctx context.Context, pod *v1.Pod) error {
+	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return err
+	}
+	zero := int64(0)
+	if len(st.Containers) > 0 || len(st.Sandboxes) > 0 {
+		if err := p.mgr.KillPod(ctx, pod, st, &zero).Err(); err != nil {
+			return err
+		}
+	}
+	p.mgr.Backoff().Forget(pod.UID)
+	return nil
+}
+
+// PodList is what GET /pods serves.
+func (p *pods) PodList() *v1.PodList {
+	list := &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+	for _, r := range p.workers.Pods() {
+		pod := r.Pod.DeepCopy()
+		pod.Status = r.Status
+		if pod.Status.Phase == "" {
+			pod.Status.Phase = v1.PodPending
+		}
+		list.Items = append(list.Items, *pod)
+	}
+	return list
+}
+
+// capacity is what the node has.
+type capacity struct {
+	MilliCPU, MemoryBytes int64
+}
+
+func nodeCapacity(ctx context.Context, h *cgroups.Hierarchies) capacity {
+	c := capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000}
+	r, err := cgroups.NewReader(h)
+	if err == nil {
+		var ns cgroups.NodeStats
+		if err := r.Node(ctx, &ns); err == nil || ns.Memory.CapacityBytes.Known {
+			if ns.Memory.CapacityBytes.Known {
+				c.MemoryBytes = int64(ns.Memory.CapacityBytes.V)
+			}
+		}
+	}
+	return c
+}
+
+// allocatable is capacity − systemReserved − kubeReserved − the hard
+// memory.available threshold.
+func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c capacity) podworkers.Allocatable {
+	a := podworkers.Allocatable{MilliCPU: c.MilliCPU, MemoryBytes: c.MemoryBytes, Pods: int64(kc.MaxPods)}
+	for _, res := range []map[string]string{kc.SystemReserved, kc.KubeReserved} {
+		if q, err := resource.ParseQuantity(res["cpu"]); err == nil {
+			a.MilliCPU -= q.MilliValue()
+		}
+		if q, err := resource.ParseQuantity(res["memory"]); err == nil {
+			a.MemoryBytes -= q.Value()
+		}
+	}
+	for _, th := range ths {
+		if th.Signal != eviction.SignalMemoryAvailable || !th.Hard() {
+			continue
+		}
+		if th.Value.Quantity != nil {
+			a.MemoryBytes -= th.Value.Quantity.Value()
+		} else {
+			a.MemoryBytes -= int64(th.Value.Percentage * float64(c.MemoryBytes))
+		}
+	}
+	a.MilliCPU = max(a.MilliCPU, 0)
+	a.MemoryBytes = max(a.MemoryBytes, 0)
+	return a
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,76 @@
+package podworkers
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/agent/qos"
+)
+
+// Rejection reasons (kubelet's).
+const (
+	ReasonOutOfPods       = "OutOfpods"
+	ReasonOutOfCPU        = "OutOfcpu"
+	ReasonOutOfMemory     = "OutOfmemory"
+	ReasonUnexpectedAdmit = "UnexpectedAdmissionError"
+)
+
+// Allocatable is what the node offers pods.
+type Allocatable struct {
+	MilliCPU    int64
+	MemoryBytes int64
+	Pods        int64
+}
+
+// insufficient is kubelet's message for a resource that does not fit.
+func insufficient(resource string, requested, used, capacity int64) string {
+	return fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
+		resource, requested, used, capacity)
+}
+
+// ResourceFit admits a pod when the node has room for one more pod and its
+// cpu and memory requests fit the allocatable left by the other pods. A
+// zero amount is not checked.
+func ResourceFit(alloc Allocatable) AdmitHandler {
+	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
+		if alloc.Pods > 0 && int64(len(a.OtherPods))+1 > alloc.Pods {
+			return AdmitResult{Reason: ReasonOutOfPods, Message: insufficient("pods", 1, int64(len(a.OtherPods)), alloc.Pods)}
+		}
+		req := qos.PodRequests(a.Pod)
+		var used qos.Amounts
+		for _, p := range a.OtherPods {
+			r := qos.PodRequests(p)
+			used.CPUMilli += r.CPUMilli
+			used.MemoryBytes += r.MemoryBytes
+		}
+		if alloc.MilliCPU > 0 && req.CPUMilli > 0 && used.CPUMilli+req.CPUMilli > alloc.MilliCPU {
+			return AdmitResult{Reason: ReasonOutOfCPU, Message: insufficient("cpu", req.CPUMilli, used.CPUMilli, alloc.MilliCPU)}
+		}
+		if alloc.MemoryBytes > 0 && req.MemoryBytes > 0 && used.MemoryBytes+req.MemoryBytes > alloc.MemoryBytes {
+			return AdmitResult{Reason: ReasonOutOfMemory, Message: insufficient("memory", req.MemoryBytes, used.MemoryBytes, alloc.MemoryBytes)}
+		}
+		return AdmitResult{Admit: true}
+	})
+}
+
+// Validate admits a pod when validate (runtime.ValidatePodForRuntime) has
+// nothing against it.
+func Validate(validate func(*v1.Pod) error) AdmitHandler {
+	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
+		if err := validate(a.Pod); err != nil {
+			return AdmitResult{Reason: ReasonUnexpectedAdmit, Message: err.Error()}
+		}
+		return AdmitResult{Admit: true}
+	})
+}
+
+// RejectedStatus is the status of a pod the node refused.
+func RejectedStatus(pod *v1.Pod, r AdmitResult) v1.PodStatus {
+	st := pod.Status
+	st.Phase = v1.PodFailed
+	st.Reason = r.Reason
+	st.Message = r.Message
+	st.QOSClass = qos.ToAPI(qos.Class(pod))
+	return st
+}

@@ -1,0 +1,274 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Workers are the pod workers of a node.
+type Workers struct {
+	cfg   Config
+	clock clock.Clock
+	wg    sync.WaitGroup
+
+	mu sync.Mutex
+	// workers run the admitted pods.
+	workers map[types.UID]*worker
+	// finished holds pods that do not run: rejected at admission or
+	// killed; they stay until their source drops them.
+	finished map[types.UID]*PodRecord
+}
+
+type worker struct {
+	uid        types.UID
+	rec        PodRecord
+	pending    *Update
+	wake       chan struct{}
+	cancelSync context.CancelFunc
+}
+
+// New returns workers; nothing runs until the first Update.
+func New(cfg Config) (*Workers, error) {
+	if cfg.Syncer == nil {
+		return nil, errors.New("pod workers: a syncer is required")
+	}
+	if cfg.SyncFrequency <= 0 {
+		cfg.SyncFrequency = time.Minute
+	}
+	if cfg.BackoffInitial <= 0 {
+		cfg.BackoffInitial = time.Second
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 10 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Workers{cfg: cfg, clock: cfg.Clock, workers: map[types.UID]*worker{}, finished: map[types.UID]*PodRecord{}}, nil
+}
+
+// Update hands u to the pod's worker. A pod's first sync update goes
+// through admission; a rejected pod is recorded as Failed and never runs.
+// Updates that arrive while the worker is busy coalesce: the latest pod
+// wins, and a terminate or kill is never replaced by a sync. The worker
+// runs on ctx: when ctx ends, workers stop and leave their pods running.
+func (ws *Workers) Update(ctx context.Context, u Update) {
+	if u.Pod == nil {
+		return
+	}
+	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(u.Pod), "podUID", u.Pod.UID)
+	uid := u.Pod.UID
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w, ok := ws.workers[uid]; ok {
+		if u.Type == SyncPod && w.rec.Terminating {
+			return
+		}
+		if u.Type == SyncPod {
+			w.rec.Pod = u.Pod
+		}
+		if w.pending == nil || w.pending.Type == SyncPod {
+			w.pending = &u
+		}
+		if u.Type != SyncPod && w.cancelSync != nil {
+			w.cancelSync()
+		}
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if rec, ok := ws.finished[uid]; ok {
+		if u.Type == TerminatePod {
+			delete(ws.finished, uid)
+			if ws.cfg.OnTerminated != nil {
+				ws.cfg.OnTerminated(rec.Pod)
+			}
+		} else if u.Type == SyncPod {
+			rec.Pod = u.Pod
+		}
+		return
+	}
+	if u.Type != SyncPod {
+		return
+	}
+	attrs := AdmitAttributes{Pod: u.Pod}
+	for _, w := range ws.workers {
+		if !w.rec.Terminating {
+			attrs.OtherPods = append(attrs.OtherPods, w.rec.Pod)
+		}
+	}
+	for _, h := range ws.cfg.Admit {
+		if r := h.Admit(attrs); !r.Admit {
+			log.Info("Pod rejected at admission", "reason", r.Reason, "message", r.Message)
+			ws.finished[uid] = &PodRecord{Pod: u.Pod, Status: RejectedStatus(u.Pod, r)}
+			return
+		}
+	}
+	w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod}, wake: make(chan struct{}, 1)}
+	ws.workers[uid] = w
+	ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
+}
+
+// Wake asks the worker of uid for a sync soon (a lifecycle event).
+func (ws *Workers) Wake(uid types.UID) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w, ok := ws.workers[uid]; ok {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Known reports whether uid has a worker or a finished record.
+func (ws *Workers) Known(uid types.UID) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	_, ok := ws.workers[uid]
+	_, done := ws.finished[uid]
+	return ok || done
+}
+
+// Pods are the records of every known pod, sorted by namespace and name.
+func (ws *Workers) Pods() []PodRecord {
+	ws.mu.Lock()
+	out := make([]PodRecord, 0, len(ws.workers)+len(ws.finished))
+	for _, w := range ws.workers {
+		out = append(out, w.rec)
+	}
+	for _, r := range ws.finished {
+		out = append(out, *r)
+	}
+	ws.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Pod, out[j].Pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.UID < b.UID
+	})
+	return out
+}
+
+// Wait waits for every worker to end (after their context ended, or their
+// pods terminated).
+func (ws *Workers) Wait() { ws.wg.Wait() }
+
+func (ws *Workers) backoff(fails int) time.Duration {
+	d := ws.cfg.BackoffInitial
+	for i := 1; i < fails && d < ws.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, ws.cfg.BackoffMax)
+	return d + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// run is the worker's loop: one sync, kill or cleanup at a time.
+func (ws *Workers) run(ctx context.Context, w *worker) {
+	log := klog.FromContext(ctx)
+	fails := 0
+	var delay time.Duration
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+			case <-w.wake:
+			case <-ws.clock.After(delay):
+			}
+		}
+		if ctx.Err() != nil {
+			log.V(4).Info("Pod worker stopped; the pod keeps running")
+			return
+		}
+		ws.mu.Lock()
+		u := w.pending
+		w.pending = nil
+		pod := w.rec.Pod
+		sctx, cancel := context.WithCancel(ctx)
+		w.cancelSync = cancel
+		ws.mu.Unlock()
+		if u == nil {
+			u = &Update{Type: SyncPod, Pod: pod}
+		}
+		if u.Type != SyncPod {
+			cancel()
+			ws.terminate(ctx, w, *u)
+			return
+		}
+		st, err := ws.cfg.Syncer.SyncPod(sctx, u.Pod)
+		cancel()
+		ws.mu.Lock()
+		w.cancelSync = nil
+		w.rec.LastSync, w.rec.LastErr = ws.clock.Now(), err
+		if err == nil || st.Phase != "" {
+			w.rec.Status = st
+		}
+		ws.mu.Unlock()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+				fails++
+				log.Error(err, "Sync pod failed; retrying", "failures", fails)
+			}
+			delay = ws.backoff(fails)
+			continue
+		}
+		fails = 0
+		delay = ws.cfg.SyncFrequency
+	}
+}
+
+// terminate kills the pod (retrying with back-off until it is done or ctx
+// ends), then cleans up, then retires the worker.
+func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
+	log := klog.FromContext(ctx)
+	ws.mu.Lock()
+	w.rec.Terminating = true
+	pod := w.rec.Pod
+	ws.mu.Unlock()
+	log.V(2).Info("Terminating pod", "update", u.Type)
+	for fails := 1; ; fails++ {
+		err := ws.cfg.Syncer.KillPod(ctx, pod, u.GracePeriod)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "Kill pod failed; retrying", "failures", fails)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ws.clock.After(ws.backoff(fails)):
+		}
+	}
+	if err := ws.cfg.Syncer.CleanupPod(ctx, pod); err != nil {
+		log.Error(err, "Cleanup of terminated pod failed")
+	}
+	ws.mu.Lock()
+	delete(ws.workers, w.uid)
+	if u.Type == KillPod {
+		st := w.rec.Status
+		st.Phase, st.Reason, st.Message = v1.PodFailed, u.Reason, u.Message
+		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}
+	}
+	ws.mu.Unlock()
+	log.V(2).Info("Pod terminated")
+	if u.Type == TerminatePod && ws.cfg.OnTerminated != nil {
+		ws.cfg.OnTerminated(pod)
+	}
+}

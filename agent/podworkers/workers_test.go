@@ -1,0 +1,267 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type call struct {
+	op  string
+	uid types.UID
+}
+
+type fakeSyncer struct {
+	mu       sync.Mutex
+	calls    []call
+	syncErr  error
+	block    chan struct{} // SyncPod waits on it when set
+	inSync   chan struct{}
+	killed   chan types.UID
+	cleaned  chan types.UID
+	running  int
+	maxConc  int
+	syncDone chan struct{}
+}
+
+func newFake() *fakeSyncer {
+	return &fakeSyncer{killed: make(chan types.UID, 10), cleaned: make(chan types.UID, 10), syncDone: make(chan struct{}, 100), inSync: make(chan struct{}, 100)}
+}
+
+func (f *fakeSyncer) record(op string, uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call{op, uid})
+}
+
+func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	f.record("sync", pod.UID)
+	f.mu.Lock()
+	f.running++
+	f.maxConc = max(f.maxConc, f.running)
+	block, err := f.block, f.syncErr
+	f.mu.Unlock()
+	f.inSync <- struct{}{}
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+	}
+	f.mu.Lock()
+	f.running--
+	f.mu.Unlock()
+	f.syncDone <- struct{}{}
+	return v1.PodStatus{Phase: v1.PodRunning}, err
+}
+
+func (f *fakeSyncer) KillPod(_ context.Context, pod *v1.Pod, _ *int64) error {
+	f.record("kill", pod.UID)
+	f.killed <- pod.UID
+	return nil
+}
+
+func (f *fakeSyncer) CleanupPod(_ context.Context, pod *v1.Pod) error {
+	f.record("cleanup", pod.UID)
+	f.cleaned <- pod.UID
+	return nil
+}
+
+func (f *fakeSyncer) count(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c.op == op {
+			n++
+		}
+	}
+	return n
+}
+
+func testPod(name string, cpu, mem string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+	if cpu != "" || mem != "" {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{}
+		if cpu != "" {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse(mem)
+		}
+	}
+	return p
+}
+
+func wait[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("timed out")
+	}
+	var zero T
+	return zero
+}
+
+func TestCoalesceAndTerminate(t *testing.T) {
+	f := newFake()
+	f.block = make(chan struct{})
+	terminated := make(chan *v1.Pod, 1)
+	ws, err := New(Config{Syncer: f, OnTerminated: func(p *v1.Pod) { terminated <- p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	p := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.inSync)
+	// Three updates while the first sync runs: one more sync after it.
+	for range 3 {
+		ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	}
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: p}) // cancels the running sync
+	if uid := wait(t, f.killed); uid != p.UID {
+		t.Fatalf("killed %s", uid)
+	}
+	wait(t, f.cleaned)
+	wait(t, terminated)
+	if n := f.count("sync"); n != 1 {
+		t.Errorf("syncs = %d, want 1 (the coalesced syncs were replaced by the terminate)", n)
+	}
+	if ws.Known(p.UID) {
+		t.Error("pod still known after termination")
+	}
+}
+
+func TestCoalescedSync(t *testing.T) {
+	f := newFake()
+	block := make(chan struct{})
+	f.block = block
+	ws, _ := New(Config{Syncer: f})
+	ctx, cancel := context.WithCancel(t.Context())
+	p := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.inSync)
+	for range 5 {
+		ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	}
+	f.mu.Lock()
+	f.block = nil
+	f.mu.Unlock()
+	close(block)
+	wait(t, f.syncDone)
+	wait(t, f.syncDone)
+	time.Sleep(50 * time.Millisecond)
+	if n := f.count("sync"); n != 2 {
+		t.Errorf("syncs = %d, want 2", n)
+	}
+	cancel()
+	ws.Wait()
+	if f.count("kill") != 0 {
+		t.Error("stopping the workers killed the pod")
+	}
+}
+
+func TestBackoffOnError(t *testing.T) {
+	f := newFake()
+	f.syncErr = errors.New("boom")
+	ws, _ := New(Config{Syncer: f, BackoffInitial: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); ws.Wait() }()
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("a", "", "")})
+	for range 3 {
+		wait(t, f.syncDone)
+	}
+	recs := ws.Pods()
+	if len(recs) != 1 || recs[0].LastErr == nil {
+		t.Fatalf("records = %+v", recs)
+	}
+}
+
+func TestAdmission(t *testing.T) {
+	f := newFake()
+	ws, _ := New(Config{Syncer: f, Admit: []AdmitHandler{
+		ResourceFit(Allocatable{MilliCPU: 1000, MemoryBytes: 1 << 30, Pods: 3}),
+		Validate(func(p *v1.Pod) error {
+			if p.Name == "bad" {
+				return errors.New("unsupported")
+			}
+			return nil
+		}),
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); ws.Wait() }()
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("a", "600m", "")})
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("b", "600m", "")})
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("c", "", "2Gi")})
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("bad", "", "")})
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("d", "", "")})
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("e", "", "")})
+	want := map[string]struct{ reason, msg string }{
+		"a":   {"", ""},
+		"b":   {ReasonOutOfCPU, "Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000"},
+		"c":   {ReasonOutOfMemory, "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824"},
+		"bad": {ReasonUnexpectedAdmit, "unsupported"},
+		"d":   {"", ""},
+		"e":   {"", ""},
+	}
+	got := map[string]PodRecord{}
+	for _, r := range ws.Pods() {
+		got[r.Pod.Name] = r
+	}
+	for name, w := range want {
+		r := got[name]
+		if w.reason == "" {
+			if r.Status.Phase == v1.PodFailed {
+				t.Errorf("%s rejected: %s", name, r.Status.Message)
+			}
+			continue
+		}
+		if r.Status.Phase != v1.PodFailed || r.Status.Reason != w.reason || r.Status.Message != w.msg {
+			t.Errorf("%s: %s %s %q, want Failed %s %q", name, r.Status.Phase, r.Status.Reason, r.Status.Message, w.reason, w.msg)
+		}
+	}
+	// A fourth running pod exceeds maxPods 3.
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("f", "", "")})
+	for _, r := range ws.Pods() {
+		if r.Pod.Name == "f" && (r.Status.Reason != ReasonOutOfPods ||
+			r.Status.Message != "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3") {
+			t.Errorf("f: %s %q", r.Status.Reason, r.Status.Message)
+		}
+	}
+}
+
+func TestKillKeepsFailedRecord(t *testing.T) {
+	f := newFake()
+	ws, _ := New(Config{Syncer: f})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); ws.Wait() }()
+	p := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.syncDone)
+	ws.Update(ctx, Update{Type: KillPod, Pod: p, Reason: "Evicted", Message: "low on memory"})
+	wait(t, f.cleaned)
+	time.Sleep(20 * time.Millisecond)
+	recs := ws.Pods()
+	if len(recs) != 1 || recs[0].Status.Phase != v1.PodFailed || recs[0].Status.Reason != "Evicted" {
+		t.Fatalf("records = %+v", recs)
+	}
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	if f.count("sync") != 1 {
+		t.Error("a killed pod was synced again")
+	}
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: p})
+	if ws.Known(p.UID) {
+		t.Error("killed pod still known after its source dropped it")
+	}
+}

@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/test/env"
+)
+
+// agentNode is one `kernelet run` against the shared containerd, with its
+// own cgroupRoot, ports, root, log and manifest dirs.
+type agentNode struct {
+	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
+	port                                                        int
+	cmd                                                         *exec.Cmd
+	exited                                                      chan error
+	// top is the test that owns the agent: its cleanup kills it, even when
+	// a subtest (re)started it.
+	top *testing.T
+}
+
+func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
+	t.Helper()
+	dir := t.TempDir()
+	n := &agentNode{
+		bin:        filepath.Join(binaries(t), "kernelet"),
+		root:       filepath.Join(dir, "root"),
+		logs:       filepath.Join(dir, "logs"),
+		manifests:  filepath.Join(dir, "manifests"),
+		node:       strings.ToLower(env.RunID()) + "-agent",
+		cgroupRoot: "/" + env.RunID() + "-agent",
+		endpoint:   cd.Endpoint(),
+		port:       freeTCPPort(t),
+		top:        t,
+	}
+	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n.cfg = filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: %s
+podLogsDir: %s
+port: %d
+healthzPort: %d
+fileCheckFrequency: 1s
+`, n.cgroupRoot, n.logs, n.port, freeTCPPort(t))
+	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (n *agentNode) url(path string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(n.port) + path
+}
+
+// start runs the agent; it is killed at the end of the test.
+func (n *agentNode) start(t *testing.T) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(n.cfg), "kernelet.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
+		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	n.cmd.Stdout, n.cmd.Stderr = f, f
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.exited = make(chan error, 1)
+	cmd, exited := n.cmd, n.exited
+	go func() { exited <- cmd.Wait() }()
+	n.top.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		select {
+		case err := <-exited:
+			exited <- err
+		case <-time.After(10 * time.Second):
+		}
+		f.Close()
+	})
+}
+
+// stop sends sig and waits for the agent to exit.
+func (n *agentNode) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	_ = n.cmd.Process.Signal(sig)
+	select {
+	case err := <-n.exited:
+		n.exited <- err
+	case <-time.After(30 * time.Second):
+		_ = n.cmd.Process.Signal(syscall.SIGQUIT) // goroutine dump into the log
+		err := <-n.exited
+		n.exited <- err
+		t.Fatalf("kernelet did not exit on %v within 30s:\n%s", sig, n.log(t))
+	}
+}
+
+func (n *agentNode) log(t *testing.T) string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(n.cfg), "kernelet.log"))
+	return string(b)
+}
+
+var agentClient = &http.Client{Timeout: 2 * time.Second}
+
+func (n *agentNode) pods(ctx context.Context) (*v1.PodList, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.url("/pods"), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := agentClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var l v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// waitRunning polls /pods until every named pod is Running with all its
+// containers ready and returns them by name.
+func (n *agentNode) waitRunning(t *testing.T, timeout time.Duration, names ...string) map[string]v1.Pod {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		l, err := n.pods(t.Context())
+		if err == nil {
+			got := map[string]v1.Pod{}
+			var states []string
+			for _, p := range l.Items {
+				ready := p.Status.Phase == v1.PodRunning
+				for _, c := range p.Status.ContainerStatuses {
+					ready = ready && c.Ready
+				}
+				if ready {
+					got[strings.TrimSuffix(p.Name, "-"+n.node)] = p
+				}
+				states = append(states, p.Name+"="+string(p.Status.Phase)+"/"+p.Status.Reason)
+			}
+			all := true
+			for _, name := range names {
+				if _, ok := got[name]; !ok {
+					all = false
+				}
+			}
+			if all {
+				return got
+			}
+			last = strings.Join(states, " ")
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods %v not all Running after %v: %s\nkernelet log:\n%s", names, timeout, last, n.log(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func writeManifest(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func podManifest(name, args, resources string, grace int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: default
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: %d
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    args: %s
+%s`, name, grace, env.TestboxImage, args, resources)
+}
+
+const (
+	burstableResources = `    resources:
+      requests: {cpu: 50m, memory: 16Mi}
+      limits: {cpu: 200m, memory: 64Mi}
+`
+	guaranteedResources = `    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 100m, memory: 32Mi}
+`
+)
+
+// runningContainers lists the running containers of the given pod UIDs.
+func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types.UID) []string {
+	t.Helper()
+	var ids []string
+	for _, uid := range uids {
+		cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(uid)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				ids = append(ids, c.Id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// The agent runs static pods end to end: manifests to Running pods in their
+// QoS cgroups, source problems in `kernelet status`, graceful removal with
+// full cleanup, and restart recovery without duplicates.
+func TestAgentPods(t *testing.T) {
+	cd := env.SharedContainerd(t)
+	rs, is := criClients(t, cd)
+	n := newAgentNode(t, cd)
+	h, err := cgroups.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever happens, no pod of this node and no cgroup of its root stays.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		m, err := kruntime.NewManager(kruntime.ManagerConfig{Runtime: rs, Images: is, Cgroups: kruntime.CgroupsAdapter{Manager: cm},
+			PodLogsDir: n.logs, PodsDir: filepath.Join(n.root, "pods")})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		listed, err := m.ListPods(ctx)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		zero := int64(0)
+		for _, p := range listed {
+			if !strings.HasSuffix(p.Name, "-"+n.node) {
+				continue
+			}
+			st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+			if err != nil {
+				st = p
+			}
+			if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
+				t.Errorf("cleanup: kill %s: %v", p.Name, err)
+			}
+		}
+		if err := podConfigRemoveCgroup(n.cgroupRoot); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+
+	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
+	writeManifest(t, n.manifests, "burstable.yaml", podManifest("burstable", `["sleep"]`, burstableResources, 2))
+	writeManifest(t, n.manifests, "guaranteed.yaml", podManifest("guaranteed", `["sleep"]`, guaranteedResources, 2))
+	writeManifest(t, n.manifests, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [broken\n")
+
+	start := time.Now()
+	n.start(t)
+	pods := n.waitRunning(t, 5*time.Second, "besteffort", "burstable", "guaranteed")
+	t.Logf("3 manifests → Running in %v (agent start included)", time.Since(start).Round(time.Millisecond))
+
+	t.Run("cgroups", func(t *testing.T) {
+		hierarchies := len(env.PodCgroupDirs(n.cgroupRoot + "/kubepods"))
+		if hierarchies == 0 {
+			t.Fatalf("no kubepods cgroup under %s", n.cgroupRoot)
+		}
+		for name, class := range map[string]cgroups.QOSClass{"besteffort": cgroups.BestEffort, "burstable": cgroups.Burstable, "guaranteed": cgroups.Guaranteed} {
+			p := pods[name]
+			want := cm.PodCgroup(class, string(p.UID))
+			if got := env.PodCgroupDirs(want); len(got) != hierarchies {
+				t.Errorf("%s: cgroup %s in %d hierarchies, want %d: %v", name, want, len(got), hierarchies, got)
+			}
+			if p.Status.QOSClass == "" {
+				t.Errorf("%s: no qosClass in status", name)
+			}
+		}
+	})
+
+	t.Run("source problem in status", func(t *testing.T) {
+		out, err := exec.Command(n.bin, "status", "--server", n.url("")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kernelet status: %v\n%s", err, out)
+		}
+		s := string(out)
+		if !strings.Contains(s, "Source problems:") || !strings.Contains(s, "bad.yaml") {
+			t.Errorf("status does not name the malformed manifest:\n%s", s)
+		}
+		for _, name := range []string{"besteffort", "burstable", "guaranteed"} {
+			if !strings.Contains(s, "default/"+name+"-"+n.node) {
+				t.Errorf("status lacks pod %s:\n%s", name, s)
+			}
+		}
+		t.Logf("kernelet status:\n%s", s)
+	})
+
+	// Two more pods: one that traps TERM, one more sleeper: five in all.
+	writeManifest(t, n.manifests, "trap.yaml", podManifest("trap", `["trap-term", "--exit-after", "500ms"]`, "", 5))
+	writeManifest(t, n.manifests, "sleeper2.yaml", podManifest("sleeper2", `["sleep"]`, "", 2))
+	all := []string{"besteffort", "burstable", "guaranteed", "trap", "sleeper2"}
+	added := time.Now()
+	pods = n.waitRunning(t, 10*time.Second, all...)
+	t.Logf("2 new manifests → Running in %v", time.Since(added).Round(time.Millisecond))
+
+	t.Run("restart recovery", func(t *testing.T) {
+		var uids []types.UID
+		for _, name := range all {
+			uids = append(uids, pods[name].UID)
+		}
+		before := runningContainers(t, rs, uids)
+		if len(before) != len(all) {
+			t.Fatalf("running containers before = %v", before)
+		}
+		n.stop(t, syscall.SIGKILL)
+		restarted := time.Now()
+		n.start(t)
+		n.waitRunning(t, 10*time.Second, all...)
+		t.Logf("agent restarted, 5 pods Running again after %v", time.Since(restarted).Round(time.Millisecond))
+		time.Sleep(3 * time.Second) // a few relists and syncs
+		after := runningContainers(t, rs, uids)
+		if !slices.Equal(before, after) {
+			t.Errorf("containers changed across the restart: before %v, after %v", before, after)
+		}
+		for _, uid := range uids {
+			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(uid)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sbs) != 1 {
+				t.Errorf("pod %s has %d sandboxes after the restart, want 1", uid, len(sbs))
+			}
+		}
+	})
+
+	t.Run("remove manifest", func(t *testing.T) {
+		p := pods["trap"]
+		if err := os.Remove(filepath.Join(n.manifests, "trap.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		removed := time.Now()
+		sel := map[string]string{kruntime.LabelPodUID: string(p.UID)}
+		for {
+			cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := n.pods(t.Context())
+			listed := err != nil
+			if l != nil {
+				for _, q := range l.Items {
+					listed = listed || q.UID == p.UID
+				}
+			}
+			if len(cs) == 0 && len(sbs) == 0 && !listed {
+				break
+			}
+			if time.Since(removed) > 5*time.Second {
+				n.stop(t, syscall.SIGQUIT) // goroutine dump into the log
+				t.Fatalf("pod not gone %v after its manifest was removed (grace 5s): %d containers, %d sandboxes, listed %v\n%s",
+					time.Since(removed), len(cs), len(sbs), listed, n.log(t))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("manifest removed → TERM-trapping pod gone in %v (grace 5s)", time.Since(removed).Round(time.Millisecond))
+		for _, class := range []cgroups.QOSClass{cgroups.Guaranteed, cgroups.Burstable, cgroups.BestEffort} {
+			if dirs := env.PodCgroupDirs(cm.PodCgroup(class, string(p.UID))); len(dirs) > 0 {
+				t.Errorf("cgroup dirs left: %v", dirs)
+			}
+		}
+		if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
+			t.Errorf("log dir left: %v", err)
+		}
+		n.waitRunning(t, time.Second, "besteffort", "burstable", "guaranteed", "sleeper2")
+	})
+
+	// A graceful stop leaves the pods running, as kubelet does.
+	n.stop(t, syscall.SIGTERM)
+	var uids []types.UID
+	for _, name := range []string{"besteffort", "burstable", "guaranteed", "sleeper2"} {
+		uids = append(uids, pods[name].UID)
+	}
+	if got := runningContainers(t, rs, uids); len(got) != 4 {
+		t.Errorf("after SIGTERM %d containers run, want 4 (pods survive the agent)", len(got))
+	}
+}
