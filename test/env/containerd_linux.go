@@ -906,7 +906,9 @@ func ctrdStartTime(pid int) uint64 {
 }
 
 // ctrdRmdirCgroup removes one cgroup directory, retrying while the kernel
-// still releases exited tasks. A missing directory is fine.
+// still releases exited tasks. A missing directory is fine. A cgroup that
+// still has child cgroups answers EBUSY too, and waiting will not change
+// that: it fails at once with ENOTEMPTY.
 func ctrdRmdirCgroup(dir string) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -914,11 +916,28 @@ func ctrdRmdirCgroup(dir string) error {
 		if err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}
+		if errors.Is(err, unix.EBUSY) && ctrdHasChildCgroups(dir) {
+			return fmt.Errorf("rmdir %s: %w", dir, unix.ENOTEMPTY)
+		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return fmt.Errorf("rmdir %s: %w", dir, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ctrdHasChildCgroups reports whether a cgroup directory has sub-cgroups.
+func ctrdHasChildCgroups(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 func ctrdDeepestFirst(set map[string]bool) []string {
