@@ -65,6 +65,9 @@ func New(opts Options, deps Deps) (*Agent, error) {
 			return remote.NewRemoteImageServiceBuilder().WithEndpoint(ep).WithConnectionTimeout(to).Build(ctx)
 		}
 	}
+	if deps.NodeIPSources.Lookup == nil && deps.NodeIPSources.DefaultRouteIP == nil {
+		deps.NodeIPSources = DefaultNodeIPSources()
+	}
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
 	}

@@ -41,6 +41,9 @@ type pods struct {
 	syncOpt runtime.SyncOptions
 	hostIPs []string
 	now     func() time.Time
+	// oomScores tracks the oom_score_adj each running container got.
+	oomScores   *runtime.OOMScores
+	memCapacity int64
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -94,8 +97,14 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: []string{"127.0.0.1"},
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}}
+	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	log.Info("Node addresses", "ips", nodeIPs, "from", from)
+	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs,
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
+		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes}
+	if err := a.registry.Register(p.oomScores); err != nil {
+		return fmt.Errorf("oom_score_adj metrics: %w", err)
+	}
 	cpu := runtime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
 	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
 		cpu.DisableCPUCFSQuota = true
@@ -236,6 +245,7 @@ func (p *pods) forget(uid types.UID) {
 	delete(p.waiting, uid)
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
+	p.oomScores.Forget(uid)
 }
 
 // SyncPod implements podworkers.Syncer.
@@ -255,6 +265,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
 		st = after
 	}
+	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
 	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs}), r.Err()
 }
 
@@ -291,6 +302,12 @@ func (p *pods) PodList() *v1.PodList {
 	for _, r := range p.workers.Pods() {
 		pod := r.Pod.DeepCopy()
 		pod.Status = r.Status
+		if v, ok := p.oomScores.Annotation(pod.UID); ok {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[runtime.AnnotationOOMScoreAdj] = v
+		}
 		if pod.Status.Phase == "" {
 			pod.Status.Phase = v1.PodPending
 		}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -24,6 +25,9 @@ type Options struct {
 	RootDir string
 	// Kubeconfig is the API server credential file (--kubeconfig); "" runs standalone.
 	Kubeconfig string
+	// NodeIPs are the node's addresses (--node-ip, see ParseNodeIPs); nil
+	// detects them (NodeIPs).
+	NodeIPs []net.IP
 }
 
 // Deps are the agent's edges, replaceable in tests.
@@ -46,6 +50,9 @@ type Deps struct {
 	// AdmitHandlers run after the built-in admission (resources, runtime
 	// support) before a pod's first sync.
 	AdmitHandlers []podworkers.AdmitHandler
+	// NodeIPSources find the node's addresses when none are given;
+	// defaults to DefaultNodeIPSources.
+	NodeIPSources NodeIPSources
 }
 
 // Runtime is what the agent needs from the CRI runtime today.

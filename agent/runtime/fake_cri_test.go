@@ -29,11 +29,20 @@ type fakeCRI struct {
 	pullErr  error
 	calls    []string
 	stopWith map[string]int64
+	// networkNotReady, when set, is the reason Status reports
+	// NetworkReady=false.
+	networkNotReady string
+	// oomFloor emulates containerd's restrict_oom_score_adj: requested
+	// values below it are raised to it in the spec.
+	oomFloor *int64
+	// spec holds each container's spec oom_score_adj; pid its process.
+	spec map[string]int64
+	pid  map[string]int
 }
 
 func newFakeCRI() *fakeCRI {
 	return &fakeCRI{sbs: map[string]*runtimeapi.PodSandboxStatus{}, ctrs: map[string]*runtimeapi.ContainerStatus{},
-		ctrPod: map[string]string{}, images: map[string]bool{}, stopWith: map[string]int64{}}
+		ctrPod: map[string]string{}, images: map[string]bool{}, stopWith: map[string]int64{}, spec: map[string]int64{}, pid: map[string]int{}}
 }
 
 func (f *fakeCRI) call(name string) { f.calls = append(f.calls, name) }
@@ -127,6 +136,12 @@ func (f *fakeCRI) CreateContainer(_ context.Context, sb string, cfg *runtimeapi.
 	f.ctrs[id] = &runtimeapi.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED,
 		CreatedAt: time.Now().UnixNano() + int64(f.n), Image: cfg.Image, ImageRef: cfg.Image.GetImage(), Labels: cfg.Labels, Annotations: cfg.Annotations}
 	f.ctrPod[id] = sb
+	adj := cfg.GetLinux().GetResources().GetOomScoreAdj()
+	if f.oomFloor != nil && adj < *f.oomFloor {
+		adj = *f.oomFloor
+	}
+	f.spec[id] = adj
+	f.pid[id] = 1000 + f.n
 	return id, nil
 }
 
@@ -189,14 +204,30 @@ func (f *fakeCRI) ListContainers(_ context.Context, filter *runtimeapi.Container
 	return out, nil
 }
 
-func (f *fakeCRI) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+func (f *fakeCRI) ContainerStatus(_ context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.ctrs[id]
 	if c == nil {
 		return nil, notFound(id)
 	}
-	return &runtimeapi.ContainerStatusResponse{Status: c}, nil
+	resp := &runtimeapi.ContainerStatusResponse{Status: c}
+	if verbose {
+		resp.Info = map[string]string{"info": fmt.Sprintf(`{"pid":%d,"runtimeSpec":{"process":{"oomScoreAdj":%d}}}`, f.pid[id], f.spec[id])}
+	}
+	return resp, nil
+}
+
+func (f *fakeCRI) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	net := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if f.networkNotReady != "" {
+		net = &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Reason: f.networkNotReady,
+			Message: "Network plugin returns error: cni plugin not initialized"}
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, net}}}, nil
 }
 
 func (f *fakeCRI) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {

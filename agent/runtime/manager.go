@@ -41,6 +41,9 @@ type ManagerConfig struct {
 	// RemoveCgroupTimeout bounds how long KillPod retries a busy pod
 	// cgroup; 0 means 5 s.
 	RemoveCgroupTimeout time.Duration
+	// ProcRoot is where procfs is mounted (for containers' oom_score_adj);
+	// "" means /proc.
+	ProcRoot string
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -61,6 +64,7 @@ type Manager struct {
 	backoff *Backoff
 	hc      *http.Client
 	rmWait  time.Duration
+	proc    string
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -73,7 +77,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -226,6 +230,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
 	sandboxID := a.SandboxID
 	var podIPs []string
+	if a.CreateSandbox && !pod.Spec.HostNetwork {
+		if err := m.networkReady(ctx); err != nil {
+			r.warn(EventNetworkNotReady, fmt.Sprintf("%v: %v", ErrNetworkNotReady, err))
+			r.step(ActionCreatePodSandbox, string(pod.UID), fmt.Errorf("%w: %w", ErrNetworkNotReady, err), "")
+			return r
+		}
+	}
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
 		sbCfg, err := SandboxConfig(pod, sbOpts)
@@ -341,4 +352,15 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		}
 	}
 	return nil, nil
+}
+
+// networkReady asks the runtime whether the pod network is ready; a
+// failing Status call is not an answer (RunPodSandbox will tell).
+func (m *Manager) networkReady(ctx context.Context) error {
+	resp, err := m.rs.Status(ctx, false)
+	if err != nil {
+		klog.FromContext(ctx).V(4).Info("runtime status before a pod-network sandbox", "err", err)
+		return nil
+	}
+	return NetworkReady(resp.GetStatus())
 }

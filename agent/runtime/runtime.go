@@ -99,3 +99,19 @@ func RuntimeReady(st *runtimeapi.RuntimeStatus) error {
 	}
 	return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
 }
+
+// NetworkReady decides from a runtime status whether the pod network is
+// ready; the error reads as kubelet's: "container runtime network not
+// ready: NetworkReady=false reason:<reason> message:<message>".
+func NetworkReady(st *runtimeapi.RuntimeStatus) error {
+	for _, c := range st.GetConditions() {
+		if c.Type != runtimeapi.NetworkReady {
+			continue
+		}
+		if c.Status {
+			return nil
+		}
+		return fmt.Errorf("container runtime network not ready: %s=%t reason:%s message:%s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return fmt.Errorf("container runtime network not ready: %s not reported", runtimeapi.NetworkReady)
+}

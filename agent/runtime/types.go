@@ -159,6 +159,7 @@ const (
 	EventFailedCreateSandbox = "FailedCreatePodSandBox"
 	EventFailedPostStartHook = "FailedPostStartHook"
 	EventFailedPreStopHook   = "FailedPreStopHook"
+	EventNetworkNotReady     = "NetworkNotReady"
 	EventErrImageNeverPull   = "ErrImageNeverPull"
 )
 
@@ -197,6 +198,9 @@ var (
 	// ErrInitContainerFailed: a regular init container failed under
 	// restartPolicy Never: the pod has failed.
 	ErrInitContainerFailed = errors.New("init container failed")
+	// ErrNetworkNotReady: a pod that needs the pod network cannot get a
+	// sandbox while the runtime's network is not ready (kubelet's text).
+	ErrNetworkNotReady = errors.New("network is not ready")
 )
 
 // PodCgroups makes and removes pod cgroups for the Manager. CgroupsAdapter

@@ -54,17 +54,18 @@ func TestConfigValidate(t *testing.T) {
 
 func TestRunRefusesWithEveryProblem(t *testing.T) {
 	code, _, errs := run(t, "run", "--config", testdata+"kubelet-config.yaml", "--kubeconfig", "/no/such/kubeconfig",
-		"--root-dir", "relative", "--container-runtime-endpoint", "tcp://x")
+		"--root-dir", "relative", "--container-runtime-endpoint", "tcp://x", "--node-ip", "192.0.2.1,192.0.2.2")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
 	}
 	for _, want := range []string{
-		"refusing to start, 5 problem(s)",
+		"refusing to start, 6 problem(s)",
 		`containerRuntimeEndpoint: Invalid value: "tcp://x"`, // the flag wins over the file, and is validated
 		`cgroupDriver: Invalid value: "systemd": needs systemd as PID 1`,
 		`authentication.x509.clientCAFile: Invalid value: "/etc/kubernetes/pki/ca.pem": file does not exist`,
 		`--kubeconfig: Invalid value: "/no/such/kubeconfig": file does not exist`,
 		`--root-dir: Invalid value: "relative"`,
+		`--node-ip: Invalid value: "192.0.2.1,192.0.2.2": two addresses must be of different families`,
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)

@@ -27,10 +27,10 @@ const DefaultRootDir = "/var/lib/kernelet"
 
 // runFlags are `kernelet run`'s flags, named as kubelet names them.
 type runFlags struct {
-	config, kubeconfig, hostnameOverride, rootDir string
-	runtimeEndpoint, podManifestPath, manifestURL string
-	port, healthzPort                             int
-	set                                           map[string]bool
+	config, kubeconfig, hostnameOverride, rootDir, nodeIP string
+	runtimeEndpoint, podManifestPath, manifestURL         string
+	port, healthzPort                                     int
+	set                                                   map[string]bool
 }
 
 var (
@@ -42,6 +42,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty runs standalone")
 	fs.StringVar(&f.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
+	fs.StringVar(&f.nodeIP, "node-ip", "", "the node's address, or an IPv4 and an IPv6 one comma-separated; empty: the hostname's address, else the default route's")
 	fs.StringVar(&f.rootDir, "root-dir", DefaultRootDir, "directory for kernelet's state")
 	fs.StringVar(&f.runtimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock (containerRuntimeEndpoint)")
 	fs.StringVar(&f.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (staticPodPath)")
@@ -122,7 +123,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
 	}
-	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig}, agent.Deps{})
+	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP) // checked by loadForRun
+	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, NodeIPs: nodeIPs}, agent.Deps{})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
@@ -177,6 +179,9 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	}
 	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
+	}
+	if _, err := agent.ParseNodeIPs(f.nodeIP); err != nil {
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP, Detail: err.Error()}).Error())
 	}
 	if !filepath.IsAbs(f.rootDir) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--root-dir", BadValue: f.rootDir, Detail: "must be an absolute path"}).Error())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -218,6 +220,27 @@ const (
 `
 )
 
+// burstableScoreAdj is KUBELET.md's Burstable formula:
+// 1000 − 1000·request/capacity, clamped to [3, 999].
+func burstableScoreAdj(request, capacity int64) int {
+	adj := 1000 - int(1000*request/capacity)
+	return min(max(adj, 3), 999)
+}
+
+func agentGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := agentClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
+}
+
 // runningContainers lists the running containers of the given pod UIDs.
 func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types.UID) []string {
 	t.Helper()
@@ -285,7 +308,10 @@ func TestAgentPods(t *testing.T) {
 	})
 
 	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
-	writeManifest(t, n.manifests, "burstable.yaml", podManifest("burstable", `["sleep"]`, burstableResources, 2))
+	// The Burstable pod uses the pod network (the private containerd's CNI
+	// bridge) and serves HTTP on it; the others share the host's.
+	writeManifest(t, n.manifests, "burstable.yaml", strings.Replace(
+		podManifest("burstable", `["serve", "--http", ":8080"]`, burstableResources, 2), "  hostNetwork: true\n", "", 1))
 	writeManifest(t, n.manifests, "guaranteed.yaml", podManifest("guaranteed", `["sleep"]`, guaranteedResources, 2))
 	writeManifest(t, n.manifests, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: [broken\n")
 
@@ -308,6 +334,93 @@ func TestAgentPods(t *testing.T) {
 			if p.Status.QOSClass == "" {
 				t.Errorf("%s: no qosClass in status", name)
 			}
+		}
+	})
+
+	t.Run("pod network", func(t *testing.T) {
+		_, subnet, err := net.ParseCIDR(cd.Network().Subnet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := pods["burstable"]
+		ip := net.ParseIP(p.Status.PodIP)
+		if ip == nil || !subnet.Contains(ip) || len(p.Status.PodIPs) == 0 || p.Status.PodIPs[0].IP != p.Status.PodIP {
+			t.Fatalf("burstable pod IP %q (podIPs %v) is not in the CNI subnet %s", p.Status.PodIP, p.Status.PodIPs, subnet)
+		}
+		if p.Status.HostIP == "" || p.Status.HostIP == p.Status.PodIP {
+			t.Errorf("hostIP %q, podIP %q", p.Status.HostIP, p.Status.PodIP)
+		}
+		for _, name := range []string{"besteffort", "guaranteed"} {
+			if q := pods[name]; q.Status.PodIP != q.Status.HostIP {
+				t.Errorf("hostNetwork pod %s: podIP %q, want the host IP %q", name, q.Status.PodIP, q.Status.HostIP)
+			}
+		}
+		if err := cd.ReachPods(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := agentClient.Get("http://" + net.JoinHostPort(p.Status.PodIP, "8080") + "/")
+		if err != nil {
+			t.Fatalf("GET the pod's server at its pod IP: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "ok" {
+			t.Fatalf("pod server answered %d %q", resp.StatusCode, body)
+		}
+		t.Logf("burstable pod on the CNI bridge: podIP %s in %s answers HTTP; hostNetwork pods report %s", p.Status.PodIP, subnet, pods["besteffort"].Status.PodIP)
+	})
+
+	t.Run("oom_score_adj", func(t *testing.T) {
+		capacity := memTotal(t)
+		ctrdAdj := int(readProcInt(t, fmt.Sprintf("/proc/%d/oom_score_adj", cd.Pid())))
+		metrics := agentGet(t, n.url("/metrics"))
+		for name, want := range map[string]int{
+			"besteffort": 1000,
+			"burstable":  burstableScoreAdj(16<<20, capacity), // requests.memory 16Mi
+			"guaranteed": -997,
+		} {
+			p := pods[name]
+			ann := p.Annotations[kruntime.AnnotationOOMScoreAdj]
+			scores, err := kruntime.ParseOOMScoreAnnotation(ann)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got, ok := scores["app"]
+			if !ok {
+				t.Fatalf("%s: annotation %s = %q has no container app", name, kruntime.AnnotationOOMScoreAdj, ann)
+			}
+			// What the process really has, read here.
+			resp, err := rs.ContainerStatus(t.Context(), got.ContainerID, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info struct {
+				Pid int `json:"pid"`
+			}
+			if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.Pid <= 0 {
+				t.Fatalf("%s: no pid in verbose status: %v", name, err)
+			}
+			proc := int(readProcInt(t, fmt.Sprintf("/proc/%d/oom_score_adj", info.Pid)))
+			// containerd's restrict_oom_score_adj raises a request below
+			// its own value to it; the kernel applies what the spec says.
+			wantEffective, refusedBy := want, ""
+			if want < ctrdAdj {
+				wantEffective, refusedBy = ctrdAdj, "runtime"
+			}
+			if got.Requested != want || got.Effective != proc || proc != wantEffective || got.RefusedBy != refusedBy {
+				t.Errorf("%s: annotation %+v (runtime %v), /proc/%d/oom_score_adj %d; want requested %d, effective %d, refusedBy %q",
+					name, got, got.Runtime, info.Pid, proc, want, wantEffective, refusedBy)
+			}
+			for metric, v := range map[string]int{"requested": want, "effective": proc} {
+				line := fmt.Sprintf(`kernelet_container_oom_score_adj_%s{container="app",namespace="default",pod="%s"} %d`, metric, p.Name, v)
+				if !strings.Contains(metrics, line+"\n") {
+					t.Errorf("metrics lack %s", line)
+				}
+			}
+			t.Logf("%-10s oom_score_adj requested %5d, effective %5d (/proc/%d), refused by %q", name, want, proc, info.Pid, got.RefusedBy)
+		}
+		if c := strings.Count(n.log(t), "oom_score_adj refused"); c != 1 {
+			t.Errorf("the refusal was logged %d times, want once (the guaranteed pod's container)", c)
 		}
 	})
 

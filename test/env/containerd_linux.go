@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -1132,4 +1133,32 @@ func ctrdRemoveCNIState(network string, sandboxes map[string]bool) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// ReachPods lets this host reach the pods on the instance's bridge: it
+// gives the bridge the subnet's first address (host-local never hands it
+// to a pod), which makes the subnet a connected route. The CNI network
+// keeps isGateway false, so the host's ip_forward is never turned on. The
+// bridge exists once a pod-network sandbox ran; the address goes with the
+// bridge when the instance stops.
+func (c *Containerd) ReachPods() error {
+	n := c.state.Network
+	if _, err := os.Stat(filepath.Join("/sys/class/net", n.Bridge, "bridge")); err != nil {
+		return fmt.Errorf("reach pods: bridge %s: %w", n.Bridge, err)
+	}
+	ip, subnet, err := net.ParseCIDR(n.Subnet)
+	if err != nil {
+		return fmt.Errorf("reach pods: %w", err)
+	}
+	gw := ip.To4()
+	if gw == nil {
+		return fmt.Errorf("reach pods: subnet %s is not IPv4", n.Subnet)
+	}
+	gw = append(net.IP(nil), gw...)
+	gw[3]++
+	ones, _ := subnet.Mask.Size()
+	if err := ctrdIP("addr", "replace", fmt.Sprintf("%s/%d", gw, ones), "dev", n.Bridge); err != nil {
+		return fmt.Errorf("reach pods: %w", err)
+	}
+	return nil
 }

@@ -22,3 +22,6 @@ func (c *Containerd) Kill() error { return errContainerdLinux }
 
 // ContainerdDown needs Linux.
 func ContainerdDown(stateDir string) error { return errContainerdLinux }
+
+// ReachPods needs Linux.
+func (c *Containerd) ReachPods() error { return errContainerdLinux }

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// ParseNodeIPs parses --node-ip: one address, or two of different families
+// separated by a comma (dual stack, primary first). An unspecified address
+// (0.0.0.0, ::) asks for detection, as an empty value does.
+func ParseNodeIPs(s string) ([]net.IP, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, errors.New("at most two addresses (one IPv4, one IPv6)")
+	}
+	var out []net.IP
+	for _, p := range parts {
+		ip := net.ParseIP(strings.TrimSpace(p))
+		if ip == nil {
+			return nil, fmt.Errorf("%q is not an IP address", strings.TrimSpace(p))
+		}
+		if ip.IsUnspecified() {
+			if len(parts) > 1 {
+				return nil, errors.New("an unspecified address cannot be part of a pair")
+			}
+			return nil, nil
+		}
+		out = append(out, ip)
+	}
+	if len(out) == 2 && (out[0].To4() != nil) == (out[1].To4() != nil) {
+		return nil, errors.New("two addresses must be of different families")
+	}
+	return out, nil
+}
+
+// NodeIPSources are where NodeIPs looks when no address is given.
+type NodeIPSources struct {
+	// Lookup resolves a host name (net.DefaultResolver.LookupIP).
+	Lookup func(ctx context.Context, host string) ([]net.IP, error)
+	// DefaultRouteIP is the address of the interface of the default route.
+	DefaultRouteIP func() (net.IP, error)
+}
+
+// DefaultNodeIPSources resolve through the system resolver and read the
+// routing table.
+func DefaultNodeIPSources() NodeIPSources {
+	return NodeIPSources{
+		Lookup: func(ctx context.Context, host string) ([]net.IP, error) {
+			return net.DefaultResolver.LookupIP(ctx, "ip", host)
+		},
+		DefaultRouteIP: utilnet.ChooseHostInterface,
+	}
+}
+
+// NodeIPs decides the node's addresses, primary first: the given ones;
+// else the first address hostname resolves to that is usable from
+// elsewhere (not loopback, link-local or unspecified); else the default
+// route interface's address; else 127.0.0.1. It also says where the
+// answer came from, for the log.
+func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSources) (ips []string, from string) {
+	if len(given) > 0 {
+		for _, ip := range given {
+			ips = append(ips, ip.String())
+		}
+		return ips, "--node-ip"
+	}
+	if hostname != "" && src.Lookup != nil {
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		addrs, err := src.Lookup(lctx, hostname)
+		cancel()
+		if err == nil {
+			for _, ip := range addrs {
+				if usableNodeIP(ip) {
+					return []string{ip.String()}, "hostname " + hostname
+				}
+			}
+		}
+	}
+	if src.DefaultRouteIP != nil {
+		if ip, err := src.DefaultRouteIP(); err == nil && usableNodeIP(ip) {
+			return []string{ip.String()}, "default route"
+		}
+	}
+	return []string{"127.0.0.1"}, "fallback"
+}
+
+func usableNodeIP(ip net.IP) bool {
+	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast()
+}

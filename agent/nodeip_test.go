@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"testing"
+)
+
+func TestParseNodeIPs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		"empty":            {"", nil, true},
+		"one":              {"192.0.2.7", []string{"192.0.2.7"}, true},
+		"dual stack":       {"192.0.2.7, 2001:db8::7", []string{"192.0.2.7", "2001:db8::7"}, true},
+		"unspecified":      {"0.0.0.0", nil, true},
+		"not an address":   {"node-1", nil, false},
+		"same family":      {"192.0.2.7,192.0.2.8", nil, false},
+		"three":            {"192.0.2.7,2001:db8::7,192.0.2.8", nil, false},
+		"unspecified pair": {"0.0.0.0,2001:db8::7", nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseNodeIPs(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok %v", err, tc.ok)
+			}
+			var s []string
+			for _, ip := range got {
+				s = append(s, ip.String())
+			}
+			if !slices.Equal(s, tc.want) {
+				t.Errorf("= %v, want %v", s, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeIPs(t *testing.T) {
+	lookup := func(addrs ...string) func(context.Context, string) ([]net.IP, error) {
+		return func(context.Context, string) ([]net.IP, error) {
+			if addrs == nil {
+				return nil, errors.New("no such host")
+			}
+			var out []net.IP
+			for _, a := range addrs {
+				out = append(out, net.ParseIP(a))
+			}
+			return out, nil
+		}
+	}
+	route := func(ip string) func() (net.IP, error) {
+		return func() (net.IP, error) {
+			if ip == "" {
+				return nil, errors.New("no default route")
+			}
+			return net.ParseIP(ip), nil
+		}
+	}
+	for name, tc := range map[string]struct {
+		given []net.IP
+		src   NodeIPSources
+		want  string
+		from  string
+	}{
+		"given wins":                  {[]net.IP{net.ParseIP("198.51.100.1")}, NodeIPSources{lookup("192.0.2.5"), route("192.0.2.2")}, "198.51.100.1", "--node-ip"},
+		"hostname resolves":           {nil, NodeIPSources{lookup("192.0.2.5"), route("192.0.2.2")}, "192.0.2.5", "hostname node"},
+		"hostname is loopback":        {nil, NodeIPSources{lookup("127.0.0.1", "::1"), route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"link-local skipped":          {nil, NodeIPSources{lookup("fe80::1", "192.0.2.9"), route("192.0.2.2")}, "192.0.2.9", "hostname node"},
+		"unresolvable, default route": {nil, NodeIPSources{lookup(), route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"nothing at all":              {nil, NodeIPSources{lookup(), route("")}, "127.0.0.1", "fallback"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ips, from := NodeIPs(context.Background(), tc.given, "node", tc.src)
+			if len(ips) != 1 || ips[0] != tc.want || from != tc.from {
+				t.Errorf("= %v from %q, want %s from %q", ips, from, tc.want, tc.from)
+			}
+		})
+	}
+}
