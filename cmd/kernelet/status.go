@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent"
+	"github.com/kernelet/kernelet/agent/runtime"
 )
 
 // statusCommand: `kernelet status [--server URL]` prints the agent's health
@@ -121,14 +123,16 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	}
 }
 
-// printPods prints the pods table: NAMESPACE/NAME, PHASE, READY, RESTARTS, AGE.
+// printPods prints the pods table: NAMESPACE/NAME, PHASE, READY, RESTARTS,
+// AGE, IP and OOM_SCORE_ADJ (the effective value of its containers, with
+// the requested one where the runtime or the kernel refused it).
 func printPods(w io.Writer, pods []v1.Pod, now time.Time) {
 	fmt.Fprintf(w, "Pods:        %d\n", len(pods))
 	if len(pods) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAMESPACE/NAME\tPHASE\tREADY\tRESTARTS\tAGE")
+	fmt.Fprintln(tw, "  NAMESPACE/NAME\tPHASE\tREADY\tRESTARTS\tAGE\tIP\tOOM_SCORE_ADJ")
 	for _, p := range pods {
 		ready, restarts := 0, int32(0)
 		for _, c := range p.Status.ContainerStatuses {
@@ -145,7 +149,12 @@ func printPods(w io.Writer, pods []v1.Pod, now time.Time) {
 		if p.Status.StartTime != nil {
 			age = now.Sub(p.Status.StartTime.Time).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "  %s/%s\t%s\t%d/%d\t%d\t%s\n", p.Namespace, p.Name, phase, ready, len(p.Spec.Containers), restarts, age)
+		ip := p.Status.PodIP
+		if ip == "" {
+			ip = "-"
+		}
+		fmt.Fprintf(tw, "  %s/%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", p.Namespace, p.Name, phase, ready, len(p.Spec.Containers), restarts, age,
+			ip, oomScoreColumn(p.Annotations[runtime.AnnotationOOMScoreAdj]))
 	}
 	_ = tw.Flush()
 }
@@ -165,4 +174,34 @@ func get(ctx context.Context, url string) (int, string, error) {
 		return 0, "", fmt.Errorf("read %s: %w", url, err)
 	}
 	return resp.StatusCode, string(b), nil
+}
+
+// oomScoreColumn renders the kernelet.io/oom-score-adj annotation: "999",
+// "0 (asked -997)", or per container "app=0 (asked -997), side=999".
+func oomScoreColumn(ann string) string {
+	if ann == "" {
+		return "-"
+	}
+	scores, err := runtime.ParseOOMScoreAnnotation(ann)
+	if err != nil || len(scores) == 0 {
+		return "?"
+	}
+	names := make([]string, 0, len(scores))
+	for name := range scores {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, name := range names {
+		c := scores[name]
+		v := strconv.Itoa(c.Effective)
+		if c.Effective != c.Requested {
+			v += fmt.Sprintf(" (asked %d)", c.Requested)
+		}
+		if len(scores) > 1 {
+			v = name + "=" + v
+		}
+		parts = append(parts, v)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -438,6 +438,12 @@ func TestAgentPods(t *testing.T) {
 				t.Errorf("status lacks pod %s:\n%s", name, s)
 			}
 		}
+		if !strings.Contains(s, " "+pods["burstable"].Status.PodIP+" ") {
+			t.Errorf("status lacks the pod IP %s of the pod-network pod:\n%s", pods["burstable"].Status.PodIP, s)
+		}
+		if !strings.Contains(s, "(asked -997)") {
+			t.Errorf("status does not show the refused oom_score_adj of the guaranteed pod:\n%s", s)
+		}
 		t.Logf("kernelet status:\n%s", s)
 	})
 
