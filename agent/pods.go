@@ -262,8 +262,10 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
 	p.mu.Unlock()
-	if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
-		st = after
+	if len(r.Steps) > 0 { // something changed in the runtime: read it back
+		if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
+			st = after
+		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
 	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs}), r.Err()

@@ -217,8 +217,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
 		return r
 	}
-	if !a.CreateSandbox && a.SandboxID == "" {
-		return r
+	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0) {
+		return r // nothing to start: no cgroup, sandbox or config work
 	}
 
 	parent, err := m.cg.EnsurePod(ctx, pod)

@@ -114,7 +114,17 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 	}
 	tick := time.NewTicker(s.opts.Period)
 	defer tick.Stop()
-	var debounce <-chan time.Time
+	// The debounce timer: armed by the first event, shortened to
+	// SettledDebounce when a file is complete.
+	var (
+		debounce <-chan time.Time
+		due      time.Time
+	)
+	arm := func(d time.Duration) {
+		if at := time.Now().Add(d); debounce == nil || at.Before(due) {
+			debounce, due = time.After(d), at
+		}
+	}
 	for {
 		var events <-chan struct{}
 		if w != nil {
@@ -134,9 +144,11 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 				_ = w.Close()
 				w = nil
 			}
-			if debounce == nil {
-				debounce = time.After(s.opts.Debounce)
+			d := s.opts.Debounce
+			if w != nil && w.Settled() {
+				d = min(d, SettledDebounce)
 			}
+			arm(d)
 		case <-debounce:
 			debounce = nil
 			watch()

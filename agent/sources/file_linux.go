@@ -28,9 +28,14 @@ type watcher struct {
 	done   chan struct{}
 	close  sync.Once
 
-	mu  sync.Mutex
-	err error
+	mu      sync.Mutex
+	err     error
+	settled bool
 }
+
+// settledMask are events after which a manifest is complete: a rename into
+// the directory, the close of a written file, a removal.
+const settledMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_MOVED_FROM
 
 func newWatcher(dir string) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -62,6 +67,17 @@ func (w *watcher) Err() error {
 	return w.err
 }
 
+// Settled tells (and forgets) whether the changes since the last call
+// include one after which a file is complete (settledMask): no need to
+// wait for more writes.
+func (w *watcher) Settled() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.settled
+	w.settled = false
+	return s
+}
+
 // Close ends the watch and waits for its reader.
 func (w *watcher) Close() error {
 	var err error
@@ -90,7 +106,7 @@ func (w *watcher) read() {
 			}
 			return
 		}
-		ended := false
+		ended, settled := false, false
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			mask := binary.NativeEndian.Uint32(buf[off+4:])
 			nameLen := binary.NativeEndian.Uint32(buf[off+12:])
@@ -98,6 +114,14 @@ func (w *watcher) read() {
 			if mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_UNMOUNT) != 0 {
 				ended = true
 			}
+			if mask&settledMask != 0 {
+				settled = true
+			}
+		}
+		if settled {
+			w.mu.Lock()
+			w.settled = true
+			w.mu.Unlock()
 		}
 		if ended {
 			w.end(errWatchEnded)

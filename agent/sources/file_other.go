@@ -18,3 +18,4 @@ func newWatcher(dir string) (*watcher, error) {
 func (w *watcher) Events() <-chan struct{} { return nil }
 func (w *watcher) Err() error              { return errors.ErrUnsupported }
 func (w *watcher) Close() error            { return nil }
+func (w *watcher) Settled() bool           { return false }

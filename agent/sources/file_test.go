@@ -140,6 +140,36 @@ func TestFileSourceInotify(t *testing.T) {
 	expectNone(t, h.m.Updates(), 200*time.Millisecond)
 }
 
+// A file that is complete (renamed in, closed after writing, removed) is
+// read at once; a file still being written waits for the debounce or its
+// close.
+func TestFileSourceSettledSkipsDebounce(t *testing.T) {
+	dir := t.TempDir()
+	h := startFile(t, FileOptions{Path: dir, Period: time.Hour, Debounce: time.Hour})
+	waitUntil(t, "the first (empty) set", h.m.SeenAllSources)
+
+	writeAtomic(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx:1"))
+	collect(t, h.m.Updates(), "file/ADD:a-node-1")
+
+	f, err := os.Create(filepath.Join(dir, "b.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(manifest("b", "nginx:1")); err != nil {
+		t.Fatal(err)
+	}
+	expectNone(t, h.m.Updates(), 300*time.Millisecond) // still open: not settled
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, h.m.Updates(), "file/ADD:b-node-1")
+
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	collect(t, h.m.Updates(), "file/REMOVE:a-node-1")
+}
+
 func TestFileSourceRescanWithoutInotify(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx:1"))

@@ -36,6 +36,11 @@ const DefaultCheckFrequency = 20 * time.Second
 // inotify event before it rescans, so one editor save is one rescan.
 const DefaultDebounce = 100 * time.Millisecond
 
+// SettledDebounce replaces the debounce once a file is complete (renamed
+// into the directory, closed after writing, removed): none — the rescan
+// starts at once, and changes made while it runs coalesce into the next.
+const SettledDebounce = 0
+
 // DefaultHTTPTimeout bounds one request of the URL source (never longer
 // than its period).
 const DefaultHTTPTimeout = 10 * time.Second
