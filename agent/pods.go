@@ -3,26 +3,21 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
-	"github.com/kernelet/kernelet/eviction"
 )
 
 // runtimeServicer is a Runtime that exposes its CRI runtime service:
@@ -63,21 +58,10 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	capacity := nodeCapacity(ctx, h)
-	alloc := allocatable(kc, a.opts.Config.Thresholds, capacity)
-	qosCfg := cgroups.QoSConfig{
-		Allocatable:            cgroups.NodeAllocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes},
-		EnforceAllocatable:     contains(kc.EnforceNodeAllocatable, "pods"),
-		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
-		MemoryThrottlingFactor: 0.9,
-		PageSize:               int64(os.Getpagesize()),
-	}
-	if kc.MemoryThrottlingFactor != nil {
-		qosCfg.MemoryThrottlingFactor = *kc.MemoryThrottlingFactor
-	}
-	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
-		qosCfg.PodPidsLimit = *kc.PodPidsLimit
-	}
+	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	log.Info("Node addresses", "ips", nodeIPs, "from", from)
+	setup := NewPodSetup(a.opts.Config, NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
+	capacity, alloc, qosCfg := setup.Capacity, setup.Allocatable, setup.QoS
 	if _, err := cm.EnsureQoS(ctx, qosCfg, nil); err != nil {
 		return fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
 	}
@@ -97,38 +81,16 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
-	log.Info("Node addresses", "ips", nodeIPs, "from", from)
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes}
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
-	cpu := runtime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
-	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
-		cpu.DisableCPUCFSQuota = true
-	}
-	seccomp := runtime.SeccompOptions{SeccompProfileRoot: filepath.Join(a.opts.RootDir, "seccomp")}
-	if kc.SeccompDefault != nil {
-		seccomp.SeccompDefault = *kc.SeccompDefault
-	}
-	p.syncOpt = runtime.SyncOptions{
-		Sandbox: runtime.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
-			NodeIPs: p.hostIPs, CPUOptions: cpu, SeccompOptions: seccomp},
-		Container: runtime.ContainerOptions{HostIPs: p.hostIPs, NodeMemoryCapacity: capacity.MemoryBytes,
-			NodeAllocatable: v1.ResourceList{
-				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
-				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
-			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: h.Mode == cgroups.Unified,
-			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill},
-	}
-	if kc.ResolverConfig != nil {
-		p.syncOpt.Sandbox.ResolvConf = *kc.ResolverConfig
-	}
+	p.syncOpt = setup.Sync
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: append([]podworkers.AdmitHandler{
-			podworkers.ResourceFit(podworkers.Allocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes, Pods: int64(kc.MaxPods)}),
+			podworkers.ResourceFit(alloc),
 			podworkers.Validate(runtime.ValidatePodForRuntime),
 		}, a.deps.AdmitHandlers...),
 		OnTerminated: func(pod *v1.Pod) { p.forget(pod.UID) }})
@@ -316,59 +278,4 @@ func (p *pods) PodList() *v1.PodList {
 		list.Items = append(list.Items, *pod)
 	}
 	return list
-}
-
-// capacity is what the node has.
-type capacity struct {
-	MilliCPU, MemoryBytes int64
-}
-
-func nodeCapacity(ctx context.Context, h *cgroups.Hierarchies) capacity {
-	c := capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000}
-	r, err := cgroups.NewReader(h)
-	if err == nil {
-		var ns cgroups.NodeStats
-		if err := r.Node(ctx, &ns); err == nil || ns.Memory.CapacityBytes.Known {
-			if ns.Memory.CapacityBytes.Known {
-				c.MemoryBytes = int64(ns.Memory.CapacityBytes.V)
-			}
-		}
-	}
-	return c
-}
-
-// allocatable is capacity − systemReserved − kubeReserved − the hard
-// memory.available threshold.
-func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c capacity) podworkers.Allocatable {
-	a := podworkers.Allocatable{MilliCPU: c.MilliCPU, MemoryBytes: c.MemoryBytes, Pods: int64(kc.MaxPods)}
-	for _, res := range []map[string]string{kc.SystemReserved, kc.KubeReserved} {
-		if q, err := resource.ParseQuantity(res["cpu"]); err == nil {
-			a.MilliCPU -= q.MilliValue()
-		}
-		if q, err := resource.ParseQuantity(res["memory"]); err == nil {
-			a.MemoryBytes -= q.Value()
-		}
-	}
-	for _, th := range ths {
-		if th.Signal != eviction.SignalMemoryAvailable || !th.Hard() {
-			continue
-		}
-		if th.Value.Quantity != nil {
-			a.MemoryBytes -= th.Value.Quantity.Value()
-		} else {
-			a.MemoryBytes -= int64(th.Value.Percentage * float64(c.MemoryBytes))
-		}
-	}
-	a.MilliCPU = max(a.MilliCPU, 0)
-	a.MemoryBytes = max(a.MemoryBytes, 0)
-	return a
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -31,7 +31,7 @@ func TestAllocatable(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := allocatable(&tc.kc, tc.ths, capacity{MilliCPU: 2000, MemoryBytes: 4 << 30})
+			got := allocatable(&tc.kc, tc.ths, Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30})
 			if got != tc.want {
 				t.Errorf("allocatable = %+v, want %+v", got, tc.want)
 			}

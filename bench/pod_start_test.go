@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
@@ -188,66 +186,26 @@ healthzPort: %d
 	if err != nil {
 		b.Fatal(err)
 	}
-	kc := &c.Kubelet
 	dcm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: e.dCgroupRoot})
 	if err != nil {
 		b.Fatal(err)
 	}
-	milliCPU, memBytes := int64(goruntime.NumCPU())*1000, int64(0)
-	if r, err := cgroups.NewReader(h); err == nil {
-		var ns cgroups.NodeStats
-		_ = r.Node(ctx, &ns)
-		if v, ok := ns.Memory.CapacityBytes.Get(); ok {
-			memBytes = int64(v)
-		}
-	}
-	// Allocatable as kernelet computes it with the default evictionHard
-	// memory.available<100Mi; it only sizes kubepods here.
-	allocMem := max(memBytes-100<<20, 0)
-	qosCfg := cgroups.QoSConfig{
-		Allocatable:            cgroups.NodeAllocatable{MilliCPU: milliCPU, MemoryBytes: allocMem},
-		EnforceAllocatable:     slices.Contains(kc.EnforceNodeAllocatable, "pods"),
-		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
-		MemoryThrottlingFactor: 0.9,
-		PageSize:               int64(os.Getpagesize()),
-	}
-	if kc.MemoryThrottlingFactor != nil {
-		qosCfg.MemoryThrottlingFactor = *kc.MemoryThrottlingFactor
-	}
-	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
-		qosCfg.PodPidsLimit = *kc.PodPidsLimit
-	}
-	if _, err := dcm.EnsureQoS(ctx, qosCfg, nil); err != nil {
+	// Capacity, allocatable, QoS settings and sync options exactly as
+	// kernelet derives them (agent.NewPodSetup), with the node addresses it
+	// would find.
+	nodeIPs, _ := agent.NodeIPs(ctx, nil, e.node, agent.DefaultNodeIPSources())
+	setup := agent.NewPodSetup(c, agent.NodeCapacity(ctx, h), h.Mode, nodeIPs, filepath.Dir(e.dPods))
+	if _, err := dcm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
 		b.Fatal(err)
 	}
-	e.dCgroups = kruntime.CgroupsAdapter{Manager: dcm, Config: qosCfg}
+	e.dCgroups = kruntime.CgroupsAdapter{Manager: dcm, Config: setup.QoS}
 	e.dMgr, err = kruntime.NewManager(kruntime.ManagerConfig{Runtime: rs, Images: is, Cgroups: e.dCgroups,
 		PodLogsDir: e.dLogs, PodsDir: e.dPods})
 	if err != nil {
 		b.Fatal(err)
 	}
-	hostIPs, _ := agent.NodeIPs(ctx, nil, e.node, agent.DefaultNodeIPSources()) // as kernelet decides them
-	cpu := kruntime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
-	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
-		cpu.DisableCPUCFSQuota = true
-	}
-	seccomp := kruntime.SeccompOptions{SeccompProfileRoot: filepath.Join(filepath.Dir(e.dPods), "seccomp")}
-	if kc.SeccompDefault != nil {
-		seccomp.SeccompDefault = *kc.SeccompDefault
-	}
-	e.dSync = kruntime.SyncOptions{
-		Sandbox: kruntime.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
-			NodeIPs: hostIPs, CPUOptions: cpu, SeccompOptions: seccomp, PodLogsDir: e.dLogs},
-		Container: kruntime.ContainerOptions{HostIPs: hostIPs, NodeMemoryCapacity: memBytes,
-			NodeAllocatable: v1.ResourceList{
-				v1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
-				v1.ResourceMemory: *resource.NewQuantity(allocMem, resource.BinarySI)},
-			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: h.Mode == cgroups.Unified,
-			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill},
-	}
-	if kc.ResolverConfig != nil {
-		e.dSync.Sandbox.ResolvConf = *kc.ResolverConfig
-	}
+	e.dSync = setup.Sync
+	e.dSync.Sandbox.PodLogsDir = e.dLogs // runtime.Manager.SyncPod sets it from its PodLogsDir
 	return e
 }
 

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -102,4 +104,29 @@ func TestVMFailingTestExitCode(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^--- FAIL: TestVMSelfCheckFails `).MatchString(res.Output) {
 		t.Errorf("no FAIL line for TestVMSelfCheckFails in the VM output:\n%s", res.Tail(30))
 	}
+}
+
+// A boot that does not reach the test within BootTimeout is killed and
+// booted again, VMBootAttempts times, then reported as ErrVMBootHang
+// (here every boot "hangs": the timeout is shorter than any boot).
+func TestVMBootHangRetried(t *testing.T) {
+	bin := vmTestBinary(t)
+	var console strings.Builder
+	start := time.Now()
+	_, err := env.RunInVM(t.Context(), env.VMOptions{
+		TestBinary:  bin,
+		Args:        []string{"-test.run", "^$"},
+		BootTimeout: 200 * time.Millisecond,
+		Console:     &console,
+	})
+	if !errors.Is(err, env.ErrVMBootHang) {
+		t.Fatalf("err = %v, want ErrVMBootHang", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("%d attempts", env.VMBootAttempts)) {
+		t.Errorf("error does not count the attempts: %v", err)
+	}
+	if n := strings.Count(console.String(), "booting again"); n != env.VMBootAttempts-1 {
+		t.Errorf("%d retries announced on the console, want %d:\n%s", n, env.VMBootAttempts-1, console.String())
+	}
+	t.Logf("%d boots killed at 200ms each, reported after %v", env.VMBootAttempts, time.Since(start).Round(time.Millisecond))
 }

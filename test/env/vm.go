@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,7 +53,16 @@ const (
 	DefaultVMMemoryMiB = 512
 	DefaultVMCPUs      = 2
 	DefaultVMTimeout   = 3 * time.Minute
+	// DefaultVMBootTimeout bounds one boot, from starting qemu until init
+	// starts the test binary (a boot takes 2–3 s under TCG here).
+	DefaultVMBootTimeout = 45 * time.Second
+	// VMBootAttempts is how many boots RunInVM tries when one hangs.
+	VMBootAttempts = 3
 )
+
+// ErrVMBootHang is returned (wrapped) when no boot of the VM reached the
+// test binary within BootTimeout, VMBootAttempts times.
+var ErrVMBootHang = errors.New("vm: the guest did not boot")
 
 // ErrVMNoExitMarker is returned (wrapped, with the tail of the console) when
 // qemu exited without the init printing the test's exit status: a kernel
@@ -79,6 +89,12 @@ type VMOptions struct {
 	CPUs int
 	// Timeout bounds the whole run, boot included (default 3 minutes).
 	Timeout time.Duration
+	// BootTimeout bounds one boot (default DefaultVMBootTimeout): a guest
+	// that has not started the test binary by then is killed and booted
+	// again — TCG guests on a busy host rarely hang early in the boot
+	// (seen: right after "PCI: Fatal: No config space access function
+	// found", a normal line), and nothing of the test has run yet.
+	BootTimeout time.Duration
 	// Kernel is the kernel image to boot (default: the newest
 	// /boot/vmlinuz-*-cloud-amd64).
 	Kernel string
@@ -475,6 +491,9 @@ func vmCheckOptions(opts *VMOptions) error {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultVMTimeout
 	}
+	if opts.BootTimeout == 0 {
+		opts.BootTimeout = DefaultVMBootTimeout
+	}
 	if opts.MemoryMiB < 64 || opts.CPUs < 1 || opts.Timeout < 0 {
 		return fmt.Errorf("vm: bad options: %d MiB, %d CPUs, timeout %v", opts.MemoryMiB, opts.CPUs, opts.Timeout)
 	}
@@ -579,6 +598,25 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
+	var hangs []string
+	for attempt := 1; ; attempt++ {
+		res, err := vmBoot(ctx, qemu, args, dir, nonce, &opts)
+		if !errors.Is(err, ErrVMBootHang) {
+			return res, err
+		}
+		hangs = append(hangs, err.Error())
+		if attempt == VMBootAttempts || ctx.Err() != nil {
+			return res, fmt.Errorf("%w: %d attempts:\n%s", ErrVMBootHang, attempt, strings.Join(hangs, "\n"))
+		}
+		if opts.Console != nil {
+			fmt.Fprintf(opts.Console, "vm: boot %d hung (no test start within %v); booting again\n", attempt, opts.BootTimeout)
+		}
+	}
+}
+
+// vmBoot runs qemu once: boot, the test, the exit marker. A boot that does
+// not start the test within opts.BootTimeout is killed: ErrVMBootHang.
+func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, opts *VMOptions) (*VMResult, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
@@ -607,6 +645,14 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 
 	res := &VMResult{ExitCode: -1, Kernel: opts.Kernel}
 	startMarker := "KERNELET-VM-START-" + nonce
+	var booted, hung atomic.Bool
+	watchdog := time.AfterFunc(opts.BootTimeout, func() {
+		if !booted.Load() {
+			hung.Store(true)
+			_ = cmd.Process.Kill() // by PID: this qemu only
+		}
+	})
+	defer watchdog.Stop()
 	var out strings.Builder
 	r := bufio.NewReaderSize(pr, 64<<10)
 	for {
@@ -618,6 +664,7 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 			}
 			if res.Boot == 0 && strings.Contains(line, startMarker) {
 				res.Boot = time.Since(start)
+				booted.Store(true)
 			}
 			out.WriteString(line)
 			if opts.Console != nil {
@@ -633,6 +680,9 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 	res.Output = out.String()
 	tail := func() string {
 		return "\n--- console tail ---\n" + res.Tail(40) + "\n--- qemu stderr ---\n" + strings.TrimSpace(stderr.String())
+	}
+	if hung.Load() && ctx.Err() == nil {
+		return res, fmt.Errorf("%w: no test start after %v, qemu killed%s", ErrVMBootHang, opts.BootTimeout, tail())
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		what := "cancelled"

@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// Capacity is what the node has.
+type Capacity struct {
+	MilliCPU, MemoryBytes int64
+}
+
+// NodeCapacity reads the node's CPUs and memory (MemTotal through the
+// cgroups node reader).
+func NodeCapacity(ctx context.Context, h *cgroups.Hierarchies) Capacity {
+	c := Capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000}
+	if r, err := cgroups.NewReader(h); err == nil {
+		var ns cgroups.NodeStats
+		_ = r.Node(ctx, &ns) // a partial read still tells the capacity
+		if ns.Memory.CapacityBytes.Known {
+			c.MemoryBytes = int64(ns.Memory.CapacityBytes.V)
+		}
+	}
+	return c
+}
+
+// PodSetup is what the pod side derives from the configuration and the
+// node: allocatable, the QoS hierarchy's settings, and the options of
+// every pod sync (sandbox and container configs).
+type PodSetup struct {
+	Capacity    Capacity
+	Allocatable podworkers.Allocatable
+	QoS         cgroups.QoSConfig
+	Sync        runtime.SyncOptions
+}
+
+// NewPodSetup derives the PodSetup of cfg on a node with capacity c,
+// cgroup mode mode and addresses nodeIPs; rootDir is the agent's root
+// (--root-dir).
+func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, rootDir string) PodSetup {
+	kc := &cfg.Kubelet
+	alloc := allocatable(kc, cfg.Thresholds, c)
+	qosCfg := cgroups.QoSConfig{
+		Allocatable:            cgroups.NodeAllocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes},
+		EnforceAllocatable:     contains(kc.EnforceNodeAllocatable, "pods"),
+		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
+		MemoryThrottlingFactor: 0.9,
+		PageSize:               int64(os.Getpagesize()),
+	}
+	if kc.MemoryThrottlingFactor != nil {
+		qosCfg.MemoryThrottlingFactor = *kc.MemoryThrottlingFactor
+	}
+	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
+		qosCfg.PodPidsLimit = *kc.PodPidsLimit
+	}
+	cpu := runtime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
+	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
+		cpu.DisableCPUCFSQuota = true
+	}
+	seccomp := runtime.SeccompOptions{SeccompProfileRoot: filepath.Join(rootDir, "seccomp")}
+	if kc.SeccompDefault != nil {
+		seccomp.SeccompDefault = *kc.SeccompDefault
+	}
+	sync := runtime.SyncOptions{
+		Sandbox: runtime.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
+			NodeIPs: nodeIPs, CPUOptions: cpu, SeccompOptions: seccomp},
+		Container: runtime.ContainerOptions{HostIPs: nodeIPs, NodeMemoryCapacity: c.MemoryBytes,
+			NodeAllocatable: v1.ResourceList{
+				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
+				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
+			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: mode == cgroups.Unified,
+			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill},
+	}
+	if kc.ResolverConfig != nil {
+		sync.Sandbox.ResolvConf = *kc.ResolverConfig
+	}
+	return PodSetup{Capacity: c, Allocatable: alloc, QoS: qosCfg, Sync: sync}
+}
+
+// allocatable is capacity − systemReserved − kubeReserved − the hard
+// memory.available threshold.
+func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
+	a := podworkers.Allocatable{MilliCPU: c.MilliCPU, MemoryBytes: c.MemoryBytes, Pods: int64(kc.MaxPods)}
+	for _, res := range []map[string]string{kc.SystemReserved, kc.KubeReserved} {
+		if q, err := resource.ParseQuantity(res["cpu"]); err == nil {
+			a.MilliCPU -= q.MilliValue()
+		}
+		if q, err := resource.ParseQuantity(res["memory"]); err == nil {
+			a.MemoryBytes -= q.Value()
+		}
+	}
+	for _, th := range ths {
+		if th.Signal != eviction.SignalMemoryAvailable || !th.Hard() {
+			continue
+		}
+		if th.Value.Quantity != nil {
+			a.MemoryBytes -= th.Value.Quantity.Value()
+		} else {
+			a.MemoryBytes -= int64(th.Value.Percentage * float64(c.MemoryBytes))
+		}
+	}
+	a.MilliCPU = max(a.MilliCPU, 0)
+	a.MemoryBytes = max(a.MemoryBytes, 0)
+	return a
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
