@@ -38,6 +38,8 @@ type fakeCRI struct {
 	// spec holds each container's spec oom_score_adj; pid its process.
 	spec map[string]int64
 	pid  map[string]int
+	// stopped lists the names of stopped containers in call order.
+	stopped []string
 }
 
 func newFakeCRI() *fakeCRI {
@@ -174,6 +176,7 @@ func (f *fakeCRI) StopContainer(_ context.Context, id string, timeout int64) err
 		return notFound(id)
 	}
 	f.stopWith[id] = timeout
+	f.stopped = append(f.stopped, c.Metadata.GetName())
 	if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		c.State, c.FinishedAt, c.ExitCode, c.Reason = runtimeapi.ContainerState_CONTAINER_EXITED, time.Now().UnixNano(), 143, "Error"
 	}

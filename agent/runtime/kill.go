@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,8 +130,11 @@ func (m *Manager) removeCgroup(ctx context.Context, st *PodStatus) error {
 	}
 }
 
-// stopPod stops every running container of st in parallel (hooks and
-// grace), then stops every sandbox; nothing is removed.
+// stopPod stops the running containers of st (hooks and grace), then
+// every sandbox; nothing is removed. Regular containers stop in parallel
+// first; sidecars (restartPolicy Always init containers) keep serving them
+// and stop afterwards, one at a time in the reverse order of the spec,
+// each with the pod's grace left (TerminationOrder).
 func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, override *int64, r *SyncResult) {
 	kills := map[string]KillInfo{}
 	for _, c := range st.Containers {
@@ -139,7 +143,15 @@ func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, overr
 		}
 		kills[c.ID] = KillInfo{Name: c.Name, Reason: "PodKilled", Message: "Stopping container " + c.Name, Container: c}
 	}
-	m.killContainers(ctx, pod, kills, override, r)
+	start := m.clock.Now()
+	regular, sidecars := TerminationOrder(pod, kills)
+	m.killContainers(ctx, pod, regular, override, r)
+	for _, id := range sidecars {
+		k := kills[id]
+		left := GracePeriod(pod, k.Container, override) - m.clock.Since(start)
+		secs := int64(max(left, 0) / time.Second)
+		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, &secs, r)
+	}
 	for _, sb := range st.Sandboxes {
 		err := m.rs.StopPodSandbox(ctx, sb.ID)
 		if isNotFound(err) {
@@ -290,4 +302,36 @@ func hookURL(g *v1.HTTPGetAction, c *v1.Container, host string) (string, error) 
 		path = "/" + path
 	}
 	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path, nil
+}
+
+// TerminationOrder splits the containers to kill: regular ones (app
+// containers, regular init containers, and anything pod's spec does not
+// name) are killed together first; sidecars — restartPolicy Always init
+// containers — follow one at a time, last defined first, as kubelet
+// terminates them. A nil pod (an orphan) has no sidecars.
+func TerminationOrder(pod *v1.Pod, kills map[string]KillInfo) (regular map[string]KillInfo, sidecars []string) {
+	rank := map[string]int{} // sidecar name → position in initContainers
+	if pod != nil {
+		for i, c := range pod.Spec.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+				rank[c.Name] = i
+			}
+		}
+	}
+	regular = map[string]KillInfo{}
+	for id, k := range kills {
+		if _, ok := rank[k.Name]; ok {
+			sidecars = append(sidecars, id)
+			continue
+		}
+		regular[id] = k
+	}
+	sort.Slice(sidecars, func(i, j int) bool {
+		a, b := kills[sidecars[i]], kills[sidecars[j]]
+		if rank[a.Name] != rank[b.Name] {
+			return rank[a.Name] > rank[b.Name]
+		}
+		return sidecars[i] < sidecars[j]
+	})
+	return regular, sidecars
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -251,5 +252,53 @@ func TestManagerPostStartFailure(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no FailedPostStartHook event: %+v", r.Events)
+	}
+}
+
+// Sidecars outlive the regular containers at termination: app first, then
+// the sidecars last-defined first, each with the grace left.
+func TestKillPodStopsSidecarsLast(t *testing.T) {
+	ctx := context.Background()
+	m, f, _ := newFakeManager(t)
+	f.images["img:1"] = true
+	pod := testPod(v1.RestartPolicyAlways, nil, []string{"s1", "s2"}, "app", "app2")
+	grace := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	for range 5 {
+		st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err := m.SyncPod(ctx, pod, st, SyncOptions{}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if len(st.Containers) != 4 {
+		t.Fatalf("%d containers run, want 4", len(st.Containers))
+	}
+	if err := m.KillPod(ctx, pod, st, nil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(f.stopped, " ")
+	if got != "app app2 s2 s1" && got != "app2 app s2 s1" {
+		t.Errorf("stop order %q, want the app containers, then s2, then s1", got)
+	}
+	for id, timeout := range f.stopWith {
+		if timeout < 2 || timeout > grace {
+			t.Errorf("StopContainer %s timeout %d, want within [2, %d]", id, timeout, grace)
+		}
+	}
+}
+
+func TestTerminationOrder(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, []string{"init"}, []string{"log", "proxy"}, "app")
+	kills := map[string]KillInfo{"c1": {Name: "app"}, "c2": {Name: "log"}, "c3": {Name: "proxy"}, "c4": {Name: "init"}, "c5": {Name: "gone"}}
+	regular, sidecars := TerminationOrder(pod, kills)
+	if len(regular) != 3 || regular["c1"].Name != "app" || regular["c4"].Name != "init" || regular["c5"].Name != "gone" {
+		t.Errorf("regular = %v", regular)
+	}
+	if strings.Join(sidecars, " ") != "c3 c2" {
+		t.Errorf("sidecars = %v, want proxy (c3) then log (c2)", sidecars)
+	}
+	if regular, sidecars := TerminationOrder(nil, kills); len(regular) != 5 || len(sidecars) != 0 {
+		t.Errorf("orphan: %d regular, sidecars %v", len(regular), sidecars)
 	}
 }

@@ -176,6 +176,7 @@ func TestPodLifecycle(t *testing.T) {
 	env.RequireContainerd(t)
 	t.Run("QoS", testLifecycleQoS)
 	t.Run("InitContainers", testLifecycleInit)
+	t.Run("Sidecars", testLifecycleSidecars)
 	t.Run("CrashLoopBackOff", testLifecycleCrashLoop)
 	t.Run("OOMKilled", testLifecycleOOM)
 	t.Run("KillPodGrace", testLifecycleKillGrace)
@@ -262,6 +263,70 @@ func testLifecycleInit(t *testing.T) {
 	if ics := api.InitContainerStatuses[0]; ics.State.Terminated == nil || ics.State.Terminated.ExitCode != 1 {
 		t.Errorf("init status %+v", ics)
 	}
+}
+
+// Sidecars (restartPolicy Always init containers) start in init order and
+// keep running beside the app, are restarted even under restartPolicy
+// Never, and are stopped after the app at termination.
+func testLifecycleSidecars(t *testing.T) {
+	l := newLifecycle(t)
+	m := l.manager(t)
+	// The app takes 500 ms to exit on TERM; the sidecar exits at once.
+	pod := lifecyclePod("lc-sidecar", v1.RestartPolicyNever, 5, "trap-term", "--exit-after", "500ms")
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "log", Image: env.TestboxImage, Args: []string{"sleep"}, ImagePullPolicy: v1.PullIfNotPresent, RestartPolicy: &always},
+		{Name: "setup", Image: env.TestboxImage, Args: []string{"exit", "--code", "0"}, ImagePullPolicy: v1.PullIfNotPresent},
+	}
+	l.run(t, m, pod)
+	sidecarRunning := func(api v1.PodStatus, st *kruntime.PodStatus) bool {
+		c := st.FindContainer("log")
+		return running(api, st) && c != nil && c.State == kruntime.ContainerRunning
+	}
+	api, st := l.syncUntil(t, m, pod, 30*time.Second, "Running with the sidecar", sidecarRunning)
+	side, setup, app := st.FindContainer("log"), st.FindContainer("setup"), st.FindContainer("app")
+	if setup == nil || setup.StartedAt.Before(side.StartedAt) || app.StartedAt.Before(setup.FinishedAt) {
+		t.Errorf("order: sidecar started %v, setup %+v, app started %v", side.StartedAt, setup, app.StartedAt)
+	}
+	for _, ics := range api.InitContainerStatuses {
+		if ics.Name == "log" && (ics.State.Running == nil || ics.Started == nil || !*ics.Started) {
+			t.Errorf("sidecar status %+v", ics)
+		}
+	}
+
+	// The sidecar dies: restarted although the pod's policy is Never.
+	if err := l.rs.StopContainer(t.Context(), side.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, st = l.syncUntil(t, m, pod, 30*time.Second, "sidecar restarted", func(api v1.PodStatus, st *kruntime.PodStatus) bool {
+		c := st.FindContainer("log")
+		return sidecarRunning(api, st) && c.ID != side.ID
+	})
+	if c := st.FindContainer("log"); c.RestartCount != 1 {
+		t.Errorf("sidecar restart count %d, want 1", c.RestartCount)
+	}
+	if c := st.FindContainer("app"); c.ID != app.ID {
+		t.Errorf("the app was restarted with its sidecar")
+	}
+
+	// Termination: the app (500 ms to exit) is stopped before the sidecar.
+	start := time.Now()
+	r := m.KillPod(t.Context(), pod, st, nil)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, s := range r.Steps {
+		if s.Action == kruntime.ActionKillContainer {
+			order = append(order, strings.Fields(s.Target)[0])
+		}
+	}
+	if strings.Join(order, " ") != "app log" {
+		t.Errorf("kill order %v, want app then log", order)
+	}
+	l.checkGone(t, pod)
+	t.Logf("sidecar started before setup and app, restarted under restartPolicy Never, stopped after the app (kill order %v, %v)",
+		order, time.Since(start).Round(time.Millisecond))
 }
 
 func testLifecycleCrashLoop(t *testing.T) {
