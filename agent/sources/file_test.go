@@ -111,7 +111,7 @@ func TestFileSourceInotify(t *testing.T) {
 	collect(t, h.m.Updates(), "file/ADD:a-node-1")
 
 	writeFile(t, a, manifest("a", "nginx:2"))
-	collect(t, h.m.Updates(), "file/UPDATE:a-node-1")
+	collect(t, h.m.Updates(), "file/REMOVE:a-node-1", "file/ADD:a-node-1") // new content, new UID
 
 	// A malformed manifest among good ones: the good ones are delivered and
 	// the problem names the bad file.
@@ -176,7 +176,7 @@ func TestFileSourceRescanWithoutInotify(t *testing.T) {
 	h := startFile(t, FileOptions{Path: dir, Period: 20 * time.Millisecond, DisableInotify: true})
 	collect(t, h.m.Updates(), "file/ADD:a-node-1")
 	writeFile(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx:2"))
-	collect(t, h.m.Updates(), "file/UPDATE:a-node-1")
+	collect(t, h.m.Updates(), "file/REMOVE:a-node-1", "file/ADD:a-node-1") // new content, new UID
 	writeFile(t, filepath.Join(dir, "b.yaml"), manifest("b", "nginx:2"))
 	collect(t, h.m.Updates(), "file/ADD:b-node-1")
 	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
@@ -217,7 +217,7 @@ func TestFileSourceBadFileKeepsLastGood(t *testing.T) {
 			}
 
 			writeFile(t, a, manifest("a", "nginx:2"))
-			collect(t, h.m.Updates(), "file/REMOVE:a2-node-1", "file/UPDATE:a-node-1")
+			collect(t, h.m.Updates(), "file/REMOVE:a-node-1,a2-node-1", "file/ADD:a-node-1")
 			waitUntil(t, "the problem to clear", func() bool { return len(h.src.Problems()) == 0 })
 
 			// A file that was never good adds nothing and takes nothing.
@@ -257,7 +257,7 @@ func TestFileSourceDuplicates(t *testing.T) {
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	collect(t, h.m.Updates(), "file/UPDATE:web-node-1")
+	collect(t, h.m.Updates(), "file/REMOVE:web-node-1", "file/ADD:web-node-1")
 	waitUntil(t, "problems to clear", func() bool { return len(h.src.Problems()) == 0 })
 }
 
@@ -320,7 +320,7 @@ func TestFileSourceSingleFile(t *testing.T) {
 	h := startFile(t, FileOptions{Path: path, Period: time.Hour})
 	collect(t, h.m.Updates(), "file/ADD:single-node-1")
 	writeAtomic(t, path, manifest("single", "nginx:2"))
-	collect(t, h.m.Updates(), "file/UPDATE:single-node-1")
+	collect(t, h.m.Updates(), "file/REMOVE:single-node-1", "file/ADD:single-node-1")
 }
 
 // TestFileSourceUIDStable: two source instances (an agent restart) give

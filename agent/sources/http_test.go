@@ -163,7 +163,7 @@ func TestURLSource(t *testing.T) {
 	// A PodList body.
 	srv.serve(http.StatusOK, `{"apiVersion":"v1","kind":"PodList","items":[`+
 		`{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}]}`)
-	collect(t, h.m.Updates(), "http/REMOVE:b-node-1", "http/UPDATE:a-node-1")
+	collect(t, h.m.Updates(), "http/REMOVE:a-node-1,b-node-1", "http/ADD:a-node-1")
 	waitUntil(t, "problems to clear", func() bool { return len(h.src.Problems()) == 0 })
 
 	// An empty PodList is the explicit empty set; an empty body is not.

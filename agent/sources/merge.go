@@ -238,6 +238,13 @@ func Diff(source string, had, want map[string]*v1.Pod) ([]Update, map[string]*v1
 		case !ok:
 			adds = append(adds, n)
 			next[fn] = n
+		case o.UID != n.UID:
+			// Another pod under the same name (an edited static manifest,
+			// a deleted and re-created API pod): the old one goes, the new
+			// one comes — pods are identified by UID, as in kubelet.
+			removes = append(removes, o)
+			adds = append(adds, n)
+			next[fn] = n
 		case podsDiffer(o, n):
 			if n.DeletionTimestamp != nil {
 				deletes = append(deletes, n)

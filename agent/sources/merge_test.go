@@ -15,7 +15,8 @@ import (
 
 // pod builds a pod from a short spec: "name" or "name:version" with
 // optional modifiers after "+": "+status=Running", "+deleting",
-// "+label", "+seen=..." (version changes image and UID).
+// "+label", "+seen=...", "+spec" (version changes image and UID; spec
+// changes the image only).
 func pod(spec string) *v1.Pod {
 	spec, mods, _ := strings.Cut(spec, "+")
 	name, version, _ := strings.Cut(spec, ":")
@@ -36,6 +37,8 @@ func pod(spec string) *v1.Pod {
 			p.DeletionTimestamp = &ts
 		case "label":
 			p.Labels = map[string]string{"l": "1"}
+		case "spec":
+			p.Spec.Containers[0].Image = "img:other"
 		case "seen":
 			p.Annotations[AnnotationConfigSeen] = v
 		}
@@ -94,9 +97,13 @@ func TestDiffSequences(t *testing.T) {
 			sets: [][]string{{"a"}, {"a+seen=t1"}},
 			want: []string{"ADD:a", ""},
 		},
-		"changed content updates": {
-			sets: [][]string{{"a", "b"}, {"a:2", "b"}},
+		"changed spec, same UID, updates": {
+			sets: [][]string{{"a", "b"}, {"a+spec", "b"}},
 			want: []string{"ADD:a,b", "UPDATE:a"},
+		},
+		"new UID under the same name replaces the pod": {
+			sets: [][]string{{"a", "b"}, {"a:2", "b"}},
+			want: []string{"ADD:a,b", "REMOVE:a ADD:a"},
 		},
 		"label change updates": {
 			sets: [][]string{{"a"}, {"a+label"}},
@@ -109,7 +116,7 @@ func TestDiffSequences(t *testing.T) {
 		"every op in order": {
 			sets: [][]string{
 				{"keep", "old", "upd", "del", "st"},
-				{"keep", "new", "upd:2", "del+deleting", "st+status=Running"},
+				{"keep", "new", "upd+spec", "del+deleting", "st+status=Running"},
 			},
 			want: []string{"ADD:del,keep,old,st,upd", "REMOVE:old ADD:new UPDATE:upd DELETE:del RECONCILE:st"},
 		},

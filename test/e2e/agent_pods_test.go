@@ -530,6 +530,45 @@ func TestAgentPods(t *testing.T) {
 		n.waitRunning(t, time.Second, "besteffort", "burstable", "guaranteed", "sleeper2")
 	})
 
+	t.Run("edit manifest", func(t *testing.T) {
+		// A static pod's UID comes from its content: an edited manifest is a
+		// new pod, and the old one goes (kubelet does the same).
+		old := pods["sleeper2"]
+		edited := time.Now()
+		writeManifest(t, n.manifests, "sleeper2.yaml", podManifest("sleeper2", `["sleep", "--for", "1h"]`, "", 2))
+		got := n.waitRunning(t, 10*time.Second, "sleeper2")["sleeper2"]
+		for got.UID == old.UID {
+			if time.Since(edited) > 10*time.Second {
+				t.Fatalf("the edited manifest did not replace pod %s", old.UID)
+			}
+			time.Sleep(50 * time.Millisecond)
+			got = n.waitRunning(t, 10*time.Second, "sleeper2")["sleeper2"]
+		}
+		sel := map[string]string{kruntime.LabelPodUID: string(old.UID)}
+		for {
+			cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) == 0 && len(sbs) == 0 {
+				break
+			}
+			if time.Since(edited) > 10*time.Second {
+				t.Fatalf("old pod still has %d containers, %d sandboxes", len(cs), len(sbs))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
+			t.Errorf("old pod's cgroup left: %v", dirs)
+		}
+		t.Logf("edited manifest → new pod %s Running and old pod %s gone in %v", got.UID, old.UID, time.Since(edited).Round(time.Millisecond))
+		pods["sleeper2"] = got
+	})
+
 	// A graceful stop leaves the pods running, as kubelet does.
 	n.stop(t, syscall.SIGTERM)
 	var uids []types.UID
