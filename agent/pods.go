@@ -210,11 +210,15 @@ func (p *pods) forget(uid types.UID) {
 	p.oomScores.Forget(uid)
 }
 
+// retryMargin is added to a back-off expiry so that the sync it asks for
+// finds the hold over.
+const retryMargin = 20 * time.Millisecond
+
 // SyncPod implements podworkers.Syncer.
-func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return v1.PodStatus{}, err
+		return podworkers.SyncResult{}, err
 	}
 	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
 	log := klog.FromContext(ctx)
@@ -230,7 +234,32 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
-	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs}), r.Err()
+	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs})}
+	if at := r.Actions.RetryAt; !at.IsZero() {
+		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
+	}
+	return res, r.Err()
+}
+
+// StopPod implements podworkers.Syncer: a pod that finished stops (what
+// still runs, its sandboxes, its cgroup) and keeps its exited containers
+// and logs for its final status.
+func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return v1.PodStatus{}, err
+	}
+	if err := p.mgr.StopPod(ctx, pod, st).Err(); err != nil {
+		return v1.PodStatus{}, err
+	}
+	if after, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+		st = after
+	}
+	p.oomScores.Forget(pod.UID) // nothing of it runs any more
+	p.mu.Lock()
+	waiting := p.waiting[pod.UID]
+	p.mu.Unlock()
+	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs}), nil
 }
 
 // KillPod implements podworkers.Syncer: the pod's containers and sandboxes

@@ -45,11 +45,25 @@ type Update struct {
 	Reason, Message string
 }
 
+// SyncResult is what one sync tells the worker.
+type SyncResult struct {
+	// Status is the pod's status after the sync.
+	Status v1.PodStatus
+	// RetryAfter, when positive, asks for the next sync that soon: a
+	// container waits for a back-off that expires before the resync.
+	RetryAfter time.Duration
+}
+
 // Syncer does the work of a worker for one pod. Calls for one pod are
 // serialized.
 type Syncer interface {
 	// SyncPod brings the runtime in line with pod and returns its status.
-	SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error)
+	SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error)
+	// StopPod stops a pod that finished on its own (phase Succeeded or
+	// Failed): whatever still runs of it stops and its cgroup goes, while
+	// its exited containers and logs stay until the pod is removed. It
+	// returns the final status.
+	StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error)
 	// KillPod stops the pod's containers and sandboxes within the grace
 	// (the terminating phase).
 	KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error
@@ -107,6 +121,9 @@ type PodRecord struct {
 	Status v1.PodStatus
 	// Terminating is true from a terminate or kill update on.
 	Terminating bool
+	// Finished is true once the pod reached Succeeded or Failed on its own
+	// and was stopped: it no longer counts against the node's capacity.
+	Finished bool
 	// LastSync is when the last sync finished; LastErr its error.
 	LastSync time.Time
 	LastErr  error

@@ -21,11 +21,18 @@ type Workers struct {
 	wg    sync.WaitGroup
 
 	mu sync.Mutex
+	// ctx is the context of the first Update: workers started later (a
+	// pod that waited for its name, a restart) run on it.
+	ctx context.Context
 	// workers run the admitted pods.
 	workers map[types.UID]*worker
 	// finished holds pods that do not run: rejected at admission or
 	// killed; they stay until their source drops them.
 	finished map[types.UID]*PodRecord
+	// waiting holds, by full name, the newest pod that must wait for an
+	// older pod of the same name (an edited static manifest) to finish
+	// terminating before it starts.
+	waiting map[string]*v1.Pod
 }
 
 type worker struct {
@@ -34,7 +41,13 @@ type worker struct {
 	pending    *Update
 	wake       chan struct{}
 	cancelSync context.CancelFunc
+	// restart is the pod to start again once this one has terminated: it
+	// was wanted again (same UID) while terminating.
+	restart *v1.Pod
 }
+
+// fullName is the pod's namespace/name key.
+func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // New returns workers; nothing runs until the first Update.
 func New(cfg Config) (*Workers, error) {
@@ -53,7 +66,8 @@ func New(cfg Config) (*Workers, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Workers{cfg: cfg, clock: cfg.Clock, workers: map[types.UID]*worker{}, finished: map[types.UID]*PodRecord{}}, nil
+	return &Workers{cfg: cfg, clock: cfg.Clock, workers: map[types.UID]*worker{}, finished: map[types.UID]*PodRecord{},
+		waiting: map[string]*v1.Pod{}}, nil
 }
 
 // Update hands u to the pod's worker. A pod's first sync update goes
@@ -65,13 +79,26 @@ func (ws *Workers) Update(ctx context.Context, u Update) {
 	if u.Pod == nil {
 		return
 	}
-	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(u.Pod), "podUID", u.Pod.UID)
-	uid := u.Pod.UID
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if ws.ctx == nil {
+		ws.ctx = ctx
+	}
+	ws.updateLocked(ctx, u)
+}
+
+func (ws *Workers) updateLocked(ctx context.Context, u Update) {
+	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(u.Pod), "podUID", u.Pod.UID)
+	uid := u.Pod.UID
 	if w, ok := ws.workers[uid]; ok {
 		if u.Type == SyncPod && w.rec.Terminating {
+			// Wanted again while terminating: it starts afresh once the
+			// termination is done (a manifest moved out and back).
+			w.restart = u.Pod
 			return
+		}
+		if u.Type != SyncPod {
+			w.restart = nil
 		}
 		if u.Type == SyncPod {
 			w.rec.Pod = u.Pod
@@ -99,12 +126,27 @@ func (ws *Workers) Update(ctx context.Context, u Update) {
 		}
 		return
 	}
+	fn := fullName(u.Pod)
 	if u.Type != SyncPod {
+		if p := ws.waiting[fn]; p != nil && p.UID == uid {
+			delete(ws.waiting, fn) // removed before it could start
+		}
 		return
+	}
+	for _, w := range ws.workers {
+		if fullName(w.rec.Pod) == fn {
+			// Another pod of this name still runs or terminates: this one
+			// starts when it is gone, as kubelet does for static pods.
+			if ws.waiting[fn] == nil {
+				log.Info("Pod waits for the previous pod of the same name to terminate", "previousUID", w.uid)
+			}
+			ws.waiting[fn] = u.Pod
+			return
+		}
 	}
 	attrs := AdmitAttributes{Pod: u.Pod}
 	for _, w := range ws.workers {
-		if !w.rec.Terminating {
+		if !w.rec.Terminating && !w.rec.Finished {
 			attrs.OtherPods = append(attrs.OtherPods, w.rec.Pod)
 		}
 	}
@@ -141,7 +183,8 @@ func (ws *Workers) Known(uid types.UID) bool {
 	return ok || done
 }
 
-// Pods are the records of every known pod, sorted by namespace and name.
+// Pods are the records of every known pod (pods waiting for their name
+// show as Pending), sorted by namespace and name.
 func (ws *Workers) Pods() []PodRecord {
 	ws.mu.Lock()
 	out := make([]PodRecord, 0, len(ws.workers)+len(ws.finished))
@@ -150,6 +193,9 @@ func (ws *Workers) Pods() []PodRecord {
 	}
 	for _, r := range ws.finished {
 		out = append(out, *r)
+	}
+	for _, p := range ws.waiting {
+		out = append(out, PodRecord{Pod: p, Status: v1.PodStatus{Phase: v1.PodPending}})
 	}
 	ws.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -210,13 +256,13 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			ws.terminate(ctx, w, *u)
 			return
 		}
-		st, err := ws.cfg.Syncer.SyncPod(sctx, u.Pod)
+		res, err := ws.cfg.Syncer.SyncPod(sctx, u.Pod)
 		cancel()
 		ws.mu.Lock()
 		w.cancelSync = nil
 		w.rec.LastSync, w.rec.LastErr = ws.clock.Now(), err
-		if err == nil || st.Phase != "" {
-			w.rec.Status = st
+		if err == nil || res.Status.Phase != "" {
+			w.rec.Status = withTransitionTimes(w.rec.Status, res.Status)
 		}
 		ws.mu.Unlock()
 		if err != nil {
@@ -229,7 +275,84 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 		}
 		fails = 0
 		delay = ws.cfg.SyncFrequency
+		if res.RetryAfter > 0 && res.RetryAfter < delay {
+			delay = res.RetryAfter
+		}
+		if p := res.Status.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
+			if next := ws.finish(ctx, w); next != nil {
+				ws.terminate(ctx, w, *next)
+			}
+			return
+		}
 	}
+}
+
+// finish stops a pod that reached Succeeded or Failed (retrying until done
+// or ctx ends), records it as Finished, and then waits for what comes
+// next: a terminate or kill update, which it returns (nil: ctx ended).
+// Syncs no longer run; updates only replace the pod object.
+func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
+	log := klog.FromContext(ctx)
+	log.V(2).Info("Pod finished; stopping it", "phase", w.rec.Status.Phase)
+	for fails := 1; ; fails++ {
+		ws.mu.Lock()
+		pod := w.rec.Pod
+		ws.mu.Unlock()
+		st, err := ws.cfg.Syncer.StopPod(ctx, pod)
+		if err == nil {
+			ws.mu.Lock()
+			if st.Phase != "" {
+				w.rec.Status = withTransitionTimes(w.rec.Status, st)
+			}
+			w.rec.Finished = true
+			ws.mu.Unlock()
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		log.Error(err, "Stopping the finished pod failed; retrying", "failures", fails)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ws.clock.After(ws.backoff(fails)):
+		}
+	}
+	for {
+		ws.mu.Lock()
+		u := w.pending
+		w.pending = nil
+		ws.mu.Unlock()
+		if u != nil && u.Type != SyncPod {
+			return u
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+		}
+	}
+}
+
+// withTransitionTimes returns next with the lastTransitionTime of each
+// condition whose status did not change taken from prev.
+func withTransitionTimes(prev, next v1.PodStatus) v1.PodStatus {
+	if len(prev.Conditions) == 0 {
+		return next
+	}
+	old := map[v1.PodConditionType]v1.PodCondition{}
+	for _, c := range prev.Conditions {
+		old[c.Type] = c
+	}
+	conds := make([]v1.PodCondition, len(next.Conditions))
+	for i, c := range next.Conditions {
+		if o, ok := old[c.Type]; ok && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = o.LastTransitionTime
+		}
+		conds[i] = c
+	}
+	next.Conditions = conds
+	return next
 }
 
 // terminate kills the pod (retrying with back-off until it is done or ctx
@@ -266,9 +389,32 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		st.Phase, st.Reason, st.Message = v1.PodFailed, u.Reason, u.Message
 		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}
 	}
+	restart := w.restart
 	ws.mu.Unlock()
 	log.V(2).Info("Pod terminated")
 	if u.Type == TerminatePod && ws.cfg.OnTerminated != nil {
 		ws.cfg.OnTerminated(pod)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	base := ws.ctx
+	if base == nil || base.Err() != nil {
+		return
+	}
+	if restart != nil && u.Type == TerminatePod {
+		log.Info("Starting the pod again: it was wanted again while terminating")
+		ws.updateLocked(base, Update{Type: SyncPod, Pod: restart})
+	}
+	// A pod that waited for this one's name starts now.
+	fn := fullName(pod)
+	if next := ws.waiting[fn]; next != nil {
+		busy := false
+		for _, o := range ws.workers {
+			busy = busy || fullName(o.rec.Pod) == fn
+		}
+		if !busy {
+			delete(ws.waiting, fn)
+			ws.updateLocked(base, Update{Type: SyncPod, Pod: next})
+		}
 	}
 }

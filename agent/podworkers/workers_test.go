@@ -29,10 +29,17 @@ type fakeSyncer struct {
 	running  int
 	maxConc  int
 	syncDone chan struct{}
+	// phase, retry: what SyncPod reports (default Running, 0).
+	phase   v1.PodPhase
+	retry   time.Duration
+	stopped chan types.UID
+	// killBlock, when set, holds KillPod until it is closed.
+	killBlock chan struct{}
 }
 
 func newFake() *fakeSyncer {
-	return &fakeSyncer{killed: make(chan types.UID, 10), cleaned: make(chan types.UID, 10), syncDone: make(chan struct{}, 100), inSync: make(chan struct{}, 100)}
+	return &fakeSyncer{killed: make(chan types.UID, 10), cleaned: make(chan types.UID, 10), syncDone: make(chan struct{}, 100), inSync: make(chan struct{}, 100),
+		stopped: make(chan types.UID, 10)}
 }
 
 func (f *fakeSyncer) record(op string, uid types.UID) {
@@ -41,13 +48,16 @@ func (f *fakeSyncer) record(op string, uid types.UID) {
 	f.calls = append(f.calls, call{op, uid})
 }
 
-func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error) {
 	f.record("sync", pod.UID)
 	f.mu.Lock()
 	f.running++
 	f.maxConc = max(f.maxConc, f.running)
-	block, err := f.block, f.syncErr
+	block, err, phase, retry := f.block, f.syncErr, f.phase, f.retry
 	f.mu.Unlock()
+	if phase == "" {
+		phase = v1.PodRunning
+	}
 	f.inSync <- struct{}{}
 	if block != nil {
 		select {
@@ -59,12 +69,26 @@ func (f *fakeSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, er
 	f.running--
 	f.mu.Unlock()
 	f.syncDone <- struct{}{}
-	return v1.PodStatus{Phase: v1.PodRunning}, err
+	return SyncResult{Status: v1.PodStatus{Phase: phase}, RetryAfter: retry}, err
+}
+
+func (f *fakeSyncer) StopPod(_ context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	f.record("stop", pod.UID)
+	f.stopped <- pod.UID
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return v1.PodStatus{Phase: f.phase}, nil
 }
 
 func (f *fakeSyncer) KillPod(_ context.Context, pod *v1.Pod, _ *int64) error {
 	f.record("kill", pod.UID)
 	f.killed <- pod.UID
+	f.mu.Lock()
+	block := f.killBlock
+	f.mu.Unlock()
+	if block != nil {
+		<-block
+	}
 	return nil
 }
 
@@ -263,5 +287,159 @@ func TestKillKeepsFailedRecord(t *testing.T) {
 	ws.Update(ctx, Update{Type: TerminatePod, Pod: p})
 	if ws.Known(p.UID) {
 		t.Error("killed pod still known after its source dropped it")
+	}
+}
+
+// A back-off that expires before the resync brings the next sync forward.
+func TestRetryAfterBringsTheNextSyncForward(t *testing.T) {
+	f := newFake()
+	f.retry = 20 * time.Millisecond
+	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("a", "", "")})
+	wait(t, f.syncDone)
+	wait(t, f.syncDone) // not an hour later
+}
+
+// A pod that finished on its own is stopped once, syncs no more, frees
+// its capacity, and is removed when its source drops it.
+func TestFinishedPodIsStopped(t *testing.T) {
+	f := newFake()
+	f.phase = v1.PodSucceeded
+	terminated := make(chan *v1.Pod, 1)
+	ws, err := New(Config{Syncer: f, SyncFrequency: 10 * time.Millisecond, OnTerminated: func(p *v1.Pod) { terminated <- p },
+		Admit: []AdmitHandler{ResourceFit(Allocatable{Pods: 1})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	a := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	if uid := wait(t, f.stopped); uid != a.UID {
+		t.Fatalf("stopped %s", uid)
+	}
+	waitFor(t, func() bool { return ws.Pods()[0].Finished })
+	ws.Wake(a.UID)
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	time.Sleep(100 * time.Millisecond) // several resync periods
+	if n := f.count("sync"); n != 1 {
+		t.Errorf("%d syncs of a finished pod, want 1", n)
+	}
+	if rec := ws.Pods()[0]; rec.Status.Phase != v1.PodSucceeded {
+		t.Errorf("finished pod status %+v", rec.Status)
+	}
+	f.mu.Lock()
+	f.phase = v1.PodRunning
+	f.mu.Unlock()
+	b := testPod("b", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: b}) // maxPods 1: the finished pod does not count
+	waitFor(t, func() bool { return f.count("sync") == 2 })
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
+	if uid := wait(t, f.killed); uid != a.UID {
+		t.Fatalf("killed %s", uid)
+	}
+	wait(t, f.cleaned)
+	if p := wait(t, terminated); p.UID != a.UID {
+		t.Fatalf("terminated %s", p.UID)
+	}
+}
+
+// A pod wanted again (same UID) while it terminates starts afresh once
+// the termination is over, instead of being lost.
+func TestReAddedWhileTerminatingRestarts(t *testing.T) {
+	f := newFake()
+	f.killBlock = make(chan struct{})
+	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	a := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	wait(t, f.syncDone)
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
+	wait(t, f.killed)
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	close(f.killBlock)
+	wait(t, f.cleaned)
+	wait(t, f.syncDone) // the fresh worker's first sync
+	if !ws.Known(a.UID) {
+		t.Fatal("the re-added pod is not known")
+	}
+}
+
+// A pod with the name of a pod that still terminates (an edited static
+// manifest: new UID) waits for it, shown as Pending, then starts.
+func TestSameNameWaitsForTheOldPod(t *testing.T) {
+	f := newFake()
+	f.killBlock = make(chan struct{})
+	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	old := testPod("web", "", "")
+	edited := testPod("web", "", "")
+	edited.UID = "uid-web-2"
+	ws.Update(ctx, Update{Type: SyncPod, Pod: old})
+	wait(t, f.syncDone)
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: old})
+	wait(t, f.killed)
+	ws.Update(ctx, Update{Type: SyncPod, Pod: edited})
+	time.Sleep(50 * time.Millisecond)
+	if n := f.count("sync"); n != 1 {
+		t.Fatalf("the new pod synced while the old one terminates (%d syncs)", n)
+	}
+	var pending bool
+	for _, r := range ws.Pods() {
+		pending = pending || r.Pod.UID == edited.UID && r.Status.Phase == v1.PodPending
+	}
+	if !pending {
+		t.Errorf("the waiting pod is not listed as Pending: %+v", ws.Pods())
+	}
+	close(f.killBlock)
+	wait(t, f.cleaned)
+	wait(t, f.syncDone)
+	if !ws.Known(edited.UID) || ws.Known(old.UID) {
+		t.Errorf("known: edited %v, old %v", ws.Known(edited.UID), ws.Known(old.UID))
+	}
+}
+
+func TestWithTransitionTimes(t *testing.T) {
+	t1, t2 := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	prev := v1.PodStatus{Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t1},
+		{Type: v1.PodInitialized, Status: v1.ConditionFalse, LastTransitionTime: t1}}}
+	next := v1.PodStatus{Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t2},
+		{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: t2},
+		{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t2}}}
+	got := withTransitionTimes(prev, next)
+	want := []metav1.Time{t1, t2, t2}
+	for i, c := range got.Conditions {
+		if !c.LastTransitionTime.Equal(&want[i]) {
+			t.Errorf("%s: %v, want %v", c.Type, c.LastTransitionTime, want[i])
+		}
+	}
+	if !next.Conditions[0].LastTransitionTime.Equal(&t2) {
+		t.Error("next was modified")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

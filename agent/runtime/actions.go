@@ -37,6 +37,9 @@ type PodActions struct {
 	// InitFailed names the regular init container whose failure under
 	// restartPolicy Never fails the pod; nothing more is started.
 	InitFailed string
+	// RetryAt is when the earliest BackOff hold expires (zero: none): the
+	// pod's next sync is due then.
+	RetryAt time.Time
 }
 
 // KillInfo says which container is killed and why.
@@ -107,6 +110,12 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 			return a
 		}
 		computeContainers(pod, st, nil, now, backoff, &a)
+		if sb != nil && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && appCreated(pod, st) {
+			// Every regular container is done and none is to run again:
+			// no sandbox for nothing (sidecars do not run alone).
+			a.CreateSandbox = false
+			a.InitContainersToStart = nil
+		}
 		return a
 	}
 	a.SandboxID = sb.ID
@@ -120,7 +129,40 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 		}
 	}
 	computeContainers(pod, st, current, now, backoff, &a)
+	if a.InitFailed == "" && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && appCreated(pod, st) && keptRunning(pod, current, a) == 0 {
+		// The regular containers are done for good: the pod stops —
+		// sidecars and sandbox too — instead of idling.
+		a.KillPod = true
+		a.InitContainersToStart = nil
+	}
 	return a
+}
+
+// appCreated tells whether any regular container of pod was ever created
+// (in any sandbox): initialization is over.
+func appCreated(pod *v1.Pod, st *PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keptRunning counts the regular containers of the current sandbox that
+// run and are not being killed.
+func keptRunning(pod *v1.Pod, current []*ContainerStatus, a PodActions) int {
+	n := 0
+	for i := range pod.Spec.Containers {
+		c := newest(current, pod.Spec.Containers[i].Name)
+		if c == nil || c.State != ContainerRunning {
+			continue
+		}
+		if _, killed := a.ContainersToKill[c.ID]; !killed {
+			n++
+		}
+	}
+	return n
 }
 
 // sandboxChanged tells whether the pod needs a new sandbox, and why.
@@ -172,7 +214,6 @@ func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
 // computeContainers fills the init and app container actions, with
 // current the containers of the sandbox in use (nil for a new sandbox).
 func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, now time.Time, backoff BackoffChecker, a *PodActions) {
-	fresh := a.CreateSandbox
 	// restart decides for an exited container whether to restart now,
 	// recording a CrashLoopBackOff hold.
 	restart := func(c *ContainerStatus) bool {
@@ -182,6 +223,9 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 		held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.StartedAt, c.FinishedAt, now)
 		if held {
 			a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
+			if until := c.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {
+				a.RetryAt = until
+			}
 			return false
 		}
 		return true
@@ -264,14 +308,11 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		default: // failed
 			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				// The pod has failed: it stops (sidecars, sandbox) and
+				// nothing more is started.
 				a.InitFailed = ic.Name
-				// Kill whatever still runs (sidecars) and start nothing.
 				a.InitContainersToStart = nil
-				for _, c := range current {
-					if c.State == ContainerRunning {
-						kill(c, KillReasonInitDone, fmt.Sprintf("Init container %s failed, the pod has failed", ic.Name))
-					}
-				}
+				a.KillPod = true
 				return
 			}
 			if restart(s) {
@@ -288,12 +329,10 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 		s := newest(current, c.Name)
 		switch {
 		case s == nil:
-			if fresh && pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure {
-				// A new sandbox: containers that already succeeded are
-				// done.
-				if old := st.FindContainer(c.Name); old != nil && old.State == ContainerExited && old.ExitCode == 0 {
-					continue
-				}
+			// None in this sandbox: one that ran in an older sandbox and
+			// must not run again (OnFailure: it succeeded) is done.
+			if old := st.FindContainer(c.Name); old != nil && old.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, old) {
+				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		case s.State == ContainerRunning:

@@ -52,10 +52,12 @@ func readySandbox() *SandboxStatus {
 func TestComputePodActions(t *testing.T) {
 	app := testPod(v1.RestartPolicyAlways, nil, nil, "app")
 	appOnFailure := testPod(v1.RestartPolicyOnFailure, nil, nil, "app")
+	twoOnFailure := testPod(v1.RestartPolicyOnFailure, nil, nil, "app", "app2")
 	appNever := testPod(v1.RestartPolicyNever, nil, nil, "app")
 	withInit := testPod(v1.RestartPolicyAlways, []string{"init1", "init2"}, nil, "app")
 	initNever := testPod(v1.RestartPolicyNever, []string{"init1", "init2"}, nil, "app")
 	withSidecar := testPod(v1.RestartPolicyAlways, []string{"init1"}, []string{"side"}, "app")
+	sidecarNever := testPod(v1.RestartPolicyNever, nil, []string{"side"}, "app")
 	changed := testPod(v1.RestartPolicyAlways, nil, nil, "app")
 	changed.Spec.Containers[0].Image = "img:2"
 	podNet := testPod(v1.RestartPolicyAlways, nil, nil, "app")
@@ -93,23 +95,33 @@ func TestComputePodActions(t *testing.T) {
 		{name: "never: no new sandbox once containers ran", pod: appNever,
 			st:   st(appNever, []*SandboxStatus{{ID: "sb1", HostNetwork: true}}, ctr(appNever, "c1", "app", ContainerExited, 0, t0)),
 			want: PodActions{KillPod: true, Attempt: 1, SandboxReason: "sandbox is not ready"}},
-		{name: "onFailure: new sandbox skips succeeded containers", pod: appOnFailure,
+		{name: "onFailure: every container succeeded, no new sandbox", pod: appOnFailure,
 			st:   st(appOnFailure, []*SandboxStatus{{ID: "sb1", HostNetwork: true}}, ctr(appOnFailure, "c1", "app", ContainerExited, 0, t0)),
-			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: "sandbox is not ready"}},
+			want: PodActions{KillPod: true, Attempt: 1, SandboxReason: "sandbox is not ready"}},
+		{name: "onFailure: new sandbox skips succeeded containers", pod: twoOnFailure,
+			st: st(twoOnFailure, []*SandboxStatus{{ID: "sb1", HostNetwork: true}}, ctr(twoOnFailure, "c1", "app", ContainerExited, 0, t0),
+				ctr(twoOnFailure, "c2", "app2", ContainerExited, 1, t0)),
+			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: "sandbox is not ready", ContainersToStart: []int{1}}},
+		{name: "onFailure: a succeeded container of an old sandbox is not started again", pod: twoOnFailure,
+			st: st(twoOnFailure, []*SandboxStatus{readySandbox(), {ID: "sb0", HostNetwork: true}},
+				&ContainerStatus{ID: "c2", SandboxID: "sb1", Name: "app2", State: ContainerRunning, Hash: HashContainer(&twoOnFailure.Spec.Containers[1]), CreatedAt: t0},
+				&ContainerStatus{ID: "c1", SandboxID: "sb0", Name: "app", State: ContainerExited, ExitCode: 0, Hash: HashContainer(&twoOnFailure.Spec.Containers[0]), CreatedAt: t0.Add(-time.Minute)}),
+			want: PodActions{SandboxID: "sb1"}},
 		{name: "always: exited 0 restarts", pod: app, st: st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 0, long)),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
-		{name: "onFailure: exited 0 stays", pod: appOnFailure, st: st(appOnFailure, []*SandboxStatus{readySandbox()}, ctr(appOnFailure, "c1", "app", ContainerExited, 0, long)),
-			want: PodActions{SandboxID: "sb1"}},
+		{name: "onFailure: exited 0 stays, the pod stops", pod: appOnFailure, st: st(appOnFailure, []*SandboxStatus{readySandbox()}, ctr(appOnFailure, "c1", "app", ContainerExited, 0, long)),
+			want: PodActions{SandboxID: "sb1", KillPod: true}},
 		{name: "onFailure: exited 1 restarts", pod: appOnFailure, st: st(appOnFailure, []*SandboxStatus{readySandbox()}, ctr(appOnFailure, "c1", "app", ContainerExited, 1, long)),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
-		{name: "never: exited 1 stays", pod: appNever, st: st(appNever, []*SandboxStatus{readySandbox()}, ctr(appNever, "c1", "app", ContainerExited, 1, long)),
-			want: PodActions{SandboxID: "sb1"}},
+		{name: "never: exited 1 stays, the pod stops", pod: appNever, st: st(appNever, []*SandboxStatus{readySandbox()}, ctr(appNever, "c1", "app", ContainerExited, 1, long)),
+			want: PodActions{SandboxID: "sb1", KillPod: true}},
 		{name: "crash loop: the first exit restarts at once", pod: app, backoff: true,
 			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
 		{name: "crash loop: held by back-off", pod: app, backoff: true, crashedBefore: true,
 			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
-			want: PodActions{SandboxID: "sb1", BackOff: map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s restarting failed container=app pod=web_default(uid-1)"}}}},
+			want: PodActions{SandboxID: "sb1", BackOff: map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s restarting failed container=app pod=web_default(uid-1)"}},
+				RetryAt: t0.Add(-3*time.Second + 2*time.Second + 10*time.Second)}},
 		{name: "crash loop: back-off expired", pod: app, backoff: true, crashedBefore: true,
 			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-20*time.Second))),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
@@ -134,10 +146,16 @@ func TestComputePodActions(t *testing.T) {
 			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0}}},
 		{name: "init failed under never: pod failed", pod: initNever, st: st(initNever, []*SandboxStatus{readySandbox()},
 			ctr(initNever, "i2", "init2", ContainerExited, 3, t0), ctr(initNever, "i1", "init1", ContainerExited, 0, t0.Add(-time.Second))),
-			want: PodActions{SandboxID: "sb1", InitFailed: "init2"}},
+			want: PodActions{SandboxID: "sb1", InitFailed: "init2", KillPod: true}},
 		{name: "sidecar running, init done: app starts", pod: withSidecar, st: st(withSidecar, []*SandboxStatus{readySandbox()},
 			ctr(withSidecar, "i1", "init1", ContainerExited, 0, t0), ctr(withSidecar, "s1", "side", ContainerRunning, 0, t0.Add(-time.Second))),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
+		{name: "never: app done, sidecar running: the pod stops", pod: sidecarNever, st: st(sidecarNever, []*SandboxStatus{readySandbox()},
+			ctr(sidecarNever, "a1", "app", ContainerExited, 0, t0), ctr(sidecarNever, "s1", "side", ContainerRunning, 0, t0.Add(-time.Second))),
+			want: PodActions{SandboxID: "sb1", KillPod: true}},
+		{name: "never: app done, sidecar exited: not restarted", pod: sidecarNever, st: st(sidecarNever, []*SandboxStatus{readySandbox()},
+			ctr(sidecarNever, "a1", "app", ContainerExited, 0, t0), ctr(sidecarNever, "s1", "side", ContainerExited, 1, t0.Add(-time.Second))),
+			want: PodActions{SandboxID: "sb1", KillPod: true}},
 		{name: "sidecar exited after init: restarted", pod: withSidecar, st: st(withSidecar, []*SandboxStatus{readySandbox()},
 			ctr(withSidecar, "a1", "app", ContainerRunning, 0, t0), ctr(withSidecar, "s1", "side", ContainerExited, 0, long)),
 			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0}}},

@@ -113,6 +113,16 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 	return r
 }
 
+// StopPod stops a pod that has finished: its running containers (sidecars
+// last) and its sandboxes stop and its cgroup goes; its exited containers
+// and logs stay for the status until KillPod removes them.
+func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, st *PodStatus) *SyncResult {
+	r := newResult()
+	m.stopPod(ctx, pod, st, nil, r)
+	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
+	return r
+}
+
 // removeCgroup removes the pod's cgroup, retrying briefly while the
 // runtime's last processes exit.
 func (m *Manager) removeCgroup(ctx context.Context, st *PodStatus) error {

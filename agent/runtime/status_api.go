@@ -66,8 +66,12 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := containerStatus(pod, c, st, in, ReasonPodInitializing)
+		sidecar := qos.IsRestartableInit(c)
+		if !sidecar && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+			cs.Ready = true // a regular init container that completed is ready, as kubelet reports it
+		}
 		out.InitContainerStatuses = append(out.InitContainerStatuses, cs)
-		if !qos.IsRestartableInit(c) && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+		if !initContainerDone(cs, sidecar) {
 			initDone = false
 		}
 	}
@@ -98,12 +102,16 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 	out.Conditions = append(out.Conditions, cond(v1.PodReadyToStartContainers, sandboxReady, "", ""))
 	var notInit []string
 	for i, cs := range out.InitContainerStatuses {
-		if !qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && !initDone && (cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0) {
+		if !initDone && !initContainerDone(cs, qos.IsRestartableInit(&pod.Spec.InitContainers[i])) {
 			notInit = append(notInit, cs.Name)
 		}
 	}
-	out.Conditions = append(out.Conditions, cond(v1.PodInitialized, initDone, "ContainersNotInitialized",
-		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " "))))
+	initialized := cond(v1.PodInitialized, initDone, "ContainersNotInitialized",
+		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " ")))
+	if out.Phase == v1.PodSucceeded {
+		initialized = v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: "PodCompleted", LastTransitionTime: t}
+	}
+	out.Conditions = append(out.Conditions, initialized)
 	var unready []string
 	for i, cs := range out.InitContainerStatuses {
 		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && !cs.Ready {
@@ -117,9 +125,11 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 	}
 	ready := len(unready) == 0
 	reason, msg := "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
-	if out.Phase == v1.PodSucceeded || out.Phase == v1.PodFailed {
-		ready, reason = false, "PodCompleted"
-		msg = ""
+	switch out.Phase {
+	case v1.PodSucceeded:
+		ready, reason, msg = false, "PodCompleted", ""
+	case v1.PodFailed:
+		ready, reason, msg = false, "PodFailed", ""
 	}
 	out.Conditions = append(out.Conditions,
 		cond(v1.ContainersReady, ready, reason, msg),
@@ -194,6 +204,15 @@ func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInput
 	return out
 }
 
+// initContainerDone tells whether an init container no longer holds the
+// pod's initialization: a regular one succeeded, a sidecar started.
+func initContainerDone(cs v1.ContainerStatus, sidecar bool) bool {
+	if sidecar {
+		return cs.Started != nil && *cs.Started
+	}
+	return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+}
+
 // podPhase is kubelet's phase rule over the container statuses.
 func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.PodPhase {
 	policy := pod.Spec.RestartPolicy
@@ -209,6 +228,13 @@ func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.P
 		return v1.PodPending
 	}
 	var running, waiting, stopped, succeeded int
+	// A running sidecar keeps the pod Running; exited sidecars do not
+	// count.
+	for i, cs := range inits {
+		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && cs.State.Running != nil {
+			running++
+		}
+	}
 	for _, cs := range ctrs {
 		switch {
 		case cs.State.Running != nil:

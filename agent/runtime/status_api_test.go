@@ -91,3 +91,61 @@ func TestToAPIStatus(t *testing.T) {
 		})
 	}
 }
+
+// Kubelet's condition reasons for terminal pods, completed init
+// containers reported ready, and a running sidecar keeping the pod
+// Running.
+func TestToAPIStatusTerminalAndSidecars(t *testing.T) {
+	never := testPod(v1.RestartPolicyNever, []string{"init1"}, nil, "app")
+	sidecar := testPod(v1.RestartPolicyNever, nil, []string{"side"}, "app")
+	sb := []*SandboxStatus{readySandbox()}
+	st := func(pod *v1.Pod, cs ...*ContainerStatus) *PodStatus {
+		return &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Sandboxes: sb, Containers: cs}
+	}
+	cond := func(s v1.PodStatus, typ v1.PodConditionType) v1.PodCondition {
+		for _, c := range s.Conditions {
+			if c.Type == typ {
+				return c
+			}
+		}
+		t.Fatalf("no %s condition", typ)
+		return v1.PodCondition{}
+	}
+	init1 := ctr(never, "i1", "init1", ContainerExited, 0, t0.Add(-time.Minute))
+
+	ok := ToAPIStatus(never, st(never, ctr(never, "c1", "app", ContainerExited, 0, t0), init1), t0, StatusInputs{})
+	if ok.Phase != v1.PodSucceeded {
+		t.Fatalf("phase %s", ok.Phase)
+	}
+	if c := cond(ok, v1.PodInitialized); c.Status != v1.ConditionTrue || c.Reason != "PodCompleted" {
+		t.Errorf("Initialized of a succeeded pod: %+v", c)
+	}
+	for _, typ := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady} {
+		if c := cond(ok, typ); c.Status != v1.ConditionFalse || c.Reason != "PodCompleted" || c.Message != "" {
+			t.Errorf("%s of a succeeded pod: %+v", typ, c)
+		}
+	}
+	if !ok.InitContainerStatuses[0].Ready {
+		t.Errorf("a completed init container is reported not ready")
+	}
+
+	failed := ToAPIStatus(never, st(never, ctr(never, "c1", "app", ContainerExited, 3, t0), init1), t0, StatusInputs{})
+	if c := cond(failed, v1.PodReady); failed.Phase != v1.PodFailed || c.Reason != "PodFailed" {
+		t.Errorf("failed pod: phase %s, Ready %+v", failed.Phase, c)
+	}
+
+	side := ctr(sidecar, "s1", "side", ContainerRunning, 0, t0.Add(-time.Minute))
+	running := ToAPIStatus(sidecar, st(sidecar, ctr(sidecar, "c1", "app", ContainerExited, 0, t0), side), t0, StatusInputs{})
+	if running.Phase != v1.PodRunning {
+		t.Errorf("app done, sidecar running: phase %s, want Running until the sidecar stops", running.Phase)
+	}
+	side.State, side.ExitCode, side.FinishedAt = ContainerExited, 143, t0.Add(time.Second)
+	done := ToAPIStatus(sidecar, st(sidecar, ctr(sidecar, "c1", "app", ContainerExited, 0, t0), side), t0, StatusInputs{})
+	if done.Phase != v1.PodSucceeded {
+		t.Errorf("app done, sidecar stopped: phase %s, want Succeeded", done.Phase)
+	}
+	starting := ToAPIStatus(sidecar, st(sidecar), t0, StatusInputs{})
+	if c := cond(starting, v1.PodInitialized); c.Status != v1.ConditionFalse || c.Message != "containers with incomplete status: [side]" {
+		t.Errorf("sidecar not started yet: Initialized %+v", c)
+	}
+}

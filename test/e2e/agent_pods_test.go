@@ -220,6 +220,39 @@ const (
 `
 )
 
+// agentCleanup kills every pod of node n's agent left in the runtime and
+// removes its cgroup root.
+func agentCleanup(t *testing.T, n *agentNode, rs internalapi.RuntimeService, is internalapi.ImageManagerService, cm *cgroups.Manager) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	m, err := kruntime.NewManager(kruntime.ManagerConfig{Runtime: rs, Images: is, Cgroups: kruntime.CgroupsAdapter{Manager: cm},
+		PodLogsDir: n.logs, PodsDir: filepath.Join(n.root, "pods")})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	listed, err := m.ListPods(ctx)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+	zero := int64(0)
+	for _, p := range listed {
+		if !strings.HasSuffix(p.Name, "-"+n.node) {
+			continue
+		}
+		st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+		if err != nil {
+			st = p
+		}
+		if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
+			t.Errorf("cleanup: kill %s: %v", p.Name, err)
+		}
+	}
+	if err := podConfigRemoveCgroup(n.cgroupRoot); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+}
+
 // burstableScoreAdj is KUBELET.md's Burstable formula:
 // 1000 − 1000·request/capacity, clamped to [3, 999].
 func burstableScoreAdj(request, capacity int64) int {
@@ -276,36 +309,7 @@ func TestAgentPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Whatever happens, no pod of this node and no cgroup of its root stays.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		m, err := kruntime.NewManager(kruntime.ManagerConfig{Runtime: rs, Images: is, Cgroups: kruntime.CgroupsAdapter{Manager: cm},
-			PodLogsDir: n.logs, PodsDir: filepath.Join(n.root, "pods")})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		listed, err := m.ListPods(ctx)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-		zero := int64(0)
-		for _, p := range listed {
-			if !strings.HasSuffix(p.Name, "-"+n.node) {
-				continue
-			}
-			st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
-			if err != nil {
-				st = p
-			}
-			if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
-				t.Errorf("cleanup: kill %s: %v", p.Name, err)
-			}
-		}
-		if err := podConfigRemoveCgroup(n.cgroupRoot); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	t.Cleanup(func() { agentCleanup(t, n, rs, is, cm) })
 
 	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
 	// The Burstable pod uses the pod network (the private containerd's CNI
@@ -577,5 +581,122 @@ func TestAgentPods(t *testing.T) {
 	}
 	if got := runningContainers(t, rs, uids); len(got) != 4 {
 		t.Errorf("after SIGTERM %d containers run, want 4 (pods survive the agent)", len(got))
+	}
+}
+
+// Pods that end: a Job-like pod (restartPolicy Never, a sidecar beside an
+// app that exits 0) finishes as Succeeded and is stopped — sidecar and
+// sandbox included, its cgroup removed, its exited containers kept for the
+// status — and a crashing pod is restarted when its back-off expires
+// (10 s), not at the next resync a minute later.
+func TestAgentPodEndings(t *testing.T) {
+	cd := env.SharedContainerd(t)
+	rs, is := criClients(t, cd)
+	n := newAgentNode(t, cd)
+	h, err := cgroups.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agentCleanup(t, n, rs, is, cm) })
+
+	job := `apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - {name: log, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"], restartPolicy: Always}
+  containers:
+  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
+`
+	writeManifest(t, n.manifests, "job.yaml", job)
+	writeManifest(t, n.manifests, "crasher.yaml", podManifest("crasher", `["exit", "--code", "1"]`, "", 2))
+	start := time.Now()
+	n.start(t)
+
+	var jobPod v1.Pod
+	waitPod := func(name string, timeout time.Duration, what string, ok func(v1.Pod) bool) v1.Pod {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for {
+			if l, err := n.pods(t.Context()); err == nil {
+				for _, p := range l.Items {
+					if p.Name == name+"-"+n.node && ok(p) {
+						return p
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not reached in %v\n%s", what, timeout, n.log(t))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	jobPod = waitPod("job", 20*time.Second, "job Succeeded", func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	t.Logf("job pod Succeeded %v after the agent started", time.Since(start).Round(time.Millisecond))
+	for _, c := range jobPod.Status.Conditions {
+		if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && c.Reason != "PodCompleted" {
+			t.Errorf("condition %s of the succeeded pod: %+v", c.Type, c)
+		}
+	}
+	if cs := jobPod.Status.InitContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+		t.Errorf("sidecar of the finished pod: %+v", cs)
+	}
+	sel := map[string]string{kruntime.LabelPodUID: string(jobPod.UID)}
+	sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil || len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Errorf("sandbox of the finished pod: %+v, %v (want one, stopped)", sbs, err)
+	}
+	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil || len(cs) != 2 {
+		t.Errorf("containers of the finished pod: %d, %v (want app and sidecar kept, exited)", len(cs), err)
+	}
+	for _, c := range cs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			t.Errorf("container %s of the finished pod is %v", c.Metadata.GetName(), c.State)
+		}
+	}
+	if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
+		t.Errorf("cgroup of the finished pod left: %v", dirs)
+	}
+
+	// Kubelet's sequence: restart at once after the first exit, then 10 s.
+	crasher := waitPod("crasher", 30*time.Second, "crasher restarted twice", func(p v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 2
+	})
+	t.Logf("crashing pod restarted twice %v after the agent started (back-off 10 s after the second exit)", time.Since(start).Round(time.Millisecond))
+	if since := time.Since(start); since > 25*time.Second {
+		t.Errorf("the second restart came %v after start: the back-off expiry did not wake the worker", since)
+	}
+
+	// Removing the manifests removes everything, the finished pod too.
+	for _, f := range []string{"job.yaml", "crasher.yaml"} {
+		if err := os.Remove(filepath.Join(n.manifests, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, p := range []v1.Pod{jobPod, crasher} {
+		sel := map[string]string{kruntime.LabelPodUID: string(p.UID)}
+		for {
+			cs, _ := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+			sbs, _ := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+			if len(cs) == 0 && len(sbs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pod %s not removed: %d containers, %d sandboxes", p.Name, len(cs), len(sbs))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
+			t.Errorf("log dir of %s left: %v", p.Name, err)
+		}
 	}
 }
