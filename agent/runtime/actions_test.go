@@ -119,7 +119,7 @@ func TestComputePodActions(t *testing.T) {
 			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
 		{name: "crash loop: held by back-off", pod: app, backoff: true, crashedBefore: true,
-			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
+			st: st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
 			want: PodActions{SandboxID: "sb1", BackOff: map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s restarting failed container=app pod=web_default(uid-1)"}},
 				RetryAt: t0.Add(-3*time.Second + 2*time.Second + 10*time.Second)}},
 		{name: "crash loop: back-off expired", pod: app, backoff: true, crashedBefore: true,
