@@ -30,7 +30,6 @@ type PLEG struct {
 	lastSeen       prometheus.Gauge
 
 	mu       sync.Mutex
-	started  time.Time
 	lastOK   time.Time
 	previous map[types.UID]*runtime.PodStatus
 }
@@ -54,7 +53,7 @@ func New(cfg Config) (*PLEG, error) {
 	}
 	p := &PLEG{
 		cfg: cfg, clock: cfg.Clock, events: make(chan Event, cfg.EventBuffer), cache: NewCache(),
-		wake: make(chan struct{}, 1), started: cfg.Clock.Now(),
+		wake: make(chan struct{}, 1),
 		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "kubelet_pleg_relist_duration_seconds",
 			Help:    "Duration in seconds for relisting pods in PLEG.",
@@ -172,15 +171,15 @@ func (p *PLEG) Relist(ctx context.Context) {
 	}
 }
 
-// Healthy fails, with kubelet's message, when the last successful relist
-// (or the start, before the first) is older than the threshold.
+// Healthy fails, with kubelet's messages, before the first successful
+// relist and when the last one is older than the threshold.
 func (p *PLEG) Healthy() error {
 	p.mu.Lock()
 	last := p.lastOK
-	if last.IsZero() {
-		last = p.started
-	}
 	p.mu.Unlock()
+	if last.IsZero() {
+		return errors.New("pleg has yet to be successful")
+	}
 	if since := p.clock.Since(last); since > p.cfg.Threshold {
 		return fmt.Errorf("PLEG is not healthy: pleg was last seen active %v ago; threshold is %v", since, p.cfg.Threshold)
 	}

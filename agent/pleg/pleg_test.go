@@ -142,6 +142,9 @@ func TestHealthy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Healthy(); err == nil || err.Error() != "pleg has yet to be successful" {
+		t.Fatalf("before the first relist: %v", err)
+	}
 	p.Relist(t.Context())
 	clk.Step(3 * time.Minute)
 	if err := p.Healthy(); err != nil {

@@ -97,8 +97,10 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		m.pullMu.Lock()
 		m.pullFailures[key] = m.clock.Now()
 		m.pullMu.Unlock()
-		w := &Waiting{Reason: ReasonErrImagePull, Message: fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)}
-		r.warn(EventFailed, w.Message)
+		// The event names the image; the waiting message is the runtime's
+		// error as it is (kubelet's split).
+		w := &Waiting{Reason: ReasonErrImagePull, Message: err.Error()}
+		r.warn(EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		r.warn(EventFailed, "Error: "+ReasonErrImagePull)
 		return pulledImage{}, w, fmt.Errorf("pull %s: %w", c.Image, err)
 	}

@@ -159,7 +159,10 @@ func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, overr
 	for _, id := range sidecars {
 		k := kills[id]
 		left := GracePeriod(pod, k.Container, override) - m.clock.Since(start)
-		secs := int64(max(left, 0) / time.Second)
+		secs := int64((max(left, 0) + time.Second - 1) / time.Second)
+		if override == nil {
+			secs = max(secs, int64(MinimumGracePeriod/time.Second))
+		}
 		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, &secs, r)
 	}
 	for _, sb := range st.Sandboxes {
@@ -223,8 +226,13 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 		}
 		cancel()
 	}
-	left := grace - m.clock.Since(start)
-	err := m.rs.StopContainer(ctx, id, stopTimeout(left))
+	// At least MinimumGracePeriod for SIGTERM to work, unless the caller
+	// overrides the grace (as kubelet: an override of 0 kills at once).
+	timeout := stopTimeout(grace - m.clock.Since(start))
+	if override != nil {
+		timeout = max(*override, 0)
+	}
+	err := m.rs.StopContainer(ctx, id, timeout)
 	if isNotFound(err) {
 		return nil
 	}

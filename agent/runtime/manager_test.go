@@ -302,3 +302,39 @@ func TestTerminationOrder(t *testing.T) {
 		t.Errorf("orphan: %d regular, sidecars %v", len(regular), sidecars)
 	}
 }
+
+// The 2 s minimum gives SIGTERM a chance; an explicit override (eviction,
+// force) goes to the runtime as it is, 0 included.
+func TestStopTimeoutOverride(t *testing.T) {
+	for name, tc := range map[string]struct {
+		grace    int64
+		override *int64
+		want     int64
+	}{
+		"pod grace":            {30, nil, 30},
+		"pod grace below min":  {1, nil, 2},
+		"override 0":           {30, ptr(int64(0)), 0},
+		"override 1 below min": {30, ptr(int64(1)), 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			m, f, _ := newFakeManager(t)
+			f.images["img:1"] = true
+			pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+			pod.Spec.TerminationGracePeriodSeconds = &tc.grace
+			st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+			if err := m.SyncPod(ctx, pod, st, SyncOptions{}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+			if err := m.KillPod(ctx, pod, st, tc.override).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range f.stopWith {
+				if got != tc.want {
+					t.Errorf("StopContainer timeout %d, want %d", got, tc.want)
+				}
+			}
+		})
+	}
+}

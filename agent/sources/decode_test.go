@@ -354,6 +354,12 @@ func TestStaticPodUID(t *testing.T) {
 			t.Errorf("%s: uid %s vs %s, same=%v wanted", name, tc.got, ref, tc.same)
 		}
 	}
+	// A UID the manifest gives is kept.
+	given := base.DeepCopy()
+	given.UID = "0f5e1f3c-7a6b-4c1d-9e2f-3a4b5c6d7e8f"
+	if p, err := StaticPod(given, SourceFile, "/m/g.yaml", node, seenAt); err != nil || p.UID != given.UID || p.Annotations[AnnotationConfigHash] != string(given.UID) {
+		t.Errorf("manifest UID not kept: %v %v", p, err)
+	}
 	// The seen time is not hashed: two decodes at different times agree.
 	a, err1 := StaticPod(base, SourceFile, "/m/g.yaml", node, seenAt)
 	b, err2 := StaticPod(base, SourceFile, "/m/g.yaml", node, seenAt.Add(time.Hour))

@@ -53,9 +53,12 @@ func writeField(h hash.Hash, b []byte) {
 // is the file path or URL the pod came from; seen is the time for the
 // kubernetes.io/config.seen annotation.
 func StaticPod(pod *v1.Pod, source, identity, nodeName string, seen time.Time) (*v1.Pod, error) {
-	uid, err := StaticPodUID(source, identity, nodeName, pod)
-	if err != nil {
-		return nil, err
+	uid := pod.UID // a UID the manifest gives is kept, as kubelet does
+	if uid == "" {
+		var err error
+		if uid, err = StaticPodUID(source, identity, nodeName, pod); err != nil {
+			return nil, err
+		}
 	}
 	p := pod.DeepCopy()
 	p.TypeMeta = podTypeMeta
