@@ -204,11 +204,20 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 	if name == "" {
 		name = s.GetMetadata().GetName()
 	}
+	msg := s.GetMessage()
+	if s.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+		if t := TerminationMessage(s, ci.TerminationMessagePath, ci.TerminationMessagePolicy); t != "" {
+			if msg != "" {
+				msg += ": "
+			}
+			msg += t
+		}
+	}
 	return &ContainerStatus{
 		ID: s.GetId(), Name: name, Image: s.GetImage().GetImage(), ImageRef: s.GetImageRef(),
 		State:     stateFromCRI(s.GetState()),
 		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
-		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: s.GetMessage(),
+		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
 		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod,
 	}
 }

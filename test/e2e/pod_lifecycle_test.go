@@ -177,6 +177,7 @@ func TestPodLifecycle(t *testing.T) {
 	t.Run("QoS", testLifecycleQoS)
 	t.Run("InitContainers", testLifecycleInit)
 	t.Run("Sidecars", testLifecycleSidecars)
+	t.Run("TerminationMessage", testLifecycleTerminationMessage)
 	t.Run("CrashLoopBackOff", testLifecycleCrashLoop)
 	t.Run("OOMKilled", testLifecycleOOM)
 	t.Run("KillPodGrace", testLifecycleKillGrace)
@@ -327,6 +328,38 @@ func testLifecycleSidecars(t *testing.T) {
 	l.checkGone(t, pod)
 	t.Logf("sidecar started before setup and app, restarted under restartPolicy Never, stopped after the app (kill order %v, %v)",
 		order, time.Since(start).Round(time.Millisecond))
+}
+
+// A failed container under FallbackToLogsOnError gets the tail of its log
+// as its terminated message; one that succeeded gets none.
+func testLifecycleTerminationMessage(t *testing.T) {
+	l := newLifecycle(t)
+	m := l.manager(t)
+	pod := lifecyclePod("lc-termmsg", v1.RestartPolicyNever, 2, "exit", "--code", "3")
+	pod.Spec.Containers[0].TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
+	pod.Spec.Containers[0].TerminationMessagePath = v1.TerminationMessagePathDefault
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "ok", Image: env.TestboxImage, Args: []string{"exit", "--code", "0"},
+		ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
+		TerminationMessagePath: v1.TerminationMessagePathDefault})
+	l.run(t, m, pod)
+	api, _ := l.syncUntil(t, m, pod, 30*time.Second, "Failed", func(api v1.PodStatus, _ *kruntime.PodStatus) bool { return api.Phase == v1.PodFailed })
+	for _, cs := range api.ContainerStatuses {
+		term := cs.State.Terminated
+		if term == nil {
+			t.Fatalf("%s not terminated: %+v", cs.Name, cs.State)
+		}
+		switch cs.Name {
+		case "app":
+			if term.ExitCode != 3 || !strings.Contains(term.Message, "testbox exit: pid=1 code=3") {
+				t.Errorf("app: exit %d, message %q; want the log tail", term.ExitCode, term.Message)
+			}
+			t.Logf("terminated message of the failed container: %q", term.Message)
+		case "ok":
+			if term.Message != "" {
+				t.Errorf("a container that succeeded got message %q", term.Message)
+			}
+		}
+	}
 }
 
 func testLifecycleCrashLoop(t *testing.T) {
