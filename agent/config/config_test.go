@@ -196,6 +196,12 @@ func TestCheckHost(t *testing.T) {
 			t.Errorf("missing %q in %s", want, got)
 		}
 	}
+	errs = CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `cgroupDriver: Unsupported value: "systemd"`) ||
+		!strings.Contains(errs[0].Error(), "kernelet does not drive systemd slices yet") {
+		t.Errorf("systemd driver on a systemd host: %v, want it refused as not supported yet", errs)
+	}
+	cfg.Kubelet.CgroupDriver = "cgroupfs"
 	if errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }}); len(errs) != 0 {
 		t.Errorf("a host that fits must pass: %v", errs)
 	}

@@ -15,15 +15,22 @@ type Host struct {
 	FileExists func(path string) bool
 }
 
-// CheckHost returns every reason cfg cannot run on this host: a systemd
-// cgroup driver without systemd, and files the configuration names that are
-// missing.
+// CheckHost returns every reason cfg cannot run on this host: the systemd
+// cgroup driver (without systemd as PID 1; with it, not supported by
+// kernelet yet), and files the configuration names that are missing.
 func CheckHost(cfg *Config, h Host) field.ErrorList {
 	kc := &cfg.Kubelet
 	var errs field.ErrorList
-	if kc.CgroupDriver == "systemd" && h.PID1 != "systemd" {
+	switch {
+	case kc.CgroupDriver == "systemd" && h.PID1 != "systemd":
 		errs = append(errs, field.Invalid(field.NewPath("cgroupDriver"), kc.CgroupDriver,
 			fmt.Sprintf("needs systemd as PID 1, but PID 1 is %q; use cgroupfs", h.PID1)))
+	case kc.CgroupDriver == "systemd":
+		// Pod cgroups as systemd slices (through systemd's D-Bus API) are not
+		// built yet: refuse rather than hand runc cgroupfs paths it would
+		// reject for every sandbox.
+		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), kc.CgroupDriver,
+			[]string{"cgroupfs (kernelet does not drive systemd slices yet; set cgroupDriver: cgroupfs and SystemdCgroup = false in containerd's runc options)"}))
 	}
 	for _, f := range []struct {
 		p    *field.Path
