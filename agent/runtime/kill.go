@@ -33,8 +33,9 @@ func isNotFound(err error) bool {
 
 // GracePeriod is the grace period of container c of pod: override when
 // set, else the pod's deletion grace period, else its
-// terminationGracePeriodSeconds, else what the container was created with,
-// else DefaultTerminationGracePeriod. It is never below 0.
+// terminationGracePeriodSeconds; without the pod (an orphan), the deletion
+// grace then the termination grace the container was created with; else
+// DefaultTerminationGracePeriod. It is never below 0.
 func GracePeriod(pod *v1.Pod, c *ContainerStatus, override *int64) time.Duration {
 	var s *int64
 	switch {
@@ -44,6 +45,8 @@ func GracePeriod(pod *v1.Pod, c *ContainerStatus, override *int64) time.Duration
 		s = pod.DeletionGracePeriodSeconds
 	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
 		s = pod.Spec.TerminationGracePeriodSeconds
+	case pod == nil && c != nil && c.DeletionGracePeriod != nil:
+		s = c.DeletionGracePeriod
 	case c != nil && c.TerminationGracePeriod != nil:
 		s = c.TerminationGracePeriod
 	default:

@@ -185,6 +185,7 @@ func TestGracePeriod(t *testing.T) {
 		{"deletion", deleting, nil, nil, 5 * time.Second, 5},
 		{"override", deleting, nil, i(0), 0, 2},
 		{"orphan from annotation", nil, &ContainerStatus{TerminationGracePeriod: i(7)}, nil, 7 * time.Second, 7},
+		{"orphan deleted gracefully", nil, &ContainerStatus{TerminationGracePeriod: i(7), DeletionGracePeriod: i(3)}, nil, 3 * time.Second, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

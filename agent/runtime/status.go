@@ -108,7 +108,7 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 			ID: c.Id, SandboxID: c.PodSandboxId, Name: ci.ContainerName,
 			Image: c.GetImage().GetImage(), ImageRef: c.ImageRef, State: stateFromCRI(c.State),
 			CreatedAt: nanoTime(c.CreatedAt), RestartCount: ci.RestartCount, Hash: ci.Hash,
-			PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod,
+			PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
 		})
 	}
 	out := make([]*PodStatus, 0, len(byUID))
@@ -218,6 +218,6 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 		State:     stateFromCRI(s.GetState()),
 		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
 		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
-		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod,
+		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
 	}
 }

@@ -82,6 +82,9 @@ type ContainerStatus struct {
 	// created with, for killing it when its pod is gone.
 	PreStop                *v1.LifecycleHandler
 	TerminationGracePeriod *int64
+	// DeletionGracePeriod is the pod's deletion grace when the container
+	// was created during a graceful deletion (seconds; nil: none).
+	DeletionGracePeriod *int64
 }
 
 // FindContainer returns the newest container named name, nil when none.
