@@ -90,6 +90,11 @@ func (ws *Workers) Update(ctx context.Context, u Update) {
 func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(u.Pod), "podUID", u.Pod.UID)
 	uid := u.Pod.UID
+	fn := fullName(u.Pod)
+	if p := ws.waiting[fn]; p != nil && p.UID == uid {
+		// This update decides afresh: it waits again below if it must.
+		delete(ws.waiting, fn)
+	}
 	if w, ok := ws.workers[uid]; ok {
 		if u.Type == SyncPod && w.rec.Terminating {
 			// Wanted again while terminating: it starts afresh once the
@@ -98,12 +103,15 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			return
 		}
 		if u.Type != SyncPod {
+			// From now on the pod is on its way out: a sync that comes next
+			// asks for a restart afterwards.
 			w.restart = nil
+			w.rec.Terminating = true
 		}
 		if u.Type == SyncPod {
 			w.rec.Pod = u.Pod
 		}
-		if w.pending == nil || w.pending.Type == SyncPod {
+		if w.pending == nil || w.pending.Type == SyncPod || u.Type == TerminatePod && w.pending.Type == KillPod {
 			w.pending = &u
 		}
 		if u.Type != SyncPod && w.cancelSync != nil {
@@ -126,12 +134,8 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		}
 		return
 	}
-	fn := fullName(u.Pod)
 	if u.Type != SyncPod {
-		if p := ws.waiting[fn]; p != nil && p.UID == uid {
-			delete(ws.waiting, fn) // removed before it could start
-		}
-		return
+		return // not running (a waiting one was dropped above)
 	}
 	for _, w := range ws.workers {
 		if fullName(w.rec.Pod) == fn {
@@ -315,8 +319,17 @@ func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-w.wake:
 		case <-ws.clock.After(ws.backoff(fails)):
 		}
+		ws.mu.Lock()
+		u := w.pending
+		if u != nil && u.Type != SyncPod {
+			w.pending = nil
+			ws.mu.Unlock()
+			return u // the pod goes anyway: KillPod stops what is left
+		}
+		ws.mu.Unlock()
 	}
 	for {
 		ws.mu.Lock()
@@ -383,6 +396,9 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		log.Error(err, "Cleanup of terminated pod failed")
 	}
 	ws.mu.Lock()
+	if u.Type == KillPod && w.pending != nil && w.pending.Type == TerminatePod {
+		u = *w.pending // removed by its source meanwhile: forgotten, not kept as Failed
+	}
 	delete(ws.workers, w.uid)
 	if u.Type == KillPod {
 		st := w.rec.Status

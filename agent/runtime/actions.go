@@ -51,6 +51,9 @@ type KillInfo struct {
 	Message string
 	// Container is the status, for grace and hooks.
 	Container *ContainerStatus
+	// Grace, when set, is the time left for this container (a sidecar
+	// stopped after the others) instead of the pod's grace period.
+	Grace *time.Duration
 }
 
 // Kill reasons.
@@ -109,13 +112,14 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 			a.CreateSandbox = false
 			return a
 		}
-		computeContainers(pod, st, nil, now, backoff, &a)
-		if sb != nil && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && appCreated(pod, st) {
-			// Every regular container is done and none is to run again:
-			// no sandbox for nothing (sidecars do not run alone).
+		if sb != nil && regularDone(pod, st) {
+			// Every regular container ran and none is to run again: no
+			// sandbox for nothing (init containers and sidecars do not run
+			// alone).
 			a.CreateSandbox = false
-			a.InitContainersToStart = nil
+			return a
 		}
+		computeContainers(pod, st, nil, now, backoff, &a)
 		return a
 	}
 	a.SandboxID = sb.ID
@@ -128,25 +132,27 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 				Message: fmt.Sprintf("Container %s belongs to an old sandbox, it will be killed", c.Name)}
 		}
 	}
-	computeContainers(pod, st, current, now, backoff, &a)
-	if a.InitFailed == "" && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && appCreated(pod, st) && keptRunning(pod, current, a) == 0 {
-		// The regular containers are done for good: the pod stops —
-		// sidecars and sandbox too — instead of idling.
+	initialized := computeContainers(pod, st, current, now, backoff, &a)
+	if initialized && a.InitFailed == "" && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && keptRunning(pod, current, a) == 0 {
+		// Initialized, and the regular containers are done for good: the
+		// pod stops — sidecars and sandbox too — instead of idling.
 		a.KillPod = true
 		a.InitContainersToStart = nil
 	}
 	return a
 }
 
-// appCreated tells whether any regular container of pod was ever created
-// (in any sandbox): initialization is over.
-func appCreated(pod *v1.Pod, st *PodStatus) bool {
+// regularDone tells whether every regular container of pod ran (in any
+// sandbox) and none is to run again under the restart policy: Always
+// restarts everything; OnFailure spares those that succeeded.
+func regularDone(pod *v1.Pod, st *PodStatus) bool {
 	for i := range pod.Spec.Containers {
-		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
-			return true
+		c := st.FindContainer(pod.Spec.Containers[i].Name)
+		if c == nil || c.State != ContainerExited || shouldRestart(pod.Spec.RestartPolicy, c) {
+			return false
 		}
 	}
-	return false
+	return len(pod.Spec.Containers) > 0
 }
 
 // keptRunning counts the regular containers of the current sandbox that
@@ -213,7 +219,7 @@ func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
 
 // computeContainers fills the init and app container actions, with
 // current the containers of the sandbox in use (nil for a new sandbox).
-func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, now time.Time, backoff BackoffChecker, a *PodActions) {
+func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, now time.Time, backoff BackoffChecker, a *PodActions) (initialized bool) {
 	// restart decides for an exited container whether to restart now,
 	// recording a CrashLoopBackOff hold.
 	restart := func(c *ContainerStatus) bool {
@@ -313,7 +319,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 				a.InitFailed = ic.Name
 				a.InitContainersToStart = nil
 				a.KillPod = true
-				return
+				return false
 			}
 			if restart(s) {
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
@@ -321,7 +327,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 		}
 	}
 	if !initDone && !appStarted {
-		return
+		return false
 	}
 
 	for i := range pod.Spec.Containers {
@@ -349,6 +355,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 			}
 		}
 	}
+	return true
 }
 
 // nextRestartCount is the restart count of the next instance of the

@@ -161,12 +161,9 @@ func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, overr
 	m.killContainers(ctx, pod, regular, override, r)
 	for _, id := range sidecars {
 		k := kills[id]
-		left := GracePeriod(pod, k.Container, override) - m.clock.Since(start)
-		secs := int64((max(left, 0) + time.Second - 1) / time.Second)
-		if override == nil {
-			secs = max(secs, int64(MinimumGracePeriod/time.Second))
-		}
-		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, &secs, r)
+		left := max(GracePeriod(pod, k.Container, override)-m.clock.Since(start), 0)
+		k.Grace = &left // its preStop hook and the stop share what is left
+		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, override, r)
 	}
 	for _, sb := range st.Sandboxes {
 		err := m.rs.StopPodSandbox(ctx, sb.ID)
@@ -194,6 +191,9 @@ func (m *Manager) killContainers(ctx context.Context, pod *v1.Pod, kills map[str
 
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k KillInfo, override *int64, r *SyncResult) error {
 	grace := GracePeriod(pod, k.Container, override)
+	if k.Grace != nil {
+		grace = *k.Grace
+	}
 	start := m.clock.Now()
 	msg := k.Message
 	if msg == "" {

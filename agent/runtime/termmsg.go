@@ -27,9 +27,11 @@ const (
 // builds it: the end of the file mounted at the container's
 // terminationMessagePath (found among the CRI status's mounts); when that
 // is empty or absent and the policy is FallbackToLogsOnError and the exit
-// code is not 0, the tail of the container's log.
+// code is not 0 (and the container ran: reason not ContainerCannotRun),
+// the tail of the container's log.
 func TerminationMessage(s *runtimeapi.ContainerStatus, path string, policy v1.TerminationMessagePolicy) string {
-	fallback := policy == v1.TerminationMessageFallbackToLogsOnError && s.GetExitCode() != 0
+	// A container that could not run has no logs to fall back to.
+	fallback := policy == v1.TerminationMessageFallbackToLogsOnError && s.GetExitCode() != 0 && s.GetReason() != "ContainerCannotRun"
 	if path != "" {
 		for _, m := range s.GetMounts() {
 			if filepath.Clean(m.GetContainerPath()) != filepath.Clean(path) {

@@ -55,6 +55,7 @@ func TestTerminationMessage(t *testing.T) {
 		"missing file":          {status(1, filepath.Join(dir, "gone")), path, file, func(m string) bool { return m == "" }},
 		"the end of a big file": {status(1, big), path, file, func(m string) bool { return len(m) == MaxTerminationMessageBytes && strings.HasSuffix(m, "END") }},
 		"no path":               {status(1, msgFile), "", file, func(m string) bool { return m == "" }},
+		"could not run":         {func() *runtimeapi.ContainerStatus { s := status(128, ""); s.Reason = "ContainerCannotRun"; return s }(), path, fallback, func(m string) bool { return m == "" }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := TerminationMessage(tc.s, tc.path, tc.policy); !tc.want(got) {

@@ -616,6 +616,18 @@ spec:
   - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
 `
 	writeManifest(t, n.manifests, "job.yaml", job)
+	withInit := `apiVersion: v1
+kind: Pod
+metadata: {name: withinit, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - {name: init, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0"]}
+  containers:
+  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"]}
+`
+	writeManifest(t, n.manifests, "withinit.yaml", withInit)
 	writeManifest(t, n.manifests, "crasher.yaml", podManifest("crasher", `["exit", "--code", "1"]`, "", 2))
 	start := time.Now()
 	n.start(t)
@@ -675,14 +687,31 @@ spec:
 		t.Errorf("the second restart came %v after start: the back-off expiry did not wake the worker", since)
 	}
 
+	// The sandbox of a pod with an init container dies (as after a node
+	// reboot): a new sandbox, init again, the app again.
+	wi := waitPod("withinit", 20*time.Second, "withinit Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	sbs, err = rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(wi.UID)}})
+	if err != nil || len(sbs) != 1 {
+		t.Fatalf("sandboxes of withinit: %v, %v", sbs, err)
+	}
+	if err := rs.StopPodSandbox(t.Context(), sbs[0].Id); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	waitPod("withinit", 20*time.Second, "withinit Running in a new sandbox", func(p v1.Pod) bool {
+		return p.Status.Phase == v1.PodRunning && len(p.Status.ContainerStatuses) == 1 &&
+			p.Status.ContainerStatuses[0].State.Running != nil && p.Status.ContainerStatuses[0].RestartCount == 1
+	})
+	t.Logf("withinit: sandbox stopped → new sandbox, init and app again in %v", time.Since(stopped).Round(time.Millisecond))
+
 	// Removing the manifests removes everything, the finished pod too.
-	for _, f := range []string{"job.yaml", "crasher.yaml"} {
+	for _, f := range []string{"job.yaml", "crasher.yaml", "withinit.yaml"} {
 		if err := os.Remove(filepath.Join(n.manifests, f)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for _, p := range []v1.Pod{jobPod, crasher} {
+	for _, p := range []v1.Pod{jobPod, crasher, wi} {
 		sel := map[string]string{kruntime.LabelPodUID: string(p.UID)}
 		for {
 			cs, _ := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})

@@ -1,0 +1,146 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// slowSyncer's first SyncPod ignores cancellation until released (a CRI
+// call in flight).
+type slowSyncer struct {
+	*fakeSyncer
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *slowSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error) {
+	s.record("sync", pod.UID)
+	s.inSync <- struct{}{}
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		<-s.release
+	}
+	s.syncDone <- struct{}{}
+	return SyncResult{Status: v1.PodStatus{Phase: v1.PodRunning}}, nil
+}
+
+// A pod removed and re-added (same UID) while its sync is in flight is
+// started again once the termination is done, not lost.
+func TestReAddedWhileSyncingRestarts(t *testing.T) {
+	f := &slowSyncer{fakeSyncer: newFake(), release: make(chan struct{})}
+	terminated := make(chan types.UID, 4)
+	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour, OnTerminated: func(p *v1.Pod) { terminated <- p.UID }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	a := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	wait(t, f.inSync)
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: a}) // manifest moved out
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})      // and back
+	close(f.release)
+	wait(t, f.cleaned)
+	wait(t, terminated)
+	time.Sleep(100 * time.Millisecond)
+	if !ws.Known(a.UID) {
+		t.Errorf("re-added pod lost: not known after termination; syncs=%d", f.count("sync"))
+	}
+}
+
+// failStop's StopPod always fails.
+type failStop struct{ *fakeSyncer }
+
+func (s *failStop) StopPod(_ context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	s.record("stop", pod.UID)
+	return v1.PodStatus{}, errors.New("cgroup busy")
+}
+
+// A finished pod whose stop keeps failing is still removed when its
+// source drops it.
+func TestStopPodFailureDoesNotBlockTerminate(t *testing.T) {
+	f := &failStop{newFake()}
+	f.phase = v1.PodSucceeded
+	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour, BackoffInitial: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	a := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	waitFor(t, func() bool { return f.count("stop") > 0 })
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
+	time.Sleep(300 * time.Millisecond)
+	if f.count("kill") == 0 {
+		t.Errorf("terminate never ran (%d StopPod attempts); pod never removed", f.count("stop"))
+	}
+}
+
+// A pod its source removes while it is being killed (eviction) is
+// forgotten, not kept as Failed.
+func TestTerminateDuringKillForgets(t *testing.T) {
+	f := newFake()
+	f.killBlock = make(chan struct{})
+	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	a := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+	wait(t, f.syncDone)
+	ws.Update(ctx, Update{Type: KillPod, Pod: a, Reason: "Evicted"})
+	wait(t, f.killed)
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
+	close(f.killBlock)
+	wait(t, f.cleaned)
+	time.Sleep(100 * time.Millisecond)
+	if ws.Known(a.UID) {
+		t.Errorf("pod removed by its source during the kill is still known (Failed record forever)")
+	}
+}
+
+// A pod that waited for its name and is re-sent while the old pod's
+// termination completes starts once, is listed once, and stays removed.
+func TestWaitingPodReSentStartsOnce(t *testing.T) {
+	f := newFake()
+	gap := make(chan struct{})
+	resume := make(chan struct{})
+	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour, OnTerminated: func(p *v1.Pod) {
+		if p.UID == "uid-web" {
+			close(gap)
+			<-resume
+		}
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); ws.Wait() }()
+	old := testPod("web", "", "")
+	b := testPod("web", "", "")
+	b.UID = "uid-web-2"
+	ws.Update(ctx, Update{Type: SyncPod, Pod: old})
+	wait(t, f.syncDone)
+	ws.Update(ctx, Update{Type: SyncPod, Pod: b}) // waits
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: old})
+	<-gap
+	ws.Update(ctx, Update{Type: SyncPod, Pod: b}) // re-sent in the unlocked gap: starts
+	close(resume)
+	wait(t, f.syncDone)
+	time.Sleep(50 * time.Millisecond)
+	n := 0
+	for _, r := range ws.Pods() {
+		if r.Pod.UID == b.UID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("b listed %d times", n)
+	}
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: b})
+	wait(t, f.cleaned)
+	wait(t, f.cleaned)
+	time.Sleep(100 * time.Millisecond)
+	if ws.Known(b.UID) {
+		t.Errorf("b was removed by its source but started again (syncs=%d)", f.count("sync"))
+	}
+}

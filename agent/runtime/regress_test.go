@@ -1,0 +1,127 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// A pod with a regular init container whose sandbox died gets a new one,
+// and its init phase there is not taken for a finished pod.
+func TestSandboxDiedWithInitContainer(t *testing.T) {
+	for _, pol := range []v1.RestartPolicy{v1.RestartPolicyAlways, v1.RestartPolicyOnFailure} {
+		pod := testPod(pol, []string{"init1"}, nil, "app")
+		st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{{ID: "sb1", Attempt: 0, HostNetwork: true}},
+			Containers: []*ContainerStatus{ctr(pod, "a1", "app", ContainerExited, 137, t0), ctr(pod, "i1", "init1", ContainerExited, 0, t0.Add(-time.Minute))}}
+		a := ComputePodActions(pod, st, t0, nil)
+		if !a.CreateSandbox {
+			t.Errorf("%s: pod with init container whose sandbox died gets no new sandbox: %+v", pol, a)
+		}
+		st2 := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{{ID: "sb2", Attempt: 1, Ready: true, HostNetwork: true}, {ID: "sb1", HostNetwork: true}},
+			Containers: []*ContainerStatus{
+				{ID: "i2", SandboxID: "sb2", Name: "init1", State: ContainerRunning, Hash: HashContainer(&pod.Spec.InitContainers[0]), CreatedAt: t0},
+				ctr(pod, "a1", "app", ContainerExited, 137, t0.Add(-time.Minute)), ctr(pod, "i1", "init1", ContainerExited, 0, t0.Add(-2*time.Minute))}}
+		if a2 := ComputePodActions(pod, st2, t0, nil); a2.KillPod {
+			t.Errorf("%s: init phase in a new sandbox is killed: %+v", pol, a2)
+		}
+	}
+}
+
+// The same through the Manager: a node reboot (sandbox not ready, every
+// container exited) is followed by a new sandbox.
+func TestRebootWithInitContainer(t *testing.T) {
+	ctx := context.Background()
+	m, f, _ := newFakeManager(t)
+	pod := testPod(v1.RestartPolicyAlways, []string{"init1"}, nil, "app")
+	pod.Spec.InitContainers[0].ImagePullPolicy = v1.PullIfNotPresent
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	f.images["img:1"] = true
+	opts := SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}}
+	sync := func() *SyncResult {
+		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.SyncPod(ctx, pod, st, opts)
+	}
+	sync()
+	for id, c := range f.ctrs {
+		if c.Metadata.GetName() == "init1" {
+			f.exit(id, 0)
+		}
+	}
+	sync()
+	f.mu.Lock()
+	for _, sb := range f.sbs {
+		sb.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	}
+	for _, c := range f.ctrs {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.State, c.ExitCode = runtimeapi.ContainerState_CONTAINER_EXITED, 255
+		}
+	}
+	f.mu.Unlock()
+	for i := range 5 {
+		r := sync()
+		t.Logf("sync %d after reboot: killPod=%v createSandbox=%v started=%v err=%v", i, r.Actions.KillPod, r.Actions.CreateSandbox, r.Started, r.Err())
+	}
+	st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	api := ToAPIStatus(pod, st, t0, StatusInputs{})
+	if f.called("RunPodSandbox") < 2 {
+		t.Errorf("no new sandbox after the reboot: the pod is dead for good, phase %s", api.Phase)
+	}
+}
+
+type slowHookCRI struct {
+	*fakeCRI
+	clk *clocktesting.FakeClock
+}
+
+func (s *slowHookCRI) ExecSync(ctx context.Context, id string, cmd []string, d time.Duration) ([]byte, []byte, error) {
+	s.clk.Step(20 * time.Second) // the preStop hook takes 20 s
+	return s.fakeCRI.ExecSync(ctx, id, cmd, d)
+}
+
+// A sidecar's preStop hook time is taken off its StopContainer timeout:
+// hook and stop together stay within the pod's grace.
+func TestSidecarPreStopWithinGrace(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeCRI()
+	clk := clocktesting.NewFakeClock(time.Now())
+	s := &slowHookCRI{fakeCRI: f, clk: clk}
+	cg := &fakeCgroups{pods: map[types.UID]bool{}}
+	m, err := NewManager(ManagerConfig{Runtime: s, Images: f, Cgroups: cg, PodLogsDir: t.TempDir(), PodsDir: t.TempDir(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod(v1.RestartPolicyAlways, nil, []string{"side"}, "app")
+	grace := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.InitContainers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sleep"}}}}
+	pod.Spec.InitContainers[0].ImagePullPolicy = v1.PullIfNotPresent
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	f.images["img:1"] = true
+	for range 2 {
+		st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err := m.SyncPod(ctx, pod, st, SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	start := clk.Now()
+	m.KillPod(ctx, pod, st, nil)
+	for _, c := range st.Containers {
+		if c.Name == "side" {
+			to := f.stopWith[c.ID]
+			spent := clk.Since(start)
+			if total := spent + time.Duration(to)*time.Second; total > 30*time.Second {
+				t.Errorf("sidecar: hook took %v, then StopContainer timeout %d s: %v > grace 30 s", spent, to, total)
+			}
+		}
+	}
+}
