@@ -36,9 +36,7 @@ func (s *slowSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, erro
 func TestReAddedWhileSyncingRestarts(t *testing.T) {
 	f := &slowSyncer{fakeSyncer: newFake(), release: make(chan struct{})}
 	terminated := make(chan types.UID, 4)
-	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour, OnTerminated: func(p *v1.Pod) { terminated <- p.UID }})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour, OnTerminated: func(p *v1.Pod) { terminated <- p.UID }})
 	a := testPod("a", "", "")
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	wait(t, f.inSync)
@@ -66,9 +64,7 @@ func (s *failStop) StopPod(_ context.Context, pod *v1.Pod) (v1.PodStatus, error)
 func TestStopPodFailureDoesNotBlockTerminate(t *testing.T) {
 	f := &failStop{newFake()}
 	f.phase = v1.PodSucceeded
-	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour, BackoffInitial: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour, BackoffInitial: 5 * time.Millisecond, BackoffMax: 10 * time.Millisecond})
 	a := testPod("a", "", "")
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	waitFor(t, func() bool { return f.count("stop") > 0 })
@@ -84,9 +80,7 @@ func TestStopPodFailureDoesNotBlockTerminate(t *testing.T) {
 func TestTerminateDuringKillForgets(t *testing.T) {
 	f := newFake()
 	f.killBlock = make(chan struct{})
-	ws, _ := New(Config{Syncer: f, SyncFrequency: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	a := testPod("a", "", "")
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	wait(t, f.syncDone)

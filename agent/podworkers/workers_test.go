@@ -294,12 +294,7 @@ func TestKillKeepsFailedRecord(t *testing.T) {
 func TestRetryAfterBringsTheNextSyncForward(t *testing.T) {
 	f := newFake()
 	f.retry = 20 * time.Millisecond
-	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("a", "", "")})
 	wait(t, f.syncDone)
 	wait(t, f.syncDone) // not an hour later
@@ -354,12 +349,7 @@ func TestFinishedPodIsStopped(t *testing.T) {
 func TestReAddedWhileTerminatingRestarts(t *testing.T) {
 	f := newFake()
 	f.killBlock = make(chan struct{})
-	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	a := testPod("a", "", "")
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	wait(t, f.syncDone)
@@ -379,12 +369,7 @@ func TestReAddedWhileTerminatingRestarts(t *testing.T) {
 func TestSameNameWaitsForTheOldPod(t *testing.T) {
 	f := newFake()
 	f.killBlock = make(chan struct{})
-	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); ws.Wait() }()
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	old := testPod("web", "", "")
 	edited := testPod("web", "", "")
 	edited.UID = "uid-web-2"
@@ -442,4 +427,16 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// startWorkers runs workers with cfg until the test ends.
+func startWorkers(t *testing.T, cfg Config) (*Workers, context.Context) {
+	t.Helper()
+	ws, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); ws.Wait() })
+	return ws, ctx
 }

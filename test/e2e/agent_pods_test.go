@@ -220,6 +220,25 @@ const (
 `
 )
 
+// newAgentWithCleanup is an agent node on cd (not started) with the CRI
+// client and the cgroup manager of its root; whatever happens, no pod of
+// the node and no cgroup of its root stays after the test.
+func newAgentWithCleanup(t *testing.T, cd *env.Containerd) (*agentNode, internalapi.RuntimeService, *cgroups.Manager) {
+	t.Helper()
+	rs, is := criClients(t, cd)
+	n := newAgentNode(t, cd)
+	h, err := cgroups.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agentCleanup(t, n, rs, is, cm) })
+	return n, rs, cm
+}
+
 // agentCleanup kills every pod of node n's agent left in the runtime and
 // removes its cgroup root.
 func agentCleanup(t *testing.T, n *agentNode, rs internalapi.RuntimeService, is internalapi.ImageManagerService, cm *cgroups.Manager) {
@@ -274,6 +293,22 @@ func agentGet(t *testing.T, url string) string {
 	return string(b)
 }
 
+// podObjects lists the containers and sandboxes the runtime holds for
+// pod uid.
+func podObjects(t *testing.T, rs internalapi.RuntimeService, uid types.UID) ([]*runtimeapi.Container, []*runtimeapi.PodSandbox) {
+	t.Helper()
+	sel := map[string]string{kruntime.LabelPodUID: string(uid)}
+	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, sbs
+}
+
 // runningContainers lists the running containers of the given pod UIDs.
 func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types.UID) []string {
 	t.Helper()
@@ -298,19 +333,7 @@ func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types
 // full cleanup, and restart recovery without duplicates.
 func TestAgentPods(t *testing.T) {
 	cd := env.SharedContainerd(t)
-	rs, is := criClients(t, cd)
-	n := newAgentNode(t, cd)
-	h, err := cgroups.Discover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Whatever happens, no pod of this node and no cgroup of its root stays.
-	t.Cleanup(func() { agentCleanup(t, n, rs, is, cm) })
-
+	n, rs, cm := newAgentWithCleanup(t, cd)
 	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
 	// The Burstable pod uses the pod network (the private containerd's CNI
 	// bridge) and serves HTTP on it; the others share the host's.
@@ -495,16 +518,8 @@ func TestAgentPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		removed := time.Now()
-		sel := map[string]string{kruntime.LabelPodUID: string(p.UID)}
 		for {
-			cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs, sbs := podObjects(t, rs, p.UID)
 			l, err := n.pods(t.Context())
 			listed := err != nil
 			if l != nil {
@@ -548,16 +563,8 @@ func TestAgentPods(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			got = n.waitRunning(t, 10*time.Second, "sleeper2")["sleeper2"]
 		}
-		sel := map[string]string{kruntime.LabelPodUID: string(old.UID)}
 		for {
-			cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs, sbs := podObjects(t, rs, old.UID)
 			if len(cs) == 0 && len(sbs) == 0 {
 				break
 			}
@@ -590,18 +597,7 @@ func TestAgentPods(t *testing.T) {
 // status — and a crashing pod is restarted when its back-off expires
 // (10 s), not at the next resync a minute later.
 func TestAgentPodEndings(t *testing.T) {
-	cd := env.SharedContainerd(t)
-	rs, is := criClients(t, cd)
-	n := newAgentNode(t, cd)
-	h, err := cgroups.Discover()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agentCleanup(t, n, rs, is, cm) })
+	n, rs, cm := newAgentWithCleanup(t, env.SharedContainerd(t))
 
 	job := `apiVersion: v1
 kind: Pod
@@ -712,10 +708,8 @@ spec:
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for _, p := range []v1.Pod{jobPod, crasher, wi} {
-		sel := map[string]string{kruntime.LabelPodUID: string(p.UID)}
 		for {
-			cs, _ := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
-			sbs, _ := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+			cs, sbs := podObjects(t, rs, p.UID)
 			if len(cs) == 0 && len(sbs) == 0 {
 				break
 			}
