@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,24 +49,55 @@ type NodeIPSources struct {
 	Lookup func(ctx context.Context, host string) ([]net.IP, error)
 	// DefaultRouteIP is the address of the interface of the default route.
 	DefaultRouteIP func() (net.IP, error)
+	// LocalIPs are the addresses of this host's interfaces; nil skips the
+	// check that a resolved address is one of them.
+	LocalIPs func() ([]net.IP, error)
 }
 
 // DefaultNodeIPSources resolve through the system resolver and read the
-// routing table.
+// routing table and the interfaces.
 func DefaultNodeIPSources() NodeIPSources {
 	return NodeIPSources{
 		Lookup: func(ctx context.Context, host string) ([]net.IP, error) {
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		},
 		DefaultRouteIP: utilnet.ChooseHostInterface,
+		LocalIPs:       LocalIPs,
 	}
 }
 
+// LocalIPs are the addresses of this host's network interfaces.
+func LocalIPs() ([]net.IP, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("interface addresses: %w", err)
+	}
+	var out []net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP)
+		}
+	}
+	return out, nil
+}
+
+// NotLocal returns the addresses of ips that are not in local.
+func NotLocal(ips, local []net.IP) []net.IP {
+	var out []net.IP
+	for _, ip := range ips {
+		if !slices.ContainsFunc(local, ip.Equal) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
 // NodeIPs decides the node's addresses, primary first: the given ones;
-// else the first address hostname resolves to that is usable from
-// elsewhere (not loopback, link-local or unspecified); else the default
-// route interface's address; else 127.0.0.1. It also says where the
-// answer came from, for the log.
+// else an address hostname resolves to that is usable from elsewhere (not
+// loopback, link-local or unspecified) and belongs to this host, IPv4
+// first, as kubelet picks it; else the default route interface's address;
+// else 127.0.0.1 (from "fallback": the caller warns). It also says where
+// the answer came from, for the log.
 func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSources) (ips []string, from string) {
 	if len(given) > 0 {
 		for _, ip := range given {
@@ -77,11 +109,25 @@ func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSou
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		addrs, err := src.Lookup(lctx, hostname)
 		cancel()
+		var local []net.IP
+		if err == nil && src.LocalIPs != nil {
+			local, err = src.LocalIPs()
+		}
 		if err == nil {
+			var v6 net.IP
 			for _, ip := range addrs {
-				if usableNodeIP(ip) {
+				if !usableNodeIP(ip) || src.LocalIPs != nil && len(NotLocal([]net.IP{ip}, local)) > 0 {
+					continue
+				}
+				if ip.To4() != nil {
 					return []string{ip.String()}, "hostname " + hostname
 				}
+				if v6 == nil {
+					v6 = ip
+				}
+			}
+			if v6 != nil {
+				return []string{v6.String()}, "hostname " + hostname
 			}
 		}
 	}

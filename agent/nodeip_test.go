@@ -60,18 +60,31 @@ func TestNodeIPs(t *testing.T) {
 			return net.ParseIP(ip), nil
 		}
 	}
+	local := func(addrs ...string) func() ([]net.IP, error) {
+		return func() ([]net.IP, error) {
+			var out []net.IP
+			for _, a := range addrs {
+				out = append(out, net.ParseIP(a))
+			}
+			return out, nil
+		}
+	}
 	for name, tc := range map[string]struct {
 		given []net.IP
 		src   NodeIPSources
 		want  string
 		from  string
 	}{
-		"given wins":                  {[]net.IP{net.ParseIP("198.51.100.1")}, NodeIPSources{lookup("192.0.2.5"), route("192.0.2.2")}, "198.51.100.1", "--node-ip"},
-		"hostname resolves":           {nil, NodeIPSources{lookup("192.0.2.5"), route("192.0.2.2")}, "192.0.2.5", "hostname node"},
-		"hostname is loopback":        {nil, NodeIPSources{lookup("127.0.0.1", "::1"), route("192.0.2.2")}, "192.0.2.2", "default route"},
-		"link-local skipped":          {nil, NodeIPSources{lookup("fe80::1", "192.0.2.9"), route("192.0.2.2")}, "192.0.2.9", "hostname node"},
-		"unresolvable, default route": {nil, NodeIPSources{lookup(), route("192.0.2.2")}, "192.0.2.2", "default route"},
-		"nothing at all":              {nil, NodeIPSources{lookup(), route("")}, "127.0.0.1", "fallback"},
+		"given wins":                  {[]net.IP{net.ParseIP("198.51.100.1")}, NodeIPSources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "198.51.100.1", "--node-ip"},
+		"hostname resolves":           {nil, NodeIPSources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.5", "hostname node"},
+		"hostname is loopback":        {nil, NodeIPSources{Lookup: lookup("127.0.0.1", "::1"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"link-local skipped":          {nil, NodeIPSources{Lookup: lookup("fe80::1", "192.0.2.9"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.9", "hostname node"},
+		"unresolvable, default route": {nil, NodeIPSources{Lookup: lookup(), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"nothing at all":              {nil, NodeIPSources{Lookup: lookup(), DefaultRouteIP: route("")}, "127.0.0.1", "fallback"},
+		"IPv4 first":                  {nil, NodeIPSources{Lookup: lookup("2001:db8::10", "192.0.2.10"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.10", "hostname node"},
+		"IPv6 when alone":             {nil, NodeIPSources{Lookup: lookup("2001:db8::10"), DefaultRouteIP: route("192.0.2.2")}, "2001:db8::10", "hostname node"},
+		"not this host's":             {nil, NodeIPSources{Lookup: lookup("203.0.113.7"), DefaultRouteIP: route("192.0.2.2"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "default route"},
+		"this host's":                 {nil, NodeIPSources{Lookup: lookup("203.0.113.7", "192.0.2.2"), DefaultRouteIP: route("192.0.2.9"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "hostname node"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ips, from := NodeIPs(context.Background(), tc.given, "node", tc.src)

@@ -59,7 +59,11 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return fmt.Errorf("cgroups: %w", err)
 	}
 	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
-	log.Info("Node addresses", "ips", nodeIPs, "from", from)
+	if from == "fallback" {
+		log.Info("Warning: no node address found (no --node-ip, the hostname resolves to no address of this host, no default route); pods see 127.0.0.1 as their host IP", "hostname", a.opts.NodeName)
+	} else {
+		log.Info("Node addresses", "ips", nodeIPs, "from", from)
+	}
 	setup := NewPodSetup(a.opts.Config, NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
 	capacity, alloc, qosCfg := setup.Capacity, setup.Allocatable, setup.QoS
 	if _, err := cm.EnsureQoS(ctx, qosCfg, nil); err != nil {
@@ -286,6 +290,7 @@ func (p *pods) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 		}
 	}
 	p.mgr.Backoff().Forget(pod.UID)
+	p.oomScores.Forget(pod.UID) // nothing of it runs: no annotation, no series
 	return nil
 }
 

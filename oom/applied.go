@@ -16,8 +16,14 @@ const (
 	// below its own oom_score_adj to that value).
 	RefusedByRuntime = "runtime"
 	// RefusedByKernel: the spec has the requested value but the process
-	// does not (a negative value written without CAP_SYS_RESOURCE).
+	// runs with a higher one (a value lowered without CAP_SYS_RESOURCE is
+	// refused).
 	RefusedByKernel = "kernel"
+	// RefusedByProcess: the spec has the requested value and the process
+	// runs with a value no refusal explains (it changed its own).
+	RefusedByProcess = "process"
+	// RefusedByUnknown: the runtime does not say what its spec has.
+	RefusedByUnknown = "unknown"
 )
 
 // Applied is how a requested oom_score_adj ended up on a container's
@@ -38,26 +44,36 @@ type Applied struct {
 func (a Applied) Refused() bool { return a.Effective != a.Requested }
 
 // RefusedBy names who changed the value: RefusedByRuntime when the
-// runtime's spec already differs from the request, RefusedByKernel when the
-// spec has it but the process does not, "" when nothing was refused.
+// runtime's spec already differs from the request; with the request in the
+// spec, RefusedByKernel when the process runs higher (a lowering refused),
+// RefusedByProcess otherwise; RefusedByUnknown when the spec is not known;
+// "" when nothing was refused.
 func (a Applied) RefusedBy() string {
 	switch {
 	case !a.Refused():
 		return ""
-	case a.RuntimeKnown && a.Runtime != a.Requested:
+	case !a.RuntimeKnown:
+		return RefusedByUnknown
+	case a.Runtime != a.Requested:
 		return RefusedByRuntime
-	default:
+	case a.Effective > a.Requested:
 		return RefusedByKernel
+	default:
+		return RefusedByProcess
 	}
 }
 
 // String renders a for logs and status: "-997" when applied as asked,
 // "requested -997, effective 0 (changed by the runtime)" otherwise.
 func (a Applied) String() string {
-	if !a.Refused() {
+	switch by := a.RefusedBy(); by {
+	case "":
 		return strconv.Itoa(a.Effective)
+	case RefusedByUnknown:
+		return fmt.Sprintf("requested %d, effective %d (the runtime's spec is not known)", a.Requested, a.Effective)
+	default:
+		return fmt.Sprintf("requested %d, effective %d (changed by the %s)", a.Requested, a.Effective, by)
 	}
-	return fmt.Sprintf("requested %d, effective %d (changed by the %s)", a.Requested, a.Effective, a.RefusedBy())
 }
 
 // ErrNoProcess is returned by ReadScoreAdj when the process is gone.

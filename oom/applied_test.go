@@ -14,11 +14,12 @@ func TestAppliedRefusedBy(t *testing.T) {
 		by     string
 		render string
 	}{
-		"applied as asked":            {Applied{Requested: 1000, Runtime: 1000, RuntimeKnown: true, Effective: 1000}, "", "1000"},
-		"runtime raised it":           {Applied{Requested: -997, Runtime: 0, RuntimeKnown: true, Effective: 0}, RefusedByRuntime, "requested -997, effective 0 (changed by the runtime)"},
-		"kernel refused it":           {Applied{Requested: -997, Runtime: -997, RuntimeKnown: true, Effective: 0}, RefusedByKernel, "requested -997, effective 0 (changed by the kernel)"},
-		"spec unknown, process moved": {Applied{Requested: -997, Effective: -500}, RefusedByKernel, "requested -997, effective -500 (changed by the kernel)"},
-		"spec unknown, as asked":      {Applied{Requested: 916, Effective: 916}, "", "916"},
+		"applied as asked":        {Applied{Requested: 1000, Runtime: 1000, RuntimeKnown: true, Effective: 1000}, "", "1000"},
+		"runtime raised it":       {Applied{Requested: -997, Runtime: 0, RuntimeKnown: true, Effective: 0}, RefusedByRuntime, "requested -997, effective 0 (changed by the runtime)"},
+		"kernel refused it":       {Applied{Requested: -997, Runtime: -997, RuntimeKnown: true, Effective: 0}, RefusedByKernel, "requested -997, effective 0 (changed by the kernel)"},
+		"spec unknown":            {Applied{Requested: -997, Effective: 0}, RefusedByUnknown, "requested -997, effective 0 (the runtime's spec is not known)"},
+		"process changed its own": {Applied{Requested: 916, Runtime: 916, RuntimeKnown: true, Effective: 500}, RefusedByProcess, "requested 916, effective 500 (changed by the process)"},
+		"spec unknown, as asked":  {Applied{Requested: 916, Effective: 916}, "", "916"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := tc.a.RefusedBy(); got != tc.by {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -13,6 +14,9 @@ type Host struct {
 	PID1 string
 	// FileExists reports whether a path exists and is a regular file.
 	FileExists func(path string) bool
+	// LocalIPs lists the addresses of the host's interfaces (for
+	// --node-ip); nil skips that check.
+	LocalIPs func() ([]net.IP, error)
 }
 
 // CheckHost returns every reason cfg cannot run on this host: the systemd

@@ -68,6 +68,10 @@ type Manager struct {
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
+
+	// netErr is the last NetworkReady answer.
+	netMu  sync.Mutex
+	netErr error
 }
 
 // NewManager returns a Manager.
@@ -354,13 +358,17 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	return nil, nil
 }
 
-// networkReady asks the runtime whether the pod network is ready; a
-// failing Status call is not an answer (RunPodSandbox will tell).
+// networkReady asks the runtime whether the pod network is ready; when
+// the Status call fails the last answer stands (none yet: ready, and
+// RunPodSandbox will tell).
 func (m *Manager) networkReady(ctx context.Context) error {
 	resp, err := m.rs.Status(ctx, false)
+	m.netMu.Lock()
+	defer m.netMu.Unlock()
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("runtime status before a pod-network sandbox", "err", err)
-		return nil
+		return m.netErr
 	}
-	return NetworkReady(resp.GetStatus())
+	m.netErr = NetworkReady(resp.GetStatus())
+	return m.netErr
 }

@@ -256,6 +256,11 @@ func (s *FileSource) readManifest(ctx context.Context, name string, explicit boo
 	if !explicit && strings.HasPrefix(filepath.Base(name), ".") {
 		return nil, "hidden file", nil
 	}
+	if !explicit && strings.HasSuffix(name, "~") {
+		// Editors leave the previous version there while saving; kubelet
+		// would run it as a second pod.
+		return nil, "editor backup file", nil
+	}
 	// Stat (following symlinks) before opening: opening a FIFO would block.
 	fi, err := os.Stat(name)
 	if errors.Is(err, fs.ErrNotExist) {

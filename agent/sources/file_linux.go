@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -34,8 +35,16 @@ type watcher struct {
 }
 
 // settledMask are events after which a manifest is complete: a rename into
-// the directory, the close of a written file, a removal.
-const settledMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE | unix.IN_DELETE | unix.IN_MOVED_FROM
+// the directory, the close of a written file. Removals are not: an editor
+// that saves by renaming the old file away is still writing the new one.
+const settledMask = unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE
+
+// settles tells whether an event on name completes a manifest: a settled
+// event on a file that is neither hidden (editor swap files) nor an
+// editor backup ("~").
+func settles(mask uint32, name string) bool {
+	return mask&settledMask != 0 && name != "" && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, "~")
+}
 
 func newWatcher(dir string) (*watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -109,12 +118,13 @@ func (w *watcher) read() {
 		ended, settled := false, false
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			mask := binary.NativeEndian.Uint32(buf[off+4:])
-			nameLen := binary.NativeEndian.Uint32(buf[off+12:])
-			off += unix.SizeofInotifyEvent + int(nameLen)
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			start := off + unix.SizeofInotifyEvent
+			off = start + nameLen
 			if mask&(unix.IN_IGNORED|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_UNMOUNT) != 0 {
 				ended = true
 			}
-			if mask&settledMask != 0 {
+			if off <= n && settles(mask, strings.TrimRight(string(buf[start:off]), "\x00")) {
 				settled = true
 			}
 		}

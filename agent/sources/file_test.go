@@ -164,10 +164,46 @@ func TestFileSourceSettledSkipsDebounce(t *testing.T) {
 	}
 	collect(t, h.m.Updates(), "file/ADD:b-node-1")
 
+	// A removal is not settled (an editor may be saving): it waits for
+	// the debounce.
 	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	collect(t, h.m.Updates(), "file/REMOVE:a-node-1")
+	expectNone(t, h.m.Updates(), 300*time.Millisecond)
+}
+
+// An editor that saves by renaming the file to a "~" backup, writing the
+// new file and deleting the backup never makes the backup a pod, and the
+// new content arrives as soon as the new file is closed.
+func TestFileSourceEditorSave(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx:1"))
+	h := startFile(t, FileOptions{Path: dir, Period: time.Hour, Debounce: time.Hour})
+	collect(t, h.m.Updates(), "file/ADD:a-node-1")
+	if err := os.Rename(filepath.Join(dir, "a.yaml"), filepath.Join(dir, "a.yaml~")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the editor writing
+	writeFile(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx:2"))
+	collect(t, h.m.Updates(), "file/REMOVE:a-node-1", "file/ADD:a-node-1") // new content, new UID
+	if err := os.Remove(filepath.Join(dir, "a.yaml~")); err != nil {
+		t.Fatal(err)
+	}
+	expectNone(t, h.m.Updates(), 200*time.Millisecond)
+}
+
+// A manifest that fixes its UID and changes is still delivered (as an
+// UPDATE: same UID).
+func TestFileSourceFixedUIDEdit(t *testing.T) {
+	dir := t.TempDir()
+	fixed := func(image string) string {
+		return strings.Replace(manifest("a", image), "metadata:\n", "metadata:\n  uid: fixed-uid-1\n", 1)
+	}
+	writeFile(t, filepath.Join(dir, "a.yaml"), fixed("nginx:1"))
+	h := startFile(t, FileOptions{Path: dir, Period: time.Hour})
+	collect(t, h.m.Updates(), "file/ADD:a-node-1")
+	writeFile(t, filepath.Join(dir, "a.yaml"), fixed("nginx:2"))
+	collect(t, h.m.Updates(), "file/UPDATE:a-node-1")
 }
 
 func TestFileSourceRescanWithoutInotify(t *testing.T) {

@@ -3,6 +3,9 @@ package sources
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -150,15 +153,28 @@ func (ps *problemSet) get() []Problem {
 	return slices.Clone(ps.cur)
 }
 
-// setKeys identifies a set of pods by full name and UID: static pod UIDs
-// change with any change of content.
+// setKeys identifies a set of pods by full name, UID and a digest of the
+// content (a manifest may fix its UID and still change).
 func setKeys(pods []*v1.Pod) []string {
 	keys := make([]string, len(pods))
 	for i, p := range pods {
-		keys[i] = FullName(p) + "/" + string(p.UID)
+		keys[i] = FullName(p) + "/" + string(p.UID) + "/" + contentDigest(p)
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// contentDigest hashes the pod as its worker sees it: everything but the
+// config.seen time.
+func contentDigest(p *v1.Pod) string {
+	c := p.DeepCopy()
+	delete(c.Annotations, AnnotationConfigSeen)
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "?"
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // send delivers a set, or gives up when ctx is done.

@@ -99,12 +99,14 @@ func validateName(name, nodeName string) field.ErrorList {
 	return nil
 }
 
-// addNoExecuteToleration lets a file pod tolerate every NoExecute taint,
-// as kubelet does, so node problems never evict it.
+// addNoExecuteToleration lets a file pod tolerate every NoExecute taint
+// for ever, as kubelet does, so node problems never evict it: a matching
+// toleration with a time limit is replaced by the unbounded one.
 func addNoExecuteToleration(spec *v1.PodSpec) {
 	want := v1.Toleration{Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}
-	for _, t := range spec.Tolerations {
-		if t.Key == "" && t.Operator == want.Operator && t.Effect == want.Effect {
+	for i, t := range spec.Tolerations {
+		if t.Key == "" && t.Operator == want.Operator && t.Value == "" && t.Effect == want.Effect {
+			spec.Tolerations[i] = want
 			return
 		}
 	}

@@ -138,3 +138,13 @@ func TestDeployExampleConfigValidates(t *testing.T) {
 		t.Errorf("deploy/config.yaml: exit %d\n%s", code, errs)
 	}
 }
+
+// A --node-ip that is not an address of this host refuses the start.
+func TestRunRefusesForeignNodeIP(t *testing.T) {
+	code, _, errs := run(t, "run", "--node-ip", "203.0.113.77", "--root-dir", t.TempDir(),
+		"--container-runtime-endpoint", "unix:///nonexistent/kernelet-test.sock")
+	want := `--node-ip: Invalid value: "203.0.113.77": 203.0.113.77 is not an address of this host's interfaces`
+	if code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, errs, want)
+	}
+}

@@ -180,8 +180,15 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
 	}
-	if _, err := agent.ParseNodeIPs(f.nodeIP); err != nil {
+	if ips, err := agent.ParseNodeIPs(f.nodeIP); err != nil {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP, Detail: err.Error()}).Error())
+	} else if len(ips) > 0 && host.LocalIPs != nil {
+		if local, err := host.LocalIPs(); err == nil {
+			for _, ip := range agent.NotLocal(ips, local) {
+				problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP,
+					Detail: ip.String() + " is not an address of this host's interfaces"}).Error())
+			}
+		}
 	}
 	if !filepath.IsAbs(f.rootDir) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--root-dir", BadValue: f.rootDir, Detail: "must be an absolute path"}).Error())
@@ -198,6 +205,7 @@ func hostFacts() config.Host {
 			st, err := os.Stat(p)
 			return err == nil && st.Mode().IsRegular()
 		},
+		LocalIPs: agent.LocalIPs,
 	}
 }
 
