@@ -14,9 +14,11 @@
 // "default", the name suffixed with "-<node name>", spec.nodeName set,
 // phase Pending, a toleration of every NoExecute taint (file pods), and a
 // UID that is a hash of the source identity (file path or URL), the node
-// name and the pod as decoded (canonical JSON). The same manifest at the
-// same place keeps its UID across agent restarts; any change to it gives
-// a new UID. The UID is also the kubernetes.io/config.hash annotation.
+// name and the pod as decoded (canonical JSON) unless the manifest sets
+// metadata.uid. The same manifest at the same place keeps its UID across
+// agent restarts; any change to it gives a new UID, and a new UID under
+// the same name is the old pod removed and a new one added (kubelet keys
+// pods by UID). The UID is also the kubernetes.io/config.hash annotation.
 //
 // Bad input never takes good pods down. A manifest that cannot be used
 // (unparsable, wrong kind, invalid fields, empty) is reported as a Problem
@@ -29,7 +31,10 @@
 //
 // Directory rules (as kubelet): every non-hidden regular file (symlinks
 // followed) is a manifest whatever its extension; hidden files,
-// directories and other file types are skipped and logged once. A file may
+// directories and other file types are skipped and logged once. Unlike
+// kubelet, editor backups ("name~") are skipped too. A change is read at
+// once when a file is closed after writing or renamed into the directory,
+// other changes (removals, writes still open) after a 100 ms debounce. A file may
 // hold several YAML documents separated by "---", a JSON Pod, or a v1
 // PodList. A missing directory is an empty set, logged once and checked
 // again every period.
