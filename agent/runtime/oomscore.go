@@ -80,8 +80,9 @@ type ContainerOOMScore struct {
 	// Runtime is the value in the runtime's spec; nil when not known.
 	Runtime   *int `json:"runtime,omitempty"`
 	Effective int  `json:"effective"`
-	// RefusedBy is oom.RefusedByRuntime or oom.RefusedByKernel when the
-	// process runs with another value than requested.
+	// RefusedBy says who changed the value when the process runs with
+	// another one than requested (oom.Applied.RefusedBy: runtime, kernel,
+	// process or unknown); empty otherwise.
 	RefusedBy string `json:"refusedBy,omitempty"`
 }
 
