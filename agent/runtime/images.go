@@ -64,16 +64,16 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		p, ok, err := present()
 		if err != nil {
 			w := &Waiting{Reason: ReasonErrImagePull, Message: fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)}
-			r.warn(EventFailed, w.Message)
+			r.warnFor(c.Name, EventFailed, w.Message)
 			return pulledImage{}, w, fmt.Errorf("image status %s: %w", c.Image, err)
 		}
 		if ok {
-			r.normal(EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+			r.normalFor(c.Name, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
 			return p, nil, nil
 		}
 		if policy == v1.PullNever {
 			w := &Waiting{Reason: ReasonErrImageNeverPull, Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)}
-			r.warn(EventErrImageNeverPull, w.Message)
+			r.warnFor(c.Name, EventErrImageNeverPull, w.Message)
 			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImageNeverPull)
 		}
 	}
@@ -85,12 +85,12 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if failed {
 		if held, _ := m.backoff.Held(key, time.Time{}, last, now); held {
 			w := &Waiting{Reason: ReasonImagePullBackOff, Message: ImagePullBackOffMessage(c.Image)}
-			r.normal(EventBackOff, w.Message)
+			r.normalFor(c.Name, EventBackOff, w.Message)
 			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImagePullBackOff)
 		}
 		m.backoff.Restarted(key, time.Time{}, last)
 	}
-	r.normal(EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
+	r.normalFor(c.Name, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := m.clock.Now()
 	ref, err := m.is.PullImage(ctx, spec, nil, sbCfg)
 	if err != nil {
@@ -100,8 +100,8 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		// The event names the image; the waiting message is the runtime's
 		// error as it is (kubelet's split).
 		w := &Waiting{Reason: ReasonErrImagePull, Message: err.Error()}
-		r.warn(EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		r.warn(EventFailed, "Error: "+ReasonErrImagePull)
+		r.warnFor(c.Name, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
+		r.warnFor(c.Name, EventFailed, "Error: "+ReasonErrImagePull)
 		return pulledImage{}, w, fmt.Errorf("pull %s: %w", c.Image, err)
 	}
 	m.pullMu.Lock()
@@ -112,6 +112,6 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if err != nil || !ok {
 		p = pulledImage{ref: ref}
 	}
-	r.normal(EventPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", c.Image, d, d))
+	r.normalFor(c.Name, EventPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", c.Image, d, d))
 	return p, nil, nil
 }

@@ -199,7 +199,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 	if msg == "" {
 		msg = "Stopping container " + k.Name
 	}
-	r.normal(EventKilling, msg)
+	r.normalFor(k.Name, EventKilling, msg)
 	var preStop *v1.LifecycleHandler
 	var spec *v1.Container
 	if pod != nil {
@@ -225,7 +225,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 			host = pod.Status.PodIP
 		}
 		if hmsg, err := m.runHook(hctx, id, spec, preStop, host, grace); err != nil {
-			r.warn(EventFailedPreStopHook, hmsg)
+			r.warnFor(k.Name, EventFailedPreStopHook, hmsg)
 		}
 		cancel()
 	}

@@ -167,14 +167,22 @@ func (r *SyncResult) step(action, target string, err error, reason string) {
 	r.Steps = append(r.Steps, Step{Action: action, Target: target, Err: err, Reason: reason})
 }
 
-func (r *SyncResult) event(typ, reason, msg string) {
+func (r *SyncResult) event(container, typ, reason, msg string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Events = append(r.Events, Event{Type: typ, Reason: reason, Message: msg})
+	r.Events = append(r.Events, Event{Container: container, Type: typ, Reason: reason, Message: msg})
 }
 
-func (r *SyncResult) normal(reason, msg string) { r.event(v1.EventTypeNormal, reason, msg) }
-func (r *SyncResult) warn(reason, msg string)   { r.event(v1.EventTypeWarning, reason, msg) }
+func (r *SyncResult) normal(reason, msg string) { r.event("", v1.EventTypeNormal, reason, msg) }
+func (r *SyncResult) warn(reason, msg string)   { r.event("", v1.EventTypeWarning, reason, msg) }
+
+// normalFor and warnFor record an event on one of the pod's containers.
+func (r *SyncResult) normalFor(container, reason, msg string) {
+	r.event(container, v1.EventTypeNormal, reason, msg)
+}
+func (r *SyncResult) warnFor(container, reason, msg string) {
+	r.event(container, v1.EventTypeWarning, reason, msg)
+}
 
 // Err joins the errors of every step.
 func (r *SyncResult) Err() error {
@@ -201,7 +209,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
-		r.normal(EventBackOff, BackOffEventMessage(name, pod.Name, pod.Namespace, pod.UID))
+		r.normalFor(name, EventBackOff, BackOffEventMessage(name, pod.Name, pod.Namespace, pod.UID))
 	}
 	log.V(3).Info("sync pod", "createSandbox", a.CreateSandbox, "killPod", a.KillPod, "init", a.InitContainersToStart,
 		"start", a.ContainersToStart, "kill", len(a.ContainersToKill), "backOff", len(a.BackOff))
@@ -318,7 +326,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts.TerminationMessageHostPath = termFile
 	cfg, err := ContainerConfig(pod, c, opts)
 	if err != nil {
-		r.warn(EventFailed, "Error: "+err.Error())
+		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
@@ -326,19 +334,19 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	id, err := m.rs.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
-		r.warn(EventFailed, "Error: "+err.Error())
+		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
 	}
-	r.normal(EventCreated, "Created container: "+c.Name)
+	r.normalFor(c.Name, EventCreated, "Created container: "+c.Name)
 	if prev != nil && prev.State == ContainerExited {
 		// A restart: the next exit waits longer.
 		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.StartedAt, prev.FinishedAt)
 	}
 	if err := m.rs.StartContainer(ctx, id); err != nil {
-		r.warn(EventFailed, "Error: "+err.Error())
+		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 		return &Waiting{Reason: ReasonRunContainer, Message: err.Error()}, err
 	}
-	r.normal(EventStarted, "Started container "+c.Name)
+	r.normalFor(c.Name, EventStarted, "Started container "+c.Name)
 	r.mu.Lock()
 	r.Started[c.Name] = id
 	r.mu.Unlock()
@@ -348,7 +356,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			host = podIPs[0]
 		}
 		if msg, err := m.runHook(ctx, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
-			r.warn(EventFailedPostStartHook, msg)
+			r.warnFor(c.Name, EventFailedPostStartHook, msg)
 			cs := &ContainerStatus{ID: id, Name: c.Name, State: ContainerRunning}
 			m.killContainers(ctx, pod, map[string]KillInfo{id: {Name: c.Name, Reason: EventFailedPostStartHook,
 				Message: "FailedPostStartHook", Container: cs}}, nil, r)

@@ -168,9 +168,11 @@ const (
 
 // Event is a pod event the caller records (type Normal or Warning).
 type Event struct {
-	Type    string
-	Reason  string
-	Message string
+	// Container is the container the event is about ("": the pod).
+	Container string
+	Type      string
+	Reason    string
+	Message   string
 }
 
 // Grace periods (kubelet's): the default when neither the pod nor an

@@ -1,0 +1,291 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Manager writes the node's pod statuses, mirror pods and final deletions
+// to the API server. Its methods only record what is wanted and wake Run,
+// which does the API calls, so the pod workers never wait on the API
+// server.
+type Manager struct {
+	cfg   Config
+	clock clock.WithTicker
+	wake  chan struct{}
+
+	mu       sync.Mutex
+	entries  map[types.UID]*entry
+	statics  map[types.UID]*v1.Pod
+	finalize map[types.UID]*v1.Pod
+	status   Status
+	failing  bool
+}
+
+// entry is one pod's status as the agent computed it, and what was last
+// sent for it.
+type entry struct {
+	pod    *v1.Pod
+	status v1.PodStatus
+	dirty  bool
+	// sent is the last status patched, to sentUID (the API pod or the
+	// mirror pod).
+	sent    *v1.PodStatus
+	sentUID types.UID
+}
+
+// New returns a manager; nothing is written until Run.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Client == nil || cfg.Pods == nil {
+		return nil, errors.New("pod status manager: a client and a pod lister are required")
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = DefaultResync
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.NodeUID == nil {
+		cfg.NodeUID = func() types.UID { return "" }
+	}
+	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1),
+		entries: map[types.UID]*entry{}, statics: map[types.UID]*v1.Pod{}, finalize: map[types.UID]*v1.Pod{}}, nil
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetStatus records the status the agent computed for pod; it is written
+// soon when it differs from what the API server has.
+func (m *Manager) SetStatus(pod *v1.Pod, st v1.PodStatus) {
+	m.mu.Lock()
+	e, ok := m.entries[pod.UID]
+	if ok && StatusEqual(e.status, st) && e.pod.Generation == pod.Generation {
+		e.pod = pod
+		m.mu.Unlock()
+		return
+	}
+	if !ok {
+		e = &entry{}
+		m.entries[pod.UID] = e
+	}
+	e.pod, e.status, e.dirty = pod, *st.DeepCopy(), true
+	m.mu.Unlock()
+	m.poke()
+}
+
+// SetStaticPods says which static pods the agent runs: each gets a mirror
+// pod, and mirrors of other pods go.
+func (m *Manager) SetStaticPods(pods []*v1.Pod) {
+	next := make(map[types.UID]*v1.Pod, len(pods))
+	for _, p := range pods {
+		next[p.UID] = p
+	}
+	m.mu.Lock()
+	m.statics = next
+	m.mu.Unlock()
+	m.poke()
+}
+
+// Terminated says that nothing of pod runs any more: its status is no
+// longer tracked, and an API pod that the API server is deleting is
+// deleted for good (grace 0, UID precondition).
+func (m *Manager) Terminated(pod *v1.Pod) {
+	m.mu.Lock()
+	delete(m.entries, pod.UID)
+	if !IsStatic(pod) {
+		m.finalize[pod.UID] = pod
+	}
+	m.mu.Unlock()
+	m.poke()
+}
+
+// Status reports the manager's work.
+func (m *Manager) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.status
+	st.Pods = len(m.entries)
+	return st
+}
+
+// Run writes until ctx is done: at once when something changed, and a
+// full comparison every Resync.
+func (m *Manager) Run(ctx context.Context) {
+	tick := m.clock.NewTicker(m.cfg.Resync)
+	defer tick.Stop()
+	full := true
+	for {
+		m.round(ctx, full)
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+			full = false
+		case <-tick.C():
+			full = true
+		}
+	}
+}
+
+// round does one pass: mirror pods, statuses, final deletions.
+func (m *Manager) round(ctx context.Context, full bool) {
+	errs := errors.Join(m.syncMirrors(ctx), m.syncStatuses(ctx, full), m.finalizeDeletions(ctx))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	log := klog.FromContext(ctx)
+	if errs != nil {
+		if !m.failing {
+			log.Error(errs, "Writing pod statuses to the API server failed; retrying")
+		}
+		m.failing = true
+		m.status.LastError, m.status.LastErrorTime = errs.Error(), m.clock.Now()
+		return
+	}
+	if m.failing {
+		log.Info("Writing pod statuses to the API server works again")
+	}
+	m.failing = false
+	m.status.LastSync = m.clock.Now()
+}
+
+// target is the API server's pod that carries e's status: the pod itself,
+// or a static pod's mirror; nil when there is none (yet).
+func (m *Manager) target(pod *v1.Pod) *v1.Pod {
+	api, err := m.cfg.Pods.Pods(pod.Namespace).Get(pod.Name)
+	if err != nil {
+		return nil
+	}
+	if IsStatic(pod) {
+		if !IsMirrorOf(api, pod) || api.DeletionTimestamp != nil {
+			return nil
+		}
+		return api
+	}
+	if api.UID != pod.UID {
+		return nil
+	}
+	return api
+}
+
+func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
+	type work struct {
+		uid    types.UID
+		pod    *v1.Pod
+		status v1.PodStatus
+		sent   *v1.PodStatus
+		sentTo types.UID
+	}
+	var todo []work
+	m.mu.Lock()
+	for uid, e := range m.entries {
+		if e.dirty || full {
+			todo = append(todo, work{uid, e.pod, e.status, e.sent, e.sentUID})
+		}
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, w := range todo {
+		api := m.target(w.pod)
+		if api == nil {
+			continue // no API object yet: stays dirty
+		}
+		next := MergeStatus(api.Status, w.status, api.Generation)
+		done := StatusEqual(api.Status, next) ||
+			!full && w.sent != nil && w.sentTo == api.UID && StatusEqual(*w.sent, next)
+		if !done {
+			if err := m.patch(ctx, api, next); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		m.mu.Lock()
+		if e, ok := m.entries[w.uid]; ok && StatusEqual(e.status, w.status) {
+			e.dirty = false
+			e.sent, e.sentUID = &next, api.UID
+		}
+		m.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// patch writes next as api's status. A conflict (the pod was re-created)
+// or a pod that is gone is not an error: the next round decides again.
+func (m *Manager) patch(ctx context.Context, api *v1.Pod, next v1.PodStatus) error {
+	data, err := StatusPatch(api.UID, api.Status, next)
+	if err != nil {
+		return err
+	}
+	_, err = m.cfg.Client.CoreV1().Pods(api.Namespace).Patch(ctx, api.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	switch {
+	case err == nil:
+		klog.FromContext(ctx).V(3).Info("Pod status patched", "pod", klog.KObj(api), "phase", next.Phase)
+		m.mu.Lock()
+		m.status.LastPatch = m.clock.Now()
+		m.mu.Unlock()
+		return nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		klog.FromContext(ctx).V(2).Info("Pod status not patched; the pod changed", "pod", klog.KObj(api), "err", err)
+		return nil
+	}
+	return fmt.Errorf("patch status of pod %s/%s: %w", api.Namespace, api.Name, err)
+}
+
+// finalizeDeletions deletes, for good, the terminated API pods that the
+// API server is deleting; a pod that is gone or not being deleted is
+// forgotten.
+func (m *Manager) finalizeDeletions(ctx context.Context) error {
+	m.mu.Lock()
+	var todo []*v1.Pod
+	for _, p := range m.finalize {
+		todo = append(todo, p)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, p := range todo {
+		api, err := m.cfg.Pods.Pods(p.Namespace).Get(p.Name)
+		if err != nil || api.UID != p.UID || api.DeletionTimestamp == nil {
+			m.forgetFinalize(p.UID)
+			continue
+		}
+		if err := m.deleteNow(ctx, api); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		klog.FromContext(ctx).V(2).Info("Pod deleted from the API server after termination", "pod", klog.KObj(api), "podUID", api.UID)
+		m.forgetFinalize(p.UID)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) forgetFinalize(uid types.UID) {
+	m.mu.Lock()
+	delete(m.finalize, uid)
+	m.mu.Unlock()
+}
+
+// deleteNow deletes pod with grace 0 and its UID as precondition; a pod
+// already gone or re-created counts as deleted.
+func (m *Manager) deleteNow(ctx context.Context, pod *v1.Pod) error {
+	zero := int64(0)
+	uid := pod.UID
+	err := m.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+		metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+}

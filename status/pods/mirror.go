@@ -1,0 +1,118 @@
+package pods
+
+import (
+	"maps"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Annotations of static and mirror pods (kubelet's).
+const (
+	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+	AnnotationConfigHash   = "kubernetes.io/config.hash"
+	AnnotationConfigSource = "kubernetes.io/config.source"
+	// SourceAPI is the config.source of pods from the API server.
+	SourceAPI = "api"
+)
+
+// IsStatic reports whether pod came from a static source (file or URL).
+func IsStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations[AnnotationConfigSource]
+	return ok && src != SourceAPI
+}
+
+// IsMirror reports whether pod is a mirror pod.
+func IsMirror(pod *v1.Pod) bool {
+	_, ok := pod.Annotations[AnnotationConfigMirror]
+	return ok
+}
+
+// IsMirrorOf reports whether mirror is the mirror of the static pod: its
+// config.mirror annotation is the static pod's config.hash.
+func IsMirrorOf(mirror, static *v1.Pod) bool {
+	h, ok := mirror.Annotations[AnnotationConfigMirror]
+	return ok && h == staticHash(static)
+}
+
+func staticHash(static *v1.Pod) string {
+	if h := static.Annotations[AnnotationConfigHash]; h != "" {
+		return h
+	}
+	return string(static.UID)
+}
+
+func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// MirrorPod is the mirror of the static pod on node nodeName (whose Node
+// has UID nodeUID): the static pod's name, namespace, labels, annotations
+// and spec, annotated with config.mirror, owned by the Node.
+func MirrorPod(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
+	m := &v1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        static.Name,
+			Namespace:   static.Namespace,
+			Labels:      maps.Clone(static.Labels),
+			Annotations: maps.Clone(static.Annotations),
+		},
+		Spec: *static.Spec.DeepCopy(),
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[AnnotationConfigMirror] = staticHash(static)
+	m.Spec.NodeName = nodeName
+	if nodeUID != "" {
+		ctrl := true
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: nodeUID, Controller: &ctrl}}
+	}
+	return m
+}
+
+// MirrorPlan is what MirrorActions decides.
+type MirrorPlan struct {
+	// Create are the static pods whose mirror pod must be created.
+	Create []*v1.Pod
+	// Delete are the API server's pods to delete (grace 0, UID
+	// precondition): mirrors of another version of their static pod,
+	// mirrors being deleted, mirrors whose static pod is gone.
+	Delete []*v1.Pod
+	// Conflicts are static pods whose name a regular API pod holds.
+	Conflicts []*v1.Pod
+}
+
+// MirrorActions compares the static pods the agent runs with the pods the
+// API server has for the node (api) and says which mirrors to create and
+// which pods to delete, as kubelet does: a mirror that is being deleted
+// or that mirrors another version of its static pod is deleted and
+// created again on the next round; a mirror whose static pod is gone is
+// deleted.
+func MirrorActions(statics, api []*v1.Pod) MirrorPlan {
+	byName := make(map[string]*v1.Pod, len(api))
+	for _, p := range api {
+		byName[fullName(p)] = p
+	}
+	var plan MirrorPlan
+	wanted := map[string]bool{}
+	for _, s := range statics {
+		fn := fullName(s)
+		wanted[fn] = true
+		m, ok := byName[fn]
+		switch {
+		case !ok:
+			plan.Create = append(plan.Create, s)
+		case !IsMirror(m):
+			plan.Conflicts = append(plan.Conflicts, s)
+		case m.DeletionTimestamp != nil || !IsMirrorOf(m, s):
+			plan.Delete = append(plan.Delete, m)
+		}
+	}
+	for _, p := range api {
+		if IsMirror(p) && !wanted[fullName(p)] {
+			plan.Delete = append(plan.Delete, p)
+		}
+	}
+	return plan
+}

@@ -1,0 +1,113 @@
+package pods
+
+import (
+	"encoding/json"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// OwnedConditions are the pod conditions the agent computes; any other
+// condition in the API server's status (PodScheduled from the scheduler,
+// DisruptionTarget from a controller, readiness gates) is kept as it is.
+var OwnedConditions = map[v1.PodConditionType]bool{
+	v1.PodReadyToStartContainers: true,
+	v1.PodInitialized:            true,
+	v1.ContainersReady:           true,
+	v1.PodReady:                  true,
+}
+
+// IsTerminal reports whether phase is Succeeded or Failed.
+func IsTerminal(phase v1.PodPhase) bool {
+	return phase == v1.PodSucceeded || phase == v1.PodFailed
+}
+
+// MergeStatus is the status to send for a pod whose API server status is
+// api when the agent computed ours: ours, with the conditions the agent
+// does not own taken from api, and — when api is terminal and ours is not
+// — api's phase, reason and message, as a terminal phase never regresses.
+// A pod with generation gen reports it as observedGeneration.
+func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
+	out := *ours.DeepCopy()
+	var conds []v1.PodCondition
+	seen := map[v1.PodConditionType]bool{}
+	for _, c := range out.Conditions {
+		seen[c.Type] = true
+	}
+	for _, c := range api.Conditions {
+		if !OwnedConditions[c.Type] && !seen[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	// The API server's own conditions first, in its order, then ours.
+	out.Conditions = append(conds, out.Conditions...)
+	if IsTerminal(api.Phase) && !IsTerminal(out.Phase) {
+		out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
+	}
+	if out.StartTime == nil && api.StartTime != nil {
+		out.StartTime = api.StartTime
+	}
+	if out.NominatedNodeName == "" {
+		out.NominatedNodeName = api.NominatedNodeName
+	}
+	if len(out.ResourceClaimStatuses) == 0 {
+		out.ResourceClaimStatuses = api.ResourceClaimStatuses
+	}
+	if gen > 0 {
+		out.ObservedGeneration = gen
+	}
+	return out
+}
+
+// StatusEqual reports whether two statuses say the same, ignoring the
+// order of conditions and probe times.
+func StatusEqual(a, b v1.PodStatus) bool {
+	return equality.Semantic.DeepEqual(normalize(a), normalize(b))
+}
+
+func normalize(s v1.PodStatus) v1.PodStatus {
+	s = *s.DeepCopy()
+	byType := map[v1.PodConditionType]v1.PodCondition{}
+	for _, c := range s.Conditions {
+		c.LastProbeTime = metaZero
+		byType[c.Type] = c
+	}
+	s.Conditions = nil
+	for _, t := range sortedTypes(byType) {
+		s.Conditions = append(s.Conditions, byType[t])
+	}
+	if len(s.HostIPs) == 0 {
+		s.HostIPs = nil
+	}
+	if len(s.PodIPs) == 0 {
+		s.PodIPs = nil
+	}
+	return s
+}
+
+// StatusPatch is the strategic merge patch that turns the status api into
+// next, with the pod's UID as a precondition (a pod re-created under the
+// same name is never patched with another pod's status).
+func StatusPatch(uid types.UID, api, next v1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(v1.Pod{Status: api})
+	if err != nil {
+		return nil, fmt.Errorf("encode status: %w", err)
+	}
+	newJSON, err := json.Marshal(v1.Pod{Status: next})
+	if err != nil {
+		return nil, fmt.Errorf("encode status: %w", err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("status patch: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, fmt.Errorf("status patch: %w", err)
+	}
+	m["metadata"] = map[string]any{"uid": string(uid)}
+	return json.Marshal(m)
+}
