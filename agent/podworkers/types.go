@@ -113,6 +113,10 @@ type Config struct {
 	Clock clock.Clock
 	// OnTerminated is called once a pod's worker has finished (optional).
 	OnTerminated func(pod *v1.Pod)
+	// OnStatus is called with a pod's status whenever it changes: after a
+	// sync, a stop, a kill, or a rejection at admission (optional). It
+	// must not block nor call back into the workers.
+	OnStatus func(pod *v1.Pod, st v1.PodStatus)
 }
 
 // PodRecord is a pod the workers know, with its last status.

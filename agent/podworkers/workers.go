@@ -135,6 +135,14 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		return
 	}
 	if u.Type != SyncPod {
+		if u.Type == TerminatePod && u.Pod.DeletionTimestamp != nil {
+			// Deleted in the API server before it ran here (or while the
+			// agent was down): whatever the runtime holds of it stops, and
+			// OnTerminated confirms the deletion.
+			w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod, Terminating: true}, pending: &u, wake: make(chan struct{}, 1)}
+			ws.workers[uid] = w
+			ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
+		}
 		return // not running (a waiting one was dropped above)
 	}
 	for _, w := range ws.workers {
@@ -158,12 +166,20 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		if r := h.Admit(attrs); !r.Admit {
 			log.Info("Pod rejected at admission", "reason", r.Reason, "message", r.Message)
 			ws.finished[uid] = &PodRecord{Pod: u.Pod, Status: RejectedStatus(u.Pod, r)}
+			ws.statusChanged(u.Pod, ws.finished[uid].Status)
 			return
 		}
 	}
 	w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod}, wake: make(chan struct{}, 1)}
 	ws.workers[uid] = w
 	ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
+}
+
+// statusChanged hands a pod's new status to Config.OnStatus.
+func (ws *Workers) statusChanged(pod *v1.Pod, st v1.PodStatus) {
+	if ws.cfg.OnStatus != nil {
+		ws.cfg.OnStatus(pod, st)
+	}
 }
 
 // Wake asks the worker of uid for a sync soon (a lifecycle event).
@@ -267,6 +283,7 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 		w.rec.LastSync, w.rec.LastErr = ws.clock.Now(), err
 		if err == nil || res.Status.Phase != "" {
 			w.rec.Status = withTransitionTimes(w.rec.Status, res.Status)
+			ws.statusChanged(w.rec.Pod, w.rec.Status)
 		}
 		ws.mu.Unlock()
 		if err != nil {
@@ -307,6 +324,7 @@ func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
 			ws.mu.Lock()
 			if st.Phase != "" {
 				w.rec.Status = withTransitionTimes(w.rec.Status, st)
+				ws.statusChanged(w.rec.Pod, w.rec.Status)
 			}
 			w.rec.Finished = true
 			ws.mu.Unlock()
@@ -404,6 +422,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		st := w.rec.Status
 		st.Phase, st.Reason, st.Message = v1.PodFailed, u.Reason, u.Message
 		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}
+		ws.statusChanged(pod, st)
 	}
 	restart := w.restart
 	ws.mu.Unlock()
