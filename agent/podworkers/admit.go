@@ -14,6 +14,17 @@ const (
 	ReasonOutOfCPU        = "OutOfcpu"
 	ReasonOutOfMemory     = "OutOfmemory"
 	ReasonUnexpectedAdmit = "UnexpectedAdmissionError"
+
+	// Predicate reasons: the name of the scheduler plugin kubelet's
+	// predicate admit handler reuses (see admit_node.go).
+	ReasonNodeAffinity    = "NodeAffinity"
+	ReasonNodeName        = "NodeName"
+	ReasonNodePorts       = "NodePorts"
+	ReasonTaintToleration = "TaintToleration"
+
+	ReasonPodOSNotSupported                  = "PodOSNotSupported"
+	ReasonPodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"
+	ReasonSysctlForbidden                    = "SysctlForbidden"
 )
 
 // Allocatable is what the node offers pods.
