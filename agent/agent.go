@@ -17,13 +17,16 @@ import (
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/status/events"
 )
 
 // LoopbackAddress is where every endpoint binds until the secure kubelet
@@ -45,6 +48,11 @@ type Agent struct {
 	runtimeSet sync.Once
 	pods       *pods
 	podsErr    error
+	// clients are the API server clients (nil: standalone); cluster is
+	// the API server side once Run started it.
+	clients  *kubeclient.Clients
+	cluster  *cluster
+	recorder *events.Recorder
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -77,7 +85,20 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		NewBuildInfoCollector(),
 	)
-	return &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}, nil
+	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
+	if opts.Kubeconfig != "" {
+		base, err := kubeclient.Load(opts.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		if a.clients, err = kubeclient.New(base, &opts.Config.Kubelet); err != nil {
+			return nil, err
+		}
+		if a.cluster, err = newCluster(opts.NodeName, a.clients); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // Registry is the agent's metrics registry.
@@ -102,9 +123,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		log.Info("Serving", "server", l.Name, "address", l.Addr())
 	}
 
+	var evClient kubernetes.Interface
+	if a.clients != nil {
+		evClient = a.clients.Events
+	}
+	a.recorder = events.New(ctx, evClient, a.opts.NodeName)
+	defer a.recorder.Shutdown()
+
 	g, gctx := errgroup.WithContext(ctx)
 	for _, l := range a.listeners {
 		g.Go(func() error { return l.Serve(gctx) })
+	}
+	if a.cluster != nil {
+		g.Go(func() error { a.cluster.run(gctx); return nil })
 	}
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)

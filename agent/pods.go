@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	goruntime "runtime"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/status/events"
+	statuspods "github.com/kernelet/kernelet/status/pods"
 )
 
 // runtimeServicer is a Runtime that exposes its CRI runtime service:
@@ -39,6 +43,10 @@ type pods struct {
 	// oomScores tracks the oom_score_adj each running container got.
 	oomScores   *runtime.OOMScores
 	memCapacity int64
+	// recorder records pod events; status (nil: standalone) writes pod
+	// statuses and mirror pods to the API server.
+	recorder record.EventRecorder
+	status   *statuspods.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -87,24 +95,40 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
-		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes}
+		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder}
+	var extraSources []sources.Source
+	if a.cluster != nil {
+		p.status = a.cluster.status
+		extraSources = append(extraSources, sources.NewAPISource(a.cluster.podInformer))
+	}
+	admit, err := a.admitHandlers(alloc)
+	if err != nil {
+		return err
+	}
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
 	p.syncOpt = setup.Sync
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
-		Admit: append([]podworkers.AdmitHandler{
-			podworkers.ResourceFit(alloc),
-			podworkers.Validate(runtime.ValidatePodForRuntime),
-		}, a.deps.AdmitHandlers...),
-		OnTerminated: func(pod *v1.Pod) { p.forget(pod.UID) }})
+		Admit: admit,
+		OnTerminated: func(pod *v1.Pod) {
+			p.forget(pod.UID)
+			if p.status != nil {
+				p.status.Terminated(pod)
+			}
+		},
+		OnStatus: func(pod *v1.Pod, st v1.PodStatus) {
+			if p.status != nil {
+				p.status.SetStatus(pod, st)
+			}
+		}})
 	if err != nil {
 		return err
 	}
 	if listed, err := mgr.ListPods(ctx); err == nil {
 		log.Info("Pods found in the runtime at start", "count", len(listed))
 	}
-	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName))
+	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName), extraSources...)
 	if err != nil {
 		return fmt.Errorf("pod sources: %w", err)
 	}
@@ -129,13 +153,40 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 func (p *pods) dispatchUpdates(ctx context.Context) {
 	for u := range p.sources.Updates() {
 		for _, pod := range u.Pods {
-			switch u.Op {
-			case sources.OpRemove, sources.OpDelete:
+			switch {
+			case u.Op == sources.OpRemove:
 				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod})
+			case u.Op == sources.OpDelete || pod.DeletionTimestamp != nil:
+				// Deleted gracefully in the API server: stop it within the
+				// grace the API server gave.
+				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod,
+					GracePeriod: pod.DeletionGracePeriodSeconds})
 			default:
 				p.workers.Update(ctx, podworkers.Update{Type: podworkers.SyncPod, Pod: pod})
 			}
 		}
+		if p.status != nil {
+			p.status.SetStaticPods(staticPods(p.sources.Pods()))
+		}
+	}
+}
+
+// staticPods are the pods of the file and URL sources.
+func staticPods(all []*v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range all {
+		if statuspods.IsStatic(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// recordEvents records a sync's or kill's events on the pod (or its
+// container).
+func (p *pods) recordEvents(pod *v1.Pod, evs []runtime.Event) {
+	for _, e := range evs {
+		p.recorder.Event(events.PodRef(pod, e.Container), e.Type, e.Reason, e.Message)
 	}
 }
 
@@ -225,10 +276,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		return podworkers.SyncResult{}, err
 	}
 	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
-	log := klog.FromContext(ctx)
-	for _, e := range r.Events {
-		log.V(2).Info("Pod event", "type", e.Type, "reason", e.Reason, "message", e.Message)
-	}
+	p.recordEvents(pod, r.Events)
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
 	p.mu.Unlock()
@@ -253,7 +301,9 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	if err != nil {
 		return v1.PodStatus{}, err
 	}
-	if err := p.mgr.StopPod(ctx, pod, st).Err(); err != nil {
+	r := p.mgr.StopPod(ctx, pod, st)
+	p.recordEvents(pod, r.Events)
+	if err := r.Err(); err != nil {
 		return v1.PodStatus{}, err
 	}
 	if after, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
@@ -273,7 +323,9 @@ func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
 	if err != nil {
 		return err
 	}
-	return p.mgr.KillPod(ctx, pod, st, grace).Err()
+	r := p.mgr.KillPod(ctx, pod, st, grace)
+	p.recordEvents(pod, r.Events)
+	return r.Err()
 }
 
 // CleanupPod implements podworkers.Syncer: whatever KillPod left (a
@@ -312,4 +364,35 @@ func (p *pods) PodList() *v1.PodList {
 		list.Items = append(list.Items, *pod)
 	}
 	return list
+}
+
+// admitHandlers are kubelet's admission checks in kubelet's order (the
+// first rejection wins): sysctls, the pod's OS, resources, node affinity,
+// node name, host ports, NoExecute taints, then what the runtime cannot
+// run, then the extra handlers of Deps.
+func (a *Agent) admitHandlers(alloc podworkers.Allocatable) ([]podworkers.AdmitHandler, error) {
+	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
+	}
+	hs := []podworkers.AdmitHandler{
+		sysctls,
+		podworkers.PodOS(goruntime.GOOS),
+		podworkers.ResourceFit(alloc),
+		podworkers.NodeAffinity(a.node),
+		podworkers.NodeName(a.node),
+		podworkers.NodePorts(),
+		podworkers.Taints(a.node),
+		podworkers.Validate(runtime.ValidatePodForRuntime),
+	}
+	return append(hs, a.deps.AdmitHandlers...), nil
+}
+
+// node is this node's Node as the API server last said, nil in standalone
+// mode or before it is known.
+func (a *Agent) node() *v1.Node {
+	if a.cluster == nil {
+		return nil
+	}
+	return a.cluster.node()
 }
