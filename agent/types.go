@@ -28,6 +28,8 @@ type Options struct {
 	// NodeIPs are the node's addresses (--node-ip, see ParseNodeIPs); nil
 	// detects them (NodeIPs).
 	NodeIPs []net.IP
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
 }
 
 // Deps are the agent's edges, replaceable in tests.

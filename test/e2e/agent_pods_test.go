@@ -32,6 +32,8 @@ import (
 type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
 	port                                                        int
+	// kubeconfig joins the API server when set; nodeIP is --node-ip.
+	kubeconfig, nodeIP string
 	cmd                                                         *exec.Cmd
 	exited                                                      chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
@@ -85,6 +87,12 @@ func (n *agentNode) start(t *testing.T) {
 	}
 	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
 		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	if n.kubeconfig != "" {
+		n.cmd.Args = append(n.cmd.Args, "--kubeconfig", n.kubeconfig)
+	}
+	if n.nodeIP != "" {
+		n.cmd.Args = append(n.cmd.Args, "--node-ip", n.nodeIP)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
