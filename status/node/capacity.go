@@ -112,8 +112,8 @@ func reservation(capacity v1.ResourceList, kubeReserved, systemReserved map[stri
 // thresholdResource maps the eviction signals that reduce allocatable to
 // the resource they reduce.
 var thresholdResource = map[eviction.Signal]v1.ResourceName{
-	eviction.SignalMemoryAvailable:  v1.ResourceMemory,
-	eviction.SignalNodeFsAvailable:  v1.ResourceEphemeralStorage,
+	eviction.SignalMemoryAvailable: v1.ResourceMemory,
+	eviction.SignalNodeFsAvailable: v1.ResourceEphemeralStorage,
 }
 
 // thresholdQuantity is the amount a threshold value stands for on a
