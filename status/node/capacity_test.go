@@ -37,7 +37,7 @@ func TestCapacity(t *testing.T) {
 		"maxPods": {maxPods: 110, want: map[v1.ResourceName]string{
 			"cpu": "4", "memory": "8Gi", "ephemeral-storage": "100Gi", "pods": "110",
 			"hugepages-2Mi": "1Gi", "hugepages-1Gi": "0"}},
-		"podsPerCore lower": {maxPods: 110, podsPerCore: 10, want: map[v1.ResourceName]string{"pods": "40"}},
+		"podsPerCore lower":  {maxPods: 110, podsPerCore: 10, want: map[v1.ResourceName]string{"pods": "40"}},
 		"podsPerCore higher": {maxPods: 30, podsPerCore: 10, want: map[v1.ResourceName]string{"pods": "30"}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -120,8 +120,8 @@ func TestConditions(t *testing.T) {
 				v1.NodeReady: {"False", "KubeletNotReady", "container runtime status check may not have completed yet"}},
 			transitionAt: map[v1.NodeConditionType]time.Time{v1.NodeReady: t1}},
 		"Unknown from the node controller becomes ready": {in: ready,
-			prev:       withReady(steadyConditions(), v1.ConditionUnknown),
-			wantEvents: []string{EventNodeReady},
+			prev:         withReady(steadyConditions(), v1.ConditionUnknown),
+			wantEvents:   []string{EventNodeReady},
 			transitionAt: map[v1.NodeConditionType]time.Time{v1.NodeReady: t1}},
 	} {
 		t.Run(name, func(t *testing.T) {
