@@ -47,6 +47,8 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
+	// images is the CRI image service.
+	images internalapi.ImageManagerService
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -95,7 +97,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
-		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder}
+		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is}
 	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.status
@@ -394,5 +396,11 @@ func (a *Agent) node() *v1.Node {
 	if a.cluster == nil {
 		return nil
 	}
-	return a.cluster.node()
+	if n := a.cluster.node(); n != nil {
+		return n
+	}
+	if a.nodeCtl != nil {
+		return a.nodeCtl.Node()
+	}
+	return nil
 }
