@@ -46,6 +46,8 @@ type Controller struct {
 	statusOut   outage
 	registerOut outage
 	leaseOutage outage
+	// wasReady: the Node was written Ready once (see readyOnce).
+	wasReady bool
 }
 
 // outage tracks one loop's failures so that an outage is logged once.
@@ -209,8 +211,6 @@ func (c *Controller) registered(ctx context.Context, n *v1.Node, msg string) {
 // statusLoop updates the status now and then every period until ctx ends
 // (nil) or the Node is gone (errNodeGone).
 func (c *Controller) statusLoop(ctx context.Context) error {
-	t := c.clock.NewTicker(c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration)
-	defer t.Stop()
 	for {
 		err := c.updateStatus(ctx)
 		switch {
@@ -221,12 +221,41 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 		default:
 			c.recovered(ctx, &c.statusOut, "update node status")
 		}
+		period := c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration
+		if !c.readyOnce() {
+			// Until the node has been Ready once, look again soon: the
+			// runtime or the PLEG coming up makes it Ready at once, not at
+			// the next period (kubelet's fast status update at start).
+			period = min(period, FastStatusPeriod)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C():
+		case <-c.clock.After(period):
 		}
 	}
+}
+
+// FastStatusPeriod is the status period until the node has been Ready
+// once.
+const FastStatusPeriod = 100 * time.Millisecond
+
+// readyOnce reports whether the Node has been written Ready since the
+// agent started; it stays true afterwards.
+func (c *Controller) readyOnce() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wasReady {
+		return true
+	}
+	if c.node != nil {
+		for _, cd := range c.node.Status.Conditions {
+			if cd.Type == v1.NodeReady && cd.Status == v1.ConditionTrue {
+				c.wasReady = true
+			}
+		}
+	}
+	return c.wasReady
 }
 
 // updateStatus computes the status and writes it when it changed or the

@@ -59,6 +59,10 @@ func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
 		t.Fatal(err)
 	}
 	n.cfg = filepath.Join(dir, "config.yaml")
+	healthz := freeTCPPort(t)
+	for healthz == n.port { // the kernel may hand out a just-closed port again
+		healthz = freeTCPPort(t)
+	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -67,7 +71,7 @@ podLogsDir: %s
 port: %d
 healthzPort: %d
 fileCheckFrequency: 1s
-`, n.cgroupRoot, n.logs, n.port, freeTCPPort(t))
+`, n.cgroupRoot, n.logs, n.port, healthz)
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

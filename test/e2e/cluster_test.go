@@ -62,6 +62,11 @@ func newClusterNode(t *testing.T) *clusterNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.cleanupAPI(t) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kernelet log:\n%s", c.log(t))
+		}
+	})
 	return c
 }
 
@@ -232,6 +237,9 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 func (c *clusterNode) createPod(t *testing.T, pod *v1.Pod) *v1.Pod {
 	t.Helper()
 	pod.Namespace = c.ns
+	if pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = c.node
+	}
 	var out *v1.Pod
 	waitFor(t, 30*time.Second, "create pod "+pod.Name, func() (bool, error) {
 		var err error
@@ -297,7 +305,7 @@ func apiTestPod(name string, grace int64, args ...string) *v1.Pod {
 // recorded, and an API server outage does not disturb the pods.
 func TestClusterNode(t *testing.T) {
 	c := newClusterNode(t)
-	writeManifest(t, c.manifests, "static.yaml", podManifest("static", `["sleep", "3600"]`, "", 1))
+	writeManifest(t, c.manifests, "static.yaml", podManifest("static", `["sleep"]`, "", 1))
 	start := time.Now()
 	c.start(t)
 
@@ -358,7 +366,7 @@ func testClusterAPIPod(t *testing.T, c *clusterNode) {
 }
 
 func testClusterForceDelete(t *testing.T, c *clusterNode) {
-	pod := c.createPod(t, apiTestPod("forced", 30, "sleep", "3600"))
+	pod := c.createPod(t, apiTestPod("forced", 30, "sleep"))
 	c.waitPhase(t, "forced", v1.PodRunning, 30*time.Second)
 	zero := int64(0)
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(t.Context(), "forced", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
@@ -405,11 +413,11 @@ func testClusterMirrorPod(t *testing.T, c *clusterNode) {
 
 func testClusterRejections(t *testing.T, c *clusterNode, node *v1.Node) {
 	alloc := node.Status.Allocatable[v1.ResourceMemory]
-	big := apiTestPod("too-big", 1, "sleep", "3600")
+	big := apiTestPod("too-big", 1, "sleep")
 	tooMuch := resource.NewQuantity(alloc.Value()+1<<30, resource.BinarySI)
 	big.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: *tooMuch}
 	c.createPod(t, big)
-	windows := apiTestPod("windows", 1, "sleep", "3600")
+	windows := apiTestPod("windows", 1, "sleep")
 	windows.Spec.OS = &v1.PodOS{Name: v1.Windows}
 	c.createPod(t, windows)
 
@@ -423,7 +431,7 @@ func testClusterRejections(t *testing.T, c *clusterNode, node *v1.Node) {
 }
 
 func testClusterOutage(t *testing.T, c *clusterNode) {
-	pod := c.createPod(t, apiTestPod("steady", 1, "sleep", "3600"))
+	pod := c.createPod(t, apiTestPod("steady", 1, "sleep"))
 	c.waitPhase(t, "steady", v1.PodRunning, 30*time.Second)
 	ctrs, _ := podObjects(t, c.rs, pod.UID)
 	lease, err := c.admin.CoordinationV1().Leases("kube-node-lease").Get(t.Context(), c.node, metav1.GetOptions{})
@@ -437,7 +445,7 @@ func testClusterOutage(t *testing.T, c *clusterNode) {
 		t.Errorf("containers changed during the outage: %d → %d", len(ctrs), len(ctrs2))
 	}
 	// A pod created during the outage runs once the agent is back.
-	c.createPod(t, apiTestPod("late", 1, "sleep", "3600"))
+	c.createPod(t, apiTestPod("late", 1, "sleep"))
 	restored := time.Now()
 	c.proxy.restore()
 	caught := waitFor(t, 20*time.Second, "Lease renewed after the outage", func() (bool, error) {
