@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
 )
 
 // TestAPIServerSmoke proves the real kube-apiserver test environment works:
@@ -18,7 +19,7 @@ import (
 // back, and the Node authorizer with NodeRestriction stops it from
 // registering another node.
 func TestAPIServerSmoke(t *testing.T) {
-	srv := env.SharedAPIServer(t)
+	srv := apiserver.Shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
