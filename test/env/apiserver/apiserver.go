@@ -243,6 +243,16 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--tls-cert-file=" + f("serving.crt"),
 		"--tls-private-key-file=" + f("serving.key"),
 		"--client-ca-file=" + f(caCertFile),
+		// A request-header (front proxy) CA as kubeadm sets up: the
+		// controller-manager and scheduler read it from
+		// kube-system/extension-apiserver-authentication and log errors
+		// without it. Only a certificate named front-proxy-client may assert
+		// the headers, and none is issued.
+		"--requestheader-client-ca-file=" + f(caCertFile),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--kubelet-client-certificate=" + f("kubelet-client.crt"),
 		"--kubelet-client-key=" + f("kubelet-client.key"),
 		"--service-account-key-file=" + f("sa.pub"),

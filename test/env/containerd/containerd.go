@@ -68,7 +68,7 @@ const (
 // Options configure Start.
 type Options struct {
 	// Name names the instance: its state is in env.StateDir(Name), its CNI
-	// network is "<env.RunID>-<Name>", its bridge "<env.RunID>-<slot>" with a slot
+	// network is "<run id>-<Name>", its bridge "<run id>-<slot>" with a slot
 	// reserved in the run. Default DefaultName. Two instances of
 	// one run need different names.
 	Name string
@@ -90,7 +90,7 @@ type Options struct {
 // Network is the pod network of one containerd instance: a bridge
 // CNI network owned by the run.
 type Network struct {
-	// Name is the CNI network name, "<env.RunID>-<instance>".
+	// Name is the CNI network name, "<run id>-<instance>".
 	Name string `json:"name"`
 	// Bridge is the bridge link, at most 15 bytes, derived from the run id.
 	Bridge string `json:"bridge"`
@@ -131,7 +131,7 @@ func (c *Instance) Endpoint() string { return "unix://" + c.state.Socket }
 // Socket is the path of containerd's gRPC socket.
 func (c *Instance) Socket() string { return c.state.Socket }
 
-// env.StateDir is the directory holding everything of this instance.
+// StateDir is the directory holding everything of this instance.
 func (c *Instance) StateDir() string { return c.state.StateDir }
 
 // Namespace is the containerd namespace CRI uses.
@@ -150,7 +150,7 @@ func (c *Instance) LogPath() string { return filepath.Join(c.state.StateDir, log
 // Version with runtime and network ready.
 func (c *Instance) ReadyAfter() time.Duration { return c.readyAfter }
 
-// images.Registry is the in-process registry, or nil when it runs outside (see
+// Registry is the in-process registry, or nil when it runs outside (see
 // Options.StartRegistry).
 func (c *Instance) Registry() *images.Registry {
 	if c.registry == nil {
