@@ -25,6 +25,9 @@ import (
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // agentNode is one `kernelet run` against the shared containerd, with its
@@ -41,7 +44,7 @@ type agentNode struct {
 	top *testing.T
 }
 
-func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
+func newAgentNode(t *testing.T, cd *containerd.Instance) *agentNode {
 	t.Helper()
 	dir := t.TempDir()
 	n := &agentNode{
@@ -218,7 +221,7 @@ spec:
     image: %s
     imagePullPolicy: IfNotPresent
     args: %s
-%s`, name, grace, env.TestboxImage, args, resources)
+%s`, name, grace, images.TestboxImage, args, resources)
 }
 
 const (
@@ -235,7 +238,7 @@ const (
 // newAgentWithCleanup is an agent node on cd (not started) with the CRI
 // client and the cgroup manager of its root; whatever happens, no pod of
 // the node and no cgroup of its root stays after the test.
-func newAgentWithCleanup(t *testing.T, cd *env.Containerd) (*agentNode, internalapi.RuntimeService, *cgroups.Manager) {
+func newAgentWithCleanup(t *testing.T, cd *containerd.Instance) (*agentNode, internalapi.RuntimeService, *cgroups.Manager) {
 	t.Helper()
 	rs, is := criClients(t, cd)
 	n := newAgentNode(t, cd)
@@ -344,7 +347,7 @@ func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types
 // QoS cgroups, source problems in `kernelet status`, graceful removal with
 // full cleanup, and restart recovery without duplicates.
 func TestAgentPods(t *testing.T) {
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	n, rs, cm := newAgentWithCleanup(t, cd)
 	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
 	// The Burstable pod uses the pod network (the private containerd's CNI
@@ -360,14 +363,14 @@ func TestAgentPods(t *testing.T) {
 	t.Logf("3 manifests → Running in %v (agent start included)", time.Since(start).Round(time.Millisecond))
 
 	t.Run("cgroups", func(t *testing.T) {
-		hierarchies := len(env.PodCgroupDirs(n.cgroupRoot + "/kubepods"))
+		hierarchies := len(cgroupfs.PodDirs(n.cgroupRoot + "/kubepods"))
 		if hierarchies == 0 {
 			t.Fatalf("no kubepods cgroup under %s", n.cgroupRoot)
 		}
 		for name, class := range map[string]cgroups.QOSClass{"besteffort": cgroups.BestEffort, "burstable": cgroups.Burstable, "guaranteed": cgroups.Guaranteed} {
 			p := pods[name]
 			want := cm.PodCgroup(class, string(p.UID))
-			if got := env.PodCgroupDirs(want); len(got) != hierarchies {
+			if got := cgroupfs.PodDirs(want); len(got) != hierarchies {
 				t.Errorf("%s: cgroup %s in %d hierarchies, want %d: %v", name, want, len(got), hierarchies, got)
 			}
 			if p.Status.QOSClass == "" {
@@ -551,7 +554,7 @@ func TestAgentPods(t *testing.T) {
 		}
 		t.Logf("manifest removed → TERM-trapping pod gone in %v (grace 5s)", time.Since(removed).Round(time.Millisecond))
 		for _, class := range []cgroups.QOSClass{cgroups.Guaranteed, cgroups.Burstable, cgroups.BestEffort} {
-			if dirs := env.PodCgroupDirs(cm.PodCgroup(class, string(p.UID))); len(dirs) > 0 {
+			if dirs := cgroupfs.PodDirs(cm.PodCgroup(class, string(p.UID))); len(dirs) > 0 {
 				t.Errorf("cgroup dirs left: %v", dirs)
 			}
 		}
@@ -585,7 +588,7 @@ func TestAgentPods(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
+		if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
 			t.Errorf("old pod's cgroup left: %v", dirs)
 		}
 		t.Logf("edited manifest → new pod %s Running and old pod %s gone in %v", got.UID, old.UID, time.Since(edited).Round(time.Millisecond))
@@ -609,7 +612,7 @@ func TestAgentPods(t *testing.T) {
 // status — and a crashing pod is restarted when its back-off expires
 // (10 s), not at the next resync a minute later.
 func TestAgentPodEndings(t *testing.T) {
-	n, rs, cm := newAgentWithCleanup(t, env.SharedContainerd(t))
+	n, rs, cm := newAgentWithCleanup(t, containerd.Shared(t))
 
 	job := `apiVersion: v1
 kind: Pod
@@ -619,9 +622,9 @@ spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 2
   initContainers:
-  - {name: log, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"], restartPolicy: Always}
+  - {name: log, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"], restartPolicy: Always}
   containers:
-  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
+  - {name: app, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
 `
 	writeManifest(t, n.manifests, "job.yaml", job)
 	withInit := `apiVersion: v1
@@ -631,9 +634,9 @@ spec:
   hostNetwork: true
   terminationGracePeriodSeconds: 2
   initContainers:
-  - {name: init, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0"]}
+  - {name: init, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0"]}
   containers:
-  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"]}
+  - {name: app, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"]}
 `
 	writeManifest(t, n.manifests, "withinit.yaml", withInit)
 	writeManifest(t, n.manifests, "crasher.yaml", podManifest("crasher", `["exit", "--code", "1"]`, "", 2))
@@ -682,7 +685,7 @@ spec:
 			t.Errorf("container %s of the finished pod is %v", c.Metadata.GetName(), c.State)
 		}
 	}
-	if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
 		t.Errorf("cgroup of the finished pod left: %v", dirs)
 	}
 

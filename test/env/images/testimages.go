@@ -1,11 +1,10 @@
-package env
+package images
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/kernelet/kernelet/test/env/internal/repo"
 )
 
 // TestboxEnv names the environment variable that points at a prebuilt
@@ -30,7 +31,7 @@ const testboxPackage = "./test/testbox"
 // stamp), so images containing it keep their digests. It must run inside
 // the kernelet module (any directory below the repository root).
 func BuildTestbox(ctx context.Context, out string) error {
-	root, err := testboxModuleRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ var testboxOnce = sync.OnceValues(func() (string, error) {
 		}
 		return p, nil
 	}
-	root, err := testboxModuleRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -76,28 +77,8 @@ var testboxOnce = sync.OnceValues(func() (string, error) {
 // when set, otherwise <repo>/bin/testbox, (re)built once per process.
 func TestboxBinary() (string, error) { return testboxOnce() }
 
-// testboxModuleRoot finds the root of the kernelet module from the working
-// directory upwards.
-func testboxModuleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find kernelet module: %w", err)
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/kernelet/kernelet\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find kernelet module: not inside the kernelet repository (or set $" + TestboxEnv + ")")
-		}
-		dir = parent
-	}
-}
-
-// TestImages are the images every containerd test environment has.
-type TestImages struct {
+// Set is the images every containerd test environment has.
+type Set struct {
 	// Pause is PauseImage, the sandbox image.
 	Pause *Image
 	// Testbox is TestboxImage: busybox plus /testbox.
@@ -107,20 +88,20 @@ type TestImages struct {
 }
 
 // Imported lists the images imported into containerd at start.
-func (t *TestImages) Imported() []*Image { return []*Image{t.Pause, t.Testbox} }
+func (t *Set) Imported() []*Image { return []*Image{t.Pause, t.Testbox} }
 
 // All lists every test image; the registry serves all of them.
-func (t *TestImages) All() []*Image { return []*Image{t.Pause, t.Testbox, t.MirrorOnly} }
+func (t *Set) All() []*Image { return []*Image{t.Pause, t.Testbox, t.MirrorOnly} }
 
 var (
-	ociTestImagesMu    sync.Mutex
-	ociTestImagesCache = map[string]*TestImages{}
+	setMu    sync.Mutex
+	setCache = map[string]*Set{}
 )
 
-// BuildTestImages builds the test images around the testbox binary at
+// BuildSet builds the test images around the testbox binary at
 // testbox (empty: TestboxBinary()) and busybox from busybox-static. The
 // result is cached per process and testbox path.
-func BuildTestImages(testbox string) (*TestImages, error) {
+func BuildSet(testbox string) (*Set, error) {
 	if testbox == "" {
 		p, err := TestboxBinary()
 		if err != nil {
@@ -128,32 +109,32 @@ func BuildTestImages(testbox string) (*TestImages, error) {
 		}
 		testbox = p
 	}
-	ociTestImagesMu.Lock()
-	defer ociTestImagesMu.Unlock()
-	if imgs, ok := ociTestImagesCache[testbox]; ok {
+	setMu.Lock()
+	defer setMu.Unlock()
+	if imgs, ok := setCache[testbox]; ok {
 		return imgs, nil
 	}
-	imgs, err := ociBuildTestImages(testbox)
+	imgs, err := buildSet(testbox)
 	if err != nil {
 		return nil, err
 	}
-	ociTestImagesCache[testbox] = imgs
+	setCache[testbox] = imgs
 	return imgs, nil
 }
 
-func ociBuildTestImages(testbox string) (*TestImages, error) {
+func buildSet(testbox string) (*Set, error) {
 	tb, err := os.ReadFile(testbox)
 	if err != nil {
 		return nil, fmt.Errorf("test images: %w", err)
 	}
-	if err := ociCheckStatic(testbox); err != nil {
+	if err := CheckStatic(testbox); err != nil {
 		return nil, fmt.Errorf("test images: %w", err)
 	}
-	bbFiles, err := ociBusyboxFiles()
+	bbFiles, err := busyboxFiles()
 	if err != nil {
 		return nil, fmt.Errorf("test images: %w", err)
 	}
-	base := []ImageFile{
+	base := []File{
 		{Path: "/testbox", Mode: 0o755, Data: tb},
 		{Path: "/dev", Mode: fs.ModeDir | 0o755},
 		{Path: "/proc", Mode: fs.ModeDir | 0o555},
@@ -165,7 +146,7 @@ func ociBuildTestImages(testbox string) (*TestImages, error) {
 		{Path: "/root", Mode: fs.ModeDir | 0o700},
 	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	pause, err := BuildImage(ImageSpec{
+	pause, err := Build(Spec{
 		Name:       PauseImage,
 		Files:      base,
 		Entrypoint: []string{"/testbox", "pause"},
@@ -175,8 +156,8 @@ func ociBuildTestImages(testbox string) (*TestImages, error) {
 	if err != nil {
 		return nil, err
 	}
-	withBusybox := append(append([]ImageFile{}, base...), bbFiles...)
-	testboxImg, err := BuildImage(ImageSpec{
+	withBusybox := append(append([]File{}, base...), bbFiles...)
+	testboxImg, err := Build(Spec{
 		Name:       TestboxImage,
 		Files:      withBusybox,
 		Entrypoint: []string{"/testbox"},
@@ -187,9 +168,9 @@ func ociBuildTestImages(testbox string) (*TestImages, error) {
 	if err != nil {
 		return nil, err
 	}
-	mirrorOnly, err := BuildImage(ImageSpec{
+	mirrorOnly, err := Build(Spec{
 		Name:       MirrorOnlyImage,
-		Files:      append(withBusybox, ImageFile{Path: "/etc/kernelet-mirror-only", Mode: 0o644, Data: []byte(MirrorOnlyImage + "\n")}),
+		Files:      append(withBusybox, File{Path: "/etc/kernelet-mirror-only", Mode: 0o644, Data: []byte(MirrorOnlyImage + "\n")}),
 		Entrypoint: []string{"/testbox"},
 		Cmd:        []string{"sleep"},
 		Env:        env,
@@ -198,12 +179,12 @@ func ociBuildTestImages(testbox string) (*TestImages, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TestImages{Pause: pause, Testbox: testboxImg, MirrorOnly: mirrorOnly}, nil
+	return &Set{Pause: pause, Testbox: testboxImg, MirrorOnly: mirrorOnly}, nil
 }
 
-// ociCheckStatic fails for a dynamically linked ELF binary: the images have no
+// CheckStatic fails for a dynamically linked ELF binary: the images have no
 // libc.
-func ociCheckStatic(path string) error {
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -217,21 +198,21 @@ func ociCheckStatic(path string) error {
 	return nil
 }
 
-// ociBusyboxFiles returns /bin/busybox and a symlink to it for every applet it
+// busyboxFiles returns /bin/busybox and a symlink to it for every applet it
 // lists.
-func ociBusyboxFiles() ([]ImageFile, error) {
+func busyboxFiles() ([]File, error) {
 	bb, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		return nil, fmt.Errorf("busybox (install busybox-static): %w", err)
 	}
-	if err := ociCheckStatic(BusyboxPath); err != nil {
+	if err := CheckStatic(BusyboxPath); err != nil {
 		return nil, fmt.Errorf("%w (install busybox-static)", err)
 	}
 	out, err := exec.Command(BusyboxPath, "--list-full").Output()
 	if err != nil {
 		return nil, fmt.Errorf("busybox --list-full: %w", err)
 	}
-	files := []ImageFile{{Path: "/bin/busybox", Mode: 0o755, Data: bb}}
+	files := []File{{Path: "/bin/busybox", Mode: 0o755, Data: bb}}
 	seen := map[string]bool{"bin/busybox": true}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -240,10 +221,20 @@ func ociBusyboxFiles() ([]ImageFile, error) {
 			continue
 		}
 		seen[p] = true
-		files = append(files, ImageFile{Path: p, Mode: fs.ModeSymlink | 0o777, Target: "/bin/busybox"})
+		files = append(files, File{Path: p, Mode: fs.ModeSymlink | 0o777, Target: "/bin/busybox"})
 	}
 	if len(files) < 10 {
 		return nil, fmt.Errorf("busybox --list-full listed only %d applets", len(files)-1)
 	}
 	return files, nil
+}
+
+// moduleRoot finds the root of the kernelet repository, which holds
+// test/testbox.
+func moduleRoot() (string, error) {
+	root, err := repo.Root()
+	if err != nil {
+		return "", fmt.Errorf("find kernelet module (or set $%s): %w", TestboxEnv, err)
+	}
+	return root, nil
 }

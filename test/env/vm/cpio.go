@@ -1,4 +1,4 @@
-package env
+package vm
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// vmCPIO writes a cpio archive in the "newc" format (magic 070701), the
+// cpioWriter writes a cpio archive in the "newc" format (magic 070701), the
 // format the Linux kernel unpacks as an initramfs. Every entry gets mtime 0,
 // uid/gid 0 and an inode number from a counter, so the same inputs always
 // give the same bytes.
@@ -18,7 +18,7 @@ import (
 // The kernel does not create missing parent directories while unpacking, so
 // the writer emits each parent directory (mode 0755) before the first entry
 // below it.
-type vmCPIO struct {
+type cpioWriter struct {
 	w    *bufio.Writer
 	off  int64
 	ino  uint32
@@ -26,20 +26,20 @@ type vmCPIO struct {
 	err  error
 }
 
-func newVMCPIO(w io.Writer) *vmCPIO {
-	return &vmCPIO{w: bufio.NewWriterSize(w, 1<<20), ino: 1, dirs: map[string]bool{"": true, ".": true}}
+func newCPIOWriter(w io.Writer) *cpioWriter {
+	return &cpioWriter{w: bufio.NewWriterSize(w, 1<<20), ino: 1, dirs: map[string]bool{"": true, ".": true}}
 }
 
 const (
-	vmCPIOModeDir     = 0o040000
-	vmCPIOModeFile    = 0o100000
-	vmCPIOModeSymlink = 0o120000
-	vmCPIOModeChar    = 0o020000
+	cpioModeDir     = 0o040000
+	cpioModeFile    = 0o100000
+	cpioModeSymlink = 0o120000
+	cpioModeChar    = 0o020000
 )
 
-// vmCPIOName turns an absolute or relative guest path into the archive name
+// cpioName turns an absolute or relative guest path into the archive name
 // (relative, cleaned, no leading slash).
-func vmCPIOName(p string) (string, error) {
+func cpioName(p string) (string, error) {
 	n := strings.TrimPrefix(path.Clean("/"+p), "/")
 	if n == "" {
 		return "", fmt.Errorf("cpio: empty entry name %q", p)
@@ -47,7 +47,7 @@ func vmCPIOName(p string) (string, error) {
 	return n, nil
 }
 
-func (c *vmCPIO) write(b []byte) {
+func (c *cpioWriter) write(b []byte) {
 	if c.err != nil {
 		return
 	}
@@ -56,19 +56,19 @@ func (c *vmCPIO) write(b []byte) {
 	c.err = err
 }
 
-func (c *vmCPIO) pad() {
+func (c *cpioWriter) pad() {
 	if r := c.off % 4; r != 0 {
 		c.write(make([]byte, 4-r))
 	}
 }
 
-func (c *vmCPIO) header(name string, mode uint32, size int64, rdevMajor, rdevMinor uint32) {
+func (c *cpioWriter) header(name string, mode uint32, size int64, rdevMajor, rdevMinor uint32) {
 	if size > 0xffffffff {
 		c.err = fmt.Errorf("cpio: %s: file too large for newc (%d bytes)", name, size)
 		return
 	}
 	nlink := uint32(1)
-	if mode&0o170000 == vmCPIOModeDir {
+	if mode&0o170000 == cpioModeDir {
 		nlink = 2
 	}
 	ino := c.ino
@@ -82,19 +82,19 @@ func (c *vmCPIO) header(name string, mode uint32, size int64, rdevMajor, rdevMin
 }
 
 // parents emits the missing parent directories of name.
-func (c *vmCPIO) parents(name string) {
+func (c *cpioWriter) parents(name string) {
 	dir := path.Dir(name)
 	if c.dirs[dir] {
 		return
 	}
 	c.parents(dir)
 	c.dirs[dir] = true
-	c.header(dir, vmCPIOModeDir|0o755, 0, 0, 0)
+	c.header(dir, cpioModeDir|0o755, 0, 0, 0)
 }
 
 // Dir adds a directory with the given permission bits.
-func (c *vmCPIO) Dir(p string, perm fs.FileMode) error {
-	name, err := vmCPIOName(p)
+func (c *cpioWriter) Dir(p string, perm fs.FileMode) error {
+	name, err := cpioName(p)
 	if err != nil {
 		return err
 	}
@@ -107,18 +107,18 @@ func (c *vmCPIO) Dir(p string, perm fs.FileMode) error {
 	if perm&fs.ModeSticky != 0 {
 		mode |= 0o1000
 	}
-	c.header(name, vmCPIOModeDir|mode, 0, 0, 0)
+	c.header(name, cpioModeDir|mode, 0, 0, 0)
 	return c.err
 }
 
 // Bytes adds a regular file with the given content.
-func (c *vmCPIO) Bytes(p string, perm fs.FileMode, data []byte) error {
-	name, err := vmCPIOName(p)
+func (c *cpioWriter) Bytes(p string, perm fs.FileMode, data []byte) error {
+	name, err := cpioName(p)
 	if err != nil {
 		return err
 	}
 	c.parents(name)
-	c.header(name, vmCPIOModeFile|uint32(perm.Perm()), int64(len(data)), 0, 0)
+	c.header(name, cpioModeFile|uint32(perm.Perm()), int64(len(data)), 0, 0)
 	c.write(data)
 	c.pad()
 	return c.err
@@ -126,8 +126,8 @@ func (c *vmCPIO) Bytes(p string, perm fs.FileMode, data []byte) error {
 
 // File adds the host file src as a regular file at p, keeping its
 // permission bits and following symlinks.
-func (c *vmCPIO) File(p, src string) error {
-	name, err := vmCPIOName(p)
+func (c *cpioWriter) File(p, src string) error {
+	name, err := cpioName(p)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (c *vmCPIO) File(p, src string) error {
 		return fmt.Errorf("cpio: %s is not a regular file", src)
 	}
 	c.parents(name)
-	c.header(name, vmCPIOModeFile|uint32(st.Mode().Perm()), st.Size(), 0, 0)
+	c.header(name, cpioModeFile|uint32(st.Mode().Perm()), st.Size(), 0, 0)
 	if c.err != nil {
 		return c.err
 	}
@@ -163,32 +163,32 @@ func (c *vmCPIO) File(p, src string) error {
 }
 
 // Symlink adds a symbolic link p pointing at target.
-func (c *vmCPIO) Symlink(p, target string) error {
-	name, err := vmCPIOName(p)
+func (c *cpioWriter) Symlink(p, target string) error {
+	name, err := cpioName(p)
 	if err != nil {
 		return err
 	}
 	c.parents(name)
-	c.header(name, vmCPIOModeSymlink|0o777, int64(len(target)), 0, 0)
+	c.header(name, cpioModeSymlink|0o777, int64(len(target)), 0, 0)
 	c.write([]byte(target))
 	c.pad()
 	return c.err
 }
 
 // CharDev adds a character device node.
-func (c *vmCPIO) CharDev(p string, perm fs.FileMode, major, minor uint32) error {
-	name, err := vmCPIOName(p)
+func (c *cpioWriter) CharDev(p string, perm fs.FileMode, major, minor uint32) error {
+	name, err := cpioName(p)
 	if err != nil {
 		return err
 	}
 	c.parents(name)
-	c.header(name, vmCPIOModeChar|uint32(perm.Perm()), 0, major, minor)
+	c.header(name, cpioModeChar|uint32(perm.Perm()), 0, major, minor)
 	return c.err
 }
 
 // Close writes the trailer and flushes; it does not close the underlying
 // writer.
-func (c *vmCPIO) Close() error {
+func (c *cpioWriter) Close() error {
 	c.header("TRAILER!!!", 0, 0, 0, 0)
 	if c.err != nil {
 		return c.err

@@ -1,4 +1,4 @@
-package env
+package vm
 
 import (
 	"math"
@@ -6,18 +6,18 @@ import (
 	"time"
 )
 
-// vmRDTSC reads the time stamp counter.
-func vmRDTSC() uint64
+// rdtsc reads the time stamp counter.
+func rdtsc() uint64
 
-// vmHostTSCkHz measures the host's TSC rate in kHz, or returns 0 when the
+// hostTSCkHz measures the host's TSC rate in kHz, or returns 0 when the
 // result is implausible. Under TCG the guest's TSC is the host's TSC (plus
 // an offset), so the guest kernel can be told its TSC rate
 // (tsc_early_khz=) instead of calibrating it against the emulated PIT: that
 // calibration fails on a busy host ("tsc: Unable to calibrate against
 // PIT", "Marking TSC unstable"), and the boot then hangs.
-var vmHostTSCkHz = sync.OnceValue(vmMeasureTSCkHz)
+var hostTSCkHz = sync.OnceValue(measureTSCkHz)
 
-func vmMeasureTSCkHz() uint64 {
+func measureTSCkHz() uint64 {
 	// sample pairs a TSC read with a clock read, keeping the tightest of
 	// several brackets so a preemption in between does not count.
 	sample := func() (uint64, time.Time) {
@@ -25,9 +25,9 @@ func vmMeasureTSCkHz() uint64 {
 		var at time.Time
 		gap := uint64(math.MaxUint64)
 		for range 64 {
-			a := vmRDTSC()
+			a := rdtsc()
 			n := time.Now()
-			b := vmRDTSC()
+			b := rdtsc()
 			if b > a && b-a < gap {
 				gap, tsc, at = b-a, a+(b-a)/2, n
 			}

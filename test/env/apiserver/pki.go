@@ -1,4 +1,4 @@
-package env
+package apiserver
 
 import (
 	"crypto"
@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kernelet/kernelet/test/env"
 )
 
 // testPKI is the throw-away certificate authority of one test kube-apiserver:
@@ -44,7 +46,7 @@ func newTestPKI() (*testPKI, error) {
 	now := time.Now()
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: Prefix + "-ca", Organization: []string{"kernelet tests"}},
+		Subject:               pkix.Name{CommonName: env.Prefix + "-ca", Organization: []string{"kernelet tests"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

@@ -1,4 +1,4 @@
-package env
+package vm
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func readNewc(t *testing.T, b []byte) []cpioEntry {
 	}
 }
 
-func TestVMInitramfsDeterministicNewc(t *testing.T) {
+func TestInitramfsDeterministicNewc(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "vm.test")
 	box := filepath.Join(dir, "busybox")
@@ -69,11 +69,11 @@ func TestVMInitramfsDeterministicNewc(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := &VMOptions{TestBinary: bin, Args: []string{"-test.v", "it's"}, Env: []string{"A=b c"},
+	opts := &Options{TestBinary: bin, Args: []string{"-test.v", "it's"}, Env: []string{"A=b c"},
 		ExtraFiles: map[string]string{"/opt/x/testbox": extra}}
 	build := func(name string) []byte {
 		p := filepath.Join(dir, name)
-		if err := vmWriteInitramfs(p, box, "0123abcd", opts); err != nil {
+		if err := writeInitramfs(p, box, "0123abcd", opts); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(p)
@@ -90,7 +90,7 @@ func TestVMInitramfsDeterministicNewc(t *testing.T) {
 	seen := map[string]cpioEntry{}
 	for _, e := range entries {
 		if dir := filepath.Dir(e.name); dir != "." {
-			if p, ok := seen[dir]; !ok || p.mode&0o170000 != vmCPIOModeDir {
+			if p, ok := seen[dir]; !ok || p.mode&0o170000 != cpioModeDir {
 				t.Errorf("%s comes before its directory %s", e.name, dir)
 			}
 		}
@@ -104,21 +104,21 @@ func TestVMInitramfsDeterministicNewc(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if e := seen["dev/console"]; e.mode != vmCPIOModeChar|0o600 || e.rdevMajor != 5 || e.rdevMinor != 1 {
+	if e := seen["dev/console"]; e.mode != cpioModeChar|0o600 || e.rdevMajor != 5 || e.rdevMinor != 1 {
 		t.Errorf("dev/console = %+v", e)
 	}
-	if e := seen["tmp"]; e.mode != vmCPIOModeDir|0o1777 {
+	if e := seen["tmp"]; e.mode != cpioModeDir|0o1777 {
 		t.Errorf("tmp mode %o", e.mode)
 	}
-	if e := seen["init"]; e.mode != vmCPIOModeFile|0o755 || !strings.Contains(string(e.data), `/kernelet/vm.test '-test.v' 'it'\''s'`) ||
+	if e := seen["init"]; e.mode != cpioModeFile|0o755 || !strings.Contains(string(e.data), `/kernelet/vm.test '-test.v' 'it'\''s'`) ||
 		!strings.Contains(string(e.data), `export A='b c'`) {
 		t.Errorf("init (mode %o):\n%s", e.mode, e.data)
 	}
 }
 
-func TestVMShellQuote(t *testing.T) {
+func TestShellQuote(t *testing.T) {
 	for _, s := range []string{"", "plain", "it's", `"$HOME" $(id) \n`, "a\nb", "'''"} {
-		out, err := exec.Command("/bin/sh", "-c", "printf %s "+vmShellQuote(s)).Output()
+		out, err := exec.Command("/bin/sh", "-c", "printf %s "+shellQuote(s)).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestVMShellQuote(t *testing.T) {
 	}
 }
 
-func TestVMParseExit(t *testing.T) {
+func TestParseExit(t *testing.T) {
 	const nonce = "feedbeef"
 	for _, tc := range []struct {
 		out  string
@@ -142,40 +142,40 @@ func TestVMParseExit(t *testing.T) {
 		{"KERNELET-VM-EXIT-feedbeef=\n", "", false},
 		{"", "", false},
 	} {
-		got, ok := vmParseExit(tc.out, nonce)
+		got, ok := parseExit(tc.out, nonce)
 		if got != tc.want || ok != tc.ok {
-			t.Errorf("vmParseExit(%q) = %q, %v; want %q, %v", tc.out, got, ok, tc.want, tc.ok)
+			t.Errorf("parseExit(%q) = %q, %v; want %q, %v", tc.out, got, ok, tc.want, tc.ok)
 		}
 	}
 }
 
-func TestVMFacts(t *testing.T) {
-	out := "x\n" + VMFactPrefix + `kernel="6.1.0-56-cloud-amd64"` + "\n" +
-		"[ 1.2] " + VMFactPrefix + `events="oom 1\noom_kill 1\n"` + "\n" + VMFactPrefix + "raw=a b\n"
-	f := VMFacts(out)
+func TestFacts(t *testing.T) {
+	out := "x\n" + FactPrefix + `kernel="6.1.0-56-cloud-amd64"` + "\n" +
+		"[ 1.2] " + FactPrefix + `events="oom 1\noom_kill 1\n"` + "\n" + FactPrefix + "raw=a b\n"
+	f := Facts(out)
 	if f["kernel"] != "6.1.0-56-cloud-amd64" || f["events"] != "oom 1\noom_kill 1\n" || f["raw"] != "a b" {
-		t.Errorf("VMFacts = %q", f)
+		t.Errorf("Facts = %q", f)
 	}
 }
 
-func TestVMCompareVersions(t *testing.T) {
+func TestCompareVersions(t *testing.T) {
 	a, b := "/boot/vmlinuz-6.9.0-30-cloud-amd64", "/boot/vmlinuz-6.10.0-1-cloud-amd64"
-	if vmCompareVersions(a, b) >= 0 || vmCompareVersions(b, a) <= 0 || vmCompareVersions(a, a) != 0 {
+	if compareVersions(a, b) >= 0 || compareVersions(b, a) <= 0 || compareVersions(a, a) != 0 {
 		t.Errorf("version order of %s and %s wrong", a, b)
 	}
-	if vmCompareVersions("/boot/vmlinuz-6.1.0-9-cloud-amd64", "/boot/vmlinuz-6.1.0-56-cloud-amd64") >= 0 {
+	if compareVersions("/boot/vmlinuz-6.1.0-9-cloud-amd64", "/boot/vmlinuz-6.1.0-56-cloud-amd64") >= 0 {
 		t.Error("6.1.0-9 should sort before 6.1.0-56")
 	}
 }
 
-func TestVMHostTSC(t *testing.T) {
+func TestHostTSC(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
-		if vmHostTSCkHz() != 0 {
+		if hostTSCkHz() != 0 {
 			t.Error("TSC rate reported off amd64")
 		}
 		return
 	}
-	a, b := vmMeasureTSCkHz(), vmMeasureTSCkHz()
+	a, b := measureTSCkHz(), measureTSCkHz()
 	if a == 0 || b == 0 {
 		t.Fatalf("TSC rate not measured: %d, %d kHz", a, b)
 	}
@@ -185,34 +185,34 @@ func TestVMHostTSC(t *testing.T) {
 	t.Logf("host TSC %s MHz", fmt.Sprintf("%.3f", float64(a)/1000))
 }
 
-// TestVMCheckOptions covers defaults and the -test.timeout injection.
-func TestVMCheckOptions(t *testing.T) {
+// TestCheckOptions covers defaults and the -test.timeout injection.
+func TestCheckOptions(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "x.test")
 	if err := os.WriteFile(bin, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	o := VMOptions{TestBinary: bin, Kernel: "/k", Args: []string{"-test.v"}}
-	if err := vmCheckOptions(&o); err != nil {
+	o := Options{TestBinary: bin, Kernel: "/k", Args: []string{"-test.v"}}
+	if err := checkOptions(&o); err != nil {
 		t.Fatal(err)
 	}
-	if o.MemoryMiB != 512 || o.CPUs != 2 || o.Timeout != DefaultVMTimeout {
+	if o.MemoryMiB != 512 || o.CPUs != 2 || o.Timeout != DefaultTimeout {
 		t.Errorf("defaults: %+v", o)
 	}
 	if got := strings.Join(o.Args, " "); got != "-test.timeout=2m45s -test.v" {
 		t.Errorf("args %q", got)
 	}
-	o = VMOptions{TestBinary: bin, Kernel: "/k", Args: []string{"-test.timeout", "1m"}}
-	if err := vmCheckOptions(&o); err != nil || len(o.Args) != 2 {
+	o = Options{TestBinary: bin, Kernel: "/k", Args: []string{"-test.timeout", "1m"}}
+	if err := checkOptions(&o); err != nil || len(o.Args) != 2 {
 		t.Errorf("explicit -test.timeout: %v %q", err, o.Args)
 	}
-	for _, bad := range []VMOptions{
+	for _, bad := range []Options{
 		{TestBinary: bin, Kernel: "/k", Env: []string{"NOEQUALS"}},
 		{TestBinary: bin, Kernel: "/k", Env: []string{"BAD-KEY=1"}},
 		{TestBinary: bin, Kernel: "/k", ExtraFiles: map[string]string{"rel/path": bin}},
 		{TestBinary: bin, Kernel: "/k", ExtraFiles: map[string]string{"/init": bin}},
 		{TestBinary: filepath.Join(t.TempDir(), "missing")},
 	} {
-		if err := vmCheckOptions(&bad); err == nil {
+		if err := checkOptions(&bad); err == nil {
 			t.Errorf("no error for %+v", bad)
 		}
 	}

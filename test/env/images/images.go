@@ -1,4 +1,4 @@
-package env
+package images
 
 import (
 	"archive/tar"
@@ -18,7 +18,7 @@ import (
 )
 
 // The test images. None of them exists anywhere but on this machine: they
-// are built by BuildTestImages, imported into the test containerd, and
+// are built by BuildSet, imported into the test containerd, and
 // served by the test registry (see Registry), which containerd uses as the
 // mirror for TestRegistryHost.
 const (
@@ -45,12 +45,12 @@ const (
 	ociAnnotationRefName = "org.opencontainers.image.ref.name"
 )
 
-// ociEpoch is the mtime of every file and the creation time of every
+// epoch is the mtime of every file and the creation time of every
 // image, so that building twice gives the same digests.
-var ociEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// ImageFile is one entry of an image layer.
-type ImageFile struct {
+// File is one entry of an image layer.
+type File struct {
 	// Path inside the image; absolute or relative to /.
 	Path string
 	// Mode holds the permission bits plus fs.ModeDir for a directory or
@@ -63,11 +63,11 @@ type ImageFile struct {
 	Target string
 }
 
-// ImageSpec describes a single-layer image.
-type ImageSpec struct {
+// Spec describes a single-layer image.
+type Spec struct {
 	// Name is the full reference, host/repository:tag.
 	Name       string
-	Files      []ImageFile
+	Files      []File
 	Entrypoint []string
 	Cmd        []string
 	Env        []string
@@ -103,8 +103,8 @@ func (i *Image) Size() int64 {
 	return n
 }
 
-// SplitImageName splits host/repository:tag into its parts.
-func SplitImageName(name string) (host, repo, tag string, err error) {
+// SplitName splits host/repository:tag into its parts.
+func SplitName(name string) (host, repo, tag string, err error) {
 	host, rest, ok := strings.Cut(name, "/")
 	if !ok || host == "" {
 		return "", "", "", fmt.Errorf("image name %q: no registry host", name)
@@ -174,18 +174,18 @@ type ociHistoryEntry struct {
 	CreatedBy string `json:"created_by"`
 }
 
-// BuildImage builds spec into an image for linux/GOARCH. The result only
+// Build builds spec into an image for linux/GOARCH. The result only
 // depends on spec: files are sorted, times and owners fixed.
-func BuildImage(spec ImageSpec) (*Image, error) {
-	if _, _, _, err := SplitImageName(spec.Name); err != nil {
+func Build(spec Spec) (*Image, error) {
+	if _, _, _, err := SplitName(spec.Name); err != nil {
 		return nil, err
 	}
-	layer, err := ociBuildLayer(spec.Files)
+	layer, err := buildLayer(spec.Files)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", spec.Name, err)
 	}
 	layerDigest := ociDigest(layer)
-	created := ociEpoch.Format(time.RFC3339)
+	created := epoch.Format(time.RFC3339)
 	config, err := json.Marshal(ociImageConfig{
 		Created:      created,
 		Architecture: runtime.GOARCH,
@@ -198,7 +198,7 @@ func BuildImage(spec ImageSpec) (*Image, error) {
 			Labels:     spec.Labels,
 		},
 		RootFS:  ociRootFS{Type: "layers", DiffIDs: []string{layerDigest}},
-		History: []ociHistoryEntry{{Created: created, CreatedBy: "kernelet test/env BuildImage"}},
+		History: []ociHistoryEntry{{Created: created, CreatedBy: "kernelet test/env Build"}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("image %s: config: %w", spec.Name, err)
@@ -223,10 +223,10 @@ func BuildImage(spec ImageSpec) (*Image, error) {
 	}, nil
 }
 
-// ociBuildLayer writes files, plus every parent directory not listed, as an
+// buildLayer writes files, plus every parent directory not listed, as an
 // uncompressed tar sorted by path.
-func ociBuildLayer(files []ImageFile) ([]byte, error) {
-	entries := map[string]ImageFile{}
+func buildLayer(files []File) ([]byte, error) {
+	entries := map[string]File{}
 	for _, f := range files {
 		name := strings.TrimPrefix(path.Clean("/"+f.Path), "/")
 		if name == "" {
@@ -245,7 +245,7 @@ func ociBuildLayer(files []ImageFile) ([]byte, error) {
 				}
 				continue
 			}
-			entries[dir] = ImageFile{Path: dir, Mode: fs.ModeDir | 0o755}
+			entries[dir] = File{Path: dir, Mode: fs.ModeDir | 0o755}
 		}
 	}
 	names := make([]string, 0, len(entries))
@@ -262,7 +262,7 @@ func ociBuildLayer(files []ImageFile) ([]byte, error) {
 		if f.Mode&fs.ModeSticky != 0 {
 			perm |= 0o1000
 		}
-		hdr := &tar.Header{Name: name, ModTime: ociEpoch, Uname: "root", Gname: "root"}
+		hdr := &tar.Header{Name: name, ModTime: epoch, Uname: "root", Gname: "root"}
 		switch {
 		case f.Mode&fs.ModeDir != 0:
 			hdr.Typeflag = tar.TypeDir
@@ -310,7 +310,7 @@ func WriteOCILayout(w io.Writer, images ...*Image) error {
 	blobs := map[string][]byte{}
 	index := ociIndex{SchemaVersion: 2, MediaType: MediaTypeOCIIndex}
 	for _, img := range images {
-		_, _, tag, err := SplitImageName(img.Name)
+		_, _, tag, err := SplitName(img.Name)
 		if err != nil {
 			return err
 		}
@@ -335,7 +335,7 @@ func WriteOCILayout(w io.Writer, images ...*Image) error {
 	}
 	tw := tar.NewWriter(w)
 	add := func(name string, data []byte) error {
-		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: ociEpoch}
+		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: epoch}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("layout %s: %w", name, err)
 		}
@@ -351,7 +351,7 @@ func WriteOCILayout(w io.Writer, images ...*Image) error {
 		return err
 	}
 	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
-		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: ociEpoch}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch}); err != nil {
 			return fmt.Errorf("layout %s: %w", dir, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package env
+package containerd
 
 import (
 	"bytes"
@@ -26,22 +26,26 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
-// ctrdShimSocketDir is where containerd 1.6 shims put their sockets, whatever
+// shimSocketDir is where containerd 1.6 shims put their sockets, whatever
 // containerd's state directory is.
-const ctrdShimSocketDir = "/run/containerd/s"
+const shimSocketDir = "/run/containerd/s"
 
-// ctrdCNIStateDir is libcni's cache (results per network and container) and
+// cniStateDir is libcni's cache (results per network and container) and
 // host-local's default data dir.
-const ctrdCNIStateDir = "/var/lib/cni"
+const cniStateDir = "/var/lib/cni"
 
-// StartContainerd starts a private containerd as described by opts, waits
+// Start starts a private containerd as described by opts, waits
 // until CRI answers with runtime and network ready, imports the test images
 // and starts the registry mirror. On error everything started is removed
-// again. Stop it with Stop (or ContainerdDown from another process).
-func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd, retErr error) {
-	if err := ContainerdAvailable(); err != nil {
+// again. Stop it with Stop (or Down from another process).
+func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
+	if err := Available(); err != nil {
 		return nil, err
 	}
 	if os.Geteuid() != 0 {
@@ -49,23 +53,23 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 	}
 	name := opts.Name
 	if name == "" {
-		name = DefaultContainerdName
+		name = DefaultName
 	}
 	sd := opts.StateDir
 	if sd == "" {
-		sd = StateDir(name)
+		sd = env.StateDir(name)
 	}
 	sd, err := filepath.Abs(sd)
 	if err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
-	st := ctrdState{
-		RunID:    RunID(),
+	st := instanceState{
+		RunID:    env.RunID(),
 		Name:     name,
 		StateDir: sd,
-		Socket:   filepath.Join(sd, ctrdSocketFile),
+		Socket:   filepath.Join(sd, socketFile),
 	}
-	if n := len(st.Socket) + len(".ttrpc"); n >= ctrdMaxSocketPath {
+	if n := len(st.Socket) + len(".ttrpc"); n >= maxSocketPath {
 		return nil, fmt.Errorf("start containerd: socket path %s is too long (%d bytes); use a shorter state dir", st.Socket, n)
 	}
 	logf := opts.Logf
@@ -75,7 +79,7 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 
 	// The lock makes this process the only one starting (or, while it
 	// holds it, running) the instance; a crashed holder releases it.
-	lock, err := ctrdLock(sd)
+	lock, err := lockInstance(sd)
 	if err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
@@ -88,12 +92,12 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 	}()
 
 	// Never start over a running instance; clean up after a crashed one.
-	if _, err := ctrdReadState(sd); err == nil {
-		if pid := ctrdOwnedPid(sd, ctrdPidFile); pid > 0 {
-			return nil, fmt.Errorf("start containerd in %s: %w (pid %d)", sd, ErrContainerdRunning, pid)
+	if _, err := readState(sd); err == nil {
+		if pid := ownedPid(sd, pidFileName); pid > 0 {
+			return nil, fmt.Errorf("start containerd in %s: %w (pid %d)", sd, ErrRunning, pid)
 		}
 		logf("containerd: removing leftovers of an earlier run in %s", sd)
-		if err := ContainerdDown(sd); err != nil {
+		if err := Down(sd); err != nil {
 			return nil, fmt.Errorf("start containerd: clean leftovers: %w", err)
 		}
 	} else if entries, rerr := os.ReadDir(sd); rerr == nil && len(entries) > 0 {
@@ -102,21 +106,21 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 	if err := os.MkdirAll(sd, 0o700); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
-	st.Network, st.BridgeReservation, err = ctrdReserveNetwork(st.RunID, name, sd)
+	st.Network, st.BridgeReservation, err = reserveNetwork(st.RunID, name, sd)
 	if err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
 	stateJSON, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
-		// The state file goes first: from here on ContainerdDown can clean up.
-		err = ctrdWriteFileAtomic(st.path(ctrdStateFile), stateJSON, 0o644)
+		// The state file goes first: from here on Down can clean up.
+		err = writeFileAtomic(st.path(stateFile), stateJSON, 0o644)
 	}
 	if err != nil {
-		_ = ctrdReleaseNetwork(st.BridgeReservation, sd)
+		_ = releaseNetwork(st.BridgeReservation, sd)
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
 
-	c := &Containerd{state: st, exited: make(chan struct{}), lock: lock}
+	c := &Instance{state: st, exited: make(chan struct{}), lock: lock}
 	imagesDone := make(chan error, 1)
 	imagesStarted := false
 	defer func() {
@@ -129,12 +133,12 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 		if c.registry != nil {
 			_ = c.registry.Close()
 		}
-		if err := ContainerdDown(sd); err != nil {
+		if err := Down(sd); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("clean up after failed start: %w", err))
 		}
 	}()
 
-	conflist, err := ctrdCNIConflist(&st)
+	conflist, err := cniConflist(&st)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +147,7 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 			return nil, fmt.Errorf("start containerd: %w", err)
 		}
 	}
-	if err := os.WriteFile(st.path(ctrdConfigFile), []byte(ctrdConfig(&st)), 0o644); err != nil {
+	if err := os.WriteFile(st.path(configFile), []byte(renderConfig(&st)), 0o644); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
 	if err := os.WriteFile(st.path("cni", "net.d", "10-"+st.Network.Name+".conflist"), conflist, 0o644); err != nil {
@@ -168,29 +172,29 @@ func StartContainerd(ctx context.Context, opts ContainerdOptions) (_ *Containerd
 		return nil, err
 	}
 	t1 := time.Now()
-	if err := ImportImages(ctx, st.Socket, st.path(ctrdImagesFile)); err != nil {
+	if err := ImportImages(ctx, st.Socket, st.path(imagesFile)); err != nil {
 		return nil, err
 	}
 	if err := c.waitImages(ctx); err != nil {
 		return nil, err
 	}
-	logf("containerd: imported %s and %s in %v; registry mirror at %s", PauseImage, TestboxImage, time.Since(t1).Round(time.Millisecond), c.regAddr)
+	logf("containerd: imported %s and %s in %v; registry mirror at %s", images.PauseImage, images.TestboxImage, time.Since(t1).Round(time.Millisecond), c.regAddr)
 	return c, nil
 }
 
 // prepareImages builds the test images, writes the import tar and starts
 // the registry.
-func (c *Containerd) prepareImages(ctx context.Context, opts ContainerdOptions) error {
-	imgs, err := BuildTestImages(opts.TestboxBinary)
+func (c *Instance) prepareImages(ctx context.Context, opts Options) error {
+	imgs, err := images.BuildSet(opts.TestboxBinary)
 	if err != nil {
 		return err
 	}
 	c.images = imgs
 	var buf bytes.Buffer
-	if err := WriteOCILayout(&buf, imgs.Imported()...); err != nil {
+	if err := images.WriteOCILayout(&buf, imgs.Imported()...); err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.state.path(ctrdImagesFile), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(c.state.path(imagesFile), buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write images: %w", err)
 	}
 	if opts.StartRegistry != nil {
@@ -200,28 +204,28 @@ func (c *Containerd) prepareImages(ctx context.Context, opts ContainerdOptions) 
 		}
 		c.regAddr = addr
 	} else {
-		reg, err := NewRegistry(imgs.All()...)
+		reg, err := images.NewRegistry(imgs.All()...)
 		if err != nil {
 			return err
 		}
-		srv, err := ServeRegistry("127.0.0.1:0", reg)
+		srv, err := images.ServeRegistry("127.0.0.1:0", reg)
 		if err != nil {
 			return err
 		}
 		c.registry = srv
 		c.regAddr = srv.Addr()
 	}
-	hostsDir := c.state.path("certs.d", TestRegistryHost)
+	hostsDir := c.state.path("certs.d", images.TestRegistryHost)
 	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
 		return fmt.Errorf("registry mirror config: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(ctrdHostsTOML(c.regAddr)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(hostsTOML(c.regAddr)), 0o644); err != nil {
 		return fmt.Errorf("registry mirror config: %w", err)
 	}
 	return nil
 }
 
-func (c *Containerd) startProcess() error {
+func (c *Instance) startProcess() error {
 	logFile, err := os.OpenFile(c.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("start containerd: %w", err)
@@ -229,7 +233,7 @@ func (c *Containerd) startProcess() error {
 	defer logFile.Close()
 	// Not CommandContext: containerd outlives the start context. Its own
 	// session keeps terminal signals away from it.
-	cmd := exec.Command("containerd", "--config", c.state.path(ctrdConfigFile))
+	cmd := exec.Command("containerd", "--config", c.state.path(configFile))
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -241,15 +245,15 @@ func (c *Containerd) startProcess() error {
 		_ = cmd.Wait()
 		close(c.exited)
 	}()
-	if err := ctrdWriteFileAtomic(c.state.path(ctrdPidFile), []byte(strconv.Itoa(c.pid)+"\n"), 0o644); err != nil {
+	if err := writeFileAtomic(c.state.path(pidFileName), []byte(strconv.Itoa(c.pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
 		return fmt.Errorf("start containerd: pid file: %w", err)
 	}
 	return nil
 }
 
-// ctrdDial connects to a CRI socket.
-func ctrdDial(socket string) (*grpc.ClientConn, error) {
+// dial connects to a CRI socket.
+func dial(socket string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", socket, err)
@@ -259,7 +263,7 @@ func ctrdDial(socket string) (*grpc.ClientConn, error) {
 
 // waitReady polls CRI Version and Status until the runtime and the network
 // are ready.
-func (c *Containerd) waitReady(ctx context.Context, t0 time.Time) error {
+func (c *Instance) waitReady(ctx context.Context, t0 time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last error
@@ -273,16 +277,16 @@ func (c *Containerd) waitReady(ctx context.Context, t0 time.Time) error {
 		}
 		select {
 		case <-c.exited:
-			return fmt.Errorf("containerd exited during start; log:\n%s", ctrdTail(c.LogPath(), 4096))
+			return fmt.Errorf("containerd exited during start; log:\n%s", tail(c.LogPath(), 4096))
 		case <-ctx.Done():
-			return fmt.Errorf("containerd not ready: %w (last error: %v); log:\n%s", ctx.Err(), last, ctrdTail(c.LogPath(), 4096))
+			return fmt.Errorf("containerd not ready: %w (last error: %v); log:\n%s", ctx.Err(), last, tail(c.LogPath(), 4096))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
 
-func (c *Containerd) criReady(ctx context.Context) error {
-	conn, err := ctrdDial(c.state.Socket)
+func (c *Instance) criReady(ctx context.Context) error {
+	conn, err := dial(c.state.Socket)
 	if err != nil {
 		return err
 	}
@@ -306,8 +310,8 @@ func (c *Containerd) criReady(ctx context.Context) error {
 }
 
 // waitImages waits until CRI lists the imported images.
-func (c *Containerd) waitImages(ctx context.Context) error {
-	conn, err := ctrdDial(c.state.Socket)
+func (c *Instance) waitImages(ctx context.Context) error {
+	conn, err := dial(c.state.Socket)
 	if err != nil {
 		return err
 	}
@@ -315,7 +319,7 @@ func (c *Containerd) waitImages(ctx context.Context) error {
 	is := runtimeapi.NewImageServiceClient(conn)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, ref := range []string{PauseImage, TestboxImage} {
+	for _, ref := range []string{images.PauseImage, images.TestboxImage} {
 		for {
 			resp, err := is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
 			if err == nil && resp.GetImage() != nil {
@@ -332,9 +336,9 @@ func (c *Containerd) waitImages(ctx context.Context) error {
 }
 
 // Stop removes every pod through CRI, stops containerd and the in-process
-// registry, and removes everything the instance created (ContainerdDown).
+// registry, and removes everything the instance created (Down).
 // It is safe to call more than once.
-func (c *Containerd) Stop(ctx context.Context) error {
+func (c *Instance) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() {
 		var errs []error
 		if c.registry != nil {
@@ -342,7 +346,7 @@ func (c *Containerd) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if err := ContainerdDown(c.state.StateDir); err != nil {
+		if err := Down(c.state.StateDir); err != nil {
 			errs = append(errs, err)
 		}
 		select {
@@ -362,7 +366,7 @@ func (c *Containerd) Stop(ctx context.Context) error {
 
 // Kill SIGKILLs containerd only — shims, containers, mounts and the rest
 // stay, as after a crash — and waits for it to exit.
-func (c *Containerd) Kill() error {
+func (c *Instance) Kill() error {
 	select {
 	case <-c.exited:
 		return nil
@@ -379,7 +383,7 @@ func (c *Containerd) Kill() error {
 	}
 }
 
-// ContainerdDown removes everything the test containerd in stateDir
+// Down removes everything the test containerd in stateDir
 // created, also after a crash: pods (through CRI while containerd still
 // answers), the daemons named by pid files in stateDir (containerd, an
 // out-of-process registry), shims serving our containerd, the processes and
@@ -390,19 +394,19 @@ func (c *Containerd) Kill() error {
 // matched by command line (and stopped by pidfd), everything else by path
 // or by the names in stateDir's state file. A missing stateDir is not an
 // error.
-func ContainerdDown(stateDir string) error {
+func Down(stateDir string) error {
 	sd, err := filepath.Abs(stateDir)
 	if err != nil {
 		return fmt.Errorf("containerd down: %w", err)
 	}
-	st, err := ctrdReadState(sd)
+	st, err := readState(sd)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(sd); errors.Is(serr, fs.ErrNotExist) {
-			ctrdRemoveStaleLock(sd)
+			removeStaleLock(sd)
 			_ = os.Remove(filepath.Dir(sd))
 			return nil
 		}
-		return fmt.Errorf("containerd down: %s has no %s: not a test containerd state dir, not touching it", sd, ctrdStateFile)
+		return fmt.Errorf("containerd down: %s has no %s: not a test containerd state dir, not touching it", sd, stateFile)
 	}
 	if err != nil {
 		return fmt.Errorf("containerd down: %w", err)
@@ -421,64 +425,64 @@ func ContainerdDown(stateDir string) error {
 		start uint64
 	}
 	var stopped []startedProc
-	for _, sh := range ctrdFindShims(sd) {
-		stopped = append(stopped, startedProc{sh.pid, ctrdStartTime(sh.pid)})
+	for _, sh := range findShims(sd) {
+		stopped = append(stopped, startedProc{sh.pid, startTime(sh.pid)})
 	}
 
 	// The run's cgroup parents our containers use, while runc still knows
 	// them (CRI removal deletes the containers' state).
-	cgroupParents := ctrdCgroupParents(st)
+	cgroupParents := findCgroupParents(st)
 
 	// While containerd answers, let CRI tear pods down properly (CNI DEL,
 	// unmounts). Whatever is left is removed by force below.
-	if ctrdOwnedPid(sd, ctrdPidFile) > 0 {
+	if ownedPid(sd, pidFileName) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = ctrdRemovePods(ctx, st.Socket)
+		_ = removePods(ctx, st.Socket)
 		cancel()
 	}
 
 	// Daemons by pid file: containerd, registry.
 	pidFiles, _ := filepath.Glob(filepath.Join(sd, "*.pid"))
 	for _, pf := range pidFiles {
-		if pid := ctrdOwnedPid(sd, filepath.Base(pf)); pid > 0 {
-			stopped = append(stopped, startedProc{pid, ctrdStartTime(pid)})
-			fail("stop "+filepath.Base(pf), ctrdStopPid(pid, func(argv []string) bool { return ctrdArgsMention(argv, sd) }, 5*time.Second))
+		if pid := ownedPid(sd, filepath.Base(pf)); pid > 0 {
+			stopped = append(stopped, startedProc{pid, startTime(pid)})
+			fail("stop "+filepath.Base(pf), stopPid(pid, func(argv []string) bool { return argsMention(argv, sd) }, 5*time.Second))
 		}
 	}
 
 	// Processes and cgroups of our containers, while their shims still run
 	// and reap them at once (after a shim's death init inherits them and
 	// their cgroups stay busy until it gets round to reaping).
-	fail("containers", ctrdKillContainers(st, cgroupParents))
+	fail("containers", killContainers(st, cgroupParents))
 
 	// Shims serving our containerd; remember their sockets.
 	sockets := map[string]bool{}
-	shims := ctrdFindShims(sd)
+	shims := findShims(sd)
 	for _, sh := range shims {
-		sockets[ctrdShimSocket(sh.address, sh.namespace, sh.id)] = true
+		sockets[shimSocket(sh.address, sh.namespace, sh.id)] = true
 	}
 	for _, sh := range shims {
-		fail(fmt.Sprintf("stop shim %d", sh.pid), ctrdStopPid(sh.pid, func(argv []string) bool {
-			s, ok := ctrdParseShim(argv)
+		fail(fmt.Sprintf("stop shim %d", sh.pid), stopPid(sh.pid, func(argv []string) bool {
+			s, ok := parseShim(argv)
 			return ok && s.address == sh.address
 		}, 0))
 	}
-	for _, s := range ctrdBundleSockets(st) {
+	for _, s := range bundleSockets(st) {
 		sockets[s] = true
 	}
 
-	fail("unmount", ctrdUnmountUnder(sd))
-	fail("network", ctrdRemoveLinks(st.Network.Bridge))
+	fail("unmount", unmountUnder(sd))
+	fail("network", removeLinks(st.Network.Bridge))
 
 	for s := range sockets {
 		if err := os.Remove(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			fail("remove shim socket", err)
 		}
 	}
-	fail("cni state", ctrdRemoveCNIState(st.Network.Name, ctrdSandboxIDs(st)))
+	fail("cni state", removeCNIState(st.Network.Name, sandboxIDs(st)))
 	if len(errs) == 0 {
 		// Only once the bridge is gone may another instance take its slot.
-		fail("bridge reservation", ctrdReleaseNetwork(st.BridgeReservation, sd))
+		fail("bridge reservation", releaseNetwork(st.BridgeReservation, sd))
 	}
 
 	// Exited daemons and shims are children of init (or of a subreaper, or
@@ -487,7 +491,7 @@ func ContainerdDown(stateDir string) error {
 	// reaped in time is not an error: they are not our children.
 	deadline := time.Now().Add(3 * time.Second)
 	for _, p := range stopped {
-		for p.start != 0 && ctrdStartTime(p.pid) == p.start && time.Now().Before(deadline) {
+		for p.start != 0 && startTime(p.pid) == p.start && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
@@ -496,7 +500,7 @@ func ContainerdDown(stateDir string) error {
 		if err := os.RemoveAll(sd); err != nil {
 			fail("remove state dir", err)
 		} else {
-			ctrdRemoveStaleLock(sd)
+			removeStaleLock(sd)
 			// The run directory goes when this was its last component.
 			_ = os.Remove(filepath.Dir(sd))
 		}
@@ -507,8 +511,8 @@ func ContainerdDown(stateDir string) error {
 	return nil
 }
 
-// ctrdLock takes the instance lock, <stateDir>.lock, without waiting.
-func ctrdLock(sd string) (*os.File, error) {
+// lockInstance takes the instance lock, <stateDir>.lock, without waiting.
+func lockInstance(sd string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(sd), 0o755); err != nil {
 		return nil, err
 	}
@@ -519,16 +523,16 @@ func ctrdLock(sd string) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is held by another process", ErrContainerdRunning, f.Name())
+			return nil, fmt.Errorf("%w: %s is held by another process", ErrRunning, f.Name())
 		}
 		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return f, nil
 }
 
-// ctrdRemoveStaleLock removes the instance lock file when no process holds
+// removeStaleLock removes the instance lock file when no process holds
 // it (its holder crashed, or `containerd up` exited).
-func ctrdRemoveStaleLock(sd string) {
+func removeStaleLock(sd string) {
 	f, err := os.OpenFile(sd+".lock", os.O_RDWR, 0)
 	if err != nil {
 		return
@@ -539,9 +543,9 @@ func ctrdRemoveStaleLock(sd string) {
 	}
 }
 
-// ctrdRemovePods stops and removes every pod sandbox through CRI.
-func ctrdRemovePods(ctx context.Context, socket string) error {
-	conn, err := ctrdDial(socket)
+// removePods stops and removes every pod sandbox through CRI.
+func removePods(ctx context.Context, socket string) error {
+	conn, err := dial(socket)
 	if err != nil {
 		return err
 	}
@@ -564,8 +568,8 @@ func ctrdRemovePods(ctx context.Context, socket string) error {
 	return errors.Join(errs...)
 }
 
-// ctrdArgv reads the command line of pid ("" elements dropped).
-func ctrdArgv(pid int) ([]string, error) {
+// procArgv reads the command line of pid ("" elements dropped).
+func procArgv(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return nil, err
@@ -573,8 +577,8 @@ func ctrdArgv(pid int) ([]string, error) {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
 }
 
-// ctrdArgsMention reports whether an argument is dir or a path below it.
-func ctrdArgsMention(argv []string, dir string) bool {
+// argsMention reports whether an argument is dir or a path below it.
+func argsMention(argv []string, dir string) bool {
 	for _, a := range argv {
 		if a == dir || strings.HasPrefix(a, dir+"/") {
 			return true
@@ -583,9 +587,9 @@ func ctrdArgsMention(argv []string, dir string) bool {
 	return false
 }
 
-// ctrdOwnedPid returns the pid from a pid file in sd when that process
+// ownedPid returns the pid from a pid file in sd when that process
 // still runs with sd on its command line, else 0.
-func ctrdOwnedPid(sd, pidFile string) int {
+func ownedPid(sd, pidFile string) int {
 	b, err := os.ReadFile(filepath.Join(sd, pidFile))
 	if err != nil {
 		return 0
@@ -594,15 +598,15 @@ func ctrdOwnedPid(sd, pidFile string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	argv, err := ctrdArgv(pid)
-	if err != nil || !ctrdArgsMention(argv, sd) || ctrdZombie(pid) {
+	argv, err := procArgv(pid)
+	if err != nil || !argsMention(argv, sd) || zombie(pid) {
 		return 0
 	}
 	return pid
 }
 
-// ctrdZombie reports whether pid has exited but was not reaped yet.
-func ctrdZombie(pid int) bool {
+// zombie reports whether pid has exited but was not reaped yet.
+func zombie(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
@@ -612,10 +616,10 @@ func ctrdZombie(pid int) bool {
 	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
-// ctrdStopPid stops pid if owned(its argv) holds: SIGTERM and up to grace
+// stopPid stops pid if owned(its argv) holds: SIGTERM and up to grace
 // to exit (grace 0: SIGKILL at once), then SIGKILL. The pidfd makes sure
 // the signal reaches the process that was checked, not a reused pid.
-func ctrdStopPid(pid int, owned func(argv []string) bool, grace time.Duration) error {
+func stopPid(pid int, owned func(argv []string) bool, grace time.Duration) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return nil
@@ -624,7 +628,7 @@ func ctrdStopPid(pid int, owned func(argv []string) bool, grace time.Duration) e
 		return fmt.Errorf("pidfd_open %d: %w", pid, err)
 	}
 	defer unix.Close(fd)
-	argv, err := ctrdArgv(pid)
+	argv, err := procArgv(pid)
 	if err != nil || !owned(argv) {
 		return nil // gone, or not ours
 	}
@@ -635,21 +639,21 @@ func ctrdStopPid(pid int, owned func(argv []string) bool, grace time.Duration) e
 			}
 			return fmt.Errorf("signal %d: %w", pid, err)
 		}
-		if ctrdWaitPidfd(fd, grace) {
+		if waitPidfd(fd, grace) {
 			return nil
 		}
 	}
 	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("kill %d: %w", pid, err)
 	}
-	if !ctrdWaitPidfd(fd, 10*time.Second) {
+	if !waitPidfd(fd, 10*time.Second) {
 		return fmt.Errorf("process %d did not exit after SIGKILL", pid)
 	}
 	return nil
 }
 
-// ctrdWaitPidfd waits until the process exits (a pidfd turns readable).
-func ctrdWaitPidfd(fd int, timeout time.Duration) bool {
+// waitPidfd waits until the process exits (a pidfd turns readable).
+func waitPidfd(fd int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		left := time.Until(deadline)
@@ -667,18 +671,18 @@ func ctrdWaitPidfd(fd int, timeout time.Duration) bool {
 	}
 }
 
-// ctrdShim is a running shim process.
-type ctrdShim struct {
+// shimProc is a running shim process.
+type shimProc struct {
 	pid                    int
 	namespace, id, address string
 }
 
-// ctrdParseShim reads a containerd-shim command line.
-func ctrdParseShim(argv []string) (ctrdShim, bool) {
+// parseShim reads a containerd-shim command line.
+func parseShim(argv []string) (shimProc, bool) {
 	if len(argv) == 0 || !strings.HasPrefix(filepath.Base(argv[0]), "containerd-shim") {
-		return ctrdShim{}, false
+		return shimProc{}, false
 	}
-	var s ctrdShim
+	var s shimProc
 	for i := 1; i+1 < len(argv); i++ {
 		switch strings.TrimLeft(argv[i], "-") {
 		case "namespace":
@@ -692,20 +696,20 @@ func ctrdParseShim(argv []string) (ctrdShim, bool) {
 	return s, s.address != ""
 }
 
-// ctrdFindShims lists shims whose -address is inside sd.
-func ctrdFindShims(sd string) []ctrdShim {
-	var shims []ctrdShim
+// findShims lists shims whose -address is inside sd.
+func findShims(sd string) []shimProc {
+	var shims []shimProc
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		argv, err := ctrdArgv(pid)
+		argv, err := procArgv(pid)
 		if err != nil {
 			continue
 		}
-		s, ok := ctrdParseShim(argv)
+		s, ok := parseShim(argv)
 		if !ok || !strings.HasPrefix(s.address, sd+"/") {
 			continue
 		}
@@ -715,24 +719,24 @@ func ctrdFindShims(sd string) []ctrdShim {
 	return shims
 }
 
-// ctrdShimSocket is the socket containerd 1.6 derives for a shim:
+// shimSocket is the socket containerd 1.6 derives for a shim:
 // /run/containerd/s/<sha256(address/namespace/id)>.
-func ctrdShimSocket(address, namespace, id string) string {
+func shimSocket(address, namespace, id string) string {
 	sum := sha256.Sum256([]byte(filepath.Join(address, namespace, id)))
-	return filepath.Join(ctrdShimSocketDir, hex.EncodeToString(sum[:]))
+	return filepath.Join(shimSocketDir, hex.EncodeToString(sum[:]))
 }
 
-// ctrdBundleSockets lists the shim sockets of every task bundle in our
+// bundleSockets lists the shim sockets of every task bundle in our
 // state: from the bundle's address file and derived from its id.
-func ctrdBundleSockets(st *ctrdState) []string {
+func bundleSockets(st *instanceState) []string {
 	var out []string
 	bundles, _ := filepath.Glob(st.path("state", "io.containerd.runtime.v2.task", "*", "*"))
 	for _, b := range bundles {
 		ns, id := filepath.Base(filepath.Dir(b)), filepath.Base(b)
-		out = append(out, ctrdShimSocket(st.Socket, ns, id))
+		out = append(out, shimSocket(st.Socket, ns, id))
 		if a, err := os.ReadFile(filepath.Join(b, "address")); err == nil {
 			p := strings.TrimPrefix(strings.TrimSpace(string(a)), "unix://")
-			if filepath.Dir(p) == ctrdShimSocketDir {
+			if filepath.Dir(p) == shimSocketDir {
 				out = append(out, p)
 			}
 		}
@@ -740,39 +744,39 @@ func ctrdBundleSockets(st *ctrdState) []string {
 	return out
 }
 
-// ctrdRuncState is the part of runc's state.json we need.
-type ctrdRuncState struct {
+// runcState is the part of runc's state.json we need.
+type runcState struct {
 	InitProcessPid   int               `json:"init_process_pid"`
 	InitProcessStart uint64            `json:"init_process_start"`
 	CgroupPaths      map[string]string `json:"cgroup_paths"`
 }
 
-// ctrdContainer is a container in our runc root: its runc state and its
+// runcContainer is a container in our runc root: its runc state and its
 // cgroup dirs (absolute, and relative to their hierarchy).
-type ctrdContainer struct {
+type runcContainer struct {
 	id    string
-	state ctrdRuncState
+	state runcState
 	dirs  []string
 	rels  []string
 }
 
-// ctrdRuncContainers reads the containers of our runc root.
-func ctrdRuncContainers(st *ctrdState, mounts []string) ([]ctrdContainer, error) {
+// runcContainers reads the containers of our runc root.
+func runcContainers(st *instanceState, mounts []string) ([]runcContainer, error) {
 	files, _ := filepath.Glob(st.path("runc", "*", "*", "state.json"))
-	var out []ctrdContainer
+	var out []runcContainer
 	var errs []error
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue // deleted meanwhile
 		}
-		c := ctrdContainer{id: filepath.Base(filepath.Dir(f))}
+		c := runcContainer{id: filepath.Base(filepath.Dir(f))}
 		if err := json.Unmarshal(b, &c.state); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f, err))
 			continue
 		}
 		for _, p := range c.state.CgroupPaths {
-			if m := ctrdMountOf(mounts, p); m != "" && p != m {
+			if m := mountOf(mounts, p); m != "" && p != m {
 				c.dirs = append(c.dirs, p)
 				c.rels = append(c.rels, strings.TrimPrefix(p, m))
 			}
@@ -782,17 +786,17 @@ func ctrdRuncContainers(st *ctrdState, mounts []string) ([]ctrdContainer, error)
 	return out, errors.Join(errs...)
 }
 
-// ctrdCgroupParents returns the cgroup parents (relative to the
+// findCgroupParents returns the cgroup parents (relative to the
 // hierarchies) of our containers that belong to the run: ancestors whose
 // name starts with the run id. Read before CRI removes the containers, it
-// lets ContainerdDown remove parents a crashed test left behind.
-func ctrdCgroupParents(st *ctrdState) map[string]bool {
+// lets Down remove parents a crashed test left behind.
+func findCgroupParents(st *instanceState) map[string]bool {
 	parents := map[string]bool{}
-	mounts, err := ctrdCgroupMounts()
+	mounts, err := cgroupfs.Hierarchies()
 	if err != nil {
 		return parents
 	}
-	ctrs, _ := ctrdRuncContainers(st, mounts)
+	ctrs, _ := runcContainers(st, mounts)
 	for _, c := range ctrs {
 		for _, rel := range c.rels {
 			for dir := filepath.Dir(rel); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
@@ -805,22 +809,22 @@ func ctrdCgroupParents(st *ctrdState) map[string]bool {
 	return parents
 }
 
-// ctrdKillContainers kills every process in the cgroups of the containers
+// killContainers kills every process in the cgroups of the containers
 // in our runc root and removes those cgroups, then the empty run-owned
 // cgroup parents above them and those in parents.
-func ctrdKillContainers(st *ctrdState, parents map[string]bool) error {
-	mounts, err := ctrdCgroupMounts()
+func killContainers(st *instanceState, parents map[string]bool) error {
+	mounts, err := cgroupfs.Hierarchies()
 	if err != nil {
 		return err
 	}
-	ctrs, err := ctrdRuncContainers(st, mounts)
+	ctrs, err := runcContainers(st, mounts)
 	errs := []error{err}
-	for p := range ctrdCgroupParents(st) {
+	for p := range findCgroupParents(st) {
 		parents[p] = true
 	}
 	rels := map[string]bool{} // container cgroups, relative to their hierarchy
 	for _, c := range ctrs {
-		if err := ctrdKillCgroups(c.dirs, c.state); err != nil {
+		if err := killCgroups(c.dirs, c.state); err != nil {
 			errs = append(errs, fmt.Errorf("container %s: %w", c.id, err))
 		}
 		for _, rel := range c.rels {
@@ -829,16 +833,16 @@ func ctrdKillContainers(st *ctrdState, parents map[string]bool) error {
 	}
 	// The container cgroups in every hierarchy (runc may have made them in
 	// hierarchies it does not list), then the run's parents when empty.
-	for _, rel := range ctrdDeepestFirst(rels) {
+	for _, rel := range deepestFirst(rels) {
 		for _, m := range mounts {
-			if err := ctrdRmdirCgroup(filepath.Join(m, rel)); err != nil {
+			if err := cgroupfs.RemoveDir(filepath.Join(m, rel)); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	for _, rel := range ctrdDeepestFirst(parents) {
+	for _, rel := range deepestFirst(parents) {
 		for _, m := range mounts {
-			err := ctrdRmdirCgroup(filepath.Join(m, rel))
+			err := cgroupfs.RemoveDir(filepath.Join(m, rel))
 			if err != nil && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EBUSY) {
 				errs = append(errs, err)
 			}
@@ -847,12 +851,12 @@ func ctrdKillContainers(st *ctrdState, parents map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// ctrdKillCgroups SIGKILLs every process in dirs (and the container's
+// killCgroups SIGKILLs every process in dirs (and the container's
 // init, if it still is the process runc started) until they are empty.
-func ctrdKillCgroups(dirs []string, rs ctrdRuncState) error {
-	if rs.InitProcessPid > 0 && ctrdStartTime(rs.InitProcessPid) == rs.InitProcessStart {
-		_ = ctrdStopPid(rs.InitProcessPid, func([]string) bool {
-			return ctrdStartTime(rs.InitProcessPid) == rs.InitProcessStart
+func killCgroups(dirs []string, rs runcState) error {
+	if rs.InitProcessPid > 0 && startTime(rs.InitProcessPid) == rs.InitProcessStart {
+		_ = stopPid(rs.InitProcessPid, func([]string) bool {
+			return startTime(rs.InitProcessPid) == rs.InitProcessStart
 		}, 0)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -886,9 +890,9 @@ func ctrdKillCgroups(dirs []string, rs ctrdRuncState) error {
 	}
 }
 
-// ctrdStartTime is field 22 of /proc/<pid>/stat (start time in ticks), 0
+// startTime is field 22 of /proc/<pid>/stat (start time in ticks), 0
 // when the process is gone.
-func ctrdStartTime(pid int) uint64 {
+func startTime(pid int) uint64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0
@@ -906,42 +910,7 @@ func ctrdStartTime(pid int) uint64 {
 	return v
 }
 
-// ctrdRmdirCgroup removes one cgroup directory, retrying while the kernel
-// still releases exited tasks. A missing directory is fine. A cgroup that
-// still has child cgroups answers EBUSY too, and waiting will not change
-// that: it fails at once with ENOTEMPTY.
-func ctrdRmdirCgroup(dir string) error {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		if errors.Is(err, unix.EBUSY) && ctrdHasChildCgroups(dir) {
-			return fmt.Errorf("rmdir %s: %w", dir, unix.ENOTEMPTY)
-		}
-		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-			return fmt.Errorf("rmdir %s: %w", dir, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ctrdHasChildCgroups reports whether a cgroup directory has sub-cgroups.
-func ctrdHasChildCgroups(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if e.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
-func ctrdDeepestFirst(set map[string]bool) []string {
+func deepestFirst(set map[string]bool) []string {
 	out := make([]string, 0, len(set))
 	for p := range set {
 		out = append(out, p)
@@ -956,66 +925,8 @@ func ctrdDeepestFirst(set map[string]bool) []string {
 	return out
 }
 
-// ctrdMount is one line of /proc/self/mountinfo.
-type ctrdMount struct {
-	root, point, fstype, superOpts string
-}
-
-var ctrdOctal = regexp.MustCompile(`\\[0-7]{3}`)
-
-func ctrdUnescape(s string) string {
-	return ctrdOctal.ReplaceAllStringFunc(s, func(m string) string {
-		v, _ := strconv.ParseUint(m[1:], 8, 8)
-		return string([]byte{byte(v)})
-	})
-}
-
-func ctrdMountinfo() ([]ctrdMount, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("mountinfo: %w", err)
-	}
-	var out []ctrdMount
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 {
-			continue
-		}
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+3 >= len(f) {
-			continue
-		}
-		out = append(out, ctrdMount{root: ctrdUnescape(f[3]), point: ctrdUnescape(f[4]), fstype: f[sep+1], superOpts: f[sep+3]})
-	}
-	return out, nil
-}
-
-// ctrdCgroupMounts lists the mount points of every cgroup hierarchy (v1
-// and v2).
-func ctrdCgroupMounts() ([]string, error) {
-	ms, err := ctrdMountinfo()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range ms {
-		if (m.fstype == "cgroup" || m.fstype == "cgroup2") && !seen[m.point] {
-			seen[m.point] = true
-			out = append(out, m.point)
-		}
-	}
-	return out, nil
-}
-
-// ctrdMountOf returns the cgroup mount point p lies in.
-func ctrdMountOf(mounts []string, p string) string {
+// mountOf returns the cgroup mount point p lies in.
+func mountOf(mounts []string, p string) string {
 	best := ""
 	for _, m := range mounts {
 		if (p == m || strings.HasPrefix(p, m+"/")) && len(m) > len(best) {
@@ -1025,18 +936,18 @@ func ctrdMountOf(mounts []string, p string) string {
 	return best
 }
 
-// ctrdUnmountUnder unmounts everything mounted at or below dir, deepest
+// unmountUnder unmounts everything mounted at or below dir, deepest
 // first, lazily when a plain unmount fails.
-func ctrdUnmountUnder(dir string) error {
+func unmountUnder(dir string) error {
 	for round := 0; ; round++ {
-		ms, err := ctrdMountinfo()
+		ms, err := cgroupfs.ReadMounts()
 		if err != nil {
 			return err
 		}
 		var points []string
 		for _, m := range ms {
-			if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-				points = append(points, m.point)
+			if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+				points = append(points, m.Point)
 			}
 		}
 		if len(points) == 0 {
@@ -1054,9 +965,9 @@ func ctrdUnmountUnder(dir string) error {
 	}
 }
 
-// ctrdRemoveLinks deletes our bridge and the links still enslaved to it
+// removeLinks deletes our bridge and the links still enslaved to it
 // (pod veths whose namespace did not go away).
-func ctrdRemoveLinks(bridge string) error {
+func removeLinks(bridge string) error {
 	sys := filepath.Join("/sys/class/net", bridge)
 	if _, err := os.Stat(filepath.Join(sys, "bridge")); err != nil {
 		return nil // no such bridge
@@ -1064,23 +975,23 @@ func ctrdRemoveLinks(bridge string) error {
 	var errs []error
 	ports, _ := os.ReadDir(filepath.Join(sys, "brif"))
 	for _, p := range ports {
-		errs = append(errs, ctrdDeleteLink(p.Name()))
+		errs = append(errs, deleteLink(p.Name()))
 	}
-	errs = append(errs, ctrdDeleteLink(bridge))
+	errs = append(errs, deleteLink(bridge))
 	return errors.Join(errs...)
 }
 
-// ctrdDeleteLink deletes a link; one that vanished meanwhile (a veth goes
+// deleteLink deletes a link; one that vanished meanwhile (a veth goes
 // with its namespace) is fine.
-func ctrdDeleteLink(name string) error {
-	err := ctrdIP("link", "delete", "dev", name)
+func deleteLink(name string) error {
+	err := runIP("link", "delete", "dev", name)
 	if _, serr := os.Stat(filepath.Join("/sys/class/net", name)); err != nil && errors.Is(serr, fs.ErrNotExist) {
 		return nil
 	}
 	return err
 }
 
-func ctrdIP(args ...string) error {
+func runIP(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
@@ -1088,12 +999,12 @@ func ctrdIP(args ...string) error {
 	return nil
 }
 
-// ctrdCNIResult matches libcni cache files <network>-<container id>-<ifname>.
-var ctrdCNIResult = regexp.MustCompile(`^[0-9a-f]{64}-[^-]+$`)
+// cniResult matches libcni cache files <network>-<container id>-<ifname>.
+var cniResult = regexp.MustCompile(`^[0-9a-f]{64}-[^-]+$`)
 
-// ctrdSandboxIDs lists the ids of every sandbox and task our containerd
+// sandboxIDs lists the ids of every sandbox and task our containerd
 // knows of, from its state on disk.
-func ctrdSandboxIDs(st *ctrdState) map[string]bool {
+func sandboxIDs(st *instanceState) map[string]bool {
 	ids := map[string]bool{}
 	for _, pattern := range []string{
 		st.path("root", "io.containerd.grpc.v1.cri", "sandboxes", "*"),
@@ -1109,27 +1020,27 @@ func ctrdSandboxIDs(st *ctrdState) map[string]bool {
 	return ids
 }
 
-// ctrdRemoveCNIState removes libcni's cached results of our network and of
+// removeCNIState removes libcni's cached results of our network and of
 // CRI's loopback network for our sandboxes, and host-local's default data
 // dir for our network.
-func ctrdRemoveCNIState(network string, sandboxes map[string]bool) error {
+func removeCNIState(network string, sandboxes map[string]bool) error {
 	var errs []error
-	entries, _ := os.ReadDir(filepath.Join(ctrdCNIStateDir, "results"))
+	entries, _ := os.ReadDir(filepath.Join(cniStateDir, "results"))
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), network+"-")
 		if !ok {
 			// CRI's own loopback network: cni-loopback-<sandbox id>-lo.
 			rest, ok = strings.CutPrefix(e.Name(), "cni-loopback-")
-			ok = ok && ctrdCNIResult.MatchString(rest) && sandboxes[rest[:64]]
+			ok = ok && cniResult.MatchString(rest) && sandboxes[rest[:64]]
 		}
-		if !ok || !ctrdCNIResult.MatchString(rest) {
+		if !ok || !cniResult.MatchString(rest) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(ctrdCNIStateDir, "results", e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(cniStateDir, "results", e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(ctrdCNIStateDir, "networks", network)); err != nil {
+	if err := os.RemoveAll(filepath.Join(cniStateDir, "networks", network)); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -1141,7 +1052,7 @@ func ctrdRemoveCNIState(network string, sandboxes map[string]bool) error {
 // keeps isGateway false, so the host's ip_forward is never turned on. The
 // bridge exists once a pod-network sandbox ran; the address goes with the
 // bridge when the instance stops.
-func (c *Containerd) ReachPods() error {
+func (c *Instance) ReachPods() error {
 	n := c.state.Network
 	if _, err := os.Stat(filepath.Join("/sys/class/net", n.Bridge, "bridge")); err != nil {
 		return fmt.Errorf("reach pods: bridge %s: %w", n.Bridge, err)
@@ -1157,7 +1068,7 @@ func (c *Containerd) ReachPods() error {
 	gw = append(net.IP(nil), gw...)
 	gw[3]++
 	ones, _ := subnet.Mask.Size()
-	if err := ctrdIP("addr", "replace", fmt.Sprintf("%s/%d", gw, ones), "dev", n.Bridge); err != nil {
+	if err := runIP("addr", "replace", fmt.Sprintf("%s/%d", gw, ones), "dev", n.Bridge); err != nil {
 		return fmt.Errorf("reach pods: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package env
+package vm
 
 import (
 	"bytes"
@@ -10,24 +10,26 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kernelet/kernelet/test/env"
 )
 
-// vmSysProcAttr makes the kernel SIGKILL qemu when the thread that started
+// sysProcAttr makes the kernel SIGKILL qemu when the thread that started
 // it dies, so a crashed or killed test never leaves a VM running.
-func vmSysProcAttr() *syscall.SysProcAttr {
+func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
-// VMDown cleans up after RunInVM and BuildVMTest callers that died before
+// Down cleans up after Run and BuildTest callers that died before
 // their own cleanup (SIGKILL, a crash): it SIGKILLs the qemu processes of
-// the run named in the pid files under StateBase()/<runID>/vm — a pid only
+// the run named in the pid files under env.StateBase()/<runID>/vm — a pid only
 // counts while its command line still names that run's initramfs, so a
 // reused pid is never hit — and removes that directory.
-func VMDown(runID string) error {
+func Down(runID string) error {
 	if runID == "" || runID == "." || runID == ".." || filepath.Base(runID) != runID {
 		return fmt.Errorf("vm down: bad run id %q", runID)
 	}
-	dir := filepath.Join(StateBase(), runID, "vm")
+	dir := filepath.Join(env.StateBase(), runID, "vm")
 	runs, err := filepath.Glob(filepath.Join(dir, "run-*"))
 	if err != nil {
 		return fmt.Errorf("vm down: %w", err)
@@ -50,7 +52,7 @@ func VMDown(runID string) error {
 			errs = append(errs, fmt.Errorf("vm down: kill qemu %d: %w", pid, err))
 			continue
 		}
-		if !vmWaitDead(pid, 5*time.Second) {
+		if !waitDead(pid, 5*time.Second) {
 			errs = append(errs, fmt.Errorf("vm down: qemu %d still running after SIGKILL", pid))
 		}
 	}
@@ -60,8 +62,8 @@ func VMDown(runID string) error {
 	return errors.Join(errs...)
 }
 
-// vmWaitDead waits until pid is gone or a zombie.
-func vmWaitDead(pid int, timeout time.Duration) bool {
+// waitDead waits until pid is gone or a zombie.
+func waitDead(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

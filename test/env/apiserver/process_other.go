@@ -1,6 +1,6 @@
 //go:build !linux
 
-package env
+package apiserver
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package env
+package vm
 
 import (
 	"bufio"
@@ -23,63 +23,66 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/internal/repo"
 )
 
 // The cgroup v2 VM: the development and CI machines run a hybrid cgroup
 // hierarchy, so everything that needs cgroup v2 memory control (memory.max,
 // memory.events, oom kills, fast PSI triggers, negative oom_score_adj) runs
 // in a qemu TCG microvm booting Debian's cloud kernel. A test package for
-// the VM is built into a static test binary (BuildVMTest) that RunInVM puts
+// the VM is built into a static test binary (BuildTest) that Run puts
 // into an initramfs together with busybox and runs as the only workload.
 
-// VMQEMU is the qemu binary RunInVM starts.
-const VMQEMU = "qemu-system-x86_64"
+// QEMU is the qemu binary Run starts.
+const QEMU = "qemu-system-x86_64"
 
-// VMTestBinaryGuestPath is where the test binary lives inside the VM; the
+// TestBinaryGuestPath is where the test binary lives inside the VM; the
 // test runs with /kernelet as its working directory.
-const VMTestBinaryGuestPath = "/kernelet/vm.test"
+const TestBinaryGuestPath = "/kernelet/vm.test"
 
-// vmNonceGuestPath holds the run's marker nonce until init has read it.
-const vmNonceGuestPath = "/kernelet/nonce"
+// nonceGuestPath holds the run's marker nonce until init has read it.
+const nonceGuestPath = "/kernelet/nonce"
 
-// VMFactPrefix starts a line a test inside the VM prints to hand a value to
-// the host: "KERNELET-VM-FACT <key>=<Go-quoted value>". VMFacts parses them.
+// FactPrefix starts a line a test inside the VM prints to hand a value to
+// the host: "KERNELET-VM-FACT <key>=<Go-quoted value>". Facts parses them.
 // (test/vm prints them with its own copy of this format: it must not import
 // this package, to stay small and static.)
-const VMFactPrefix = "KERNELET-VM-FACT "
+const FactPrefix = "KERNELET-VM-FACT "
 
-// Defaults of VMOptions.
+// Defaults of Options.
 const (
-	DefaultVMMemoryMiB = 512
-	DefaultVMCPUs      = 2
-	DefaultVMTimeout   = 3 * time.Minute
-	// DefaultVMBootTimeout bounds one boot, from starting qemu until init
+	DefaultMemoryMiB = 512
+	DefaultCPUs      = 2
+	DefaultTimeout   = 3 * time.Minute
+	// DefaultBootTimeout bounds one boot, from starting qemu until init
 	// starts the test binary (a boot takes 2–3 s under TCG here).
-	DefaultVMBootTimeout = 45 * time.Second
-	// VMBootAttempts is how many boots RunInVM tries when one hangs.
-	VMBootAttempts = 3
+	DefaultBootTimeout = 45 * time.Second
+	// BootAttempts is how many boots Run tries when one hangs.
+	BootAttempts = 3
 )
 
-// ErrVMBootHang is returned (wrapped) when no boot of the VM reached the
-// test binary within BootTimeout, VMBootAttempts times.
-var ErrVMBootHang = errors.New("vm: the guest did not boot")
+// ErrBootHang is returned (wrapped) when no boot of the VM reached the
+// test binary within BootTimeout, BootAttempts times.
+var ErrBootHang = errors.New("vm: the guest did not boot")
 
-// ErrVMNoExitMarker is returned (wrapped, with the tail of the console) when
+// ErrNoExitMarker is returned (wrapped, with the tail of the console) when
 // qemu exited without the init printing the test's exit status: a kernel
 // panic, a crash of init, or a test that rebooted the VM itself.
-var ErrVMNoExitMarker = errors.New("vm: no exit marker on the console")
+var ErrNoExitMarker = errors.New("vm: no exit marker on the console")
 
-// ErrVMInit is returned (wrapped) when the VM's init could not set the
+// ErrInit is returned (wrapped) when the VM's init could not set the
 // guest up (a mount or the cgroup controllers failed) and never ran the test.
-var ErrVMInit = errors.New("vm: init setup failed")
+var ErrInit = errors.New("vm: init setup failed")
 
-// VMOptions describe one run of a test binary in the VM.
-type VMOptions struct {
+// Options describe one run of a test binary in the VM.
+type Options struct {
 	// TestBinary is the host path of a static test binary, normally from
-	// BuildVMTest. Required.
+	// BuildTest. Required.
 	TestBinary string
 	// Args are passed to the test binary, e.g. -test.v -test.run X. When
-	// Timeout is set and Args carry no -test.timeout, RunInVM adds one a
+	// Timeout is set and Args carry no -test.timeout, Run adds one a
 	// little below Timeout so a hanging test prints its goroutines before
 	// qemu is killed.
 	Args []string
@@ -89,7 +92,7 @@ type VMOptions struct {
 	CPUs int
 	// Timeout bounds the whole run, boot included (default 3 minutes).
 	Timeout time.Duration
-	// BootTimeout bounds one boot (default DefaultVMBootTimeout): a guest
+	// BootTimeout bounds one boot (default DefaultBootTimeout): a guest
 	// that has not started the test binary by then is killed and booted
 	// again — TCG guests on a busy host rarely hang early in the boot
 	// (seen: right after "PCI: Fatal: No config space access function
@@ -110,12 +113,12 @@ type VMOptions struct {
 	KernelArgs []string
 	// Console, when set, receives the serial console as it arrives, one
 	// Write per line (with its trailing newline, carriage returns removed).
-	// See VMConsoleToLog for a testing.TB.
+	// See ConsoleToLog for a testing.TB.
 	Console io.Writer
 }
 
-// VMResult is what one run of RunInVM produced.
-type VMResult struct {
+// Result is what one run of Run produced.
+type Result struct {
 	// ExitCode is the test binary's exit status as the guest init printed
 	// it (a signal N shows as 128+N).
 	ExitCode int
@@ -132,30 +135,30 @@ type VMResult struct {
 }
 
 // Tail returns the last n lines of the console output.
-func (r *VMResult) Tail(n int) string { return vmTail(r.Output, n) }
+func (r *Result) Tail(n int) string { return tailLines(r.Output, n) }
 
-// VMAvailable reports what the VM needs and this machine lacks, or nil:
+// Available reports what the VM needs and this machine lacks, or nil:
 // qemu-system-x86_64 with the TCG accelerator, a readable cloud kernel, a
-// static busybox and the go tool (for BuildVMTest).
-func VMAvailable() error { return vmAvailable() }
+// static busybox and the go tool (for BuildTest).
+func Available() error { return available() }
 
-var vmAvailable = sync.OnceValue(func() error {
+var available = sync.OnceValue(func() error {
 	var errs []error
-	if q, err := exec.LookPath(VMQEMU); err != nil {
-		errs = append(errs, fmt.Errorf("%s not found (hack/deps.sh vm): %w", VMQEMU, err))
+	if q, err := exec.LookPath(QEMU); err != nil {
+		errs = append(errs, fmt.Errorf("%s not found (hack/deps.sh vm): %w", QEMU, err))
 	} else if out, err := exec.Command(q, "-accel", "help").Output(); err != nil {
-		errs = append(errs, fmt.Errorf("%s -accel help: %w", VMQEMU, err))
+		errs = append(errs, fmt.Errorf("%s -accel help: %w", QEMU, err))
 	} else if !slices.Contains(strings.Fields(string(out)), "tcg") {
-		errs = append(errs, fmt.Errorf("%s lacks the tcg accelerator", VMQEMU))
+		errs = append(errs, fmt.Errorf("%s lacks the tcg accelerator", QEMU))
 	}
-	if k, err := DefaultVMKernel(); err != nil {
+	if k, err := DefaultKernel(); err != nil {
 		errs = append(errs, err)
 	} else if f, err := os.Open(k); err != nil {
 		errs = append(errs, fmt.Errorf("vm kernel not readable (run as root): %w", err))
 	} else {
 		f.Close()
 	}
-	if _, err := vmBusybox(); err != nil {
+	if _, err := findBusybox(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -164,20 +167,20 @@ var vmAvailable = sync.OnceValue(func() error {
 	return errors.Join(errs...)
 })
 
-// RequireVM skips the test (fails it under CI=true) when the VM cannot run
-// here; see VMAvailable.
-func RequireVM(t testing.TB) {
+// Require skips the test (fails it under CI=true) when the VM cannot run
+// here; see Available.
+func Require(t testing.TB) {
 	t.Helper()
-	err := VMAvailable()
+	err := Available()
 	missing := ""
 	if err != nil {
 		missing = "cgroup v2 VM: " + strings.ReplaceAll(err.Error(), "\n", "; ")
 	}
-	Require(t, err == nil, missing)
+	env.Require(t, err == nil, missing)
 }
 
-// DefaultVMKernel returns the newest /boot/vmlinuz-*-cloud-amd64.
-func DefaultVMKernel() (string, error) {
+// DefaultKernel returns the newest /boot/vmlinuz-*-cloud-amd64.
+func DefaultKernel() (string, error) {
 	paths, err := filepath.Glob("/boot/vmlinuz-*-cloud-amd64")
 	if err != nil {
 		return "", fmt.Errorf("vm kernel: %w", err)
@@ -185,16 +188,16 @@ func DefaultVMKernel() (string, error) {
 	if len(paths) == 0 {
 		return "", errors.New("vm kernel: no /boot/vmlinuz-*-cloud-amd64 (hack/deps.sh vm installs linux-image-cloud-amd64)")
 	}
-	slices.SortFunc(paths, vmCompareVersions)
+	slices.SortFunc(paths, compareVersions)
 	return paths[len(paths)-1], nil
 }
 
-var vmDigits = regexp.MustCompile(`\d+`)
+var digits = regexp.MustCompile(`\d+`)
 
-// vmCompareVersions compares two strings by their runs of digits as
+// compareVersions compares two strings by their runs of digits as
 // numbers (so 6.10.0-1 sorts after 6.9.0-30), falling back to the text.
-func vmCompareVersions(a, b string) int {
-	na, nb := vmDigits.FindAllString(a, -1), vmDigits.FindAllString(b, -1)
+func compareVersions(a, b string) int {
+	na, nb := digits.FindAllString(a, -1), digits.FindAllString(b, -1)
 	for i := 0; i < len(na) && i < len(nb); i++ {
 		x, _ := strconv.ParseUint(na[i], 10, 64)
 		y, _ := strconv.ParseUint(nb[i], 10, 64)
@@ -211,8 +214,8 @@ func vmCompareVersions(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// vmBusybox finds a statically linked busybox (busybox-static).
-func vmBusybox() (string, error) {
+// findBusybox finds a statically linked busybox (busybox-static).
+func findBusybox() (string, error) {
 	cands := []string{"/bin/busybox", "/usr/bin/busybox"}
 	if p, err := exec.LookPath("busybox"); err == nil {
 		cands = append([]string{p}, cands...)
@@ -236,36 +239,17 @@ func vmBusybox() (string, error) {
 	return "", errors.New("vm: no static busybox (hack/deps.sh vm installs busybox-static)")
 }
 
-// vmRepoRoot walks up from the working directory to the directory holding
-// go.mod.
-func vmRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("repo root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("repo root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// BuildVMTest builds the test binary of pkg (a package path relative to the
+// BuildTest builds the test binary of pkg (a package path relative to the
 // repository root such as "./test/vm", or an import path) for the VM:
 // CGO_ENABLED=0 go test -c -tags vmtest, linux/amd64, from the repository
-// root. The binary lands under StateDir("vm"); the caller removes it with
-// RemoveVMTest when done.
-func BuildVMTest(ctx context.Context, pkg string) (string, error) {
-	root, err := vmRepoRoot()
+// root. The binary lands under env.StateDir("vm"); the caller removes it with
+// RemoveTest when done.
+func BuildTest(ctx context.Context, pkg string) (string, error) {
+	root, err := repo.Root()
 	if err != nil {
 		return "", fmt.Errorf("build vm test %s: %w", pkg, err)
 	}
-	out, err := vmTemp(func(dir string) (string, error) {
+	out, err := makeTemp(func(dir string) (string, error) {
 		f, err := os.CreateTemp(dir, "vmtest-*.test")
 		if err != nil {
 			return "", err
@@ -281,33 +265,33 @@ func BuildVMTest(ctx context.Context, pkg string) (string, error) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(out)
-		vmRemoveStateDir()
+		removeStateDir()
 		return "", fmt.Errorf("build vm test %s: %w\n%s", pkg, err, msg)
 	}
 	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
 		os.Remove(out)
-		vmRemoveStateDir()
+		removeStateDir()
 		return "", fmt.Errorf("build vm test %s: no test binary written (are its tests tagged vmtest?)", pkg)
 	}
 	return out, nil
 }
 
-// RemoveVMTest removes a binary BuildVMTest built, and StateDir("vm") when
+// RemoveTest removes a binary BuildTest built, and env.StateDir("vm") when
 // that leaves it empty.
-func RemoveVMTest(binary string) error {
+func RemoveTest(binary string) error {
 	err := os.Remove(binary)
-	vmRemoveStateDir()
+	removeStateDir()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove vm test: %w", err)
 	}
 	return nil
 }
 
-// vmTemp creates a temporary file or directory under StateDir("vm") with
-// mk. Another process of the same run may remove the empty StateDir("vm")
-// (vmRemoveStateDir) between MkdirAll and mk: retry then.
-func vmTemp(mk func(dir string) (string, error)) (string, error) {
-	base := StateDir("vm")
+// makeTemp creates a temporary file or directory under env.StateDir("vm") with
+// mk. Another process of the same run may remove the empty env.StateDir("vm")
+// (removeStateDir) between MkdirAll and mk: retry then.
+func makeTemp(mk func(dir string) (string, error)) (string, error) {
+	base := env.StateDir("vm")
 	for i := 0; ; i++ {
 		if err := os.MkdirAll(base, 0o755); err != nil {
 			return "", err
@@ -319,19 +303,19 @@ func vmTemp(mk func(dir string) (string, error)) (string, error) {
 	}
 }
 
-// vmRemoveStateDir removes StateDir("vm") if it is empty.
-func vmRemoveStateDir() { _ = os.Remove(StateDir("vm")) }
+// removeStateDir removes env.StateDir("vm") if it is empty.
+func removeStateDir() { _ = os.Remove(env.StateDir("vm")) }
 
-// VMFacts returns the facts the test binary printed as
+// Facts returns the facts the test binary printed as
 // "KERNELET-VM-FACT <key>=<Go-quoted value>" lines; a later line wins.
-func VMFacts(output string) map[string]string {
+func Facts(output string) map[string]string {
 	facts := map[string]string{}
 	for line := range strings.Lines(output) {
-		i := strings.Index(line, VMFactPrefix)
+		i := strings.Index(line, FactPrefix)
 		if i < 0 {
 			continue
 		}
-		kv := strings.TrimSpace(line[i+len(VMFactPrefix):])
+		kv := strings.TrimSpace(line[i+len(FactPrefix):])
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
@@ -344,19 +328,19 @@ func VMFacts(output string) map[string]string {
 	return facts
 }
 
-// VMConsoleToLog returns a Console writer that logs each console line with
-// t.Log. The run must finish before the test does (RunInVM is synchronous).
-func VMConsoleToLog(t testing.TB) io.Writer { return vmLogWriter{t} }
+// ConsoleToLog returns a Console writer that logs each console line with
+// t.Log. The run must finish before the test does (Run is synchronous).
+func ConsoleToLog(t testing.TB) io.Writer { return logWriter{t} }
 
-type vmLogWriter struct{ t testing.TB }
+type logWriter struct{ t testing.TB }
 
-func (w vmLogWriter) Write(p []byte) (int, error) {
+func (w logWriter) Write(p []byte) (int, error) {
 	w.t.Log("vm: " + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
-// vmApplets are the busybox applets linked into the initramfs /bin.
-var vmApplets = []string{
+// applets are the busybox applets linked into the initramfs /bin.
+var applets = []string{
 	"[", "[[", "awk", "basename", "cat", "chmod", "chown", "cp", "cut", "date", "dd",
 	"df", "dirname", "dmesg", "du", "echo", "env", "false", "find", "free", "grep",
 	"head", "hostname", "id", "ip", "kill", "ln", "ls", "mkdir", "mknod", "mount",
@@ -366,23 +350,23 @@ var vmApplets = []string{
 	"uniq", "wc", "xargs", "yes",
 }
 
-var vmEnvKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// vmShellQuote quotes s for the busybox shell.
-func vmShellQuote(s string) string {
+// shellQuote quotes s for the busybox shell.
+func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// vmInitScript is /init: set the guest up, run the test, print the marker,
+// initScript is /init: set the guest up, run the test, print the marker,
 // reboot. The nonce comes from a file init deletes before the test runs, so
 // the test cannot print a valid marker by accident or on purpose.
-func vmInitScript(args, env []string) string {
+func initScript(args, env []string) string {
 	var b strings.Builder
 	b.WriteString(`#!/bin/sh
-# /init of kernelet's cgroup v2 test VM, generated by test/env.RunInVM.
+# /init of kernelet's cgroup v2 test VM, generated by test/env/vm.Run.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root TMPDIR=/tmp KERNELET_IN_VM=1
-read -r nonce < ` + vmNonceGuestPath + `
-rm -f ` + vmNonceGuestPath + `
+read -r nonce < ` + nonceGuestPath + `
+rm -f ` + nonceGuestPath + `
 fail() {
 	echo "kernelet-vm-init: $*"
 	echo
@@ -407,12 +391,12 @@ cd /kernelet || fail "cd /kernelet"
 `)
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s=%s\n", k, vmShellQuote(v))
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
 	}
 	b.WriteString("echo \"KERNELET-VM-START-$nonce\"\n")
-	b.WriteString(VMTestBinaryGuestPath)
+	b.WriteString(TestBinaryGuestPath)
 	for _, a := range args {
-		b.WriteString(" " + vmShellQuote(a))
+		b.WriteString(" " + shellQuote(a))
 	}
 	b.WriteString(` </dev/null
 rc=$?
@@ -424,14 +408,14 @@ sleep 60
 	return b.String()
 }
 
-// vmWriteInitramfs writes the initramfs (uncompressed newc cpio: the guest
+// writeInitramfs writes the initramfs (uncompressed newc cpio: the guest
 // unpacks it faster than it would gunzip it under TCG) to dst.
-func vmWriteInitramfs(dst, busybox, nonce string, opts *VMOptions) error {
+func writeInitramfs(dst, busybox, nonce string, opts *Options) error {
 	f, err := os.Create(dst)
 	if err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
-	c := newVMCPIO(f)
+	c := newCPIOWriter(f)
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -445,19 +429,19 @@ func vmWriteInitramfs(dst, busybox, nonce string, opts *VMOptions) error {
 	add(c.CharDev("/dev/console", 0o600, 5, 1))
 	add(c.CharDev("/dev/null", 0o666, 1, 3))
 	add(c.File("/bin/busybox", busybox))
-	for _, a := range vmApplets {
+	for _, a := range applets {
 		add(c.Symlink("/bin/"+a, "busybox"))
 	}
 	add(c.Bytes("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")))
 	add(c.Bytes("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")))
 	add(c.Bytes("/etc/hosts", 0o644, []byte("127.0.0.1 localhost kernelet-vm\n::1 localhost\n")))
-	env := opts.Env
-	if InCI() {
-		env = append([]string{"CI=true"}, env...)
+	environ := opts.Env
+	if env.InCI() {
+		environ = append([]string{"CI=true"}, environ...)
 	}
-	add(c.Bytes("/init", 0o755, []byte(vmInitScript(opts.Args, env))))
-	add(c.Bytes(vmNonceGuestPath, 0o600, []byte(nonce+"\n")))
-	add(c.File(VMTestBinaryGuestPath, opts.TestBinary))
+	add(c.Bytes("/init", 0o755, []byte(initScript(opts.Args, environ))))
+	add(c.Bytes(nonceGuestPath, 0o600, []byte(nonce+"\n")))
+	add(c.File(TestBinaryGuestPath, opts.TestBinary))
 	guests := make([]string, 0, len(opts.ExtraFiles))
 	for g := range opts.ExtraFiles {
 		guests = append(guests, g)
@@ -474,31 +458,31 @@ func vmWriteInitramfs(dst, busybox, nonce string, opts *VMOptions) error {
 	return nil
 }
 
-// vmCheckOptions applies the defaults and validates opts.
-func vmCheckOptions(opts *VMOptions) error {
+// checkOptions applies the defaults and validates opts.
+func checkOptions(opts *Options) error {
 	if opts.TestBinary == "" {
-		return errors.New("vm: VMOptions.TestBinary is required")
+		return errors.New("vm: Options.TestBinary is required")
 	}
 	if _, err := os.Stat(opts.TestBinary); err != nil {
 		return fmt.Errorf("vm: test binary: %w", err)
 	}
 	if opts.MemoryMiB == 0 {
-		opts.MemoryMiB = DefaultVMMemoryMiB
+		opts.MemoryMiB = DefaultMemoryMiB
 	}
 	if opts.CPUs == 0 {
-		opts.CPUs = DefaultVMCPUs
+		opts.CPUs = DefaultCPUs
 	}
 	if opts.Timeout == 0 {
-		opts.Timeout = DefaultVMTimeout
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.BootTimeout == 0 {
-		opts.BootTimeout = DefaultVMBootTimeout
+		opts.BootTimeout = DefaultBootTimeout
 	}
 	if opts.MemoryMiB < 64 || opts.CPUs < 1 || opts.Timeout < 0 {
 		return fmt.Errorf("vm: bad options: %d MiB, %d CPUs, timeout %v", opts.MemoryMiB, opts.CPUs, opts.Timeout)
 	}
 	if opts.Kernel == "" {
-		k, err := DefaultVMKernel()
+		k, err := DefaultKernel()
 		if err != nil {
 			return err
 		}
@@ -508,7 +492,7 @@ func vmCheckOptions(opts *VMOptions) error {
 		if !path.IsAbs(g) || path.Clean(g) == "/" {
 			return fmt.Errorf("vm: extra file guest path %q must be absolute", g)
 		}
-		if c := path.Clean(g); c == "/init" || c == VMTestBinaryGuestPath || c == vmNonceGuestPath || c == "/bin/busybox" {
+		if c := path.Clean(g); c == "/init" || c == TestBinaryGuestPath || c == nonceGuestPath || c == "/bin/busybox" {
 			return fmt.Errorf("vm: extra file %q would replace the harness's own", g)
 		}
 		if _, err := os.Stat(h); err != nil {
@@ -517,7 +501,7 @@ func vmCheckOptions(opts *VMOptions) error {
 	}
 	for _, kv := range opts.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !vmEnvKey.MatchString(k) {
+		if !ok || !envKey.MatchString(k) {
 			return fmt.Errorf("vm: bad environment entry %q (want KEY=VALUE)", kv)
 		}
 	}
@@ -535,8 +519,8 @@ func vmCheckOptions(opts *VMOptions) error {
 	return nil
 }
 
-// vmTail returns the last n lines of s.
-func vmTail(s string, n int) string {
+// tailLines returns the last n lines of s.
+func tailLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -544,7 +528,7 @@ func vmTail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// RunInVM boots the cloud kernel in a qemu TCG microvm with an initramfs
+// Run boots the cloud kernel in a qemu TCG microvm with an initramfs
 // holding busybox, opts.TestBinary and opts.ExtraFiles, runs the test
 // binary as the only workload (cgroup2 on /sys/fs/cgroup with memory, cpu,
 // io and pids enabled in the root's subtree_control; bpffs, tracefs,
@@ -553,27 +537,27 @@ func vmTail(s string, n int) string {
 // A failing test is not an error: it is a non-zero ExitCode. Errors are a
 // VM that could not start, a timeout (the run is bounded by opts.Timeout
 // and ctx; qemu is killed by PID) and a console without the exit marker
-// (ErrVMNoExitMarker, ErrVMInit); they carry the tail of the console, and
+// (ErrNoExitMarker, ErrInit); they carry the tail of the console, and
 // the result is still returned when qemu ran. qemu dies with the calling
 // process (parent-death signal). The initramfs and the other temporary
-// files live under StateDir("vm") and are removed before RunInVM returns.
-func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
-	if err := vmCheckOptions(&opts); err != nil {
+// files live under env.StateDir("vm") and are removed before Run returns.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if err := checkOptions(&opts); err != nil {
 		return nil, err
 	}
-	qemu, err := exec.LookPath(VMQEMU)
+	qemu, err := exec.LookPath(QEMU)
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
-	busybox, err := vmBusybox()
+	busybox, err := findBusybox()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := vmTemp(func(base string) (string, error) { return os.MkdirTemp(base, "run-*") })
+	dir, err := makeTemp(func(base string) (string, error) { return os.MkdirTemp(base, "run-*") })
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
-	defer vmRemoveStateDir()
+	defer removeStateDir()
 	defer os.RemoveAll(dir)
 
 	var nb [12]byte
@@ -582,11 +566,11 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 	}
 	nonce := hex.EncodeToString(nb[:])
 	initrd := filepath.Join(dir, "initramfs.cpio")
-	if err := vmWriteInitramfs(initrd, busybox, nonce, &opts); err != nil {
+	if err := writeInitramfs(initrd, busybox, nonce, &opts); err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
 
-	cmdline := vmKernelCmdline(opts.KernelArgs)
+	cmdline := kernelCmdline(opts.KernelArgs)
 	args := []string{
 		"-accel", "tcg,thread=multi", "-cpu", "max",
 		"-m", strconv.Itoa(opts.MemoryMiB), "-smp", strconv.Itoa(opts.CPUs),
@@ -600,13 +584,13 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 	defer cancel()
 	var hangs []string
 	for attempt := 1; ; attempt++ {
-		res, err := vmBoot(ctx, qemu, args, dir, nonce, &opts)
-		if !errors.Is(err, ErrVMBootHang) {
+		res, err := boot(ctx, qemu, args, dir, nonce, &opts)
+		if !errors.Is(err, ErrBootHang) {
 			return res, err
 		}
 		hangs = append(hangs, err.Error())
-		if attempt == VMBootAttempts || ctx.Err() != nil {
-			return res, fmt.Errorf("%w: %d attempts:\n%s", ErrVMBootHang, attempt, strings.Join(hangs, "\n"))
+		if attempt == BootAttempts || ctx.Err() != nil {
+			return res, fmt.Errorf("%w: %d attempts:\n%s", ErrBootHang, attempt, strings.Join(hangs, "\n"))
 		}
 		if opts.Console != nil {
 			fmt.Fprintf(opts.Console, "vm: boot %d hung (no test start within %v); booting again\n", attempt, opts.BootTimeout)
@@ -614,9 +598,9 @@ func RunInVM(ctx context.Context, opts VMOptions) (*VMResult, error) {
 	}
 }
 
-// vmBoot runs qemu once: boot, the test, the exit marker. A boot that does
-// not start the test within opts.BootTimeout is killed: ErrVMBootHang.
-func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, opts *VMOptions) (*VMResult, error) {
+// boot runs qemu once: boot, the test, the exit marker. A boot that does
+// not start the test within opts.BootTimeout is killed: ErrBootHang.
+func boot(ctx context.Context, qemu string, args []string, dir, nonce string, opts *Options) (*Result, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
@@ -627,7 +611,7 @@ func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, 
 	cmd.Dir = dir
 	cmd.Stdout = pw
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = vmSysProcAttr()
+	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 5 * time.Second
 
 	// The parent-death signal fires when the thread that forked qemu
@@ -638,12 +622,12 @@ func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, 
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
-		return nil, fmt.Errorf("vm: start %s: %w", VMQEMU, err)
+		return nil, fmt.Errorf("vm: start %s: %w", QEMU, err)
 	}
 	// A pid file lets a cleanup after a crash find this qemu.
 	_ = os.WriteFile(filepath.Join(dir, "qemu.pid"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
 
-	res := &VMResult{ExitCode: -1, Kernel: opts.Kernel}
+	res := &Result{ExitCode: -1, Kernel: opts.Kernel}
 	startMarker := "KERNELET-VM-START-" + nonce
 	var booted, hung atomic.Bool
 	watchdog := time.AfterFunc(opts.BootTimeout, func() {
@@ -682,7 +666,7 @@ func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, 
 		return "\n--- console tail ---\n" + res.Tail(40) + "\n--- qemu stderr ---\n" + strings.TrimSpace(stderr.String())
 	}
 	if hung.Load() && ctx.Err() == nil {
-		return res, fmt.Errorf("%w: no test start after %v, qemu killed%s", ErrVMBootHang, opts.BootTimeout, tail())
+		return res, fmt.Errorf("%w: no test start after %v, qemu killed%s", ErrBootHang, opts.BootTimeout, tail())
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		what := "cancelled"
@@ -693,14 +677,14 @@ func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, 
 			res.Duration.Round(time.Millisecond), opts.Timeout, context.Cause(ctx), tail())
 	}
 	if werr != nil {
-		return res, fmt.Errorf("vm: %s: %w%s", VMQEMU, werr, tail())
+		return res, fmt.Errorf("vm: %s: %w%s", QEMU, werr, tail())
 	}
-	code, ok := vmParseExit(res.Output, nonce)
+	code, ok := parseExit(res.Output, nonce)
 	switch {
 	case !ok:
-		return res, fmt.Errorf("%w (test %s)%s", ErrVMNoExitMarker, filepath.Base(opts.TestBinary), tail())
+		return res, fmt.Errorf("%w (test %s)%s", ErrNoExitMarker, filepath.Base(opts.TestBinary), tail())
 	case code == "init-failed":
-		return res, fmt.Errorf("%w%s", ErrVMInit, tail())
+		return res, fmt.Errorf("%w%s", ErrInit, tail())
 	}
 	n, err := strconv.Atoi(code)
 	if err != nil {
@@ -710,10 +694,10 @@ func vmBoot(ctx context.Context, qemu string, args []string, dir, nonce string, 
 	return res, nil
 }
 
-// vmKernelCmdline is the guest kernel command line: the one ENVIRONMENT.md
+// kernelCmdline is the guest kernel command line: the one ENVIRONMENT.md
 // documents, plus what keeps the boot fast and reliable under TCG on a busy
 // host, plus extra.
-func vmKernelCmdline(extra []string) []string {
+func kernelCmdline(extra []string) []string {
 	args := []string{"console=ttyS0", "cgroup_no_v1=all", "reboot=t", "panic=-1",
 		"quiet", "clocksource=tsc", "tsc=reliable",
 		// The crypto self-tests cost ~1 s of a ~3 s boot under TCG.
@@ -722,15 +706,15 @@ func vmKernelCmdline(extra []string) []string {
 		// fail when the host steals the vCPU.
 		"no_timer_check",
 	}
-	if khz := vmHostTSCkHz(); khz > 0 {
-		// Skip TSC calibration against the emulated PIT (see vmHostTSCkHz).
+	if khz := hostTSCkHz(); khz > 0 {
+		// Skip TSC calibration against the emulated PIT (see hostTSCkHz).
 		args = append(args, "tsc_early_khz="+strconv.FormatUint(khz, 10))
 	}
 	return append(args, extra...)
 }
 
-// vmParseExit finds "KERNELET-VM-EXIT-<nonce>=<status>" in the console.
-func vmParseExit(output, nonce string) (string, bool) {
+// parseExit finds "KERNELET-VM-EXIT-<nonce>=<status>" in the console.
+func parseExit(output, nonce string) (string, bool) {
 	marker := "KERNELET-VM-EXIT-" + nonce + "="
 	i := strings.LastIndex(output, marker)
 	if i < 0 {

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func vmRDTSC() uint64
-TEXT ·vmRDTSC(SB), NOSPLIT, $0-8
+// func rdtsc() uint64
+TEXT ·rdtsc(SB), NOSPLIT, $0-8
 	RDTSC
 	SHLQ $32, DX
 	ORQ  DX, AX

@@ -1,4 +1,4 @@
-package env
+package images
 
 import (
 	"archive/tar"
@@ -14,10 +14,10 @@ import (
 	"testing"
 )
 
-func testSpec() ImageSpec {
-	return ImageSpec{
+func testSpec() Spec {
+	return Spec{
 		Name: "registry.kernelet.test/unit/app:v2",
-		Files: []ImageFile{
+		Files: []File{
 			{Path: "/usr/bin/app", Mode: 0o755, Data: []byte("#!/bin/sh\necho hi\n")},
 			{Path: "bin/sh", Mode: fs.ModeSymlink, Target: "/bin/busybox"},
 			{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
@@ -43,29 +43,29 @@ func TestSplitImageName(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			host, repo, tag, err := SplitImageName(tc.name)
+			host, repo, tag, err := SplitName(tc.name)
 			if tc.wantErr {
 				if err == nil {
-					t.Fatalf("SplitImageName(%q) = %q %q %q, want an error", tc.name, host, repo, tag)
+					t.Fatalf("SplitName(%q) = %q %q %q, want an error", tc.name, host, repo, tag)
 				}
 				return
 			}
 			if err != nil || host != tc.host || repo != tc.repo || tag != tc.tag {
-				t.Fatalf("SplitImageName(%q) = %q %q %q %v", tc.name, host, repo, tag, err)
+				t.Fatalf("SplitName(%q) = %q %q %q %v", tc.name, host, repo, tag, err)
 			}
 		})
 	}
 }
 
 func TestBuildImageIsDeterministic(t *testing.T) {
-	a, err := BuildImage(testSpec())
+	a, err := Build(testSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := testSpec()
 	// Order of files must not matter.
 	spec.Files[0], spec.Files[3] = spec.Files[3], spec.Files[0]
-	b, err := BuildImage(spec)
+	b, err := Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestBuildImageIsDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !hdr.ModTime.Equal(ociEpoch) || hdr.Uid != 0 || hdr.Gid != 0 {
+		if !hdr.ModTime.Equal(epoch) || hdr.Uid != 0 || hdr.Gid != 0 {
 			t.Fatalf("%s: mtime %v uid %d gid %d", hdr.Name, hdr.ModTime, hdr.Uid, hdr.Gid)
 		}
 		switch hdr.Name {
@@ -127,30 +127,30 @@ func TestBuildImageIsDeterministic(t *testing.T) {
 }
 
 func TestBuildImageRejects(t *testing.T) {
-	cases := map[string]ImageSpec{
-		"duplicate":      {Name: "h/r:t", Files: []ImageFile{{Path: "/a"}, {Path: "a"}}},
-		"file as parent": {Name: "h/r:t", Files: []ImageFile{{Path: "/a"}, {Path: "/a/b"}}},
+	cases := map[string]Spec{
+		"duplicate":      {Name: "h/r:t", Files: []File{{Path: "/a"}, {Path: "a"}}},
+		"file as parent": {Name: "h/r:t", Files: []File{{Path: "/a"}, {Path: "/a/b"}}},
 		"bad name":       {Name: "nohost"},
-		"symlink target": {Name: "h/r:t", Files: []ImageFile{{Path: "/l", Mode: fs.ModeSymlink}}},
+		"symlink target": {Name: "h/r:t", Files: []File{{Path: "/l", Mode: fs.ModeSymlink}}},
 	}
 	for name, spec := range cases {
 		t.Run(name, func(t *testing.T) {
-			if _, err := BuildImage(spec); err == nil {
-				t.Fatal("BuildImage succeeded, want an error")
+			if _, err := Build(spec); err == nil {
+				t.Fatal("Build succeeded, want an error")
 			}
 		})
 	}
 }
 
 func TestOCILayoutRoundTrip(t *testing.T) {
-	a, err := BuildImage(testSpec())
+	a, err := Build(testSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := testSpec()
 	spec.Name = "registry.kernelet.test/unit/other:v1"
 	spec.Cmd = []string{"other"}
-	b, err := BuildImage(spec)
+	b, err := Build(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestOCILayoutRoundTrip(t *testing.T) {
 }
 
 func TestRegistryServesPulls(t *testing.T) {
-	img, err := BuildImage(testSpec())
+	img, err := Build(testSpec())
 	if err != nil {
 		t.Fatal(err)
 	}

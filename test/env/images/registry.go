@@ -1,4 +1,4 @@
-package env
+package images
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func NewRegistry(images ...*Image) (*Registry, error) {
 
 // Add makes img pullable as img.Name (the registry host is ignored).
 func (r *Registry) Add(img *Image) error {
-	_, repo, tag, err := SplitImageName(img.Name)
+	_, repo, tag, err := SplitName(img.Name)
 	if err != nil {
 		return err
 	}
