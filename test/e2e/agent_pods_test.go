@@ -37,8 +37,8 @@ type agentNode struct {
 	port                                                        int
 	// kubeconfig joins the API server when set; nodeIP is --node-ip.
 	kubeconfig, nodeIP string
-	cmd                                                         *exec.Cmd
-	exited                                                      chan error
+	cmd                *exec.Cmd
+	exited             chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T

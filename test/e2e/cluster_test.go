@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +23,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
+	"github.com/kernelet/kernelet/agent"
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // clusterNode is a `kernelet run` that joins the shared kube-apiserver as
@@ -40,8 +45,8 @@ type clusterNode struct {
 
 func newClusterNode(t *testing.T) *clusterNode {
 	t.Helper()
-	cd := env.SharedContainerd(t)
-	srv := env.SharedAPIServer(t)
+	cd := containerd.Shared(t)
+	srv := apiserver.Shared(t)
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +297,7 @@ func apiTestPod(name string, grace int64, args ...string) *v1.Pod {
 		Spec: v1.PodSpec{
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &no,
-			Containers: []v1.Container{{Name: "app", Image: env.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+			Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 				Args: args}},
 		},
 	}
@@ -456,17 +461,17 @@ func testClusterOutage(t *testing.T, c *clusterNode) {
 		return l.Spec.RenewTime.After(lease.Spec.RenewTime.Add(60 * time.Second)), nil
 	})
 	t.Logf("Lease renewed %v after the API server came back", caught.Round(time.Millisecond))
-	waitFor(t, 20*time.Second, "node status updated after the outage", func() (bool, error) {
-		n, err := c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{})
-		if err != nil {
+	// The node status is written only when it changes (or every 5 min):
+	// the agent says when it last checked it against the API server.
+	waitFor(t, 20*time.Second, "node status checked after the outage", func() (bool, error) {
+		var st agent.Status
+		if err := json.Unmarshal([]byte(agentGet(t, c.url("/status"))), &st); err != nil {
 			return false, err
 		}
-		for _, cd := range n.Status.Conditions {
-			if cd.Type == v1.NodeReady && cd.LastHeartbeatTime.After(restored.Add(-time.Second)) {
-				return cd.Status == v1.ConditionTrue, nil
-			}
+		if st.Cluster == nil {
+			return false, errors.New("no cluster status")
 		}
-		return false, nil
+		return st.Cluster.Node.LastStatusCheck.After(restored), fmt.Errorf("last check %v", st.Cluster.Node.LastStatusCheck)
 	})
 	late := c.waitPhase(t, "late", v1.PodRunning, 20*time.Second)
 	t.Logf("pod created during the outage Running %v after the API server came back", time.Since(restored).Round(time.Millisecond))
