@@ -349,6 +349,6 @@ func (c *Controller) recovered(ctx context.Context, o *outage, what string) {
 	o.since = time.Time{}
 	c.mu.Unlock()
 	if !since.IsZero() {
-		klog.FromContext(ctx).Info("Succeeded to "+what+" again", "after", c.clock.Since(since).Round(time.Millisecond))
+		klog.FromContext(ctx).Info("Managed to "+what+" after failures", "failingFor", c.clock.Since(since).Round(time.Millisecond))
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -56,7 +57,7 @@ func (c *Controller) setLeaseOwner(l *coordinationv1.Lease) error {
 }
 
 // leaseObserver is the heartbeat client as the lease controller sees it:
-// writes of Leases are reported to the Controller (renew time, errors).
+// reads and writes of Leases are reported to the Controller (renew time, errors).
 type leaseObserver struct {
 	kubernetes.Interface
 	c *Controller
@@ -78,6 +79,14 @@ func (o *coordObserver) Leases(namespace string) coordclient.LeaseInterface {
 type leasesObserver struct {
 	coordclient.LeaseInterface
 	c *Controller
+}
+
+func (o *leasesObserver) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	out, err := o.LeaseInterface.Get(ctx, name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		o.c.failed(ctx, &o.c.leaseOutage, "renew node lease", err)
+	}
+	return out, err
 }
 
 func (o *leasesObserver) Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {

@@ -1,0 +1,411 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/status/node"
+	"github.com/kernelet/kernelet/test/env"
+)
+
+// nodeStatusKubelet is a defaulted KubeletConfiguration with short periods
+// (status every 1 s, a 4 s lease renewed every second) to keep the test
+// fast, and some reservations.
+func nodeStatusKubelet() *kubeletv1beta1.KubeletConfiguration {
+	return &kubeletv1beta1.KubeletConfiguration{
+		MaxPods: 110, Port: 10250, RegisterNode: ptr.To(true), NodeStatusMaxImages: ptr.To[int32](50),
+		NodeStatusUpdateFrequency: metav1.Duration{Duration: time.Second},
+		NodeStatusReportFrequency: metav1.Duration{Duration: 5 * time.Minute},
+		NodeLeaseDurationSeconds:  4,
+		KubeReserved:              map[string]string{"memory": "256Mi", "cpu": "100m"},
+		SystemReserved:            map[string]string{"memory": "128Mi"},
+		RegisterWithTaints:        []v1.Taint{{Key: "kernelet.dev/e2e", Effect: v1.TaintEffectNoSchedule}},
+	}
+}
+
+// nodeStatusInputs is a healthy node with a ready containerd and one image.
+func nodeStatusInputs(context.Context) node.Inputs {
+	return node.Inputs{
+		Runtime: node.RuntimeState{Name: "containerd", Version: "v1.7.2", LastSync: time.Now(),
+			Conditions: []node.RuntimeCondition{{Type: node.RuntimeReadyCondition, Status: true}, {Type: node.NetworkReadyCondition, Status: true}}},
+		NodeIPs: []net.IP{net.ParseIP("10.96.7.8")},
+		Images:  []node.Image{{RepoTags: []string{"registry.k8s.io/pause:3.10"}, RepoDigests: []string{"registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"}, SizeBytes: 320368}},
+	}
+}
+
+// nodeStatusConfig is the Config of node name, reading this machine.
+func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, rec record.EventRecorder) node.Config {
+	m, err := node.ReadMachine(node.MachineFiles{Root: "/", RootDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ths, errs := eviction.ParseThresholds(eviction.Config{Hard: eviction.DefaultHard()})
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	version, err := node.KubeletVersion(node.KubernetesVersion(), "v0.0.0-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.Config{
+		NodeName: name, Kubelet: nodeStatusKubelet(), Thresholds: ths,
+		NodeLabels: map[string]string{"kernelet.dev/test": "node-status"}, Machine: m, KubeletVersion: version,
+		Client: client, HeartbeatClient: client, Recorder: rec, Inputs: nodeStatusInputs,
+	}
+}
+
+// cleanupNode deletes the Node and Lease of name (admin) when the test ends.
+func cleanupNode(t *testing.T, admin kubernetes.Interface, name string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete node %s: %v", name, err)
+		}
+		err := admin.CoordinationV1().Leases(node.LeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete lease %s: %v", name, err)
+		}
+	})
+}
+
+// runController runs a Controller until the test ends.
+func runController(t *testing.T, cfg node.Config) *node.Controller {
+	ctl, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctl
+}
+
+// waitFor polls cond every 100 ms until timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
+}
+
+func nodeReady(ctx context.Context, c kubernetes.Interface, name string) func() (bool, error) {
+	return func() (bool, error) {
+		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.Status == v1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	}
+}
+
+// TestNodeStatus registers a Node as system:node:<name> against the real
+// kube-apiserver (Node authorizer, NodeRestriction) and checks what
+// kubelet's Node would show: capacity, allocatable to the byte, nodeInfo,
+// the four conditions, Ready within 10 s, the Node's events, and the Lease
+// (owned by the Node, renewed, recreated when deleted).
+func TestNodeStatus(t *testing.T) {
+	srv := env.SharedAPIServer(t)
+	admin, err := srv.AdminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.RunID() + "-status"
+	client, err := srv.NodeClient(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupNode(t, admin, name)
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	t.Cleanup(broadcaster.Shutdown)
+	rec := broadcaster.NewRecorder(nil, v1.EventSource{Component: "kubelet", Host: name})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := nodeStatusConfig(t, name, client, rec)
+	start := time.Now()
+	ctl := runController(t, cfg)
+	waitFor(t, 10*time.Second, "Node Ready", nodeReady(ctx, admin, name))
+	t.Logf("Node %s Ready %v after start", name, time.Since(start).Round(time.Millisecond))
+
+	n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNodeResources(t, n, cfg.Machine)
+	checkNodeInfo(t, n, cfg)
+	checkNodeConditions(t, n)
+	if n.Labels["kernelet.dev/test"] != "node-status" || n.Labels[v1.LabelHostname] != name || n.Labels[v1.LabelOSStable] != "linux" {
+		t.Errorf("labels = %v", n.Labels)
+	}
+	// registerWithTaints, beside what the API server's admission adds
+	// (TaintNodesByCondition: node.kubernetes.io/not-ready at creation).
+	if !slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == "kernelet.dev/e2e" }) {
+		t.Errorf("taints = %v", n.Spec.Taints)
+	}
+	if len(n.Status.Images) != 1 || len(n.Status.Images[0].Names) != 2 {
+		t.Errorf("images = %v", n.Status.Images)
+	}
+
+	checkNodeLease(ctx, t, admin, ctl, n)
+	checkNodeEvents(ctx, t, admin, name)
+	if st := ctl.Status(); st.Registered.IsZero() || st.LastStatusCheck.IsZero() || st.LastLeaseRenew.IsZero() {
+		t.Errorf("controller status = %+v", st)
+	}
+}
+
+func checkNodeResources(t *testing.T, n *v1.Node, m node.Machine) {
+	t.Helper()
+	c, a := n.Status.Capacity, n.Status.Allocatable
+	memCap, memAlloc := c[v1.ResourceMemory], a[v1.ResourceMemory]
+	if memCap.Value() != m.MemoryBytes {
+		t.Errorf("capacity memory = %d, want MemTotal %d", memCap.Value(), m.MemoryBytes)
+	}
+	var huge int64
+	for size, pages := range m.HugePages {
+		huge += size * pages
+	}
+	// 256Mi kube-reserved + 128Mi system-reserved + 100Mi memory.available.
+	if want := m.MemoryBytes - 256<<20 - 128<<20 - 100<<20 - huge; memAlloc.Value() != want {
+		t.Errorf("allocatable memory = %d, want %d (to the byte)", memAlloc.Value(), want)
+	}
+	cpuCap, cpuAlloc := c[v1.ResourceCPU], a[v1.ResourceCPU]
+	if cpuCap.MilliValue() != int64(m.CPUs)*1000 || cpuAlloc.MilliValue() != int64(m.CPUs)*1000-100 {
+		t.Errorf("cpu capacity %s allocatable %s, want %d CPUs − 100m", cpuCap.String(), cpuAlloc.String(), m.CPUs)
+	}
+	esCap, esAlloc := c[v1.ResourceEphemeralStorage], a[v1.ResourceEphemeralStorage]
+	// nodefs.available 10%, a float32 percentage as kubelet's.
+	if want := m.EphemeralStorageBytes - int64(float64(m.EphemeralStorageBytes)*float64(float32(0.1))); esCap.Value() != m.EphemeralStorageBytes || esAlloc.Value() != want {
+		t.Errorf("ephemeral-storage capacity %d allocatable %d, want %d and %d", esCap.Value(), esAlloc.Value(), m.EphemeralStorageBytes, want)
+	}
+	if p := a[v1.ResourcePods]; p.Cmp(resource.MustParse("110")) != 0 {
+		t.Errorf("allocatable pods = %s", p.String())
+	}
+	for size := range m.HugePages {
+		if _, ok := c[node.HugePageResource(size)]; !ok {
+			t.Errorf("capacity has no %s: %v", node.HugePageResource(size), c)
+		}
+	}
+}
+
+func checkNodeInfo(t *testing.T, n *v1.Node, cfg node.Config) {
+	t.Helper()
+	info := n.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://1.7.2" || info.KubeletVersion != cfg.KubeletVersion ||
+		info.BootID != cfg.Machine.BootID || info.MachineID != cfg.Machine.MachineID || info.KernelVersion == "" ||
+		info.OSImage == "" || info.OperatingSystem != "linux" || info.KubeProxyVersion != "" {
+		t.Errorf("nodeInfo = %+v", info)
+	}
+	v, err := utilversion.ParseSemantic(info.KubeletVersion)
+	if err != nil || !v.AtLeast(utilversion.MustParseSemantic("v1.23.0")) {
+		t.Errorf("kubeletVersion %q: %v", info.KubeletVersion, err)
+	}
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("daemonEndpoints = %+v", n.Status.DaemonEndpoints)
+	}
+	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.96.7.8"}, {Type: v1.NodeHostName, Address: n.Name}}
+	if !slices.Equal(n.Status.Addresses, want) {
+		t.Errorf("addresses = %v, want %v", n.Status.Addresses, want)
+	}
+}
+
+func checkNodeConditions(t *testing.T, n *v1.Node) {
+	t.Helper()
+	want := map[v1.NodeConditionType][2]string{
+		v1.NodeMemoryPressure: {"False", "KubeletHasSufficientMemory"},
+		v1.NodeDiskPressure:   {"False", "KubeletHasNoDiskPressure"},
+		v1.NodePIDPressure:    {"False", "KubeletHasSufficientPID"},
+		v1.NodeReady:          {"True", "KubeletReady"},
+	}
+	for _, c := range n.Status.Conditions {
+		if w, ok := want[c.Type]; ok {
+			if string(c.Status) != w[0] || c.Reason != w[1] {
+				t.Errorf("%s = %s/%s, want %s/%s", c.Type, c.Status, c.Reason, w[0], w[1])
+			}
+			delete(want, c.Type)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing conditions: %v", want)
+	}
+}
+
+func checkNodeLease(ctx context.Context, t *testing.T, admin kubernetes.Interface, ctl *node.Controller, n *v1.Node) {
+	t.Helper()
+	leases := admin.CoordinationV1().Leases(node.LeaseNamespace)
+	var renew time.Time
+	waitFor(t, 10*time.Second, "the Lease owned by the Node", func() (bool, error) {
+		l, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if *l.Spec.HolderIdentity != n.Name || *l.Spec.LeaseDurationSeconds != 4 || l.Spec.RenewTime == nil {
+			return false, errors.New("lease spec not as expected")
+		}
+		renew = l.Spec.RenewTime.Time
+		refs := l.OwnerReferences
+		return len(refs) == 1 && refs[0].Kind == "Node" && refs[0].Name == n.Name && refs[0].UID == n.UID, nil
+	})
+	waitFor(t, 5*time.Second, "the Lease renewed", func() (bool, error) {
+		l, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.RenewTime.Time.After(renew), nil
+	})
+	if err := leases.Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	waitFor(t, 10*time.Second, "the deleted Lease back", func() (bool, error) {
+		l, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
+		return err == nil && len(l.OwnerReferences) == 1, err
+	})
+	t.Logf("Lease back %v after its deletion; controller saw renew at %v", time.Since(deleted).Round(time.Millisecond),
+		ctl.Status().LastLeaseRenew.Format(time.RFC3339Nano))
+}
+
+func checkNodeEvents(ctx context.Context, t *testing.T, admin kubernetes.Interface, name string) {
+	t.Helper()
+	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"}
+	var got []string
+	waitFor(t, 15*time.Second, "the Node's events", func() (bool, error) {
+		evs, err := admin.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", name).String()})
+		if err != nil {
+			return false, err
+		}
+		got = got[:0]
+		for _, e := range evs.Items {
+			got = append(got, e.Reason)
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("events: %v", got)
+}
+
+// TestNodeStatusAPIServerLate starts the controller while its API server
+// address refuses connections: Run keeps trying without blocking its
+// caller, and the Node is registered and Ready soon after the address
+// starts answering.
+func TestNodeStatusAPIServerLate(t *testing.T) {
+	srv := env.SharedAPIServer(t)
+	admin, err := srv.AdminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.RunID() + "-late"
+	rc, err := srv.NodeRESTConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupNode(t, admin, name)
+	target, err := url.Parse(rc.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A free port nobody listens on yet.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	late := rest.CopyConfig(rc)
+	late.Host = "https://" + addr
+	late.Timeout = 2 * time.Second
+	client, err := kubernetes.NewForConfig(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := nodeStatusConfig(t, name, client, nil)
+	ctl := runController(t, cfg)
+
+	waitFor(t, 10*time.Second, "a connection error", func() (bool, error) {
+		return ctl.Status().LastError != "", nil
+	})
+	if st := ctl.Status(); !st.Registered.IsZero() {
+		t.Fatalf("registered without an API server: %+v", st)
+	}
+	t.Logf("while unreachable: %s", ctl.Status().LastError)
+
+	stop := proxyTCP(t, addr, target.Host)
+	defer stop()
+	up := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitFor(t, 20*time.Second, "Node Ready once the API server answers", nodeReady(ctx, admin, name))
+	t.Logf("Ready %v after the API server became reachable", time.Since(up).Round(time.Millisecond))
+}
+
+// proxyTCP listens on addr and forwards every connection to target.
+func proxyTCP(t *testing.T, addr, target string) func() {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen %s: %v", addr, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c); u.Close() }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	return func() { l.Close(); wg.Wait() }
+}
