@@ -44,8 +44,28 @@ func nodeStatusKubelet() *kubeletv1beta1.KubeletConfiguration {
 	}
 }
 
+// nodeInputs are the Inputs a test changes while the controller runs.
+type nodeInputs struct {
+	mu sync.Mutex
+	in node.Inputs
+}
+
+func (n *nodeInputs) get(context.Context) node.Inputs {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	in := n.in
+	in.Runtime.LastSync = time.Now()
+	return in
+}
+
+func (n *nodeInputs) set(f func(*node.Inputs)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(&n.in)
+}
+
 // nodeStatusInputs is a healthy node with a ready containerd and one image.
-func nodeStatusInputs(context.Context) node.Inputs {
+func nodeStatusInputs() node.Inputs {
 	return node.Inputs{
 		Runtime: node.RuntimeState{Name: "containerd", Version: "v1.7.2", LastSync: time.Now(),
 			Conditions: []node.RuntimeCondition{{Type: node.RuntimeReadyCondition, Status: true}, {Type: node.NetworkReadyCondition, Status: true}}},
@@ -55,7 +75,7 @@ func nodeStatusInputs(context.Context) node.Inputs {
 }
 
 // nodeStatusConfig is the Config of node name, reading this machine.
-func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, rec record.EventRecorder) node.Config {
+func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, rec record.EventRecorder, in *nodeInputs) node.Config {
 	m, err := node.ReadMachine(node.MachineFiles{Root: "/", RootDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +91,7 @@ func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, re
 	return node.Config{
 		NodeName: name, Kubelet: nodeStatusKubelet(), Thresholds: ths,
 		NodeLabels: map[string]string{"kernelet.dev/test": "node-status"}, Machine: m, KubeletVersion: version,
-		Client: client, HeartbeatClient: client, Recorder: rec, Inputs: nodeStatusInputs,
+		Client: client, HeartbeatClient: client, Recorder: rec, Inputs: in.get,
 	}
 }
 
@@ -158,7 +178,8 @@ func TestNodeStatus(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := nodeStatusConfig(t, name, client, rec)
+	in := &nodeInputs{in: nodeStatusInputs()}
+	cfg := nodeStatusConfig(t, name, client, rec, in)
 	start := time.Now()
 	ctl := runController(t, cfg)
 	waitFor(t, 10*time.Second, "Node Ready", nodeReady(ctx, admin, name))
@@ -184,7 +205,10 @@ func TestNodeStatus(t *testing.T) {
 	}
 
 	checkNodeLease(ctx, t, admin, ctl, n)
-	checkNodeEvents(ctx, t, admin, name)
+	checkNodeEvents(ctx, t, admin, name, "NodeReady")
+	checkNodeStatusPatch(ctx, t, admin, in, name)
+	checkNodeEvents(ctx, t, admin, name, "NodeHasInsufficientMemory")
+	checkNodeRecreated(ctx, t, admin, n)
 	if st := ctl.Status(); st.Registered.IsZero() || st.LastStatusCheck.IsZero() || st.LastLeaseRenew.IsZero() {
 		t.Errorf("controller status = %+v", st)
 	}
@@ -301,9 +325,9 @@ func checkNodeLease(ctx context.Context, t *testing.T, admin kubernetes.Interfac
 		ctl.Status().LastLeaseRenew.Format(time.RFC3339Nano))
 }
 
-func checkNodeEvents(ctx context.Context, t *testing.T, admin kubernetes.Interface, name string) {
+func checkNodeEvents(ctx context.Context, t *testing.T, admin kubernetes.Interface, name string, last string) {
 	t.Helper()
-	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady"}
+	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady", last}
 	var got []string
 	waitFor(t, 15*time.Second, "the Node's events", func() (bool, error) {
 		evs, err := admin.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
@@ -323,6 +347,56 @@ func checkNodeEvents(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 		return true, nil
 	})
 	t.Logf("events: %v", got)
+}
+
+// checkNodeStatusPatch changes the inputs: two InternalIPs instead of one
+// (the addresses list is replaced, not merged by type), memory pressure,
+// a second image; the status PATCH (as the node, through NodeRestriction)
+// shows them.
+func checkNodeStatusPatch(ctx context.Context, t *testing.T, admin kubernetes.Interface, in *nodeInputs, name string) {
+	t.Helper()
+	in.set(func(in *node.Inputs) {
+		in.NodeIPs = []net.IP{net.ParseIP("10.96.7.9"), net.ParseIP("fd00:96::9")}
+		in.MemoryPressure = true
+		in.Images = append(in.Images, node.Image{RepoTags: []string{"docker.io/library/busybox:1.36"}, SizeBytes: 4 << 20})
+	})
+	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.96.7.9"}, {Type: v1.NodeInternalIP, Address: "fd00:96::9"},
+		{Type: v1.NodeHostName, Address: name}}
+	var n *v1.Node
+	waitFor(t, 10*time.Second, "the patched status", func() (bool, error) {
+		var err error
+		if n, err = admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeMemoryPressure && c.Status == v1.ConditionTrue && c.Reason == "KubeletHasInsufficientMemory" {
+				return slices.Equal(n.Status.Addresses, want) && len(n.Status.Images) == 2, nil
+			}
+		}
+		return false, nil
+	})
+	if n.Status.Images[0].Names[0] != "docker.io/library/busybox:1.36" {
+		t.Errorf("images not largest first: %v", n.Status.Images)
+	}
+}
+
+// checkNodeRecreated deletes the Node: the controller registers it again
+// and the Lease follows the new Node's UID.
+func checkNodeRecreated(ctx context.Context, t *testing.T, admin kubernetes.Interface, old *v1.Node) {
+	t.Helper()
+	if err := admin.CoreV1().Nodes().Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var n *v1.Node
+	waitFor(t, 10*time.Second, "the Node registered again", func() (bool, error) {
+		var err error
+		n, err = admin.CoreV1().Nodes().Get(ctx, old.Name, metav1.GetOptions{})
+		return err == nil && n.UID != old.UID, err
+	})
+	waitFor(t, 10*time.Second, "the Lease owned by the new Node", func() (bool, error) {
+		l, err := admin.CoordinationV1().Leases(node.LeaseNamespace).Get(ctx, old.Name, metav1.GetOptions{})
+		return err == nil && len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == n.UID, err
+	})
 }
 
 // TestNodeStatusAPIServerLate starts the controller while its API server
@@ -359,7 +433,7 @@ func TestNodeStatusAPIServerLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := nodeStatusConfig(t, name, client, nil)
+	cfg := nodeStatusConfig(t, name, client, nil, &nodeInputs{in: nodeStatusInputs()})
 	ctl := runController(t, cfg)
 
 	waitFor(t, 10*time.Second, "a connection error", func() (bool, error) {
