@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,8 @@ var errNodeGone = errors.New("node no longer exists")
 type Controller struct {
 	cfg   Config
 	clock clock.WithTicker
+
+	logger logr.Logger // set by Run
 
 	mu          sync.Mutex
 	status      Status
@@ -112,14 +115,16 @@ func (c *Controller) Node() *v1.Node {
 // again (registerNode: true) or waited for. Run returns when ctx is done.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
+	c.logger = logger
 	ctx = klog.NewContext(ctx, logger)
 	c.event(v1.EventTypeNormal, EventStarting, c.cfg.StartingMessage)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	leaseCtl := c.newLeaseController()
+	leaseCtx := klog.NewContext(ctx, demoted(logger.WithName("lease"), leaseLogVerbosity))
 	wg.Add(1)
-	go func() { defer wg.Done(); leaseCtl.Run(ctx) }()
+	go func() { defer wg.Done(); leaseCtl.Run(leaseCtx) }()
 
 	for ctx.Err() == nil {
 		if !c.registerUntilDone(ctx) {
@@ -140,10 +145,10 @@ func (c *Controller) registerUntilDone(ctx context.Context) bool {
 	for {
 		err := c.register(ctx)
 		if err == nil {
-			c.recovered(ctx, &c.registerOut, "register node")
+			c.recovered(klog.FromContext(ctx), &c.registerOut, "register node")
 			return true
 		}
-		c.failed(ctx, &c.registerOut, "register node", err)
+		c.failed(klog.FromContext(ctx), &c.registerOut, "register node", err)
 		select {
 		case <-ctx.Done():
 			return false
@@ -217,9 +222,9 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 		case errors.Is(err, errNodeGone):
 			return err
 		case err != nil:
-			c.failed(ctx, &c.statusOut, "update node status", err)
+			c.failed(klog.FromContext(ctx), &c.statusOut, "update node status", err)
 		default:
-			c.recovered(ctx, &c.statusOut, "update node status")
+			c.recovered(klog.FromContext(ctx), &c.statusOut, "update node status")
 		}
 		select {
 		case <-ctx.Done():
@@ -326,7 +331,7 @@ func (c *Controller) event(typ, reason, msg string) {
 }
 
 // failed records an error of one loop, logging it once per outage.
-func (c *Controller) failed(ctx context.Context, o *outage, what string, err error) {
+func (c *Controller) failed(logger logr.Logger, o *outage, what string, err error) {
 	c.mu.Lock()
 	first := o.since.IsZero()
 	if first {
@@ -334,7 +339,6 @@ func (c *Controller) failed(ctx context.Context, o *outage, what string, err err
 	}
 	c.status.LastError, c.status.LastErrorTime = fmt.Sprintf("%s: %v", what, err), c.clock.Now()
 	c.mu.Unlock()
-	logger := klog.FromContext(ctx)
 	if first {
 		logger.Error(err, "Failed to "+what+"; retrying, further failures are logged at V(4) until it succeeds")
 		return
@@ -343,12 +347,12 @@ func (c *Controller) failed(ctx context.Context, o *outage, what string, err err
 }
 
 // recovered ends an outage of one loop, logging how long it lasted.
-func (c *Controller) recovered(ctx context.Context, o *outage, what string) {
+func (c *Controller) recovered(logger logr.Logger, o *outage, what string) {
 	c.mu.Lock()
 	since := o.since
 	o.since = time.Time{}
 	c.mu.Unlock()
 	if !since.IsZero() {
-		klog.FromContext(ctx).Info("Managed to "+what+" after failures", "failingFor", c.clock.Since(since).Round(time.Millisecond))
+		logger.Info("Managed to "+what+" after failures", "failingFor", c.clock.Since(since).Round(time.Millisecond))
 	}
 }
