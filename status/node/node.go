@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/ptr"
 )
 
 // Labels and annotations kubelet sets on its Node.
@@ -134,6 +135,20 @@ func Images(imgs []Image, max int) []v1.ContainerImage {
 	return out
 }
 
+// RuntimeHandlers is status.runtimeHandlers: each CRI handler, in the
+// runtime's order, with its recursiveReadOnlyMounts and userNamespaces
+// support.
+func RuntimeHandlers(hs []RuntimeHandler) []v1.NodeRuntimeHandler {
+	var out []v1.NodeRuntimeHandler
+	for _, h := range hs {
+		out = append(out, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts),
+			UserNamespaces:          ptr.To(h.UserNamespaces),
+		}})
+	}
+	return out
+}
+
 // NodeInfo is status.nodeInfo.
 func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemInfo {
 	return v1.NodeSystemInfo{
@@ -217,7 +232,8 @@ func Reconcile(existing *v1.Node, cfg *Config) bool {
 // manages (cpu, memory, ephemeral-storage, pods, hugepages-*; a huge page
 // size no longer present is removed; other resources, e.g. extended
 // resources an admin advertised, are kept), addresses, nodeInfo,
-// daemonEndpoints, images, and the conditions (Conditions). It returns the
+// daemonEndpoints, images, runtimeHandlers, features, and the conditions
+// (Conditions). It returns the
 // event reasons of the conditions' transitions.
 func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 	kc := cfg.Kubelet
@@ -234,6 +250,11 @@ func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 		maxImages = int(*kc.NodeStatusMaxImages)
 	}
 	st.Images = Images(in.Images, maxImages)
+	st.RuntimeHandlers = RuntimeHandlers(in.Runtime.Handlers)
+	st.Features = nil
+	if p := in.Runtime.SupplementalGroupsPolicy; p != nil {
+		st.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(*p)}
+	}
 	return Conditions(st, in, now)
 }
 

@@ -235,6 +235,27 @@ func v1ObjectMeta(labels map[string]string, cmad bool) metav1.ObjectMeta {
 	return m
 }
 
+func TestSetStatusRuntimeHandlersAndFeatures(t *testing.T) {
+	cfg := testConfig()
+	in := readyInputs()
+	n, _ := NewNode(cfg, in, t0)
+	if n.Status.RuntimeHandlers != nil || n.Status.Features != nil {
+		t.Errorf("handlers %v features %v without the runtime saying", n.Status.RuntimeHandlers, n.Status.Features)
+	}
+	in.Runtime.Handlers = []RuntimeHandler{{Name: "", RecursiveReadOnlyMounts: true, UserNamespaces: true}, {Name: "runc", RecursiveReadOnlyMounts: true}}
+	in.Runtime.SupplementalGroupsPolicy = ptr.To(true)
+	SetStatus(n, cfg, in, t0)
+	b, _ := json.Marshal(struct {
+		H any `json:"runtimeHandlers"`
+		F any `json:"features"`
+	}{n.Status.RuntimeHandlers, n.Status.Features})
+	want := `{"runtimeHandlers":[{"name":"","features":{"recursiveReadOnlyMounts":true,"userNamespaces":true}},` +
+		`{"name":"runc","features":{"recursiveReadOnlyMounts":true,"userNamespaces":false}}],"features":{"supplementalGroupsPolicy":true}}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+}
+
 func TestSetStatusKeepsExtendedResources(t *testing.T) {
 	cfg := testConfig()
 	n, _ := NewNode(cfg, readyInputs(), t0)

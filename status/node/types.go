@@ -61,6 +61,20 @@ type RuntimeState struct {
 	LastSync time.Time
 	// Conditions are that Status answer's conditions.
 	Conditions []RuntimeCondition
+	// Handlers are the runtime handlers the Status answer lists ("" is
+	// the default handler), with what each supports.
+	Handlers []RuntimeHandler
+	// SupplementalGroupsPolicy is the Status answer's feature of that
+	// name; nil when the runtime did not say.
+	SupplementalGroupsPolicy *bool
+}
+
+// RuntimeHandler is one CRI runtime handler (runtime class) and the
+// features it supports.
+type RuntimeHandler struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool
 }
 
 // Image is one image the runtime holds (CRI ListImages).
