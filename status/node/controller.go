@@ -112,7 +112,8 @@ func (c *Controller) Node() *v1.Node {
 // unreachable API server does not block the caller beyond Run itself),
 // then updates its status every nodeStatusUpdateFrequency, the first time
 // right after registration. A Node deleted behind its back is registered
-// again (registerNode: true) or waited for. Run returns when ctx is done.
+// again (registerNode: true) or waited for. Run returns when ctx is done;
+// it is called once.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
 	c.logger = logger
@@ -144,6 +145,9 @@ func (c *Controller) registerUntilDone(ctx context.Context) bool {
 	wait := registerBackoffMin
 	for {
 		err := c.register(ctx)
+		if ctx.Err() != nil {
+			return false
+		}
 		if err == nil {
 			c.recovered(klog.FromContext(ctx), &c.registerOut, "register node")
 			return true
@@ -219,6 +223,8 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 	for {
 		err := c.updateStatus(ctx)
 		switch {
+		case ctx.Err() != nil:
+			return nil
 		case errors.Is(err, errNodeGone):
 			return err
 		case err != nil:

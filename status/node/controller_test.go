@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -54,8 +56,10 @@ func newHarness(t *testing.T, cfg *Config, objects ...runtime.Object) *harness {
 	return h
 }
 
-func (h *harness) start() {
-	ctx, cancel := context.WithCancel(context.Background())
+func (h *harness) start() { h.startWith(context.Background()) }
+
+func (h *harness) startWith(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	go func() { defer close(h.done); h.ctl.Run(ctx) }()
 	h.t.Cleanup(func() { h.cancel(); <-h.done })
@@ -273,8 +277,24 @@ func TestControllerRetriesUntilAPIServerAnswers(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	h.start()
-	h.eventually("a failure", func() bool { return strings.Contains(h.ctl.Status().LastError, "etcd down") })
+	var logMu sync.Mutex
+	var errorLines, allLines []string
+	logger := funcr.New(func(_, args string) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		allLines = append(allLines, args)
+		if strings.Contains(args, `"error"=`) && strings.Contains(args, "register node") {
+			errorLines = append(errorLines, args)
+		}
+	}, funcr.Options{Verbosity: 0})
+	h.startWith(klog.NewContext(context.Background(), logger))
+	h.eventually("several failures", func() bool {
+		h.clock.Step(time.Second)
+		return h.count("create", "") >= 5
+	})
+	if st := h.ctl.Status(); !strings.Contains(st.LastError, "etcd down") || st.LastErrorTime.IsZero() {
+		t.Errorf("status = %+v", st)
+	}
 	mu.Lock()
 	down = false
 	mu.Unlock()
@@ -282,6 +302,16 @@ func TestControllerRetriesUntilAPIServerAnswers(t *testing.T) {
 		h.clock.Step(time.Second)
 		return !h.ctl.Status().Registered.IsZero()
 	})
+	h.eventually("the recovery logged", func() bool {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return slices.ContainsFunc(allLines, func(l string) bool { return strings.Contains(l, "Managed to register node after failures") })
+	})
+	logMu.Lock()
+	defer logMu.Unlock()
+	if len(errorLines) != 1 {
+		t.Errorf("logged %d errors for one outage, want 1:\n%s", len(errorLines), strings.Join(errorLines, "\n"))
+	}
 }
 
 func TestControllerReregistersDeletedNode(t *testing.T) {
