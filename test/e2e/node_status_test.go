@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -482,4 +483,86 @@ func proxyTCP(t *testing.T, addr, target string) func() {
 		}
 	}()
 	return func() { l.Close(); wg.Wait() }
+}
+
+// TestNodeStatusAdopt starts the controller for a Node that already exists
+// (registered earlier, edited by an admin): it is adopted as the node
+// identity — the labels kubelet owns and the attach/detach annotation are
+// reconciled, the admin's labels, taints and podCIDR kept — and its status
+// written.
+func TestNodeStatusAdopt(t *testing.T) {
+	srv := env.SharedAPIServer(t)
+	admin, err := srv.AdminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.RunID() + "-adopt"
+	client, err := srv.NodeClient(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupNode(t, admin, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = admin.CoreV1().Nodes().Create(ctx, &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelHostname: "stale", "team": "storage"}},
+		Spec: v1.NodeSpec{PodCIDR: "10.244.9.0/24", PodCIDRs: []string{"10.244.9.0/24"},
+			Taints: []v1.Taint{{Key: "admin/maintenance", Effect: v1.TaintEffectNoSchedule}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := nodeStatusConfig(t, name, client, nil, &nodeInputs{in: nodeStatusInputs()})
+	ctl := runController(t, cfg)
+	waitFor(t, 10*time.Second, "the adopted Node Ready", nodeReady(ctx, admin, name))
+	n, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels[v1.LabelHostname] != name || n.Labels["team"] != "storage" || n.Labels[v1.LabelArchStable] == "" ||
+		n.Labels["kernelet.dev/test"] != "" || n.Annotations[node.AnnotationControllerManagedAttachDetach] != "true" {
+		t.Errorf("metadata = labels %v annotations %v", n.Labels, n.Annotations)
+	}
+	hasTaint := func(key string) bool {
+		return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
+	}
+	// registerWithTaints apply at creation only: the admin's stays, kernelet's is not added.
+	if n.Spec.PodCIDR != "10.244.9.0/24" || !hasTaint("admin/maintenance") || hasTaint("kernelet.dev/e2e") {
+		t.Errorf("spec = %+v", n.Spec)
+	}
+	if st := ctl.Status(); st.Registered.IsZero() || st.LastStatusPatch.IsZero() {
+		t.Errorf("controller status = %+v", st)
+	}
+}
+
+// TestNodeStatusRegisterNodeFalse: with registerNode false the controller
+// never creates the Node; once an admin does, it writes the status.
+func TestNodeStatusRegisterNodeFalse(t *testing.T) {
+	srv := env.SharedAPIServer(t)
+	admin, err := srv.AdminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := env.RunID() + "-noreg"
+	client, err := srv.NodeClient(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanupNode(t, admin, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := nodeStatusConfig(t, name, client, nil, &nodeInputs{in: nodeStatusInputs()})
+	cfg.Kubelet.RegisterNode = ptr.To(false)
+	ctl := runController(t, cfg)
+	waitFor(t, 10*time.Second, "the missing Node reported", func() (bool, error) {
+		return strings.Contains(ctl.Status().LastError, "not found"), nil
+	})
+	time.Sleep(time.Second)
+	if _, err := admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Node created with registerNode false (get: %v)", err)
+	}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the Node Ready", nodeReady(ctx, admin, name))
 }
