@@ -241,7 +241,8 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 }
 
 // updateStatus computes the status and writes it when it changed or the
-// report frequency passed, trying up to statusUpdateRetries times.
+// report frequency passed, trying up to statusUpdateRetries times; from
+// the second failure on, OnRepeatedHeartbeatFailure is called after each.
 func (c *Controller) updateStatus(ctx context.Context) error {
 	in := c.cfg.Inputs(ctx)
 	var errs []error
@@ -251,6 +252,9 @@ func (c *Controller) updateStatus(ctx context.Context) error {
 			return err
 		}
 		errs = append(errs, err)
+		if try > 0 && c.cfg.OnRepeatedHeartbeatFailure != nil {
+			c.cfg.OnRepeatedHeartbeatFailure()
+		}
 	}
 	return fmt.Errorf("%d attempts: %w", statusUpdateRetries, errors.Join(errs...))
 }

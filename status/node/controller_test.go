@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -368,4 +369,31 @@ func TestControllerLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.eventually("the lease created again", owned)
+}
+
+func TestControllerStatusRetries(t *testing.T) {
+	cfg := testConfig()
+	var repeated int
+	var mu sync.Mutex
+	cfg.OnRepeatedHeartbeatFailure = func() { mu.Lock(); repeated++; mu.Unlock() }
+	h := newHarness(t, cfg, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}})
+	h.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd timeout"))
+		}
+		return false, nil, nil
+	})
+	h.start()
+	h.eventually("five attempts", func() bool { return strings.Contains(h.ctl.Status().LastError, "5 attempts") })
+	mu.Lock()
+	defer mu.Unlock()
+	if n := h.count("patch", "status"); n != 5 || repeated != 4 {
+		t.Errorf("%d patches, %d repeated-failure calls; want 5 and 4", n, repeated)
+	}
+	if gets := h.count("get", ""); gets != 1+5 {
+		t.Errorf("%d reads, want one to adopt and one per attempt", gets)
+	}
+	if st := h.ctl.Status(); !st.LastStatusPatch.IsZero() {
+		t.Errorf("status = %+v", st)
+	}
 }

@@ -132,9 +132,10 @@ type Config struct {
 	// min(nodeLeaseDuration, nodeStatusUpdateFrequency). Either may be the
 	// other.
 	Client, HeartbeatClient kubernetes.Interface
-	// OnRepeatedHeartbeatFailure, if set, is called when Lease renewals
-	// fail repeatedly, e.g. to close the heartbeat client's idle
-	// connections (a dead TCP connection otherwise lingers).
+	// OnRepeatedHeartbeatFailure, if set, is called when Lease renewals or
+	// status updates fail repeatedly within one period, e.g. to close the
+	// heartbeat client's idle connections (a dead TCP connection otherwise
+	// lingers until the kernel gives up on it).
 	OnRepeatedHeartbeatFailure func()
 	// Recorder records the Node's events; nil records none.
 	Recorder record.EventRecorder
