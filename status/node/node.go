@@ -149,7 +149,9 @@ func RuntimeHandlers(hs []RuntimeHandler) []v1.NodeRuntimeHandler {
 	return out
 }
 
-// NodeInfo is status.nodeInfo.
+// NodeInfo is status.nodeInfo. kubeProxyVersion stays empty (deprecated;
+// kubelet no longer sets it); swap.capacity is SwapTotal, as kubelet
+// reports it since NodeSwap is GA.
 func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemInfo {
 	return v1.NodeSystemInfo{
 		MachineID:               m.MachineID,
@@ -161,6 +163,7 @@ func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemIn
 		KubeletVersion:          kubeletVersion,
 		OperatingSystem:         m.OperatingSystem,
 		Architecture:            m.Architecture,
+		Swap:                    &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapBytes)},
 	}
 }
 

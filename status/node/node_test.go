@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -171,8 +172,8 @@ func TestNewNode(t *testing.T) {
 	}
 	wantInfo := v1.NodeSystemInfo{MachineID: "m1", SystemUUID: "u1", BootID: "b1", KernelVersion: "6.8.0",
 		OSImage: "Ubuntu 24.04 LTS", ContainerRuntimeVersion: "containerd://1.7.2", KubeletVersion: "v1.37.2+kernelet.v0.1.0",
-		OperatingSystem: "linux", Architecture: "amd64"}
-	if n.Status.NodeInfo != wantInfo {
+		OperatingSystem: "linux", Architecture: "amd64", Swap: &v1.NodeSwapStatus{Capacity: ptr.To[int64](0)}}
+	if !equality.Semantic.DeepEqual(n.Status.NodeInfo, wantInfo) {
 		t.Errorf("nodeInfo = %+v\nwant %+v", n.Status.NodeInfo, wantInfo)
 	}
 	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {

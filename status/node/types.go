@@ -34,6 +34,8 @@ type Machine struct {
 	CPUs int `json:"cpus"`
 	// MemoryBytes is MemTotal.
 	MemoryBytes int64 `json:"memoryBytes"`
+	// SwapBytes is SwapTotal (status.nodeInfo.swap.capacity).
+	SwapBytes int64 `json:"swapBytes"`
 	// HugePages maps a huge page size in bytes to the number of pages
 	// reserved in that size (every size the kernel supports, 0 included).
 	HugePages map[int64]int64 `json:"hugePages,omitempty"`
