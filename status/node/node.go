@@ -151,9 +151,9 @@ func RuntimeHandlers(hs []RuntimeHandler) []v1.NodeRuntimeHandler {
 
 // NodeInfo is status.nodeInfo. kubeProxyVersion stays empty (deprecated;
 // kubelet no longer sets it); swap.capacity is SwapTotal, as kubelet
-// reports it since NodeSwap is GA.
+// reports it since NodeSwap is GA (only with swap: the API refuses 0).
 func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemInfo {
-	return v1.NodeSystemInfo{
+	info := v1.NodeSystemInfo{
 		MachineID:               m.MachineID,
 		SystemUUID:              m.SystemUUID,
 		BootID:                  m.BootID,
@@ -163,8 +163,11 @@ func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemIn
 		KubeletVersion:          kubeletVersion,
 		OperatingSystem:         m.OperatingSystem,
 		Architecture:            m.Architecture,
-		Swap:                    &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapBytes)},
 	}
+	if m.SwapBytes > 0 { // the API refuses a capacity of 0
+		info.Swap = &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapBytes)}
+	}
+	return info
 }
 
 // Labels are the labels a new Node is registered with: --node-labels, then

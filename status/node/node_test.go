@@ -151,6 +151,23 @@ func readyInputs() Inputs {
 		Images: []Image{{RepoTags: []string{"pause:3.10"}, SizeBytes: 300000}}}
 }
 
+func TestNodeInfoSwap(t *testing.T) {
+	for name, tc := range map[string]struct {
+		swap int64
+		want *v1.NodeSwapStatus
+	}{
+		"no swap":  {},
+		"1Gi swap": {swap: 1 << 30, want: &v1.NodeSwapStatus{Capacity: ptr.To[int64](1 << 30)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := NodeInfo(Machine{SwapBytes: tc.swap}, RuntimeState{}, "v1.37.2").Swap
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("swap = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestNewNode(t *testing.T) {
 	cfg := testConfig()
 	n, events := NewNode(cfg, readyInputs(), t0)
@@ -172,7 +189,7 @@ func TestNewNode(t *testing.T) {
 	}
 	wantInfo := v1.NodeSystemInfo{MachineID: "m1", SystemUUID: "u1", BootID: "b1", KernelVersion: "6.8.0",
 		OSImage: "Ubuntu 24.04 LTS", ContainerRuntimeVersion: "containerd://1.7.2", KubeletVersion: "v1.37.2+kernelet.v0.1.0",
-		OperatingSystem: "linux", Architecture: "amd64", Swap: &v1.NodeSwapStatus{Capacity: ptr.To[int64](0)}}
+		OperatingSystem: "linux", Architecture: "amd64"}
 	if !equality.Semantic.DeepEqual(n.Status.NodeInfo, wantInfo) {
 		t.Errorf("nodeInfo = %+v\nwant %+v", n.Status.NodeInfo, wantInfo)
 	}
