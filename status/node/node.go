@@ -112,14 +112,10 @@ func Addresses(ips []net.IP, hostname string) []v1.NodeAddress {
 
 // Images is status.images: the largest images first, at most max of them
 // (max < 0: all), each named by its digests then its tags, at most
-// MaxNamesPerImage names. Images without a name are left out.
+// MaxNamesPerImage names (an image without names is listed without, as
+// kubelet lists it).
 func Images(imgs []Image, max int) []v1.ContainerImage {
-	sorted := make([]Image, 0, len(imgs))
-	for _, img := range imgs {
-		if len(img.RepoDigests)+len(img.RepoTags) > 0 {
-			sorted = append(sorted, img)
-		}
-	}
+	sorted := append([]Image(nil), imgs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].SizeBytes > sorted[j].SizeBytes })
 	if max >= 0 && len(sorted) > max {
 		sorted = sorted[:max]

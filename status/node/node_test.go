@@ -93,11 +93,11 @@ func TestImages(t *testing.T) {
 		"largest first, digests then tags": {max: 50, imgs: []Image{
 			{RepoTags: []string{"small:1"}, SizeBytes: 10},
 			{RepoTags: []string{"big:1", "big:latest"}, RepoDigests: []string{"big@sha256:aa"}, SizeBytes: 300},
-			{SizeBytes: 1000}, // no name: left out
+			{SizeBytes: 1000}, // no name: listed without
 			{RepoDigests: []string{"mid@sha256:bb"}, SizeBytes: 200},
 		},
-			wantNames: [][]string{{"big@sha256:aa", "big:1", "big:latest"}, {"mid@sha256:bb"}, {"small:1"}},
-			wantSizes: []int64{300, 200, 10}},
+			wantNames: [][]string{nil, {"big@sha256:aa", "big:1", "big:latest"}, {"mid@sha256:bb"}, {"small:1"}},
+			wantSizes: []int64{1000, 300, 200, 10}},
 		"five names at most": {max: 50, imgs: []Image{{RepoTags: []string{"a:1", "a:2", "a:3", "a:4"},
 			RepoDigests: []string{"a@sha256:1", "a@sha256:2"}, SizeBytes: 1}},
 			wantNames: [][]string{{"a@sha256:1", "a@sha256:2", "a:1", "a:2", "a:3"}}},

@@ -352,14 +352,15 @@ func checkNodeEvents(ctx context.Context, t *testing.T, admin kubernetes.Interfa
 
 // checkNodeStatusPatch changes the inputs: two InternalIPs instead of one
 // (the addresses list is replaced, not merged by type), memory pressure,
-// a second image; the status PATCH (as the node, through NodeRestriction)
+// two more images; the status PATCH (as the node, through NodeRestriction)
 // shows them.
 func checkNodeStatusPatch(ctx context.Context, t *testing.T, admin kubernetes.Interface, in *nodeInputs, name string) {
 	t.Helper()
 	in.set(func(in *node.Inputs) {
 		in.NodeIPs = []net.IP{net.ParseIP("10.96.7.9"), net.ParseIP("fd00:96::9")}
 		in.MemoryPressure = true
-		in.Images = append(in.Images, node.Image{RepoTags: []string{"docker.io/library/busybox:1.36"}, SizeBytes: 4 << 20})
+		in.Images = append(in.Images, node.Image{RepoTags: []string{"docker.io/library/busybox:1.36"}, SizeBytes: 4 << 20},
+			node.Image{SizeBytes: 1}) // a dangling image: listed without names, as kubelet does
 	})
 	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.96.7.9"}, {Type: v1.NodeInternalIP, Address: "fd00:96::9"},
 		{Type: v1.NodeHostName, Address: name}}
@@ -371,7 +372,7 @@ func checkNodeStatusPatch(ctx context.Context, t *testing.T, admin kubernetes.In
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == v1.NodeMemoryPressure && c.Status == v1.ConditionTrue && c.Reason == "KubeletHasInsufficientMemory" {
-				return slices.Equal(n.Status.Addresses, want) && len(n.Status.Images) == 2, nil
+				return slices.Equal(n.Status.Addresses, want) && len(n.Status.Images) == 3, nil
 			}
 		}
 		return false, nil
