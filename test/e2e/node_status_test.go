@@ -181,6 +181,13 @@ func TestNodeStatus(t *testing.T) {
 	defer cancel()
 	in := &nodeInputs{in: nodeStatusInputs()}
 	cfg := nodeStatusConfig(t, name, client, rec, in)
+	rc, err := srv.NodeRESTConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HeartbeatClient, cfg.OnRepeatedHeartbeatFailure, err = node.HeartbeatClient(rc, cfg.Kubelet); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	ctl := runController(t, cfg)
 	waitFor(t, 10*time.Second, "Node Ready", nodeReady(ctx, admin, name))
