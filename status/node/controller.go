@@ -25,6 +25,12 @@ const (
 	// registration attempts (doubling).
 	registerBackoffMin = 100 * time.Millisecond
 	registerBackoffMax = 7 * time.Second
+	// fastStatusInterval is how often, after start and until the Node is
+	// first reported Ready (for at most fastStatusFor), the inputs are
+	// checked for readiness, so that Ready is written as soon as it is
+	// true rather than at the next period.
+	fastStatusInterval = 100 * time.Millisecond
+	fastStatusFor      = 2 * time.Minute
 )
 
 // DefaultStartingMessage is the message of the Starting event (kubelet's
@@ -42,8 +48,11 @@ type Controller struct {
 
 	logger logr.Logger // set by Run
 
-	mu          sync.Mutex
-	status      Status
+	started time.Time // set by Run
+
+	mu            sync.Mutex
+	readyReported bool // the Node was seen or written Ready
+	status        Status
 	node        *v1.Node // last known (written or read)
 	nodeUID     types.UID
 	statusOut   outage
@@ -111,12 +120,13 @@ func (c *Controller) Node() *v1.Node {
 // registers the Node (retrying with back-off until it succeeds: an
 // unreachable API server does not block the caller beyond Run itself),
 // then updates its status every nodeStatusUpdateFrequency, the first time
-// right after registration. A Node deleted behind its back is registered
+// right after registration; until the Node is first Ready (for at most
+// 2 minutes after start), also as soon as the inputs say it would be. A Node deleted behind its back is registered
 // again (registerNode: true) or waited for. Run returns when ctx is done;
 // it is called once.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
-	c.logger = logger
+	c.logger, c.started = logger, c.clock.Now()
 	ctx = klog.NewContext(ctx, logger)
 	c.event(v1.EventTypeNormal, EventStarting, c.cfg.StartingMessage)
 
@@ -211,7 +221,7 @@ func (c *Controller) registered(ctx context.Context, n *v1.Node, msg string) {
 	klog.FromContext(ctx).Info(msg, "uid", n.UID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.node, c.nodeUID = n, n.UID
+	c.setNodeLocked(n)
 	c.status.Registered = c.clock.Now()
 }
 
@@ -232,12 +242,41 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 		default:
 			c.recovered(klog.FromContext(ctx), &c.statusOut, "update node status")
 		}
-		select {
-		case <-ctx.Done():
+		if !c.waitNextUpdate(ctx, t.C()) {
 			return nil
-		case <-t.C():
 		}
 	}
+}
+
+// waitNextUpdate waits for the next status update: the next period, or —
+// after start, until the Node is first Ready — the moment the inputs say
+// it would be Ready (checked every fastStatusInterval, as kubelet does).
+// False when ctx ends first.
+func (c *Controller) waitNextUpdate(ctx context.Context, period <-chan time.Time) bool {
+	for {
+		var fast <-chan time.Time
+		c.mu.Lock()
+		if !c.readyReported && c.clock.Since(c.started) < fastStatusFor {
+			fast = c.clock.After(fastStatusInterval)
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-period:
+			return true
+		case <-fast:
+			if c.wouldBeReady(ctx) {
+				return true
+			}
+		}
+	}
+}
+
+// wouldBeReady reports whether a status computed now would say Ready.
+func (c *Controller) wouldBeReady(ctx context.Context) bool {
+	capacity := Capacity(c.cfg.Machine, c.cfg.Kubelet.MaxPods, c.cfg.Kubelet.PodsPerCore)
+	return ReadyError(c.cfg.Inputs(ctx), capacity, c.clock.Now()) == nil
 }
 
 // updateStatus computes the status and writes it when it changed or the
@@ -312,7 +351,16 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, in Inputs, try int) er
 func (c *Controller) setNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setNodeLocked(n)
+}
+
+func (c *Controller) setNodeLocked(n *v1.Node) {
 	c.node, c.nodeUID = n, n.UID
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
+			c.readyReported = true
+		}
+	}
 }
 
 // heartbeatTimeout bounds one status call: min(lease duration, update

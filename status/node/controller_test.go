@@ -397,3 +397,40 @@ func TestControllerStatusRetries(t *testing.T) {
 		t.Errorf("status = %+v", st)
 	}
 }
+
+func TestControllerReadyAsSoonAsItIs(t *testing.T) {
+	h := newHarness(t, testConfig())
+	notReady := RuntimeCondition{Type: RuntimeReadyCondition, Reason: "Starting", Message: "loading plugins"}
+	h.setInputs(func(in *Inputs) { in.Runtime.Conditions = []RuntimeCondition{notReady, {Type: NetworkReadyCondition, Status: true}} })
+	h.start()
+	h.eventually("registration", func() bool { return !h.ctl.Status().Registered.IsZero() })
+	h.settle()
+	if c := cond(&h.node().Status, v1.NodeReady); c == nil || c.Status != v1.ConditionFalse ||
+		c.Message != "container runtime not ready: RuntimeReady=false reason:Starting message:loading plugins" {
+		t.Fatalf("Ready = %+v", c)
+	}
+	for range 5 { // not ready yet: checked every 100 ms, nothing written
+		h.clock.Step(fastStatusInterval)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := h.count("patch", "status"); n != 0 {
+		t.Fatalf("%d status patches while nothing changed", n)
+	}
+	h.setInputs(func(in *Inputs) { in.Runtime.Conditions = readyRuntime(t0).Conditions })
+	h.eventually("Ready written within 100 ms", func() bool {
+		if h.count("patch", "status") == 0 {
+			h.clock.Step(fastStatusInterval)
+			return false
+		}
+		return true
+	})
+	if d := h.clock.Since(t0); d >= 10*time.Second {
+		t.Errorf("Ready after %v of fake time, want before the first period", d)
+	}
+	if c := cond(&h.node().Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %+v", c)
+	}
+	h.eventually("the NodeReady event", func() bool {
+		return slices.Contains(h.events(), "Normal NodeReady Node node-a status is now: NodeReady")
+	})
+}
