@@ -53,11 +53,11 @@ type Controller struct {
 	mu            sync.Mutex
 	readyReported bool // the Node was seen or written Ready
 	status        Status
-	node        *v1.Node // last known (written or read)
-	nodeUID     types.UID
-	statusOut   outage
-	registerOut outage
-	leaseOutage outage
+	node          *v1.Node // last known (written or read)
+	nodeUID       types.UID
+	statusOut     outage
+	registerOut   outage
+	leaseOutage   outage
 }
 
 // outage tracks one loop's failures so that an outage is logged once.

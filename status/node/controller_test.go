@@ -401,7 +401,9 @@ func TestControllerStatusRetries(t *testing.T) {
 func TestControllerReadyAsSoonAsItIs(t *testing.T) {
 	h := newHarness(t, testConfig())
 	notReady := RuntimeCondition{Type: RuntimeReadyCondition, Reason: "Starting", Message: "loading plugins"}
-	h.setInputs(func(in *Inputs) { in.Runtime.Conditions = []RuntimeCondition{notReady, {Type: NetworkReadyCondition, Status: true}} })
+	h.setInputs(func(in *Inputs) {
+		in.Runtime.Conditions = []RuntimeCondition{notReady, {Type: NetworkReadyCondition, Status: true}}
+	})
 	h.start()
 	h.eventually("registration", func() bool { return !h.ctl.Status().Registered.IsZero() })
 	h.settle()
