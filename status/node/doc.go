@@ -27,7 +27,9 @@
 //   - Status is computed every nodeStatusUpdateFrequency from the Node just
 //     read, and PATCHed (strategic merge, status subresource) when it
 //     changed apart from heartbeat times, or when nodeStatusReportFrequency
-//     passed; up to 5 tries per period. Capacity keeps resources kernelet
+//     passed; up to 5 tries per period. After start, until the Node is
+//     first Ready (at most 2 min), the inputs are checked every 100 ms so that
+//     Ready is written at once. Capacity keeps resources kernelet
 //     does not manage (extended resources an admin advertised); a huge page
 //     size the kernel no longer has is removed.
 //   - Status fields: capacity/allocatable, addresses (InternalIPs, then
