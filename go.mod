@@ -19,8 +19,6 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require k8s.io/component-helpers v0.37.2 // indirect
-
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,12 @@ const (
 	// registration attempts (doubling).
 	registerBackoffMin = 100 * time.Millisecond
 	registerBackoffMax = 7 * time.Second
+	// fastStatusInterval is how often, after start and until the Node is
+	// first reported Ready (for at most fastStatusFor), the inputs are
+	// checked for readiness, so that Ready is written as soon as it is
+	// true rather than at the next period.
+	fastStatusInterval = 100 * time.Millisecond
+	fastStatusFor      = 2 * time.Minute
 )
 
 // DefaultStartingMessage is the message of the Starting event (kubelet's
@@ -39,15 +46,18 @@ type Controller struct {
 	cfg   Config
 	clock clock.WithTicker
 
-	mu          sync.Mutex
-	status      Status
-	node        *v1.Node // last known (written or read)
-	nodeUID     types.UID
-	statusOut   outage
-	registerOut outage
-	leaseOutage outage
-	// wasReady: the Node was written Ready once (see readyOnce).
-	wasReady bool
+	logger logr.Logger // set by Run
+
+	started time.Time // set by Run
+
+	mu            sync.Mutex
+	readyReported bool // the Node was seen or written Ready
+	status        Status
+	node          *v1.Node // last known (written or read)
+	nodeUID       types.UID
+	statusOut     outage
+	registerOut   outage
+	leaseOutage   outage
 }
 
 // outage tracks one loop's failures so that an outage is logged once.
@@ -110,18 +120,22 @@ func (c *Controller) Node() *v1.Node {
 // registers the Node (retrying with back-off until it succeeds: an
 // unreachable API server does not block the caller beyond Run itself),
 // then updates its status every nodeStatusUpdateFrequency, the first time
-// right after registration. A Node deleted behind its back is registered
-// again (registerNode: true) or waited for. Run returns when ctx is done.
+// right after registration; until the Node is first Ready (for at most
+// 2 minutes after start), also as soon as the inputs say it would be. A Node deleted behind its back is registered
+// again (registerNode: true) or waited for. Run returns when ctx is done;
+// it is called once.
 func (c *Controller) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
+	c.logger, c.started = logger, c.clock.Now()
 	ctx = klog.NewContext(ctx, logger)
 	c.event(v1.EventTypeNormal, EventStarting, c.cfg.StartingMessage)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	leaseCtl := c.newLeaseController()
+	leaseCtx := klog.NewContext(ctx, demoted(logger.WithName("lease"), leaseLogVerbosity))
 	wg.Add(1)
-	go func() { defer wg.Done(); leaseCtl.Run(ctx) }()
+	go func() { defer wg.Done(); leaseCtl.Run(leaseCtx) }()
 
 	for ctx.Err() == nil {
 		if !c.registerUntilDone(ctx) {
@@ -141,11 +155,14 @@ func (c *Controller) registerUntilDone(ctx context.Context) bool {
 	wait := registerBackoffMin
 	for {
 		err := c.register(ctx)
+		if ctx.Err() != nil {
+			return false
+		}
 		if err == nil {
-			c.recovered(ctx, &c.registerOut, "register node")
+			c.recovered(klog.FromContext(ctx), &c.registerOut, "register node")
 			return true
 		}
-		c.failed(ctx, &c.registerOut, "register node", err)
+		c.failed(klog.FromContext(ctx), &c.registerOut, "register node", err)
 		select {
 		case <-ctx.Done():
 			return false
@@ -204,62 +221,67 @@ func (c *Controller) registered(ctx context.Context, n *v1.Node, msg string) {
 	klog.FromContext(ctx).Info(msg, "uid", n.UID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.node, c.nodeUID = n, n.UID
+	c.setNodeLocked(n)
 	c.status.Registered = c.clock.Now()
 }
 
 // statusLoop updates the status now and then every period until ctx ends
 // (nil) or the Node is gone (errNodeGone).
 func (c *Controller) statusLoop(ctx context.Context) error {
+	t := c.clock.NewTicker(c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration)
+	defer t.Stop()
 	for {
 		err := c.updateStatus(ctx)
 		switch {
+		case ctx.Err() != nil:
+			return nil
 		case errors.Is(err, errNodeGone):
 			return err
 		case err != nil:
-			c.failed(ctx, &c.statusOut, "update node status", err)
+			c.failed(klog.FromContext(ctx), &c.statusOut, "update node status", err)
 		default:
-			c.recovered(ctx, &c.statusOut, "update node status")
+			c.recovered(klog.FromContext(ctx), &c.statusOut, "update node status")
 		}
-		period := c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration
-		if !c.readyOnce() {
-			// Until the node has been Ready once, look again soon: the
-			// runtime or the PLEG coming up makes it Ready at once, not at
-			// the next period (kubelet's fast status update at start).
-			period = min(period, FastStatusPeriod)
-		}
-		select {
-		case <-ctx.Done():
+		if !c.waitNextUpdate(ctx, t.C()) {
 			return nil
-		case <-c.clock.After(period):
 		}
 	}
 }
 
-// FastStatusPeriod is the status period until the node has been Ready
-// once.
-const FastStatusPeriod = 100 * time.Millisecond
-
-// readyOnce reports whether the Node has been written Ready since the
-// agent started; it stays true afterwards.
-func (c *Controller) readyOnce() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.wasReady {
-		return true
-	}
-	if c.node != nil {
-		for _, cd := range c.node.Status.Conditions {
-			if cd.Type == v1.NodeReady && cd.Status == v1.ConditionTrue {
-				c.wasReady = true
+// waitNextUpdate waits for the next status update: the next period, or —
+// after start, until the Node is first Ready — the moment the inputs say
+// it would be Ready (checked every fastStatusInterval, as kubelet does).
+// False when ctx ends first.
+func (c *Controller) waitNextUpdate(ctx context.Context, period <-chan time.Time) bool {
+	for {
+		var fast <-chan time.Time
+		c.mu.Lock()
+		if !c.readyReported && c.clock.Since(c.started) < fastStatusFor {
+			fast = c.clock.After(fastStatusInterval)
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-period:
+			return true
+		case <-fast:
+			if c.wouldBeReady(ctx) {
+				return true
 			}
 		}
 	}
-	return c.wasReady
+}
+
+// wouldBeReady reports whether a status computed now would say Ready.
+func (c *Controller) wouldBeReady(ctx context.Context) bool {
+	capacity := Capacity(c.cfg.Machine, c.cfg.Kubelet.MaxPods, c.cfg.Kubelet.PodsPerCore)
+	return ReadyError(c.cfg.Inputs(ctx), capacity, c.clock.Now()) == nil
 }
 
 // updateStatus computes the status and writes it when it changed or the
-// report frequency passed, trying up to statusUpdateRetries times.
+// report frequency passed, trying up to statusUpdateRetries times; from
+// the second failure on, OnRepeatedHeartbeatFailure is called after each.
 func (c *Controller) updateStatus(ctx context.Context) error {
 	in := c.cfg.Inputs(ctx)
 	var errs []error
@@ -269,6 +291,9 @@ func (c *Controller) updateStatus(ctx context.Context) error {
 			return err
 		}
 		errs = append(errs, err)
+		if try > 0 && c.cfg.OnRepeatedHeartbeatFailure != nil {
+			c.cfg.OnRepeatedHeartbeatFailure()
+		}
 	}
 	return fmt.Errorf("%d attempts: %w", statusUpdateRetries, errors.Join(errs...))
 }
@@ -326,7 +351,16 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, in Inputs, try int) er
 func (c *Controller) setNode(n *v1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setNodeLocked(n)
+}
+
+func (c *Controller) setNodeLocked(n *v1.Node) {
 	c.node, c.nodeUID = n, n.UID
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
+			c.readyReported = true
+		}
+	}
 }
 
 // heartbeatTimeout bounds one status call: min(lease duration, update
@@ -355,7 +389,7 @@ func (c *Controller) event(typ, reason, msg string) {
 }
 
 // failed records an error of one loop, logging it once per outage.
-func (c *Controller) failed(ctx context.Context, o *outage, what string, err error) {
+func (c *Controller) failed(logger logr.Logger, o *outage, what string, err error) {
 	c.mu.Lock()
 	first := o.since.IsZero()
 	if first {
@@ -363,7 +397,6 @@ func (c *Controller) failed(ctx context.Context, o *outage, what string, err err
 	}
 	c.status.LastError, c.status.LastErrorTime = fmt.Sprintf("%s: %v", what, err), c.clock.Now()
 	c.mu.Unlock()
-	logger := klog.FromContext(ctx)
 	if first {
 		logger.Error(err, "Failed to "+what+"; retrying, further failures are logged at V(4) until it succeeds")
 		return
@@ -372,12 +405,12 @@ func (c *Controller) failed(ctx context.Context, o *outage, what string, err err
 }
 
 // recovered ends an outage of one loop, logging how long it lasted.
-func (c *Controller) recovered(ctx context.Context, o *outage, what string) {
+func (c *Controller) recovered(logger logr.Logger, o *outage, what string) {
 	c.mu.Lock()
 	since := o.since
 	o.since = time.Time{}
 	c.mu.Unlock()
 	if !since.IsZero() {
-		klog.FromContext(ctx).Info("Succeeded to "+what+" again", "after", c.clock.Since(since).Round(time.Millisecond))
+		logger.Info("Managed to "+what+" after failures", "failingFor", c.clock.Since(since).Round(time.Millisecond))
 	}
 }

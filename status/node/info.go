@@ -30,9 +30,9 @@ type MachineFiles struct {
 // release (/proc/sys/kernel/osrelease, what uname -r says), os-release
 // PRETTY_NAME (/etc/os-release, else /usr/lib/os-release; "Linux" without
 // either), online CPUs (/sys/devices/system/cpu/online, else the CPUs this
-// process may use), MemTotal, every huge page size with its reserved
-// pages, and the size of RootDir's filesystem. Only MemTotal and the
-// filesystem size are required: without them the error says what is
+// process may use), MemTotal and SwapTotal, every huge page size with its
+// reserved pages, and the size of RootDir's filesystem. Only MemTotal and
+// the filesystem size are required: without them the error says what is
 // missing, with everything else read.
 func ReadMachine(f MachineFiles) (Machine, error) {
 	p := func(path string) string { return filepath.Join(f.Root, path) }
@@ -49,10 +49,10 @@ func ReadMachine(f MachineFiles) (Machine, error) {
 		}
 	}
 	var errs []error
-	if mem, err := memTotal(p("/proc/meminfo")); err != nil {
+	if mem, swap, err := memTotal(p("/proc/meminfo")); err != nil {
 		errs = append(errs, err)
 	} else {
-		m.MemoryBytes = mem
+		m.MemoryBytes, m.SwapBytes = mem, swap
 	}
 	hp, err := hugePages(p("/sys/kernel/mm/hugepages"))
 	if err != nil {
@@ -133,19 +133,23 @@ func countCPUList(s string) (int, error) {
 	return n, nil
 }
 
-func memTotal(path string) (int64, error) {
+// memTotal reads MemTotal and SwapTotal (0 when absent) from meminfo.
+func memTotal(path string) (mem, swap int64, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("memory capacity: %w", err)
+		return 0, 0, fmt.Errorf("memory capacity: %w", err)
 	}
 	mi, err := cgroups.ParseMeminfo(b)
 	if err != nil {
-		return 0, fmt.Errorf("memory capacity: %w", err)
+		return 0, 0, fmt.Errorf("memory capacity: %w", err)
 	}
 	if !mi.MemTotal.Known {
-		return 0, fmt.Errorf("memory capacity: no MemTotal in %s", path)
+		return 0, 0, fmt.Errorf("memory capacity: no MemTotal in %s", path)
 	}
-	return int64(mi.MemTotal.V), nil
+	if mi.SwapTotal.Known {
+		swap = int64(mi.SwapTotal.V)
+	}
+	return int64(mi.MemTotal.V), swap, nil
 }
 
 // hugePages reads dir's hugepages-<size>kB/nr_hugepages: page size in

@@ -17,7 +17,7 @@ func TestReadMachine(t *testing.T) {
 		"full": {root: "testdata/full", want: Machine{
 			MachineID: "0123456789abcdef0123456789abcdef", BootID: "4b1c2d3e-aaaa-bbbb-cccc-0123456789ab",
 			SystemUUID: "EC2A1B2C-0000-1111-2222-333344445555", KernelVersion: "6.8.0-49-generic",
-			OSImage: "Ubuntu 24.04.1 LTS", CPUs: 7, MemoryBytes: 8148472 * 1024,
+			OSImage: "Ubuntu 24.04.1 LTS", CPUs: 7, MemoryBytes: 8148472 * 1024, SwapBytes: 2097148 * 1024,
 			HugePages: map[int64]int64{2 << 20: 512, 1 << 30: 0}}},
 		"minimal: dbus machine-id, lib os-release, no dmi, no huge pages": {root: "testdata/minimal", want: Machine{
 			MachineID: "dbusid", OSImage: "Alpine Linux v3.20", CPUs: goruntime.NumCPU(), MemoryBytes: 1024 * 1024}},

@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -56,7 +57,7 @@ func (c *Controller) setLeaseOwner(l *coordinationv1.Lease) error {
 }
 
 // leaseObserver is the heartbeat client as the lease controller sees it:
-// writes of Leases are reported to the Controller (renew time, errors).
+// reads and writes of Leases are reported to the Controller (renew time, errors).
 type leaseObserver struct {
 	kubernetes.Interface
 	c *Controller
@@ -80,25 +81,38 @@ type leasesObserver struct {
 	c *Controller
 }
 
+func (o *leasesObserver) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	out, err := o.LeaseInterface.Get(ctx, name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		o.c.failed(o.c.logger, &o.c.leaseOutage, "renew node lease", err)
+	}
+	return out, err
+}
+
 func (o *leasesObserver) Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
 	out, err := o.LeaseInterface.Create(ctx, l, opts)
-	o.c.leaseWritten(ctx, out, err)
+	o.c.leaseWritten(out, err)
 	return out, err
 }
 
 func (o *leasesObserver) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	out, err := o.LeaseInterface.Update(ctx, l, opts)
-	o.c.leaseWritten(ctx, out, err)
+	o.c.leaseWritten(out, err)
 	return out, err
 }
 
-// leaseWritten records the outcome of a Lease write.
-func (c *Controller) leaseWritten(ctx context.Context, l *coordinationv1.Lease, err error) {
-	if err != nil {
-		c.failed(ctx, &c.leaseOutage, "renew node lease", err)
+// leaseWritten records the outcome of a Lease write. A conflict or a
+// missing Lease is not a failure: the lease controller reads or creates
+// the Lease again at once (someone deleted or changed it).
+func (c *Controller) leaseWritten(l *coordinationv1.Lease, err error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return
 	}
-	c.recovered(ctx, &c.leaseOutage, "renew node lease")
+	if err != nil {
+		c.failed(c.logger, &c.leaseOutage, "renew node lease", err)
+		return
+	}
+	c.recovered(c.logger, &c.leaseOutage, "renew node lease")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l != nil && l.Spec.RenewTime != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/utils/ptr"
 )
 
 // Labels and annotations kubelet sets on its Node.
@@ -111,14 +112,10 @@ func Addresses(ips []net.IP, hostname string) []v1.NodeAddress {
 
 // Images is status.images: the largest images first, at most max of them
 // (max < 0: all), each named by its digests then its tags, at most
-// MaxNamesPerImage names. Images without a name are left out.
+// MaxNamesPerImage names (an image without names is listed without, as
+// kubelet lists it).
 func Images(imgs []Image, max int) []v1.ContainerImage {
-	sorted := make([]Image, 0, len(imgs))
-	for _, img := range imgs {
-		if len(img.RepoDigests)+len(img.RepoTags) > 0 {
-			sorted = append(sorted, img)
-		}
-	}
+	sorted := append([]Image(nil), imgs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].SizeBytes > sorted[j].SizeBytes })
 	if max >= 0 && len(sorted) > max {
 		sorted = sorted[:max]
@@ -134,9 +131,25 @@ func Images(imgs []Image, max int) []v1.ContainerImage {
 	return out
 }
 
-// NodeInfo is status.nodeInfo.
+// RuntimeHandlers is status.runtimeHandlers: each CRI handler, in the
+// runtime's order, with its recursiveReadOnlyMounts and userNamespaces
+// support.
+func RuntimeHandlers(hs []RuntimeHandler) []v1.NodeRuntimeHandler {
+	var out []v1.NodeRuntimeHandler
+	for _, h := range hs {
+		out = append(out, v1.NodeRuntimeHandler{Name: h.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts),
+			UserNamespaces:          ptr.To(h.UserNamespaces),
+		}})
+	}
+	return out
+}
+
+// NodeInfo is status.nodeInfo. kubeProxyVersion stays empty (deprecated;
+// kubelet no longer sets it); swap.capacity is SwapTotal, as kubelet
+// reports it since NodeSwap is GA (only with swap: the API refuses 0).
 func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemInfo {
-	return v1.NodeSystemInfo{
+	info := v1.NodeSystemInfo{
 		MachineID:               m.MachineID,
 		SystemUUID:              m.SystemUUID,
 		BootID:                  m.BootID,
@@ -147,6 +160,10 @@ func NodeInfo(m Machine, rt RuntimeState, kubeletVersion string) v1.NodeSystemIn
 		OperatingSystem:         m.OperatingSystem,
 		Architecture:            m.Architecture,
 	}
+	if m.SwapBytes > 0 { // the API refuses a capacity of 0
+		info.Swap = &v1.NodeSwapStatus{Capacity: ptr.To(m.SwapBytes)}
+	}
+	return info
 }
 
 // Labels are the labels a new Node is registered with: --node-labels, then
@@ -217,7 +234,8 @@ func Reconcile(existing *v1.Node, cfg *Config) bool {
 // manages (cpu, memory, ephemeral-storage, pods, hugepages-*; a huge page
 // size no longer present is removed; other resources, e.g. extended
 // resources an admin advertised, are kept), addresses, nodeInfo,
-// daemonEndpoints, images, and the conditions (Conditions). It returns the
+// daemonEndpoints, images, runtimeHandlers, features, and the conditions
+// (Conditions). It returns the
 // event reasons of the conditions' transitions.
 func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 	kc := cfg.Kubelet
@@ -234,6 +252,11 @@ func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 		maxImages = int(*kc.NodeStatusMaxImages)
 	}
 	st.Images = Images(in.Images, maxImages)
+	st.RuntimeHandlers = RuntimeHandlers(in.Runtime.Handlers)
+	st.Features = nil
+	if p := in.Runtime.SupplementalGroupsPolicy; p != nil {
+		st.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(*p)}
+	}
 	return Conditions(st, in, now)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -92,11 +93,11 @@ func TestImages(t *testing.T) {
 		"largest first, digests then tags": {max: 50, imgs: []Image{
 			{RepoTags: []string{"small:1"}, SizeBytes: 10},
 			{RepoTags: []string{"big:1", "big:latest"}, RepoDigests: []string{"big@sha256:aa"}, SizeBytes: 300},
-			{SizeBytes: 1000}, // no name: left out
+			{SizeBytes: 1000}, // no name: listed without
 			{RepoDigests: []string{"mid@sha256:bb"}, SizeBytes: 200},
 		},
-			wantNames: [][]string{{"big@sha256:aa", "big:1", "big:latest"}, {"mid@sha256:bb"}, {"small:1"}},
-			wantSizes: []int64{300, 200, 10}},
+			wantNames: [][]string{nil, {"big@sha256:aa", "big:1", "big:latest"}, {"mid@sha256:bb"}, {"small:1"}},
+			wantSizes: []int64{1000, 300, 200, 10}},
 		"five names at most": {max: 50, imgs: []Image{{RepoTags: []string{"a:1", "a:2", "a:3", "a:4"},
 			RepoDigests: []string{"a@sha256:1", "a@sha256:2"}, SizeBytes: 1}},
 			wantNames: [][]string{{"a@sha256:1", "a@sha256:2", "a:1", "a:2", "a:3"}}},
@@ -150,6 +151,23 @@ func readyInputs() Inputs {
 		Images: []Image{{RepoTags: []string{"pause:3.10"}, SizeBytes: 300000}}}
 }
 
+func TestNodeInfoSwap(t *testing.T) {
+	for name, tc := range map[string]struct {
+		swap int64
+		want *v1.NodeSwapStatus
+	}{
+		"no swap":  {},
+		"1Gi swap": {swap: 1 << 30, want: &v1.NodeSwapStatus{Capacity: ptr.To[int64](1 << 30)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := NodeInfo(Machine{SwapBytes: tc.swap}, RuntimeState{}, "v1.37.2").Swap
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("swap = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestNewNode(t *testing.T) {
 	cfg := testConfig()
 	n, events := NewNode(cfg, readyInputs(), t0)
@@ -172,7 +190,7 @@ func TestNewNode(t *testing.T) {
 	wantInfo := v1.NodeSystemInfo{MachineID: "m1", SystemUUID: "u1", BootID: "b1", KernelVersion: "6.8.0",
 		OSImage: "Ubuntu 24.04 LTS", ContainerRuntimeVersion: "containerd://1.7.2", KubeletVersion: "v1.37.2+kernelet.v0.1.0",
 		OperatingSystem: "linux", Architecture: "amd64"}
-	if n.Status.NodeInfo != wantInfo {
+	if !equality.Semantic.DeepEqual(n.Status.NodeInfo, wantInfo) {
 		t.Errorf("nodeInfo = %+v\nwant %+v", n.Status.NodeInfo, wantInfo)
 	}
 	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
@@ -233,6 +251,27 @@ func v1ObjectMeta(labels map[string]string, cmad bool) metav1.ObjectMeta {
 		m.Annotations = map[string]string{AnnotationControllerManagedAttachDetach: "true"}
 	}
 	return m
+}
+
+func TestSetStatusRuntimeHandlersAndFeatures(t *testing.T) {
+	cfg := testConfig()
+	in := readyInputs()
+	n, _ := NewNode(cfg, in, t0)
+	if n.Status.RuntimeHandlers != nil || n.Status.Features != nil {
+		t.Errorf("handlers %v features %v without the runtime saying", n.Status.RuntimeHandlers, n.Status.Features)
+	}
+	in.Runtime.Handlers = []RuntimeHandler{{Name: "", RecursiveReadOnlyMounts: true, UserNamespaces: true}, {Name: "runc", RecursiveReadOnlyMounts: true}}
+	in.Runtime.SupplementalGroupsPolicy = ptr.To(true)
+	SetStatus(n, cfg, in, t0)
+	b, _ := json.Marshal(struct {
+		H any `json:"runtimeHandlers"`
+		F any `json:"features"`
+	}{n.Status.RuntimeHandlers, n.Status.Features})
+	want := `{"runtimeHandlers":[{"name":"","features":{"recursiveReadOnlyMounts":true,"userNamespaces":true}},` +
+		`{"name":"runc","features":{"recursiveReadOnlyMounts":true,"userNamespaces":false}}],"features":{"supplementalGroupsPolicy":true}}`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
 }
 
 func TestSetStatusKeepsExtendedResources(t *testing.T) {

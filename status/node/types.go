@@ -34,6 +34,8 @@ type Machine struct {
 	CPUs int `json:"cpus"`
 	// MemoryBytes is MemTotal.
 	MemoryBytes int64 `json:"memoryBytes"`
+	// SwapBytes is SwapTotal (status.nodeInfo.swap.capacity).
+	SwapBytes int64 `json:"swapBytes"`
 	// HugePages maps a huge page size in bytes to the number of pages
 	// reserved in that size (every size the kernel supports, 0 included).
 	HugePages map[int64]int64 `json:"hugePages,omitempty"`
@@ -61,6 +63,20 @@ type RuntimeState struct {
 	LastSync time.Time
 	// Conditions are that Status answer's conditions.
 	Conditions []RuntimeCondition
+	// Handlers are the runtime handlers the Status answer lists ("" is
+	// the default handler), with what each supports.
+	Handlers []RuntimeHandler
+	// SupplementalGroupsPolicy is the Status answer's feature of that
+	// name; nil when the runtime did not say.
+	SupplementalGroupsPolicy *bool
+}
+
+// RuntimeHandler is one CRI runtime handler (runtime class) and the
+// features it supports.
+type RuntimeHandler struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool
 }
 
 // Image is one image the runtime holds (CRI ListImages).
@@ -89,7 +105,9 @@ type Inputs struct {
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation
-// and must not block for long (it bounds its own RPCs by ctx).
+// and, after start until the Node is first Ready, every 100 ms to see
+// whether it would be: it returns the agent's latest known state and must
+// not block for long (it bounds any RPC of its own by ctx).
 type InputsFunc func(ctx context.Context) Inputs
 
 // Config is what the Controller needs. The agent builds it once.
@@ -118,9 +136,10 @@ type Config struct {
 	// min(nodeLeaseDuration, nodeStatusUpdateFrequency). Either may be the
 	// other.
 	Client, HeartbeatClient kubernetes.Interface
-	// OnRepeatedHeartbeatFailure, if set, is called when Lease renewals
-	// fail repeatedly, e.g. to close the heartbeat client's idle
-	// connections (a dead TCP connection otherwise lingers).
+	// OnRepeatedHeartbeatFailure, if set, is called when Lease renewals or
+	// status updates fail repeatedly within one period, e.g. to close the
+	// heartbeat client's idle connections (a dead TCP connection otherwise
+	// lingers until the kernel gives up on it).
 	OnRepeatedHeartbeatFailure func()
 	// Recorder records the Node's events; nil records none.
 	Recorder record.EventRecorder
