@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net"
+	"sync"
 	"time"
 
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -11,14 +12,15 @@ import (
 	"github.com/kernelet/kernelet/status/node"
 )
 
-// KubernetesVersion is the Kubernetes release whose kubelet kernelet
-// stands in for (the k8s.io modules it is built with): the base of the
-// Node's kubeletVersion, which tools and e2e suites parse as a semver.
-const KubernetesVersion = "v1.37.2"
-
-// nodeStatusTimeout bounds the runtime calls of one node status
-// computation.
-const nodeStatusTimeout = 5 * time.Second
+// The node status inputs' timings.
+const (
+	// nodeStatusTimeout bounds the runtime calls of one node status
+	// computation.
+	nodeStatusTimeout = 5 * time.Second
+	// runtimeStatePeriod is how often the runtime's version and status
+	// are asked for; between two asks the last answer stands.
+	runtimeStatePeriod = 5 * time.Second
+)
 
 // newNodeController builds the controller that registers this node and
 // reports its status and Lease.
@@ -27,37 +29,51 @@ func (a *Agent) newNodeController() (*node.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := node.KubeletVersion(KubernetesVersion, Version)
+	kv, err := node.KubeletVersion(node.KubernetesVersion(), Version)
 	if err != nil {
 		return nil, err
 	}
+	hb, closeIdle, err := node.HeartbeatClient(a.clients.Config, &a.opts.Config.Kubelet)
+	if err != nil {
+		return nil, err
+	}
+	in := &nodeInputs{a: a}
 	return node.New(node.Config{
-		NodeName:        a.opts.NodeName,
-		Kubelet:         &a.opts.Config.Kubelet,
-		Thresholds:      a.opts.Config.Thresholds,
-		NodeLabels:      a.opts.NodeLabels,
-		Machine:         m,
-		KubeletVersion:  kv,
-		Client:          a.clients.Main,
-		HeartbeatClient: a.clients.Heartbeat,
-		Recorder:        a.recorder,
-		Inputs:          a.nodeInputs,
+		NodeName:                   a.opts.NodeName,
+		Kubelet:                    &a.opts.Config.Kubelet,
+		Thresholds:                 a.opts.Config.Thresholds,
+		NodeLabels:                 a.opts.NodeLabels,
+		Machine:                    m,
+		KubeletVersion:             kv,
+		Client:                     a.clients.Main,
+		HeartbeatClient:            hb,
+		OnRepeatedHeartbeatFailure: closeIdle,
+		Recorder:                   a.recorder,
+		Inputs:                     in.gather,
 	})
 }
 
-// nodeInputs gathers what the node status says: the runtime's version
-// and conditions, the failing health checks, the node's addresses (looked
-// up again every time) and the runtime's images.
-func (a *Agent) nodeInputs(ctx context.Context) node.Inputs {
+// nodeInputs gathers what the node status says: the runtime's state
+// (asked every runtimeStatePeriod; a failed ask keeps the last answer,
+// so the node goes NotReady only once the runtime stays silent), the
+// failing health checks, the node's addresses (looked up again every
+// time) and the runtime's images.
+type nodeInputs struct {
+	a *Agent
+
+	mu    sync.Mutex
+	state node.RuntimeState
+	asked time.Time
+}
+
+func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 	ctx, cancel := context.WithTimeout(ctx, nodeStatusTimeout)
 	defer cancel()
-	var in node.Inputs
+	a := n.a
 	a.mu.Lock()
 	rt, p := a.rt, a.pods
 	a.mu.Unlock()
-	if rs, ok := rt.(runtimeServicer); ok {
-		in.Runtime = runtimeState(ctx, rs.Service(), a.deps.Now)
-	}
+	in := node.Inputs{Runtime: n.runtime(ctx, rt)}
 	if err := a.plegHealthy(); err != nil {
 		in.HealthErrors = append(in.HealthErrors, err)
 	}
@@ -68,39 +84,38 @@ func (a *Agent) nodeInputs(ctx context.Context) node.Inputs {
 		}
 	}
 	if p != nil && p.images != nil {
-		in.Images = listImages(ctx, p.images)
+		if imgs, err := p.images.ListImages(ctx, &runtimeapi.ImageFilter{}); err == nil {
+			in.Images = node.ImagesFromCRI(imgs)
+		}
 	}
 	return in
 }
 
-// runtimeState asks the runtime for its version and status; LastSync is
-// zero when it did not answer.
-func runtimeState(ctx context.Context, rs internalapi.RuntimeService, now func() time.Time) node.RuntimeState {
-	var st node.RuntimeState
-	v, err := rs.Version(ctx, "v1")
-	if err != nil {
-		return st
+// runtime is the runtime's state, asked again when the last answer is
+// older than runtimeStatePeriod (or there is none yet).
+func (n *nodeInputs) runtime(ctx context.Context, rt Runtime) node.RuntimeState {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.a.deps.Now()
+	rs, ok := rt.(runtimeServicer)
+	if !ok || (!n.state.LastSync.IsZero() && now.Sub(n.asked) < runtimeStatePeriod) {
+		return n.state
 	}
-	st.Name, st.Version = v.GetRuntimeName(), v.GetRuntimeVersion()
-	resp, err := rs.Status(ctx, false)
-	if err != nil {
-		return st
+	n.asked = now
+	if st, ok := askRuntime(ctx, rs.Service(), now); ok {
+		n.state = st
 	}
-	st.LastSync = now()
-	for _, c := range resp.GetStatus().GetConditions() {
-		st.Conditions = append(st.Conditions, node.RuntimeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
-	}
-	return st
+	return n.state
 }
 
-func listImages(ctx context.Context, is internalapi.ImageManagerService) []node.Image {
-	imgs, err := is.ListImages(ctx, &runtimeapi.ImageFilter{})
+func askRuntime(ctx context.Context, rs internalapi.RuntimeService, now time.Time) (node.RuntimeState, bool) {
+	v, err := rs.Version(ctx, "v1")
 	if err != nil {
-		return nil
+		return node.RuntimeState{}, false
 	}
-	out := make([]node.Image, 0, len(imgs))
-	for _, i := range imgs {
-		out = append(out, node.Image{RepoTags: i.RepoTags, RepoDigests: i.RepoDigests, SizeBytes: i.Size})
+	st, err := rs.Status(ctx, false)
+	if err != nil {
+		return node.RuntimeState{}, false
 	}
-	return out
+	return node.RuntimeStateFromCRI(v, st, now), true
 }

@@ -37,8 +37,10 @@ type agentNode struct {
 	port                                                        int
 	// kubeconfig joins the API server when set; nodeIP is --node-ip.
 	kubeconfig, nodeIP string
-	cmd                *exec.Cmd
-	exited             chan error
+	// namespaces are killed at cleanup besides the static pods.
+	namespaces []string
+	cmd        *exec.Cmd
+	exited     chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
@@ -271,7 +273,7 @@ func agentCleanup(t *testing.T, n *agentNode, rs internalapi.RuntimeService, is 
 	}
 	zero := int64(0)
 	for _, p := range listed {
-		if !strings.HasSuffix(p.Name, "-"+n.node) {
+		if !strings.HasSuffix(p.Name, "-"+n.node) && !slices.Contains(n.namespaces, p.Namespace) {
 			continue
 		}
 		st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)

@@ -24,7 +24,6 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/kernelet/kernelet/agent"
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/containerd"
@@ -54,6 +53,7 @@ func newClusterNode(t *testing.T) *clusterNode {
 	n, rs, _ := newAgentWithCleanup(t, cd)
 	_, is := criClients(t, cd)
 	c := &clusterNode{agentNode: n, admin: admin, rs: rs, is: is, ns: strings.ToLower(env.RunID()) + "-cluster"}
+	n.namespaces = append(n.namespaces, c.ns) // agentCleanup kills what the runtime holds of them
 	kc, err := srv.NodeKubeconfig(n.node)
 	if err != nil {
 		t.Fatal(err)
@@ -75,11 +75,13 @@ func newClusterNode(t *testing.T) *clusterNode {
 	return c
 }
 
-// cleanupAPI removes the test's namespace, Node and Lease, and kills what
-// the runtime still holds of the namespace's pods.
+// cleanupAPI removes the test's namespace, Node and Lease (agentCleanup
+// kills what the runtime still holds of the namespace's pods).
 func (c *clusterNode) cleanupAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	start := time.Now()
+	defer func() { t.Logf("cleanup of the API side took %v", time.Since(start).Round(time.Millisecond)) }()
 	zero := int64(0)
 	if pods, err := c.admin.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{}); err == nil {
 		for _, p := range pods.Items {
@@ -99,23 +101,6 @@ func (c *clusterNode) cleanupAPI(t *testing.T) {
 	if pods, err := c.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.node}); err == nil {
 		for _, p := range pods.Items {
 			_ = c.admin.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		}
-	}
-	m, err := kruntime.NewManager(kruntime.ManagerConfig{Runtime: c.rs, Images: c.is, PodLogsDir: c.logs, PodsDir: filepath.Join(c.root, "pods")})
-	if err != nil {
-		return
-	}
-	listed, _ := m.ListPods(ctx)
-	for _, p := range listed {
-		if p.Namespace != c.ns {
-			continue
-		}
-		st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
-		if err != nil {
-			st = p
-		}
-		if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
-			t.Errorf("cleanup: kill %s: %v", p.Name, err)
 		}
 	}
 }

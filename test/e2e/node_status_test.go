@@ -28,6 +28,7 @@ import (
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
 )
 
 // nodeStatusKubelet is a defaulted KubeletConfiguration with short periods
@@ -124,22 +125,6 @@ func runController(t *testing.T, cfg node.Config) *node.Controller {
 	return ctl
 }
 
-// waitFor polls cond every 100 ms until timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, last)
-}
-
 func nodeReady(ctx context.Context, c kubernetes.Interface, name string) func() (bool, error) {
 	return func() (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -161,7 +146,7 @@ func nodeReady(ctx context.Context, c kubernetes.Interface, name string) func() 
 // the four conditions, Ready within 10 s, the Node's events, and the Lease
 // (owned by the Node, renewed, recreated when deleted).
 func TestNodeStatus(t *testing.T) {
-	srv := env.SharedAPIServer(t)
+	srv := apiserver.Shared(t)
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +398,7 @@ func checkNodeRecreated(ctx context.Context, t *testing.T, admin kubernetes.Inte
 // caller, and the Node is registered and Ready soon after the address
 // starts answering.
 func TestNodeStatusAPIServerLate(t *testing.T) {
-	srv := env.SharedAPIServer(t)
+	srv := apiserver.Shared(t)
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
@@ -499,7 +484,7 @@ func proxyTCP(t *testing.T, addr, target string) func() {
 // reconciled, the admin's labels, taints and podCIDR kept — and its status
 // written.
 func TestNodeStatusAdopt(t *testing.T) {
-	srv := env.SharedAPIServer(t)
+	srv := apiserver.Shared(t)
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
@@ -550,7 +535,7 @@ func TestNodeStatusAdopt(t *testing.T) {
 // TestNodeStatusRegisterNodeFalse: with registerNode false the controller
 // never creates the Node; once an admin does, it writes the status.
 func TestNodeStatusRegisterNodeFalse(t *testing.T) {
-	srv := env.SharedAPIServer(t)
+	srv := apiserver.Shared(t)
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
