@@ -165,9 +165,15 @@ kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 cgroupRoot: %s
 podLogsDir: %s
+address: 127.0.0.1
 port: %d
+readOnlyPort: %d
 healthzPort: %d
-`, e.kCgroupRoot, filepath.Join(dir, "k-logs"), e.port, freePort(b))
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`, e.kCgroupRoot, filepath.Join(dir, "k-logs"), freePort(b), e.port, freePort(b))
 	if err := os.WriteFile(e.cfg, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -113,10 +114,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	logger := klog.Background().WithName("kernelet")
 	ctx = klog.NewContext(ctx, logger)
 	kc := &cfg.Kubelet
-	if ip := net.ParseIP(kc.Address); ip == nil || !ip.IsLoopback() {
-		logger.Info("Warning: the agent API is served on loopback only until the secure kubelet API (TLS, authn/authz) exists",
-			"configuredAddress", kc.Address, "address", agent.LoopbackAddress)
-	}
 
 	nodeName, err := nodeName(f.hostnameOverride)
 	if err != nil {
@@ -124,7 +121,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP) // checked by loadForRun
-	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, NodeIPs: nodeIPs}, agent.Deps{})
+	var deps agent.Deps
+	if f.kubeconfig != "" {
+		// The kubelet API's TokenReview and SubjectAccessReview client.
+		rc, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err == nil {
+			deps.KubeClient, err = kubernetes.NewForConfig(rc)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kernelet run: --kubeconfig: %v\n", err)
+			return 1
+		}
+	}
+	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, NodeIPs: nodeIPs}, deps)
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1

@@ -28,10 +28,12 @@ import (
 )
 
 // agentNode is one `kernelet run` against the shared containerd, with its
-// own cgroupRoot, ports, root, log and manifest dirs.
+// own cgroupRoot, ports, root, log and manifest dirs. It serves the kubelet
+// API on 127.0.0.1:securePort (standalone: anonymous, AlwaysAllow) and the
+// read-only endpoints on 127.0.0.1:port.
 type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
-	port                                                        int
+	port, securePort                                            int
 	cmd                                                         *exec.Cmd
 	exited                                                      chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
@@ -51,6 +53,7 @@ func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
 		cgroupRoot: "/" + env.RunID() + "-agent",
 		endpoint:   cd.Endpoint(),
 		port:       freeTCPPort(t),
+		securePort: freeTCPPort(t),
 		top:        t,
 	}
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
@@ -62,10 +65,16 @@ kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 cgroupRoot: %s
 podLogsDir: %s
+address: 127.0.0.1
 port: %d
+readOnlyPort: %d
 healthzPort: %d
 fileCheckFrequency: 1s
-`, n.cgroupRoot, n.logs, n.port, freeTCPPort(t))
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`, n.cgroupRoot, n.logs, n.securePort, n.port, freeTCPPort(t))
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

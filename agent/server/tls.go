@@ -1,0 +1,137 @@
+package server
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	certutil "k8s.io/client-go/util/cert"
+	cliflag "k8s.io/component-base/cli/flag"
+)
+
+// Self-signed serving certificate files, under TLSOptions.PKIDir.
+const (
+	SelfSignedCertFile = "kernelet.crt"
+	SelfSignedKeyFile  = "kernelet.key"
+)
+
+// TLSOptions configure the secure port's TLS.
+type TLSOptions struct {
+	// CertFile and KeyFile are tlsCertFile and tlsPrivateKeyFile; both
+	// empty: a self-signed certificate under PKIDir.
+	CertFile, KeyFile string
+	// PKIDir holds the self-signed certificate and key (<root-dir>/pki).
+	PKIDir string
+	// Host and IPs are the self-signed certificate's subject alternative
+	// names: the node name and the node's addresses.
+	Host string
+	IPs  []net.IP
+	// MinVersion and CipherSuites are tlsMinVersion and tlsCipherSuites
+	// (Go's defaults when empty).
+	MinVersion   string
+	CipherSuites []string
+	// RequestClientCert asks clients for a certificate (x509 client
+	// authentication verifies it against the client CA).
+	RequestClientCert bool
+}
+
+// TLSConfig builds the secure port's TLS configuration: the configured
+// certificate, or the self-signed one in PKIDir — reused across restarts
+// while it names Host and every IP, written anew otherwise. HTTP/2 and
+// HTTP/1.1 are offered (upgrades to SPDY or WebSocket use HTTP/1.1).
+func TLSConfig(o TLSOptions) (*tls.Config, error) {
+	certFile, keyFile := o.CertFile, o.KeyFile
+	if certFile == "" && keyFile == "" {
+		var err error
+		if certFile, keyFile, err = EnsureSelfSigned(o.PKIDir, o.Host, o.IPs); err != nil {
+			return nil, err
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	c := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		NextProtos:   []string{"h2", "http/1.1"},
+		MinVersion:   tls.VersionTLS12,
+	}
+	if o.MinVersion != "" {
+		if c.MinVersion, err = cliflag.TLSVersion(o.MinVersion); err != nil {
+			return nil, fmt.Errorf("tlsMinVersion: %w", err)
+		}
+	}
+	if len(o.CipherSuites) > 0 {
+		if c.CipherSuites, err = cliflag.TLSCipherSuites(o.CipherSuites); err != nil {
+			return nil, fmt.Errorf("tlsCipherSuites: %w", err)
+		}
+	}
+	if o.RequestClientCert {
+		c.ClientAuth = tls.RequestClientCert
+	}
+	return c, nil
+}
+
+// EnsureSelfSigned returns the self-signed certificate and key files in
+// dir, writing them when missing, unreadable or not naming host and every
+// ip.
+func EnsureSelfSigned(dir, host string, ips []net.IP) (certFile, keyFile string, err error) {
+	certFile, keyFile = filepath.Join(dir, SelfSignedCertFile), filepath.Join(dir, SelfSignedKeyFile)
+	if CertCovers(certFile, keyFile, host, ips) {
+		return certFile, keyFile, nil
+	}
+	if host == "" {
+		return "", "", errors.New("self-signed certificate: no node name")
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, ips, nil)
+	if err != nil {
+		return "", "", fmt.Errorf("self-signed certificate: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", fmt.Errorf("self-signed certificate: %w", err)
+	}
+	if err := writeAtomic(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	if err := writeAtomic(certFile, certPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
+}
+
+// CertCovers reports whether the key pair loads and its leaf certificate
+// is valid for host and every ip.
+func CertCovers(certFile, keyFile, host string, ips []net.IP) bool {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil || len(pair.Certificate) == 0 {
+		return false
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return false
+	}
+	if host != "" && leaf.VerifyHostname(host) != nil {
+		return false
+	}
+	for _, ip := range ips {
+		if leaf.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
