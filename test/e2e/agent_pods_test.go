@@ -34,8 +34,12 @@ import (
 type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
 	port, securePort                                            int
-	cmd                                                         *exec.Cmd
-	exited                                                      chan error
+	// extraArgs are appended to `kernelet run`'s arguments.
+	extraArgs []string
+	// address is the configured address when not 127.0.0.1.
+	address string
+	cmd     *exec.Cmd
+	exited  chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
@@ -82,7 +86,11 @@ authorization: {mode: AlwaysAllow}
 }
 
 func (n *agentNode) url(path string) string {
-	return "http://127.0.0.1:" + strconv.Itoa(n.port) + path
+	host := n.address
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(n.port)) + path
 }
 
 // start runs the agent; it is killed at the end of the test.
@@ -92,8 +100,8 @@ func (n *agentNode) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
-		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	n.cmd = exec.Command(n.bin, append([]string{"run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
+		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2"}, n.extraArgs...)...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
