@@ -18,7 +18,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
-require github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
+require (
+	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.3 // indirect
@@ -104,7 +107,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/component-base v0.37.2 // indirect
+	k8s.io/component-base v0.37.2
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/randfill v1.0.0 // indirect

@@ -103,6 +103,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { return l.Serve(gctx) })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
+	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 		a.mu.Lock()

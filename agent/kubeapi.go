@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/logs"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -148,4 +151,33 @@ func (l agentPods) PodByName(namespace, name string) (*v1.Pod, v1.PodStatus, boo
 		}
 	}
 	return nil, v1.PodStatus{}, false
+}
+
+// logSizeCheck is how often the running containers' log sizes are checked
+// between the full rotation passes of containerLogMonitorInterval.
+const logSizeCheck = 250 * time.Millisecond
+
+// rotateLogs rotates the running containers' logs by containerLogMaxSize,
+// containerLogMaxFiles, containerLogMonitorInterval and
+// containerLogMaxWorkers once the runtime answers, until ctx is done.
+func (a *Agent) rotateLogs(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-a.runtimeUp:
+	}
+	rs := a.runtimeService()
+	if rs == nil {
+		return
+	}
+	kc := &a.opts.Config.Kubelet
+	size, err := resource.ParseQuantity(kc.ContainerLogMaxSize) // validated at load
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Container log rotation off", "containerLogMaxSize", kc.ContainerLogMaxSize)
+		return
+	}
+	r := &logs.Rotator{Runtime: rs, Policy: logs.Policy{MaxSize: size.Value(), MaxFiles: int(*kc.ContainerLogMaxFiles)},
+		Interval: kc.ContainerLogMonitorInterval.Duration, Workers: int(*kc.ContainerLogMaxWorkers),
+		SizeCheck: logSizeCheck, Now: a.deps.Now}
+	r.Run(ctx)
 }

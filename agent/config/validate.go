@@ -155,6 +155,12 @@ func Validate(cfg *Config) field.ErrorList {
 	if v := *kc.ContainerLogMaxFiles; v < 2 {
 		errs = append(errs, field.Invalid(p("containerLogMaxFiles"), v, "must be at least 2"))
 	}
+	if v := *kc.ContainerLogMaxWorkers; v < 1 {
+		errs = append(errs, field.Invalid(p("containerLogMaxWorkers"), v, "must be at least 1"))
+	}
+	if v := kc.ContainerLogMonitorInterval.Duration; v < 3*time.Second {
+		errs = append(errs, field.Invalid(p("containerLogMonitorInterval"), v.String(), "must be at least 3s"))
+	}
 
 	// API client rates.
 	for _, r := range []struct {
