@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -67,9 +68,12 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Now != nil {
 		now = s.Now
 	}
-	// A followed log is flushed line by line; otherwise the server's
-	// buffering makes larger chunks.
+	// A followed log is flushed line by line; otherwise it is written in
+	// 64 KiB chunks (the reader writes line by line).
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w), flush: opts.Follow}
+	if !opts.Follow {
+		fw.buf = bufio.NewWriterSize(w, 64<<10)
+	}
 	var stdout, stderr io.Writer = fw, fw
 	if opts.Stream != nil {
 		switch *opts.Stream {
@@ -81,14 +85,16 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Header().Set("Transfer-Encoding", "chunked")
-	if err := crilogs.ReadLogs(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr); err != nil {
-		if !fw.wrote {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).V(2).Info("Reading container log", "pod", klog.KRef(ns, podName), "container", container, "err", err)
-		}
+	err = crilogs.ReadLogs(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
+	if err != nil && !fw.wrote {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if fw.buf != nil {
+		_ = fw.buf.Flush()
+	}
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).V(2).Info("Reading container log", "pod", klog.KRef(ns, podName), "container", container, "err", err)
 	}
 }
 
@@ -191,10 +197,15 @@ type flushWriter struct {
 	rc    *http.ResponseController
 	flush bool
 	wrote bool
+	// buf, when set, collects the writes (flushed by the caller).
+	buf *bufio.Writer
 }
 
 func (f *flushWriter) Write(p []byte) (int, error) {
 	f.wrote = true
+	if f.buf != nil {
+		return f.buf.Write(p)
+	}
 	n, err := f.w.Write(p)
 	if err != nil {
 		return n, err
