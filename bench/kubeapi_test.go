@@ -3,8 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
