@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 )
 
 // ErrNoStreams: an exec or attach request asked for no stream.
@@ -59,10 +61,10 @@ func ParseOptions(q url.Values) (Options, error) {
 }
 
 // Ports are the ports of a WebSocket port-forward request (query "port",
-// repeated or comma-separated); SPDY clients name them per stream, so
-// their requests carry none.
+// repeated or comma-separated); SPDY clients (also SPDY tunneled in a
+// WebSocket) name them per stream, so their requests carry none.
 func Ports(r *http.Request) ([]int32, error) {
-	if !isWebSocket(r) {
+	if !isWebSocket(r) || wsstream.IsWebSocketRequestWithTunnelingProtocol(r) {
 		return nil, nil
 	}
 	var ports []int32

@@ -12,7 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
+	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -71,12 +73,24 @@ func (s Server) stream(w http.ResponseWriter, r *http.Request, prefix string,
 		writeErr(w, err)
 		return
 	}
-	u, err := get(ctx, rs, id, o)
+	raw, err := get(ctx, rs, id, o)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	proxyTo(w, r, u)
+	u, err := url.Parse(raw)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("runtime streaming URL %q: %v", raw, err))
+		return
+	}
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		// A WebSocket client of the v5 protocol: the runtime's streaming
+		// server may not speak it, so translate to SPDY as the API server
+		// does.
+		apiproxy.NewStreamTranslatorHandler(u, nil, 0, apiproxy.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}).ServeHTTP(w, r)
+		return
+	}
+	upgradeProxy(u).ServeHTTP(w, r)
 }
 
 // PortForward serves /portForward/...: CRI PortForward on the pod's ready
@@ -114,7 +128,19 @@ func (s Server) PortForward(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	proxyTo(w, r, resp.GetUrl())
+	u, err := url.Parse(resp.GetUrl())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("runtime streaming URL %q: %v", resp.GetUrl(), err))
+		return
+	}
+	if wsstream.IsWebSocketRequestWithTunnelingProtocol(r) {
+		// SPDY tunneled through a WebSocket (kubectl port-forward's
+		// WebSocket mode): unwrap it towards the runtime, as the API
+		// server does.
+		apiproxy.NewTunnelingHandler(upgradeProxy(u)).ServeHTTP(w, r)
+		return
+	}
+	upgradeProxy(u).ServeHTTP(w, r)
 }
 
 // Run serves POST /run/...: the cmd parameter runs in the container
@@ -202,15 +228,10 @@ func newest(list []*runtimeapi.PodSandbox) *runtimeapi.PodSandbox {
 	return best
 }
 
-// proxyTo proxies the (upgrade) request to the runtime's streaming URL.
-func proxyTo(w http.ResponseWriter, r *http.Request, raw string) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("runtime streaming URL %q: %v", raw, err))
-		return
-	}
-	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{})
-	h.ServeHTTP(w, r)
+// upgradeProxy proxies an upgrade request (SPDY, or a WebSocket protocol
+// the runtime speaks) to the runtime's streaming URL u.
+func upgradeProxy(u *url.URL) http.Handler {
+	return proxy.NewUpgradeAwareHandler(u, nil, false, true, responder{})
 }
 
 type responder struct{}

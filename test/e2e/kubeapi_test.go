@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/kernelet/kernelet/test/env"
 )
@@ -389,6 +393,55 @@ spec:
 		out, err := k.kubectl(t.Context(), "", "get", "--raw", "/api/v1/nodes/"+k.node+"/proxy/pods")
 		if err != nil || !strings.Contains(out, `"kind": "PodList"`) || !strings.Contains(out, pod) {
 			t.Errorf("kubectl get --raw .../proxy/pods: %v %.300q", err, out)
+		}
+	})
+	t.Run("direct exec over SPDY and WebSocket, port-forward over a WebSocket tunnel", func(t *testing.T) {
+		cfg := &rest.Config{TLSClientConfig: rest.TLSClientConfig{Insecure: true,
+			CertFile: filepath.Join(k.srv.StateDir(), "kubelet-client.crt"), KeyFile: filepath.Join(k.srv.StateDir(), "kubelet-client.key")}}
+		execURL := secure + "/exec/default/" + pod + "/talk?command=echo&command=hi&output=1&error=1"
+		u, _ := url.Parse(execURL)
+		spdyEx, err := remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wsEx, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, execURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, ex := range map[string]remotecommand.Executor{"SPDY": spdyEx, "WebSocket": wsEx} {
+			var out, errb bytes.Buffer
+			if err := ex.StreamWithContext(t.Context(), remotecommand.StreamOptions{Stdout: &out, Stderr: &errb}); err != nil || out.String() != "hi\n" {
+				t.Errorf("%s exec: %v %q %q", name, err, out.String(), errb.String())
+			}
+		}
+		pfURL, _ := url.Parse(secure + "/portForward/default/" + pod)
+		dialer, err := portforward.NewSPDYOverWebsocketDialer(pfURL, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := freeTCPPort(t)
+		stop, ready := make(chan struct{}), make(chan struct{})
+		fw, err := portforward.New(dialer, []string{fmt.Sprintf("%d:%d", local, srvPort)}, stop, ready, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- fw.ForwardPorts() }()
+		defer func() { close(stop); <-errc }()
+		select {
+		case <-ready:
+		case err := <-errc:
+			t.Fatalf("port-forward over a WebSocket tunnel: %v", err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("port-forward over a WebSocket tunnel never ready")
+		}
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://127.0.0.1:" + strconv.Itoa(local) + "/")
+		if err != nil {
+			t.Fatalf("through the tunnel: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("through the tunnel: HTTP %d", resp.StatusCode)
 		}
 	})
 	t.Run("unknown pod and container", func(t *testing.T) {
