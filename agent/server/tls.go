@@ -1,15 +1,21 @@
 package server
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
-	certutil "k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
@@ -41,7 +47,8 @@ type TLSOptions struct {
 
 // TLSConfig builds the secure port's TLS configuration: the configured
 // certificate, or the self-signed one in PKIDir — reused across restarts
-// while it names Host and every IP, written anew otherwise. HTTP/2 and
+// while it names Host and every IP and has 30 days left, written anew
+// otherwise. HTTP/2 and
 // HTTP/1.1 are offered (upgrades to SPDY or WebSocket use HTTP/1.1).
 func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	certFile, keyFile := o.CertFile, o.KeyFile
@@ -87,7 +94,7 @@ func EnsureSelfSigned(dir, host string, ips []net.IP) (certFile, keyFile string,
 	if host == "" {
 		return "", "", errors.New("self-signed certificate: no node name")
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, ips, nil)
+	certPEM, keyPEM, err := selfSigned(host, ips, time.Now())
 	if err != nil {
 		return "", "", fmt.Errorf("self-signed certificate: %w", err)
 	}
@@ -103,15 +110,62 @@ func EnsureSelfSigned(dir, host string, ips []net.IP) (certFile, keyFile string,
 	return certFile, keyFile, nil
 }
 
+// selfSignedValidity is how long a self-signed certificate is valid; it is
+// written anew when less than selfSignedRenew is left.
+const (
+	selfSignedValidity = 365 * 24 * time.Hour
+	selfSignedRenew    = 30 * 24 * time.Hour
+)
+
+// selfSigned makes a self-signed serving certificate for host and ips with
+// an ECDSA P-256 key (a TLS handshake signs with it: far cheaper than RSA,
+// which counts when every exec is a new connection).
+func selfSigned(host string, ips []net.IP, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", host, now.Unix())},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(selfSignedValidity),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           ips,
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
 // CertCovers reports whether the key pair loads and its leaf certificate
-// is valid for host and every ip.
+// is valid for host and every ip, for more than selfSignedRenew.
 func CertCovers(certFile, keyFile, host string, ips []net.IP) bool {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil || len(pair.Certificate) == 0 {
 		return false
 	}
 	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
+	if err != nil || time.Until(leaf.NotAfter) < selfSignedRenew {
 		return false
 	}
 	if host != "" && leaf.VerifyHostname(host) != nil {

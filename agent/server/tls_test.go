@@ -1,0 +1,53 @@
+package server
+
+import (
+	"crypto/tls"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestEnsureSelfSigned(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	ips := []net.IP{net.ParseIP("10.0.0.7"), net.ParseIP("fd00::7")}
+	cert, key, err := EnsureSelfSigned(dir, "node-a", ips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !CertCovers(cert, key, "node-a", ips) {
+		t.Fatal("the new certificate does not cover the node")
+	}
+	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key mode %v %v", fi.Mode(), err)
+	}
+	first, _ := os.ReadFile(cert)
+	// Reused while it names the node and its IPs.
+	if _, _, err := EnsureSelfSigned(dir, "node-a", ips[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(cert); string(again) != string(first) {
+		t.Error("a certificate that still covers the node was replaced")
+	}
+	// A new address: written anew.
+	more := append(ips, net.ParseIP("10.0.0.8"))
+	if _, _, err := EnsureSelfSigned(dir, "node-a", more); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(cert); string(again) == string(first) || !CertCovers(cert, key, "node-a", more) {
+		t.Error("a certificate that lacks an address was kept")
+	}
+	cfg, err := TLSConfig(TLSOptions{PKIDir: dir, Host: "node-a", IPs: more, MinVersion: "VersionTLS13", RequestClientCert: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS13 || cfg.ClientAuth != tls.RequestClientCert || len(cfg.Certificates) != 1 {
+		t.Errorf("config %+v", cfg)
+	}
+	if _, err := TLSConfig(TLSOptions{PKIDir: dir, Host: "node-a", MinVersion: "TLS9"}); err == nil {
+		t.Error("a bad tlsMinVersion must fail")
+	}
+	if _, err := TLSConfig(TLSOptions{PKIDir: dir, Host: "node-a", CipherSuites: []string{"NOPE"}}); err == nil {
+		t.Error("a bad tlsCipherSuites must fail")
+	}
+}
