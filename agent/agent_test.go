@@ -102,6 +102,12 @@ func TestAgentServesAndStops(t *testing.T) {
 	if !strings.HasPrefix(addrs["api"], "127.0.0.1:") {
 		t.Errorf("api must bind the configured address, got %q", addrs["api"])
 	}
+	if ro, ok := addrs["read-only"]; ok {
+		t.Errorf("readOnlyPort 0 must bind nothing, got %q", ro)
+	}
+	if addrs["local"] == "" {
+		t.Error("no local socket")
+	}
 
 	code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz")
 	if code != 500 || !strings.Contains(body, "[-]runtime failed: container runtime not ready: Test: down") {
