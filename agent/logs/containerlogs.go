@@ -29,6 +29,11 @@ const Prefix = "/containerLogs/"
 // 400 with the reason when no instance of the container has a log (not
 // started yet, no previous one), else the log, flushed as it is read.
 func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "405: Method Not Allowed")
+		return
+	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, Prefix), "/")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
 		http.NotFound(w, r)
@@ -84,7 +89,6 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain")
-	w.Header().Set("Transfer-Encoding", "chunked")
 	err = crilogs.ReadLogs(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
 	if err != nil && !fw.wrote {
 		writeError(w, http.StatusBadRequest, err.Error())
