@@ -14,6 +14,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	cliflag "k8s.io/component-base/cli/flag"
@@ -58,14 +60,14 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 			return nil, err
 		}
 	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	kp, err := newKeyPairFiles(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
+		return nil, err
 	}
 	c := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		NextProtos:   []string{"h2", "http/1.1"},
-		MinVersion:   tls.VersionTLS12,
+		GetCertificate: kp.get,
+		NextProtos:     []string{"h2", "http/1.1"},
+		MinVersion:     tls.VersionTLS12,
 	}
 	if o.MinVersion != "" {
 		if c.MinVersion, err = cliflag.TLSVersion(o.MinVersion); err != nil {
@@ -108,6 +110,54 @@ func EnsureSelfSigned(dir, host string, ips []net.IP) (certFile, keyFile string,
 		return "", "", err
 	}
 	return certFile, keyFile, nil
+}
+
+// keyPairFiles serves a certificate and key from files, loading them again
+// when either file changes (checked at most once a second, at a
+// handshake), so that a renewed tlsCertFile/tlsPrivateKeyFile is used
+// without a restart. A pair that does not load keeps the previous one.
+type keyPairFiles struct {
+	certFile, keyFile string
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   string // the files' sizes and modification times
+	checked time.Time
+}
+
+func newKeyPairFiles(certFile, keyFile string) (*keyPairFiles, error) {
+	k := &keyPairFiles{certFile: certFile, keyFile: keyFile}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	k.cert, k.stamp, k.checked = &cert, k.fileStamp(), time.Now()
+	return k, nil
+}
+
+func (k *keyPairFiles) fileStamp() string {
+	var b strings.Builder
+	for _, f := range []string{k.certFile, k.keyFile} {
+		if fi, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
+}
+
+func (k *keyPairFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if time.Since(k.checked) < time.Second {
+		return k.cert, nil
+	}
+	k.checked = time.Now()
+	if st := k.fileStamp(); st != k.stamp {
+		if cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile); err == nil {
+			k.cert, k.stamp = &cert, st
+		}
+	}
+	return k.cert, nil
 }
 
 // selfSignedValidity is how long a self-signed certificate is valid; it is
