@@ -56,10 +56,30 @@ func hostIP() string {
 	return ""
 }
 
-// newKubeAPINode starts an agent with the kubelet API secured as on a
-// real node: x509 client certificates against the apiserver's CA,
-// TokenReview, SubjectAccessReview, anonymous requests refused.
-func newKubeAPINode(t *testing.T) *kubeAPINode {
+// securedAuth is the kubelet API secured as on a real node: x509 client
+// certificates against the apiserver's CA, TokenReview,
+// SubjectAccessReview, anonymous requests refused.
+const securedAuth = `authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true, cacheTTL: 10s}
+  x509: {clientCAFile: %s}
+authorization:
+  mode: Webhook
+  webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 1s}
+`
+
+// conformanceAuth is the conformance kit's: anonymous requests, everything
+// allowed, no client CA.
+const conformanceAuth = `authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`
+
+// newKubeAPINode starts an agent whose kubelet API has the authentication
+// and authorization of auth (a format with one %s: the apiserver's CA
+// file).
+func newKubeAPINode(t *testing.T, auth string) *kubeAPINode {
 	t.Helper()
 	cd := env.SharedContainerd(t)
 	srv := env.SharedAPIServer(t)
@@ -88,14 +108,11 @@ port: %d
 readOnlyPort: %d
 healthzPort: %d
 fileCheckFrequency: 1s
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true, cacheTTL: 10s}
-  x509: {clientCAFile: %s}
-authorization:
-  mode: Webhook
-  webhook: {cacheAuthorizedTTL: 10s, cacheUnauthorizedTTL: 1s}
-`, n.cgroupRoot, n.logs, ip, n.securePort, n.port, freeTCPPort(t), srv.CAFile())
+`, n.cgroupRoot, n.logs, ip, n.securePort, n.port, freeTCPPort(t))
+	if strings.Contains(auth, "%s") {
+		auth = fmt.Sprintf(auth, srv.CAFile())
+	}
+	cfg += auth
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +203,7 @@ func TestKubeletAPI(t *testing.T) {
 	env.RequireRoot(t)
 	_, err := exec.LookPath("kubectl")
 	env.Require(t, err == nil, "kubectl (preinstalled on the development machines)")
-	k := newKubeAPINode(t)
+	k := newKubeAPINode(t, securedAuth)
 	srvPort := freeTCPPort(t)
 	writeManifest(t, k.manifests, "talk.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -458,4 +475,42 @@ spec:
 			t.Errorf("invalid options = %d %q", code, body)
 		}
 	})
+}
+
+// The conformance kit's kubelet API settings (anonymous, AlwaysAllow, the
+// apiserver's client certificate not checked): logs and exec through the
+// apiserver, and a request without credentials is served.
+func TestKubeletAPIConformanceSettings(t *testing.T) {
+	env.RequireRoot(t)
+	_, err := exec.LookPath("kubectl")
+	env.Require(t, err == nil, "kubectl (preinstalled on the development machines)")
+	k := newKubeAPINode(t, conformanceAuth)
+	writeManifest(t, k.manifests, "hello.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: hello, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["/bin/sh", "-c", "echo hello conformance; exec /testbox sleep"]
+`, env.TestboxImage))
+	k.start(t)
+	k.waitRunning(t, 60*time.Second, "hello")
+	pod := "hello-" + k.node
+	k.mirror(t, pod, "app")
+	b, err := k.admin.CoreV1().Pods("default").GetLogs(pod, &v1.PodLogOptions{Container: "app"}).DoRaw(t.Context())
+	if err != nil || !strings.HasPrefix(string(b), "hello conformance\n") {
+		t.Errorf("logs through the apiserver: %q %v", b, err)
+	}
+	out, err := k.kubectl(t.Context(), "", "exec", pod, "-c", "app", "--", "echo", "ok")
+	if err != nil || !strings.HasSuffix(out, "ok\n") {
+		t.Errorf("kubectl exec: %v %q", err, out)
+	}
+	secure := "https://" + net.JoinHostPort(k.ip, strconv.Itoa(k.securePort))
+	if code, body := call(t, direct(nil), "GET", secure+"/pods", ""); code != 200 || !strings.Contains(body, pod) {
+		t.Errorf("anonymous GET /pods = %d %.200q", code, body)
+	}
 }
