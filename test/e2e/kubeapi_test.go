@@ -20,6 +20,7 @@ import (
 
 	authv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -266,7 +267,7 @@ spec:
 			t.Errorf("GET /pods without credentials = %d %q", code, body)
 		}
 	})
-	t.Run("token without nodes/proxy is 403", func(t *testing.T) {
+	t.Run("tokens: 403 without nodes/proxy, fine-grained nodes/pods, 200 with nodes/proxy", func(t *testing.T) {
 		name := strings.ToLower(env.RunID()) + "-viewer"
 		if _, err := k.admin.CoreV1().ServiceAccounts("default").Create(t.Context(), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -287,6 +288,46 @@ spec:
 		if code != 401 {
 			t.Errorf("GET /pods with a bad token = %d %q, want 401", code, body)
 		}
+
+		// Granted nodes/pods (fine-grained): /pods is served, logs still
+		// need nodes/proxy; then granted nodes/proxy: logs are served.
+		grant := func(sub string) {
+			role := name + "-" + sub
+			rbac := k.admin.RbacV1()
+			if _, err := rbac.ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/" + sub}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{}) })
+			if _, err := rbac.ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "default", Name: name}}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{}) })
+		}
+		eventually := func(path string, wantCode int) {
+			t.Helper()
+			deadline := time.Now().Add(10 * time.Second) // past the 1 s cacheUnauthorizedTTL and RBAC's informers
+			for {
+				code, body := call(t, direct(nil), "GET", secure+path, tr.Status.Token)
+				if code == wantCode {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("GET %s with the token = %d %.200q, want %d", path, code, body, wantCode)
+					return
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+		}
+		grant("pods")
+		eventually("/pods", 200)
+		if code, body := call(t, direct(nil), "GET", secure+"/containerLogs/default/"+pod+"/talk", tr.Status.Token); code != 403 {
+			t.Errorf("logs with only nodes/pods = %d %q", code, body)
+		}
+		grant("proxy")
+		eventually("/containerLogs/default/"+pod+"/talk?tailLines=1", 200)
 	})
 	t.Run("apiserver kubelet client certificate is 200", func(t *testing.T) {
 		code, body := call(t, direct(&kubeletClient), "GET", secure+"/pods", "")
