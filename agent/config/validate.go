@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	cliflag "k8s.io/component-base/cli/flag"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/eviction"
 )
@@ -84,6 +86,22 @@ func Validate(cfg *Config) field.ErrorList {
 	}
 	if rp := kc.ReadOnlyPort; rp != 0 && (rp == kc.Port || rp == *kc.HealthzPort) {
 		errs = append(errs, field.Invalid(p("readOnlyPort"), rp, "must differ from port and healthzPort"))
+	}
+
+	// The kubelet API's TLS and access control.
+	if v := kc.TLSMinVersion; v != "" {
+		if _, err := cliflag.TLSVersion(v); err != nil {
+			errs = append(errs, field.Invalid(p("tlsMinVersion"), v, err.Error()))
+		}
+	}
+	if _, err := cliflag.TLSCipherSuites(kc.TLSCipherSuites); err != nil {
+		errs = append(errs, field.Invalid(p("tlsCipherSuites"), kc.TLSCipherSuites, err.Error()))
+	}
+	if (kc.TLSCertFile == "") != (kc.TLSPrivateKeyFile == "") {
+		errs = append(errs, field.Invalid(p("tlsCertFile"), kc.TLSCertFile, "tlsCertFile and tlsPrivateKeyFile are set together"))
+	}
+	if m := kc.Authorization.Mode; m != kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow && m != kubeletv1beta1.KubeletAuthorizationModeWebhook {
+		errs = append(errs, field.NotSupported(p("authorization", "mode"), m, []string{"AlwaysAllow", "Webhook"}))
 	}
 
 	// Cgroups.
