@@ -23,9 +23,16 @@ func ListenTLS(ctx context.Context, name, addr string, h http.Handler, cfg *tls.
 	return l, nil
 }
 
+// maxUnixPath is the longest path a Unix socket can have on Linux
+// (sun_path is 108 bytes with the terminating NUL).
+const maxUnixPath = 107
+
 // ListenUnix binds a Unix socket at path (replacing a stale one), readable
 // and writable by the owner only, and serves plain HTTP on it.
 func ListenUnix(ctx context.Context, name, path string, h http.Handler) (*Listener, error) {
+	if len(path) > maxUnixPath {
+		return nil, fmt.Errorf("%s server: socket path %s is longer than %d bytes", name, path, maxUnixPath)
+	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
 		_ = os.Remove(path) // a socket left by an agent that died
 	}
