@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,14 +23,11 @@ import (
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
+	"github.com/kernelet/kernelet/agent/server/auth"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
 	"github.com/kernelet/kernelet/status/node"
 )
-
-// LoopbackAddress is where every endpoint binds until the secure kubelet
-// API (TLS, authentication, authorization) exists.
-const LoopbackAddress = "127.0.0.1"
 
 // Agent is a running node agent.
 type Agent struct {
@@ -55,6 +50,7 @@ type Agent struct {
 	cluster  *cluster
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
+	auth     *auth.Auth
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -98,6 +94,9 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		}
 		if a.cluster, err = newCluster(opts.NodeName, a.clients); err != nil {
 			return nil, err
+		}
+		if a.deps.KubeClient == nil {
+			a.deps.KubeClient = a.clients.Main // TokenReview, SubjectAccessReview
 		}
 	}
 	return a, nil
@@ -149,6 +148,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { a.cluster.run(gctx); return nil })
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
+	g.Go(func() error { a.auth.Run(gctx); return nil })
+	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 		a.mu.Lock()
@@ -180,43 +181,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// bind opens the healthz, API and read-only listeners.
+// bind opens the local, secure API, read-only and healthz listeners.
 func (a *Agent) bind(ctx context.Context) error {
-	kc := &a.opts.Config.Kubelet
 	checks := []server.HealthCheck{
 		{Name: "ping", Check: func(*http.Request) error { return nil }},
 		{Name: "runtime", Check: func(r *http.Request) error { return a.runtimeHealthy(r.Context()) }},
 		{Name: "pleg", Check: func(*http.Request) error { return a.plegHealthy() }},
 	}
-	api := server.Handler(server.Options{
-		Checks:   checks,
-		Gatherer: a.registry,
-		Configz:  func() any { return a.opts.Config.Kubelet },
-		Status:   func(ctx context.Context) any { return a.Status(ctx) },
-		Pods:     func(ctx context.Context) any { return a.PodList(ctx) },
-	})
-	type ep struct {
-		name, host string
-		port       int32
-		h          http.Handler
-	}
-	eps := []ep{{"api", LoopbackAddress, kc.Port, api}}
-	if kc.ReadOnlyPort != 0 {
-		eps = append(eps, ep{"read-only", LoopbackAddress, kc.ReadOnlyPort, api})
-	}
-	if *kc.HealthzPort != 0 {
-		eps = append(eps, ep{"healthz", kc.HealthzBindAddress, *kc.HealthzPort, server.HealthzHandler(checks)})
-	}
-	var errs []error
-	for _, e := range eps {
-		l, err := server.Listen(ctx, e.name, net.JoinHostPort(e.host, strconv.Itoa(int(e.port))), e.h)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		a.listeners = append(a.listeners, l)
-	}
-	if err := errors.Join(errs...); err != nil {
+	ls, err := a.kubeletListeners(ctx, checks)
+	a.listeners = ls
+	if err != nil {
 		for _, l := range a.listeners {
 			_ = l.Serve(canceled(ctx)) // closes the bound socket
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -40,9 +43,23 @@ func freePort(t *testing.T) int32 {
 	return int32(l.Addr().(*net.TCPAddr).Port)
 }
 
+// insecure trusts any server certificate: the agent's is self-signed.
+var insecure = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// standalone is the kubelet API configuration of a node without an API
+// server: anonymous requests, no webhooks, everything allowed.
+func standalone(cfg *config.Config) *config.Config {
+	yes, no := true, false
+	cfg.Kubelet.Address = "127.0.0.1"
+	cfg.Kubelet.Authentication.Anonymous.Enabled = &yes
+	cfg.Kubelet.Authentication.Webhook.Enabled = &no
+	cfg.Kubelet.Authorization.Mode = kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow
+	return cfg
+}
+
 func fetch(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := insecure.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +69,10 @@ func fetch(t *testing.T, url string) (int, string) {
 }
 
 // The agent serves /healthz on the healthz port, /metrics, /configz and
-// /status on the API port (loopback even when address is 0.0.0.0), reports
-// the runtime in healthz, and stops cleanly when its context ends.
+// /status on the secure API port (HTTPS, self-signed), reports the runtime
+// in healthz, and stops cleanly when its context ends.
 func TestAgentServesAndStops(t *testing.T) {
-	cfg := config.Default()
+	cfg := standalone(config.Default())
 	cfg.Kubelet.Port = freePort(t)
 	hp := freePort(t)
 	cfg.Kubelet.HealthzPort = &hp
@@ -83,7 +100,13 @@ func TestAgentServesAndStops(t *testing.T) {
 	}
 	addrs := a.Addrs()
 	if !strings.HasPrefix(addrs["api"], "127.0.0.1:") {
-		t.Errorf("api must bind loopback, got %q", addrs["api"])
+		t.Errorf("api must bind the configured address, got %q", addrs["api"])
+	}
+	if ro, ok := addrs["read-only"]; ok {
+		t.Errorf("readOnlyPort 0 must bind nothing, got %q", ro)
+	}
+	if addrs["local"] == "" {
+		t.Error("no local socket")
 	}
 
 	code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz")
@@ -94,13 +117,13 @@ func TestAgentServesAndStops(t *testing.T) {
 	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz"); code != 200 || body != "ok" {
 		t.Errorf("healthz = %d %q", code, body)
 	}
-	if _, body := fetch(t, "http://"+addrs["api"]+"/metrics"); !strings.Contains(body, `kernelet_build_info{goversion="go1.`) || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_start_time_seconds") {
+	if _, body := fetch(t, "https://"+addrs["api"]+"/metrics"); !strings.Contains(body, `kernelet_build_info{goversion="go1.`) || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_start_time_seconds") {
 		t.Errorf("metrics lack build info / Go / process collectors:\n%.500s", body)
 	}
-	if _, body := fetch(t, "http://"+addrs["api"]+"/configz"); !strings.Contains(body, `"maxPods": 110`) {
+	if _, body := fetch(t, "https://"+addrs["api"]+"/configz"); !strings.Contains(body, `"maxPods": 110`) {
 		t.Errorf("configz: %.300s", body)
 	}
-	_, body = fetch(t, "http://"+addrs["api"]+"/status")
+	_, body = fetch(t, "https://"+addrs["api"]+"/status")
 	var st Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
@@ -110,7 +133,7 @@ func TestAgentServesAndStops(t *testing.T) {
 	}
 	// A runtime without a CRI service runs no pods: /pods is an empty
 	// PodList, the pleg check passes, /status says -1 pods.
-	if _, body := fetch(t, "http://"+addrs["api"]+"/pods"); !strings.Contains(body, `"kind": "PodList"`) {
+	if _, body := fetch(t, "https://"+addrs["api"]+"/pods"); !strings.Contains(body, `"kind": "PodList"`) {
 		t.Errorf("/pods: %.300s", body)
 	}
 	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz?verbose"); code != 200 || !strings.Contains(body, "[+]pleg ok") {
@@ -129,7 +152,7 @@ func TestAgentServesAndStops(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("agent did not stop")
 	}
-	if _, err := http.Get("http://" + addrs["api"] + "/healthz"); err == nil {
+	if _, err := insecure.Get("https://" + addrs["api"] + "/healthz"); err == nil {
 		t.Error("api still serving after stop")
 	}
 }
@@ -140,11 +163,11 @@ func TestAgentPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cfg := config.Default()
+	cfg := standalone(config.Default())
 	cfg.Kubelet.Port = int32(l.Addr().(*net.TCPAddr).Port)
 	hp := freePort(t)
 	cfg.Kubelet.HealthzPort = &hp
-	a, _ := New(Options{Config: cfg, RootDir: t.TempDir()}, Deps{})
+	a, _ := New(Options{Config: cfg, NodeName: "node-a", RootDir: t.TempDir()}, Deps{})
 	err = a.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "api server") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("want a bind error naming the api server, got %v", err)
@@ -154,5 +177,20 @@ func TestAgentPortInUse(t *testing.T) {
 		t.Errorf("healthz port leaked: %v", err)
 	} else {
 		l2.Close()
+	}
+}
+
+// With kubelet's defaults (webhook authentication and authorization) and no
+// API server client, the agent refuses to start, naming what is missing.
+func TestAgentWebhookWithoutClient(t *testing.T) {
+	cfg := config.Default()
+	cfg.Kubelet.Address = "127.0.0.1"
+	cfg.Kubelet.Port = freePort(t)
+	hp := freePort(t)
+	cfg.Kubelet.HealthzPort = &hp
+	a, _ := New(Options{Config: cfg, NodeName: "node-a", RootDir: t.TempDir()}, Deps{})
+	err := a.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "authentication.webhook.enabled: needs an API server client (--kubeconfig)") {
+		t.Fatalf("want the missing client named, got %v", err)
 	}
 }

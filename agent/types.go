@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/kernelet/kernelet/agent/config"
@@ -57,6 +58,10 @@ type Deps struct {
 	// NodeIPSources find the node's addresses when none are given;
 	// defaults to DefaultNodeIPSources.
 	NodeIPSources NodeIPSources
+	// KubeClient reaches the API server for the kubelet API's TokenReview
+	// and SubjectAccessReview; nil in standalone mode, where the webhook
+	// authentication and authorization modes refuse to start.
+	KubeClient kubernetes.Interface
 }
 
 // Runtime is what the agent needs from the CRI runtime today.

@@ -65,7 +65,8 @@ type podStartEnv struct {
 	node     string
 
 	bin, cfg, kRoot, kManifests, kCgroupRoot string
-	port                                     int
+	port                                     int    // the read-only port
+	securePort                               int    // the kubelet API (HTTPS, anonymous)
 	staging                                  string // manifests are written here, then renamed
 
 	dManifests, dLogs, dPods, dCgroupRoot string
@@ -152,6 +153,7 @@ func newPodStartEnv(b *testing.B, cd *containerd.Instance) *podStartEnv {
 		kManifests:  filepath.Join(dir, "k-manifests"),
 		kCgroupRoot: "/" + env.RunID() + "-bench",
 		port:        freePort(b),
+		securePort:  freePort(b),
 		staging:     filepath.Join(dir, "staging"),
 		dManifests:  filepath.Join(dir, "d-manifests"),
 		dLogs:       filepath.Join(dir, "d-logs"),
@@ -168,9 +170,15 @@ kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 cgroupRoot: %s
 podLogsDir: %s
+address: 127.0.0.1
 port: %d
+readOnlyPort: %d
 healthzPort: %d
-`, e.kCgroupRoot, filepath.Join(dir, "k-logs"), e.port, freePort(b))
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`, e.kCgroupRoot, filepath.Join(dir, "k-logs"), e.securePort, e.port, freePort(b))
 	if err := os.WriteFile(e.cfg, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}

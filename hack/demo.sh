@@ -7,12 +7,14 @@
 # removes every trace (pods, containerd, shims, mounts, CNI state, cgroups,
 # state dirs).
 #
-# Environment: BIN (default ./bin), DEMO_PORT (10250), DEMO_HEALTHZ_PORT (10248).
+# Environment: BIN (default ./bin), DEMO_PORT (10250, the secure kubelet API), DEMO_READONLY_PORT
+# (10255, the read-only port), DEMO_HEALTHZ_PORT (10248).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-$PWD/bin}
 PORT=${DEMO_PORT:-10250}
 HPORT=${DEMO_HEALTHZ_PORT:-10248}
+ROPORT=${DEMO_READONLY_PORT:-10255}
 if [ -z "${KERNELET_TEST_RUN:-}" ]; then
   KERNELET_TEST_RUN=kltest$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 fi
@@ -62,21 +64,30 @@ eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox")"
 root="$(dirname "$CONTAINERD_STATE")/kernelet"
 mkdir -p "$root"
 # The demo's own config: pods under a cgroupRoot of this run, logs in its
-# state dir (both removed by the cleanup).
+# state dir (both removed by the cleanup); the kubelet API on loopback,
+# standalone (no API server: anonymous requests, everything allowed), and
+# the read-only port.
 cat >"$root/config.yaml" <<CFG
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 cgroupRoot: $cgroot
 podLogsDir: $root/logs
+address: 127.0.0.1
+readOnlyPort: $ROPORT
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
 CFG
 
 cat <<MSG
 demo: containerd is up at $CONTAINERD_ENDPOINT; starting kernelet. Try, in another terminal:
   curl -s http://127.0.0.1:$HPORT/healthz?verbose
-  curl -s http://127.0.0.1:$PORT/metrics | grep kernelet_
-  $BIN/kernelet status --server http://127.0.0.1:$PORT
-  curl -s http://127.0.0.1:$PORT/pods
+  curl -s http://127.0.0.1:$ROPORT/metrics | grep kernelet_
+  $BIN/kernelet status --root-dir $root
+  curl -s http://127.0.0.1:$ROPORT/pods
+  curl -sk https://127.0.0.1:$PORT/containerLogs/default/<pod>/<container>
 Example pods from deploy/examples run under cgroupRoot $cgroot.
 Ctrl-C stops kernelet and containerd and cleans up.
 MSG

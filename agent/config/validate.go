@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	cliflag "k8s.io/component-base/cli/flag"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/eviction"
 )
@@ -86,6 +88,22 @@ func Validate(cfg *Config) field.ErrorList {
 		errs = append(errs, field.Invalid(p("readOnlyPort"), rp, "must differ from port and healthzPort"))
 	}
 
+	// The kubelet API's TLS and access control.
+	if v := kc.TLSMinVersion; v != "" {
+		if _, err := cliflag.TLSVersion(v); err != nil {
+			errs = append(errs, field.Invalid(p("tlsMinVersion"), v, err.Error()))
+		}
+	}
+	if _, err := cliflag.TLSCipherSuites(kc.TLSCipherSuites); err != nil {
+		errs = append(errs, field.Invalid(p("tlsCipherSuites"), kc.TLSCipherSuites, err.Error()))
+	}
+	if (kc.TLSCertFile == "") != (kc.TLSPrivateKeyFile == "") {
+		errs = append(errs, field.Invalid(p("tlsCertFile"), kc.TLSCertFile, "tlsCertFile and tlsPrivateKeyFile are set together"))
+	}
+	if m := kc.Authorization.Mode; m != kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow && m != kubeletv1beta1.KubeletAuthorizationModeWebhook {
+		errs = append(errs, field.NotSupported(p("authorization", "mode"), m, []string{"AlwaysAllow", "Webhook"}))
+	}
+
 	// Cgroups.
 	if d := kc.CgroupDriver; d != "cgroupfs" && d != "systemd" {
 		errs = append(errs, field.NotSupported(p("cgroupDriver"), d, []string{"cgroupfs", "systemd"}))
@@ -154,6 +172,12 @@ func Validate(cfg *Config) field.ErrorList {
 	}
 	if v := *kc.ContainerLogMaxFiles; v < 2 {
 		errs = append(errs, field.Invalid(p("containerLogMaxFiles"), v, "must be at least 2"))
+	}
+	if v := *kc.ContainerLogMaxWorkers; v < 1 {
+		errs = append(errs, field.Invalid(p("containerLogMaxWorkers"), v, "must be at least 1"))
+	}
+	if v := kc.ContainerLogMonitorInterval.Duration; v < 3*time.Second {
+		errs = append(errs, field.Invalid(p("containerLogMonitorInterval"), v.String(), "must be at least 3s"))
 	}
 
 	// API client rates.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/agent/logs"
 )
 
 // Kubelet's limits for the message of a terminated container.
@@ -73,43 +74,8 @@ func readTail(path string, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, max))
 }
 
-// logTail is the content of the last lines of a CRI log file
-// ("<time> <stream> <P|F> <content>" per line; P marks a partial line
-// continued by the next), at most maxBytes from its end.
+// logTail is the content of the last lines of a CRI log file, at most
+// maxBytes from its end (logs.Tail: the CRI log reader /containerLogs uses).
 func logTail(path string, maxLines int, maxBytes int) string {
-	const window = 64 << 10
-	raw, err := readTail(path, window)
-	if err != nil {
-		return ""
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() > window {
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			raw = raw[i+1:] // the first record was cut
-		}
-	}
-	var lines [][]byte
-	var cur []byte
-	for rec := range bytes.SplitSeq(raw, []byte("\n")) {
-		parts := bytes.SplitN(rec, []byte(" "), 4)
-		if len(parts) < 4 {
-			continue // the first, cut record, or garbage
-		}
-		cur = append(cur, parts[3]...)
-		if string(parts[2]) == "P" {
-			continue
-		}
-		lines = append(lines, append(cur, '\n'))
-		cur = nil
-	}
-	if len(cur) > 0 {
-		lines = append(lines, cur)
-	}
-	if len(lines) > maxLines {
-		lines = lines[len(lines)-maxLines:]
-	}
-	out := bytes.Join(lines, nil)
-	if len(out) > maxBytes {
-		out = out[len(out)-maxBytes:]
-	}
-	return string(out)
+	return logs.Tail(path, int64(maxLines), maxBytes)
 }

@@ -48,8 +48,10 @@ func TestTerminationMessage(t *testing.T) {
 		"file wins over logs":          {status(1, msgFile), path, fallback, func(m string) bool { return m == "disk full\n" }},
 		"empty file, policy File":      {status(1, empty), path, file, func(m string) bool { return m == "" }},
 		"empty file, fallback, exit 0": {status(0, empty), path, fallback, func(m string) bool { return m == "" }},
+		// The tail counts log records, as kubelet's CRI log reader does:
+		// the partial record and its end are two of the 80.
 		"empty file, fallback, exit 1": {status(1, empty), path, fallback, func(m string) bool {
-			return strings.HasSuffix(m, "line 99\npartial end\n") && strings.Count(m, "\n") == MaxTerminationLogLines && !strings.Contains(m, "line 20\n")
+			return strings.HasSuffix(m, "line 99\npartial end\n") && strings.Count(m, "\n") == MaxTerminationLogLines-1 && !strings.Contains(m, "line 21\n")
 		}},
 		"no mount, fallback":    {status(2, ""), path, fallback, func(m string) bool { return strings.HasSuffix(m, "partial end\n") }},
 		"missing file":          {status(1, filepath.Join(dir, "gone")), path, file, func(m string) bool { return m == "" }},

@@ -3,8 +3,11 @@
 // effective configuration, as kubelet serves it) and /status (kernelet's
 // own summary that `kernelet status` prints).
 //
-// Until the secure kubelet API (TLS, authentication, authorization) exists,
-// every listener binds to loopback only; the caller decides the address.
-// The package knows nothing of pods or the kernel: what it serves comes in
-// as functions and collectors.
+// It also builds the kubelet API's muxes (SecureHandler for address:port,
+// ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration
+// (TLSConfig: configured or self-signed certificate) and its listeners
+// (ListenTLS, ListenUnix for the local socket). Authentication and
+// authorization are agent/server/auth's; the log and streaming endpoints
+// come in as handlers. The package knows nothing of pods or the kernel:
+// what it serves comes in as functions, handlers and collectors.
 package server

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -99,5 +102,39 @@ func TestListenServeShutdown(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("graceful shutdown: %v", err)
+	}
+}
+
+func TestListenUnix(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	path := filepath.Join(t.TempDir(), "k.sock")
+	l, err := ListenUnix(ctx, "local", path, HealthzHandler(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v %v", fi.Mode(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Serve(ctx) }()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+	resp, err := c.Get("http://local/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Errorf("body %q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	if _, err := ListenUnix(context.Background(), "local", "/"+strings.Repeat("x", 120), nil); err == nil || !strings.Contains(err.Error(), "longer than 107 bytes") {
+		t.Errorf("a long path: %v", err)
 	}
 }

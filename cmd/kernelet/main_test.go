@@ -83,16 +83,30 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
-// kernelet run serves healthz and the API; status reports what it serves;
-// cancelling (what SIGTERM does) stops it with exit 0.
+// kernelet run serves healthz and the API; status reports what it serves
+// (through the local socket under the root dir); cancelling (what SIGTERM
+// does) stops it with exit 0.
 func TestRunAndStatus(t *testing.T) {
 	port, hport := freePort(t), freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
 	var errb bytes.Buffer
+	root := t.TempDir()
+	cfg := filepath.Join(root, "config.yaml")
+	// Standalone: no API server for webhook authentication/authorization.
+	if err := os.WriteFile(cfg, []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		done <- Main(ctx, []string{"run", "--port", port, "--healthz-port", hport, "--root-dir", t.TempDir(),
+		done <- Main(ctx, []string{"run", "--config", cfg, "--port", port, "--healthz-port", hport, "--root-dir", root,
 			"--hostname-override", "Test-Node", "--container-runtime-endpoint", "unix:///nonexistent/kernelet-test.sock"}, &bytes.Buffer{}, &errb)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -110,7 +124,7 @@ func TestRunAndStatus(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	code, out, errs := run(t, "status", "--server", "http://127.0.0.1:"+port)
+	code, out, errs := run(t, "status", "--root-dir", root)
 	if code != 1 {
 		t.Errorf("status of an agent without runtime: exit %d, want 1", code)
 	}
@@ -128,7 +142,7 @@ func TestRunAndStatus(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not stop")
 	}
-	if code, _, errs := run(t, "status", "--server", "http://127.0.0.1:"+port, "--timeout", "1s"); code != 1 || !strings.Contains(errs, "not reachable") {
+	if code, _, errs := run(t, "status", "--server", "unix://"+filepath.Join(root, "kernelet.sock"), "--timeout", "1s"); code != 1 || !strings.Contains(errs, "not reachable") {
 		t.Errorf("status of a stopped agent: exit %d %s", code, errs)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -116,10 +115,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	logger := klog.Background().WithName("kernelet")
 	ctx = klog.NewContext(ctx, logger)
 	kc := &cfg.Kubelet
-	if ip := net.ParseIP(kc.Address); ip == nil || !ip.IsLoopback() {
-		logger.Info("Warning: the agent API is served on loopback only until the secure kubelet API (TLS, authn/authz) exists",
-			"configuredAddress", kc.Address, "address", agent.LoopbackAddress)
-	}
 
 	nodeName, err := nodeName(f.hostnameOverride)
 	if err != nil {

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,13 +21,16 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 )
 
-// statusCommand: `kernelet status [--server URL]` prints the agent's health
-// (every check) and its status summary. Exit 1 when the agent cannot be
-// reached or is unhealthy.
+// statusCommand: `kernelet status [--server URL] [--root-dir DIR]` prints
+// the agent's health (every check) and its status summary. By default it
+// asks the agent's local socket (<root-dir>/kernelet.sock, root only);
+// --server may also name the read-only port (http://127.0.0.1:10255) or a
+// unix:// socket. Exit 1 when the agent cannot be reached or is unhealthy.
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "http://127.0.0.1:10250", "the agent's API URL")
+	server := fs.String("server", "", "the agent's API URL: unix:///path/to/kernelet.sock or http://host:readOnlyPort (default: unix://<root-dir>/"+agent.LocalSocket+")")
+	rootDir := fs.String("root-dir", DefaultRootDir, "the agent's --root-dir, where its local socket is")
 	asJSON := fs.Bool("json", false, "print the agent's /status as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the agent")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -33,7 +38,11 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	if *server == "" {
+		*server = "unix://" + filepath.Join(*rootDir, agent.LocalSocket)
+	}
 	base := strings.TrimRight(*server, "/")
+	get := newGetter(base)
 
 	code, health, err := get(ctx, base+"/healthz?verbose")
 	if err != nil {
@@ -162,12 +171,33 @@ func printPods(w io.Writer, pods []v1.Pod, now time.Time) {
 	_ = tw.Flush()
 }
 
-func get(ctx context.Context, url string) (int, string, error) {
+// newGetter returns a GET function for URLs below base: over the Unix
+// socket for a unix:// base, plain HTTP(S) otherwise.
+func newGetter(base string) func(ctx context.Context, url string) (int, string, error) {
+	client, prefix := http.DefaultClient, ""
+	if sock, ok := strings.CutPrefix(base, "unix://"); ok {
+		client = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		}}
+		prefix = base
+	}
+	return func(ctx context.Context, url string) (int, string, error) {
+		if prefix != "" {
+			url = "http://kernelet" + strings.TrimPrefix(url, prefix)
+		}
+		return get(ctx, client, url)
+	}
+}
+
+func get(ctx context.Context, client *http.Client, url string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", fmt.Errorf("request %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, "", err
 	}

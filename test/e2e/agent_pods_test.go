@@ -31,16 +31,22 @@ import (
 )
 
 // agentNode is one `kernelet run` against the shared containerd, with its
-// own cgroupRoot, ports, root, log and manifest dirs.
+// own cgroupRoot, ports, root, log and manifest dirs. It serves the kubelet
+// API on 127.0.0.1:securePort (standalone: anonymous, AlwaysAllow) and the
+// read-only endpoints on 127.0.0.1:port.
 type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
-	port                                                        int
+	port, securePort                                            int
 	// kubeconfig joins the API server when set; nodeIP is --node-ip.
 	kubeconfig, nodeIP string
 	// namespaces are killed at cleanup besides the static pods.
 	namespaces []string
-	cmd        *exec.Cmd
-	exited     chan error
+	// extraArgs are appended to `kernelet run`'s arguments.
+	extraArgs []string
+	// address is the configured address when not 127.0.0.1.
+	address string
+	cmd     *exec.Cmd
+	exited  chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
@@ -57,26 +63,30 @@ func newAgentNode(t *testing.T, cd *containerd.Instance) *agentNode {
 		node:       strings.ToLower(env.RunID()) + "-agent",
 		cgroupRoot: "/" + env.RunID() + "-agent",
 		endpoint:   cd.Endpoint(),
-		port:       freeTCPPort(t),
 		top:        t,
 	}
+	ports := distinctFreePorts(t, 3)
+	n.port, n.securePort = ports[0], ports[1]
+	healthz := ports[2]
 	if err := os.MkdirAll(n.manifests, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	n.cfg = filepath.Join(dir, "config.yaml")
-	healthz := freeTCPPort(t)
-	for healthz == n.port { // the kernel may hand out a just-closed port again
-		healthz = freeTCPPort(t)
-	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
 cgroupRoot: %s
 podLogsDir: %s
+address: 127.0.0.1
 port: %d
+readOnlyPort: %d
 healthzPort: %d
 fileCheckFrequency: 1s
-`, n.cgroupRoot, n.logs, n.port, healthz)
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+`, n.cgroupRoot, n.logs, n.securePort, n.port, healthz)
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +94,11 @@ fileCheckFrequency: 1s
 }
 
 func (n *agentNode) url(path string) string {
-	return "http://127.0.0.1:" + strconv.Itoa(n.port) + path
+	host := n.address
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(n.port)) + path
 }
 
 // start runs the agent; it is killed at the end of the test.
@@ -94,8 +108,8 @@ func (n *agentNode) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
-		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	n.cmd = exec.Command(n.bin, append([]string{"run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
+		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2"}, n.extraArgs...)...)
 	if n.kubeconfig != "" {
 		n.cmd.Args = append(n.cmd.Args, "--kubeconfig", n.kubeconfig)
 	}
@@ -739,4 +753,17 @@ spec:
 			t.Errorf("log dir of %s left: %v", p.Name, err)
 		}
 	}
+}
+
+// distinctFreePorts returns n free TCP ports, all different: the kernel
+// may hand out a port it just gave (and that was closed) again.
+func distinctFreePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	for len(out) < n {
+		if p := freeTCPPort(t); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -73,11 +73,12 @@ func freeTCPPort(t *testing.T) int {
 func TestDemoStartsAndCleansUp(t *testing.T) {
 	containerd.Require(t)
 	bin := binaries(t)
-	port, hport := freeTCPPort(t), freeTCPPort(t)
+	port, hport, roport := freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)
 	runID := env.RunID() + "d"
 
 	cmd := exec.Command(filepath.Join(repoRoot(t), "hack/demo.sh"))
 	cmd.Env = append(os.Environ(), "BIN="+bin, "DEMO_PORT="+strconv.Itoa(port), "DEMO_HEALTHZ_PORT="+strconv.Itoa(hport),
+		"DEMO_READONLY_PORT="+strconv.Itoa(roport),
 		env.RunIDEnv+"="+runID)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -120,12 +121,12 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	st := exec.Command(filepath.Join(bin, "kernelet"), "status", "--server", "http://127.0.0.1:"+strconv.Itoa(port))
+	st := exec.Command(filepath.Join(bin, "kernelet"), "status", "--server", "http://127.0.0.1:"+strconv.Itoa(roport))
 	so, err := st.CombinedOutput()
 	if err != nil || !strings.Contains(string(so), "Runtime:     containerd") || !strings.Contains(string(so), "RuntimeReady=true") {
 		t.Errorf("kernelet status against the demo: %v\n%s", err, so)
 	}
-	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/metrics")
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(roport) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	t.Logf("demo: kernelet healthy against containerd; status:\n%s", so)
 
 	// The example pods of deploy/examples run.
-	demoNode := &agentNode{port: port, node: "demo-node"}
+	demoNode := &agentNode{port: roport, node: "demo-node"}
 	podsDeadline := time.Now().Add(30 * time.Second)
 	for {
 		l, err := demoNode.pods(t.Context())

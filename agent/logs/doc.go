@@ -1,0 +1,10 @@
+// Package logs owns the containers' CRI log files as the kubelet API and
+// the agent use them: the /containerLogs endpoint (kubelet's query
+// parameters, the container instance chosen as kubelet does, the CRI log
+// format read by k8s.io/cri-client/pkg/logs), the log tail of a terminated
+// container's message, and log rotation (containerLogMaxSize,
+// containerLogMaxFiles: CRI ReopenContainerLog, older files compressed).
+//
+// It reaches the runtime through internalapi.RuntimeService and the agent's
+// pods through the small Pods interface; it knows nothing of pod workers.
+package logs

@@ -1,0 +1,260 @@
+package logs
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// Rotator rotates the logs of running containers: every Interval it looks
+// at each running container's log and applies PlanRotation, with at most
+// Workers containers at a time. Rotation renames the log and asks the
+// runtime to reopen it (CRI ReopenContainerLog); a failed reopen renames
+// it back.
+//
+// Where kubelet only looks every containerLogMonitorInterval (so that a
+// fast writer's rotated file can be many times containerLogMaxSize),
+// kernelet also checks every SizeCheck: one CRI list of the running
+// containers and a stat of each one's log, rotating a log as soon as it is
+// over the size. Rotated names have kubelet's one-second resolution, so a
+// rotated file holds at most about max(containerLogMaxSize, one second of
+// writing).
+type Rotator struct {
+	Runtime  internalapi.RuntimeService
+	Policy   Policy
+	Interval time.Duration
+	Workers  int
+	// SizeCheck is how often the known logs' sizes are checked between
+	// full passes (0: only the full passes).
+	SizeCheck time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	// paths are the running containers' log paths of the last full pass.
+	paths map[string]string
+}
+
+// Run rotates until ctx is done.
+func (r *Rotator) Run(ctx context.Context) {
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	var fast <-chan time.Time
+	if r.SizeCheck > 0 {
+		ft := time.NewTicker(r.SizeCheck)
+		defer ft.Stop()
+		fast = ft.C
+	}
+	for {
+		if err := r.Once(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Container log rotation")
+		}
+		for full := false; !full; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				full = true
+			case <-fast:
+				r.checkSizes(ctx)
+			}
+		}
+	}
+}
+
+// checkSizes rotates the running containers' logs that are over the size
+// now (a container started since the last full pass is looked up once); a
+// container whose rotation fails (it stopped, say) is left to the next
+// full pass.
+func (r *Rotator) checkSizes(ctx context.Context) {
+	if r.paths == nil {
+		r.paths = map[string]string{}
+	}
+	if list, err := r.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	}); err == nil {
+		for _, c := range list {
+			if _, ok := r.paths[c.Id]; !ok {
+				if p, err := r.logPath(ctx, c.Id); err == nil && p != "" {
+					r.paths[c.Id] = p
+				}
+			}
+		}
+	}
+	for id, path := range r.paths {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Size() <= r.Policy.MaxSize {
+			continue
+		}
+		if err := r.container(ctx, id); err != nil {
+			delete(r.paths, id)
+			if ctx.Err() == nil {
+				klog.FromContext(ctx).V(2).Info("Container log rotation", "containerID", id, "err", err)
+			}
+		}
+	}
+}
+
+// Once looks at every running container's log once.
+func (r *Rotator) Once(ctx context.Context) error {
+	list, err := r.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return fmt.Errorf("list running containers: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(r.Workers, 1))
+	errs := make([]error, len(list))
+	paths := make([]string, len(list))
+	for i, c := range list {
+		g.Go(func() error {
+			paths[i], errs[i] = r.logPath(gctx, c.Id)
+			if errs[i] == nil && paths[i] != "" {
+				errs[i] = r.rotate(gctx, c.Id, paths[i])
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	r.paths = map[string]string{}
+	for i, c := range list {
+		if paths[i] != "" {
+			r.paths[c.Id] = paths[i]
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Rotator) logPath(ctx context.Context, id string) (string, error) {
+	st, err := r.Runtime.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return "", fmt.Errorf("container %s: %w", id, err)
+	}
+	return st.GetStatus().GetLogPath(), nil
+}
+
+// container rotates container id's log, asking the runtime where it is.
+func (r *Rotator) container(ctx context.Context, id string) error {
+	path, err := r.logPath(ctx, id)
+	if err != nil || path == "" {
+		return err
+	}
+	return r.rotate(ctx, id, path)
+}
+
+// rotate applies the plan for container id's log at path.
+func (r *Rotator) rotate(ctx context.Context, id, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		// The runtime may not have written anything yet; a running
+		// container's log that vanished is reopened.
+		if errors.Is(err, os.ErrNotExist) {
+			return r.reopen(ctx, id)
+		}
+		return fmt.Errorf("container %s log: %w", id, err)
+	}
+	others, err := filepath.Glob(globEscape(path) + ".*")
+	if err != nil {
+		return fmt.Errorf("container %s log: %w", id, err)
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	plan := PlanRotation(path, fi.Size(), others, r.Policy, now())
+	return r.apply(ctx, id, path, plan)
+}
+
+// apply carries out plan for container id's log at path.
+func (r *Rotator) apply(ctx context.Context, id, path string, plan Plan) error {
+	var errs []error
+	for _, f := range plan.Remove {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, f := range plan.Compress {
+		if err := compress(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if plan.RotateTo == "" {
+		return errors.Join(errs...)
+	}
+	if err := os.Rename(path, plan.RotateTo); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("rotate %s: %w", path, err))...)
+	}
+	if err := r.reopen(ctx, id); err != nil {
+		// Put the log back: the runtime still writes to it.
+		if rerr := os.Rename(plan.RotateTo, path); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("roll back %s: %w", path, rerr))
+		}
+		return errors.Join(append(errs, err)...)
+	}
+	klog.FromContext(ctx).V(4).Info("Rotated container log", "containerID", id, "rotated", plan.RotateTo)
+	return errors.Join(errs...)
+}
+
+func (r *Rotator) reopen(ctx context.Context, id string) error {
+	if err := r.Runtime.ReopenContainerLog(ctx, id); err != nil {
+		return fmt.Errorf("reopen log of container %s: %w", id, err)
+	}
+	return nil
+}
+
+// compress gzips f into f.gz (through f.gz.tmp) and removes f.
+func compress(f string) (err error) {
+	in, err := os.Open(f)
+	if err != nil {
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	defer in.Close()
+	tmp := f + CompressedSuffix + TempSuffix
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	zw := gzip.NewWriter(out)
+	if _, err := io.Copy(zw, in); err != nil {
+		_ = out.Close()
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	if err := errors.Join(zw.Close(), out.Close()); err != nil {
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	if err := os.Rename(tmp, f+CompressedSuffix); err != nil {
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	if err := os.Remove(f); err != nil {
+		return fmt.Errorf("compress %s: %w", f, err)
+	}
+	return nil
+}
+
+// globEscape escapes the glob metacharacters of a path.
+func globEscape(p string) string {
+	var b []byte
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, p[i])
+	}
+	return string(b)
+}
