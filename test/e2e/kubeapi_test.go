@@ -121,43 +121,35 @@ fileCheckFrequency: 1s
 		t.Fatal(err)
 	}
 
-	ctx := t.Context()
-	node, err := admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.node}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The agent registers its Node (InternalIP = ip, the secure port as
+	// its kubelet endpoint) and the mirror pods of its static pods.
+	n.nodeIP = ip
 	t.Cleanup(func() {
-		_ = admin.CoreV1().Nodes().Delete(context.Background(), n.node, metav1.DeleteOptions{})
+		ctx := context.Background()
+		_ = admin.CoreV1().Nodes().Delete(ctx, n.node, metav1.DeleteOptions{})
+		_ = admin.CoordinationV1().Leases("kube-node-lease").Delete(ctx, n.node, metav1.DeleteOptions{})
 	})
-	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(n.securePort)
-	if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	return &kubeAPINode{agentNode: n, srv: srv, admin: admin, ip: ip}
 }
 
-// mirror creates the API object of static pod name (its containers by
-// name, bound to the node); removed at the end of the test.
+// mirror waits for the mirror pod of static pod name to be Running in
+// the API server (kubectl port-forward wants a Running pod); the agent
+// removes it with the manifest, the cleanup in any case.
 func (k *kubeAPINode) mirror(t *testing.T, name string, containers ...string) {
 	t.Helper()
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1.PodSpec{NodeName: k.node}}
-	for _, c := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c, Image: images.TestboxImage})
-	}
-	created, err := k.admin.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// kubectl port-forward wants a Running pod (pod status is not
-	// kernelet's yet).
-	created.Status.Phase = v1.PodRunning
-	if _, err := k.admin.CoreV1().Pods("default").UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = k.admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	waitFor(t, 30*time.Second, "mirror pod "+name+" Running", func() (bool, error) {
+		p, err := k.admin.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(p.Spec.Containers) != len(containers) {
+			return false, fmt.Errorf("containers %d, want %d", len(p.Spec.Containers), len(containers))
+		}
+		return p.Status.Phase == v1.PodRunning, fmt.Errorf("phase %q", p.Status.Phase)
 	})
 }
 

@@ -255,6 +255,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--kubelet-client-certificate=" + f("kubelet-client.crt"),
 		"--kubelet-client-key=" + f("kubelet-client.key"),
+		// As the conformance kit: nodes are reached at their InternalIP
+		// (a test node's Hostname does not resolve).
+		"--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP",
 		"--service-account-key-file=" + f("sa.pub"),
 		"--service-account-signing-key-file=" + f("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
