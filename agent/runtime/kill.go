@@ -95,6 +95,9 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		r.step(ActionRemoveSandbox, sb.ID, err, "")
 	}
 	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
+	if m.vols != nil {
+		r.step(ActionTearDownVolumes, string(st.UID), m.vols.TearDown(ctx, st.UID), "")
+	}
 	var errs []error
 	if st.Name != "" && st.Namespace != "" {
 		errs = append(errs, os.RemoveAll(PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))

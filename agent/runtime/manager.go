@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -44,6 +45,20 @@ type ManagerConfig struct {
 	// ProcRoot is where procfs is mounted (for containers' oom_score_adj);
 	// "" means /proc.
 	ProcRoot string
+	// Volumes sets up the pod volumes before the containers and tears
+	// them down after them (agent/volume.Manager); nil leaves volumes to
+	// SyncOptions.Container.VolumeHostPaths.
+	Volumes PodVolumes
+}
+
+// PodVolumes sets up and tears down the volumes of pods.
+type PodVolumes interface {
+	// SetUp makes pod's volumes ready and returns each one's host path by
+	// volume name; the error joins one error per volume that failed (those
+	// are missing from the map).
+	SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, error)
+	// TearDown removes the volumes of pod uid once its containers are gone.
+	TearDown(ctx context.Context, uid types.UID) error
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -65,6 +80,7 @@ type Manager struct {
 	hc      *http.Client
 	rmWait  time.Duration
 	proc    string
+	vols    PodVolumes
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -81,7 +97,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -140,6 +156,8 @@ const (
 	ActionRemoveSandbox    = "RemovePodSandbox"
 	ActionRemoveCgroup     = "RemoveCgroup"
 	ActionRemoveLogs       = "RemoveLogs"
+	ActionSetUpVolumes     = "SetUpVolumes"
+	ActionTearDownVolumes  = "TearDownVolumes"
 )
 
 // SyncResult is everything a sync or kill did.
@@ -229,6 +247,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
 		return r
 	}
+	// Volumes are set up (and refreshed) on every sync, before anything
+	// starts: a container never starts without its volumes.
+	if !m.setUpVolumes(ctx, pod, &opts, r) {
+		return r
+	}
 	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0) {
 		return r // nothing to start: no cgroup, sandbox or config work
 	}
@@ -301,6 +324,39 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		start(&pod.Spec.Containers[i])
 	}
 	return r
+}
+
+// EventFailedMount is the warning of a volume that could not be set up.
+const EventFailedMount = "FailedMount"
+
+// setUpVolumes sets up pod's volumes into opts.Container.VolumeHostPaths,
+// recording a FailedMount warning per volume that failed; false when one
+// did.
+func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptions, r *SyncResult) bool {
+	if m.vols == nil || len(pod.Spec.Volumes) == 0 {
+		return true
+	}
+	paths, err := m.vols.SetUp(ctx, pod)
+	merged := make(map[string]string, len(paths)+len(opts.Container.VolumeHostPaths))
+	for k, v := range opts.Container.VolumeHostPaths {
+		merged[k] = v
+	}
+	for k, v := range paths {
+		merged[k] = v
+	}
+	opts.Container.VolumeHostPaths = merged
+	r.step(ActionSetUpVolumes, string(pod.UID), err, "")
+	if err == nil {
+		return true
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		r.warn(EventFailedMount, e.Error())
+	}
+	return false
 }
 
 // startContainer pulls, creates and starts c, and runs its postStart hook.

@@ -356,8 +356,8 @@ func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResou
 //     workingDir, stdin, stdinOnce, tty;
 //   - log path ContainerLogPath; labels ContainerLabels, annotations
 //     ContainerAnnotations;
-//   - mounts: the volume mounts of emptyDir and hostPath volumes at the host
-//     paths in opts.VolumeHostPaths, then opts.TerminationMessageHostPath at
+//   - mounts: the volume mounts at the host paths of their volumes in
+//     opts.VolumeHostPaths, then opts.TerminationMessageHostPath at
 //     terminationMessagePath (default /dev/termination-log);
 //   - Linux resources: cpu shares from the cpu request (defaulting to the
 //     limit; cgroups.CPUShares), a CFS quota from the cpu limit
@@ -446,8 +446,8 @@ func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
-// containerMounts are the volume mounts (emptyDir and hostPath volumes
-// whose host paths the caller resolved) and the termination message file.
+// containerMounts are the volume mounts (volumes whose host paths the
+// caller prepared) and the termination message file.
 func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	var errs []error
@@ -462,12 +462,12 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 			continue
 		}
 		vol := pod.Spec.Volumes[i]
-		if vol.EmptyDir == nil && vol.HostPath == nil {
+		host, ok := opts.VolumeHostPaths[vol.Name]
+		switch {
+		case (!ok || host == "") && !supportedVolume(vol):
 			errs = append(errs, fmt.Errorf("volume %q: %w: %s volumes are not supported yet", vol.Name, ErrUnsupported, volumeKind(vol)))
 			continue
-		}
-		host, ok := opts.VolumeHostPaths[vol.Name]
-		if !ok || host == "" {
+		case !ok || host == "":
 			errs = append(errs, fmt.Errorf("volume %q: no host path prepared for it", vol.Name))
 			continue
 		}

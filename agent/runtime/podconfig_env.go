@@ -164,6 +164,14 @@ func fieldRefValue(pod *v1.Pod, path string, opts ContainerOptions) (string, err
 	return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
 }
 
+// ResourceFieldRefValue is the value of a resourceFieldRef of container c
+// of pod (see resourceFieldRefValue), for downward API volumes.
+func ResourceFieldRefValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, nodeAllocatable v1.ResourceList) (string, error) {
+	r := *ref
+	r.ContainerName = ""
+	return resourceFieldRefValue(pod, c, &r, ContainerOptions{NodeAllocatable: nodeAllocatable})
+}
+
 // resourceFieldRefValue resolves requests.* and limits.* of cpu, memory
 // and ephemeral-storage of the container itself, divided by the divisor
 // (default 1) and rounded up. A request that is not set defaults to the

@@ -22,6 +22,13 @@ func volumeKind(v v1.Volume) string {
 	return "unknown"
 }
 
+// supportedVolume tells whether kernelet can set up v's kind of volume.
+func supportedVolume(v v1.Volume) bool {
+	s := v.VolumeSource
+	return s.EmptyDir != nil || s.HostPath != nil || s.ConfigMap != nil || s.Secret != nil ||
+		s.DownwardAPI != nil || s.Projected != nil
+}
+
 // Sysctl prefixes that live in the network and ipc namespaces: set on a pod
 // that shares the node's namespace, they would change the node.
 var (
@@ -71,8 +78,9 @@ var supportedFieldRefs = map[string]bool{
 //     enabled in the runtime); supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
-//   - volumes other than emptyDir and hostPath (and emptyDir on huge
-//     pages);
+//   - volumes other than emptyDir, hostPath, configMap, secret,
+//     downwardAPI and projected (configMap, secret, downwardAPI,
+//     serviceAccountToken sources), and emptyDir on huge pages;
 //   - per container: envFrom; env from configMaps, secrets or files;
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     volume subPath/subPathExpr; recursiveReadOnly Enabled; volumeDevices;
@@ -130,7 +138,13 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumHugePages,
 			v.EmptyDir != nil && strings.HasPrefix(string(v.EmptyDir.Medium), string(v1.StorageMediumHugePagesPrefix)):
 			add(p, "volume %q: emptyDir on huge pages is not supported yet", v.Name)
-		case v.EmptyDir != nil, v.HostPath != nil:
+		case v.Projected != nil:
+			for j, src := range v.Projected.Sources {
+				if src.ClusterTrustBundle != nil || src.PodCertificate != nil {
+					add(fmt.Sprintf("%s.projected.sources[%d]", p, j), "volume %q: clusterTrustBundle and podCertificate projections are not supported yet", v.Name)
+				}
+			}
+		case supportedVolume(v):
 		default:
 			add(p, "volume %q: %s volumes are not supported yet", v.Name, volumeKind(v))
 		}

@@ -43,7 +43,8 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		},
 		Volumes: []v1.Volume{
 			{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+			{Name: "cfg", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ConfigMap: &v1.ConfigMapProjection{}}, {ClusterTrustBundle: &v1.ClusterTrustBundleProjection{}}}}}},
 			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}},
 			{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
 		},
@@ -85,7 +86,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.resourceClaims", "spec.resources",
 		"spec.securityContext.seLinuxOptions", "spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
-		"spec.volumes[1]", "spec.volumes[2]", "spec.volumes[3]",
+		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
 		"spec.initContainers[0].envFrom",
 		"spec.containers[0].env[1]", "spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[0]", "spec.containers[0].volumeMounts[1]",
@@ -99,7 +100,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 	msg := err.Error()
 	for _, s := range []string{
 		"unsupported pod fields: spec.os.name: windows pods cannot run on a Linux node; ",
-		`spec.volumes[1]: volume "cfg": configMap volumes are not supported yet`,
+		`spec.volumes[1].projected.sources[1]: volume "cfg": clusterTrustBundle and podCertificate projections are not supported yet`,
 		`spec.volumes[2]: volume "data": persistentVolumeClaim volumes are not supported yet`,
 		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
 		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,
