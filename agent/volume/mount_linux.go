@@ -56,4 +56,3 @@ func isTmpfs(dir string) bool {
 	var s unix.Statfs_t
 	return unix.Statfs(dir, &s) == nil && s.Type == unix.TMPFS_MAGIC
 }
-

@@ -218,7 +218,8 @@ func (m *ObjectManager) startWatch(r ObjectRef) *objectWatch {
 			m.onChange()
 		}
 	}
-	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: typ,
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, m.client), ObjectType: typ,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { changed(obj) },
 			UpdateFunc: func(_, obj any) { changed(obj) },
