@@ -33,7 +33,9 @@ type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
 	port                                                        int
 	cmd                                                         *exec.Cmd
-	exited                                                      chan error
+	// args are extra flags of `kernelet run` (e.g. --kubeconfig).
+	args   []string
+	exited chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
@@ -83,8 +85,8 @@ func (n *agentNode) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
-		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	n.cmd = exec.Command(n.bin, append([]string{"run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
+		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2"}, n.args...)...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
