@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/volume"
@@ -204,5 +203,3 @@ func waitGone(t *testing.T, n *agentNode, path string, timeout time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
-var _ = v1.PodRunning
