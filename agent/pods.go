@@ -85,13 +85,13 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return fmt.Errorf("image service: %w", err)
 	}
 	podsDir := filepath.Join(a.opts.RootDir, "pods")
-	vols, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
+	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
 	if err != nil {
 		return err
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols})
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs})
 	if err != nil {
 		return err
 	}

@@ -15,19 +15,23 @@ import (
 // API server, configMaps and secrets come from one watch per referenced
 // object and tokens from the TokenRequest API; standalone, only emptyDir,
 // hostPath and downwardAPI volumes can be set up.
-func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*volume.Manager, error) {
+//
+// The objects (nil standalone) also serve env and envFrom.
+func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*volume.Manager, runtime.EnvObjects, error) {
 	cfg := volume.Config{PodsDir: podsDir, NodeAllocatable: allocatable}
 	var vm *volume.Manager
+	var objs runtime.EnvObjects
 	if a.clients != nil && a.clients.Main != nil {
-		cfg.Objects = volume.NewObjectManager(a.clients.Main, func() {
+		om := volume.NewObjectManager(a.clients.Main, func() {
 			if vm != nil {
 				vm.Changed()
 			}
 		})
+		cfg.Objects, objs = om, om
 		cfg.Tokens = volume.NewTokenManager(a.clients.Main, nil)
 	}
 	vm, err := volume.NewManager(cfg)
-	return vm, err
+	return vm, objs, err
 }
 
 // cleanupVolumes removes the volumes of pods that no source wants, no

@@ -49,6 +49,16 @@ type ManagerConfig struct {
 	// them down after them (agent/volume.Manager); nil leaves volumes to
 	// SyncOptions.Container.VolumeHostPaths.
 	Volumes PodVolumes
+	// Objects gives the configMaps and secrets env and envFrom reference;
+	// nil refuses such references (standalone).
+	Objects EnvObjects
+}
+
+// EnvObjects gives configMaps and secrets by namespace and name (errors
+// for missing ones match apierrors.IsNotFound).
+type EnvObjects interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
 }
 
 // PodVolumes sets up and tears down the volumes of pods.
@@ -81,6 +91,7 @@ type Manager struct {
 	rmWait  time.Duration
 	proc    string
 	vols    PodVolumes
+	objs    EnvObjects
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -97,7 +108,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -333,7 +344,7 @@ const EventFailedMount = "FailedMount"
 // recording a FailedMount warning per volume that failed; false when one
 // did.
 func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptions, r *SyncResult) bool {
-	if m.vols == nil || len(pod.Spec.Volumes) == 0 {
+	if m.vols == nil {
 		return true
 	}
 	paths, err := m.vols.SetUp(ctx, pod)
@@ -371,6 +382,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts := base
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.PodIPs = podIPs
+	if m.objs != nil {
+		ns := pod.Namespace
+		opts.ConfigMap = func(name string) (*v1.ConfigMap, error) { return m.objs.ConfigMap(ctx, ns, name) }
+		opts.Secret = func(name string) (*v1.Secret, error) { return m.objs.Secret(ctx, ns, name) }
+	}
+	opts.Warn = func(reason, msg string) { r.warnFor(c.Name, reason, msg) }
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
 	if err := os.MkdirAll(termDir, 0o755); err != nil {

@@ -81,7 +81,7 @@ var supportedFieldRefs = map[string]bool{
 //   - volumes other than emptyDir, hostPath, configMap, secret,
 //     downwardAPI and projected (configMap, secret, downwardAPI,
 //     serviceAccountToken sources), and emptyDir on huge pages;
-//   - per container: envFrom; env from configMaps, secrets or files;
+//   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     volume subPath/subPathExpr; recursiveReadOnly Enabled; volumeDevices;
 //     resource claims; procMount Unmasked; lifecycle.stopSignal.
@@ -168,9 +168,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	add := func(path, format string, args ...any) {
 		fields = append(fields, UnsupportedField{Path: prefix + path, Reason: fmt.Sprintf(format, args...)})
 	}
-	if len(c.EnvFrom) > 0 {
-		add(".envFrom", "configMap and secret sources are not supported yet")
-	}
 	for i, e := range c.Env {
 		src := e.ValueFrom
 		if src == nil {
@@ -178,8 +175,8 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		}
 		p := fmt.Sprintf(".env[%d]", i)
 		switch {
-		case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil, src.FileKeyRef != nil:
-			add(p, "env %q: configMap, secret and file references are not supported yet", e.Name)
+		case src.FileKeyRef != nil:
+			add(p, "env %q: file references are not supported yet", e.Name)
 		case src.FieldRef != nil:
 			fp := src.FieldRef.FieldPath
 			_, label := subscript(fp, "metadata.labels")

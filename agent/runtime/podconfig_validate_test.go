@@ -53,7 +53,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 			Name: "app", Image: "i",
 			Env: []v1.EnvVar{
 				{Name: "OK", Value: "1"},
-				{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}},
+				{Name: "S", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}},
 				{Name: "F", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.generateName"}}},
 				{Name: "L", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['ok']"}}},
 				{Name: "R", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "init", Resource: "limits.hugepages-2Mi"}}},
@@ -87,7 +87,6 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.securityContext.seLinuxOptions", "spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
 		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
-		"spec.initContainers[0].envFrom",
 		"spec.containers[0].env[1]", "spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[0]", "spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",

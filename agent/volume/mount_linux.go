@@ -50,9 +50,3 @@ func (systemMounter) IsMountPoint(dir string) (bool, error) {
 }
 
 func defaultMounter() Mounter { return systemMounter{} }
-
-// isTmpfs tells whether dir is on a tmpfs.
-func isTmpfs(dir string) bool {
-	var s unix.Statfs_t
-	return unix.Statfs(dir, &s) == nil && s.Type == unix.TMPFS_MAGIC
-}

@@ -12,4 +12,3 @@ func (noMounter) MountTmpfs(string, int64) error    { return errLinuxOnly }
 func (noMounter) Unmount(string) error              { return nil }
 func (noMounter) IsMountPoint(string) (bool, error) { return false, nil }
 func defaultMounter() Mounter                       { return noMounter{} }
-func isTmpfs(string) bool                           { return false }
