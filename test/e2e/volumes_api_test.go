@@ -14,7 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
+	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
 )
 
@@ -105,12 +107,11 @@ func waitExec(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, script, 
 
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// Pods from the API server get their data volumes: the kube-api-access
-// projected volume (a bound token that authenticates to the API server
-// from inside the pod, the cluster CA, the namespace), configMap and
-// secret volumes; a configMap edit shows in the pod without a restart; the
-// volumes go with the pod.
-func TestAgentVolumesAPI(t *testing.T) {
+// newAPINode is an agent node (not started yet) of the shared API server:
+// its Node exists, the default namespace has the default ServiceAccount
+// and kube-root-ca.crt, and it will run with the node's credential.
+func newAPINode(t *testing.T) (*env.APIServer, *agentNode, internalapi.RuntimeService, kubernetes.Interface) {
+	t.Helper()
 	srv := env.SharedAPIServer(t)
 	cd := env.SharedContainerd(t)
 	n, rs, _ := newAgentWithCleanup(t, cd)
@@ -119,15 +120,92 @@ func TestAgentVolumesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
 	o := apiObjects{t: t, admin: admin}
+	killRuntimePods(t, n, cd)
 	nodes := admin.CoreV1().Nodes()
-	if _, err := nodes.Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.node}}, metav1.CreateOptions{}); err != nil {
+	if _, err := nodes.Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.node}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o.cleanup("node", func(ctx context.Context) error { return nodes.Delete(ctx, n.node, metav1.DeleteOptions{}) })
+	o.ensureServiceAccountBasics(t.Context(), "default", srv.CAFile())
+	kubeconfig, err := srv.NodeKubeconfig(n.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.args = []string{"--kubeconfig", kubeconfig}
+	return srv, n, rs, admin
+}
+
+// killRuntimePods kills, at the end of the test (after the agent), every
+// runtime pod of the agent's cgroup root: API pods have no node suffix in
+// their names, so agentCleanup does not see them.
+func killRuntimePods(t *testing.T, n *agentNode, cd *env.Containerd) {
+	rs, is := criClients(t, cd)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		h, err := cgroups.Discover()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: n.cgroupRoot})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		m, err := kruntime.NewManager(kruntime.ManagerConfig{Runtime: rs, Images: is, Cgroups: kruntime.CgroupsAdapter{Manager: cm},
+			PodLogsDir: n.logs, PodsDir: filepath.Join(n.root, "pods")})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		listed, err := m.ListPods(ctx)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		zero := int64(0)
+		for _, p := range listed {
+			if _, err := os.Stat(filepath.Join(n.root, "pods", string(p.UID))); err != nil {
+				continue // not a pod of this agent
+			}
+			st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+			if err != nil {
+				st = p
+			}
+			if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
+				t.Errorf("cleanup: kill %s: %v", p.Name, err)
+			}
+		}
+	})
+}
+
+// createPod creates pod and deletes it (grace 0) at the end of the test.
+func (o apiObjects) createPod(pod *v1.Pod) *v1.Pod {
+	o.t.Helper()
+	pods := o.admin.CoreV1().Pods(pod.Namespace)
+	got, err := pods.Create(o.t.Context(), pod, metav1.CreateOptions{})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	o.cleanup("pod "+pod.Name, func(ctx context.Context) error {
+		zero := int64(0)
+		return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	return got
+}
+
+// Pods from the API server get their data volumes: the kube-api-access
+// projected volume (a bound token that authenticates to the API server
+// from inside the pod, the cluster CA, the namespace), configMap and
+// secret volumes; a configMap edit shows in the pod without a restart; the
+// volumes go with the pod.
+func TestAgentVolumesAPI(t *testing.T) {
+	srv, n, rs, admin := newAPINode(t)
+	ctx := t.Context()
+	o := apiObjects{t: t, admin: admin}
 	const ns = "default"
-	o.ensureServiceAccountBasics(ctx, ns, srv.CAFile())
 	prefix := strings.ToLower(env.RunID())
 	cms, secrets, pods := admin.CoreV1().ConfigMaps(ns), admin.CoreV1().Secrets(ns), admin.CoreV1().Pods(ns)
 	cm, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-cfg"}, Data: map[string]string{"key": "v1"}}, metav1.CreateOptions{})
@@ -142,7 +220,7 @@ func TestAgentVolumesAPI(t *testing.T) {
 	o.cleanup("secret", func(ctx context.Context) error { return secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
 
 	secretMode, grace := int32(0o400), int64(2)
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-data"}, Spec: v1.PodSpec{
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-data", Namespace: ns}, Spec: v1.PodSpec{
 		NodeName: n.node, HostNetwork: true, TerminationGracePeriodSeconds: &grace, ServiceAccountName: "default",
 		Containers: []v1.Container{{Name: "app", Image: env.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 			Command: []string{"/bin/sh", "-c", "exec sleep 3600"},
@@ -156,19 +234,7 @@ func TestAgentVolumesAPI(t *testing.T) {
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm.Name}}}},
 			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: sec.Name, DefaultMode: &secretMode}}},
 		}}}
-	pod, err = pods.Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.cleanup("pod", func(ctx context.Context) error {
-		zero := int64(0)
-		return pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	})
-	kubeconfig, err := srv.NodeKubeconfig(n.node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.args = []string{"--kubeconfig", kubeconfig}
+	pod = o.createPod(pod)
 	n.start(t)
 	n.waitRunning(t, 90*time.Second, pod.Name)
 
@@ -226,4 +292,106 @@ func TestAgentVolumesAPI(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	waitGone(t, n, vols, 30*time.Second)
+}
+
+// apiPod is a host-network pod of the testbox image bound to node.
+func apiPod(name, node string, c v1.Container) *v1.Pod {
+	grace := int64(2)
+	c.Image, c.ImagePullPolicy = env.TestboxImage, v1.PullIfNotPresent
+	if c.Command == nil {
+		c.Command = []string{"/bin/sh", "-c", "exec sleep 3600"}
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "env"}},
+		Spec: v1.PodSpec{NodeName: node, HostNetwork: true, TerminationGracePeriodSeconds: &grace, Containers: []v1.Container{c}}}
+}
+
+// waitWaiting waits until the agent reports container app of pod waiting
+// with reason and returns the message.
+func waitWaiting(t *testing.T, n *agentNode, pod, reason string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		if l, err := n.pods(t.Context()); err == nil {
+			for _, p := range l.Items {
+				if p.Name != pod {
+					continue
+				}
+				for _, cs := range p.Status.ContainerStatuses {
+					if w := cs.State.Waiting; w != nil {
+						if w.Reason == reason {
+							return w.Message
+						}
+						last = w.Reason + ": " + w.Message
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s not waiting with %s after %v (last %q)\nkernelet log:\n%s", pod, reason, timeout, last, n.log(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Env from the API: configMapKeyRef, secretKeyRef, envFrom with a prefix,
+// fieldRef labels; a missing configMap leaves the container waiting with
+// CreateContainerConfigError naming it, and creating it lets the pod run.
+func TestAgentEnvAPI(t *testing.T) {
+	_, n, rs, admin := newAPINode(t)
+	ctx := t.Context()
+	o := apiObjects{t: t, admin: admin}
+	prefix := strings.ToLower(env.RunID())
+	cms, secrets := admin.CoreV1().ConfigMaps("default"), admin.CoreV1().Secrets("default")
+	cm, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-env"},
+		Data: map[string]string{"color": "blue", "size": "xl"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("configmap", func(ctx context.Context) error { return cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
+	sec, err := secrets.Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-env"},
+		Data: map[string][]byte{"token": []byte("t0k3n")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("secret", func(ctx context.Context) error { return secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
+	ref := func(name string) v1.LocalObjectReference { return v1.LocalObjectReference{Name: name} }
+
+	good := o.createPod(apiPod(prefix+"-env", n.node, v1.Container{Name: "app",
+		EnvFrom: []v1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: ref(cm.Name)}}},
+		Env: []v1.EnvVar{
+			{Name: "COLOR", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: ref(cm.Name), Key: "color"}}},
+			{Name: "TOKEN", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: ref(sec.Name), Key: "token"}}},
+			{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
+			{Name: "MIX", Value: "$(COLOR)-$(CFG_size)"},
+		}}))
+	late := o.createPod(apiPod(prefix+"-late", n.node, v1.Container{Name: "app",
+		Env: []v1.EnvVar{{Name: "LATE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: ref(prefix + "-late"), Key: "k"}}}}}))
+	n.start(t)
+	n.waitRunning(t, 90*time.Second, good.Name)
+	out, err := execIn(t, rs, good, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CFG_color=blue", "CFG_size=xl", "COLOR=blue", "TOKEN=t0k3n", "APP=env", "MIX=blue-xl"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("env of the pod lacks %s:\n%s", want, out)
+		}
+	}
+
+	msg := waitWaiting(t, n, late.Name, "CreateContainerConfigError", 60*time.Second)
+	if !strings.Contains(msg, `configmap "`+prefix+`-late" not found`) {
+		t.Errorf("CreateContainerConfigError message = %q, want the configMap named", msg)
+	}
+	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-late"}, Data: map[string]string{"k": "here"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("configmap late", func(ctx context.Context) error { return cms.Delete(ctx, prefix+"-late", metav1.DeleteOptions{}) })
+	start := time.Now()
+	n.waitRunning(t, 60*time.Second, late.Name)
+	t.Logf("pod ran %v after its configMap was created", time.Since(start).Round(time.Millisecond))
+	if out, err := execIn(t, rs, late, "echo $LATE"); err != nil || out != "here\n" {
+		t.Errorf("LATE = %q, %v", out, err)
+	}
 }
