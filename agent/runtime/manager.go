@@ -69,6 +69,9 @@ type PodVolumes interface {
 	SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, error)
 	// TearDown removes the volumes of pod uid once its containers are gone.
 	TearDown(ctx context.Context, uid types.UID) error
+	// SubPath returns the host path of subPath inside the volume at
+	// volumeHostPath, creating it when missing.
+	SubPath(volumeHostPath, subPath string) (string, error)
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -388,6 +391,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		opts.Secret = func(name string) (*v1.Secret, error) { return m.objs.Secret(ctx, ns, name) }
 	}
 	opts.Warn = func(reason, msg string) { r.warnFor(c.Name, reason, msg) }
+	if m.vols != nil {
+		opts.SubPath = m.vols.SubPath
+	}
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
 	if err := os.MkdirAll(termDir, 0o755); err != nil {

@@ -388,7 +388,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	}
 	env, err := ContainerEnv(pod, c, opts)
 	errs = append(errs, err)
-	mounts, err := containerMounts(pod, c, opts)
+	mounts, err := containerMounts(pod, c, opts, envMap(env))
 	errs = append(errs, err)
 	sc, err := containerSecurityContext(pod, c, opts)
 	errs = append(errs, err)
@@ -448,7 +448,7 @@ func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 
 // containerMounts are the volume mounts (volumes whose host paths the
 // caller prepared) and the termination message file.
-func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	var errs []error
 	for _, vm := range c.VolumeMounts {
@@ -457,8 +457,8 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 		case i < 0:
 			errs = append(errs, fmt.Errorf("volume mount %q: the pod has no such volume", vm.Name))
 			continue
-		case vm.SubPath != "" || vm.SubPathExpr != "":
-			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr are not supported yet", vm.Name, ErrUnsupported))
+		case (vm.SubPath != "" || vm.SubPathExpr != "") && opts.SubPath == nil:
+			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr need a volume manager", vm.Name, ErrUnsupported))
 			continue
 		}
 		vol := pod.Spec.Volumes[i]
@@ -470,6 +470,13 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 		case !ok || host == "":
 			errs = append(errs, fmt.Errorf("volume %q: no host path prepared for it", vol.Name))
 			continue
+		}
+		if sub := subPath(vm, env); sub != "" {
+			var err error
+			if host, err = opts.SubPath(host, sub); err != nil {
+				errs = append(errs, fmt.Errorf("volume mount %q: %w", vm.Name, err))
+				continue
+			}
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
@@ -486,6 +493,15 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 		out = append(out, &runtimeapi.Mount{ContainerPath: p, HostPath: opts.TerminationMessageHostPath})
 	}
 	return out, errors.Join(errs...)
+}
+
+// subPath is a mount's subPath, or its subPathExpr expanded against the
+// container's environment.
+func subPath(vm v1.VolumeMount, env func(string) (string, bool)) string {
+	if vm.SubPathExpr != "" {
+		return Expand(vm.SubPathExpr, env)
+	}
+	return vm.SubPath
 }
 
 // containerSecurityContext merges the pod's security context under the

@@ -128,6 +128,10 @@ type ContainerOptions struct {
 	// VolumeHostPaths maps the name of each volume the container mounts to
 	// its prepared host directory (or file).
 	VolumeHostPaths map[string]string
+	// SubPath returns the host path of a volume mount's subPath (after
+	// subPathExpr expansion) inside the volume at volumeHostPath, creating
+	// it when missing (volume.PrepareSubPath); nil refuses subPaths.
+	SubPath func(volumeHostPath, subPath string) (string, error)
 	// ConfigMap and Secret look up the objects of the pod's namespace that
 	// env and envFrom reference (errors for missing ones match
 	// apierrors.IsNotFound); nil refuses such references.

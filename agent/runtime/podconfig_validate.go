@@ -83,7 +83,7 @@ var supportedFieldRefs = map[string]bool{
 //     serviceAccountToken sources), and emptyDir on huge pages;
 //   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
-//     volume subPath/subPathExpr; recursiveReadOnly Enabled; volumeDevices;
+//     recursiveReadOnly Enabled; volumeDevices;
 //     resource claims; procMount Unmasked; lifecycle.stopSignal.
 func ValidatePodForRuntime(pod *v1.Pod) error {
 	var fields []UnsupportedField
@@ -198,9 +198,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	}
 	for i, m := range c.VolumeMounts {
 		p := fmt.Sprintf(".volumeMounts[%d]", i)
-		if m.SubPath != "" || m.SubPathExpr != "" {
-			add(p, "volume mount %q: subPath and subPathExpr are not supported yet", m.Name)
-		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
 			add(p, "volume mount %q: recursive read-only mounts are not supported by the runtime", m.Name)
 		}

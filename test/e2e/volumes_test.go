@@ -76,6 +76,7 @@ const volumesPodScript = `echo scratch > /scratch/f
 cp /info/name /host/name; cp /info/labels /host/labels
 if dd if=/dev/zero of=/mem/big bs=1M count=16 2>/host/dd.err; then echo written > /host/dd; else echo refused > /host/dd; fi
 stat -c %a /scratch > /host/scratch.mode
+echo sub > /sub/x; echo expr > /expr/y
 echo done > /host/done
 exec sleep 3600`
 
@@ -98,8 +99,13 @@ spec:
     command: ["/bin/sh", "-c", %q]
     resources:
       limits: {memory: 64Mi}
+    env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
     volumeMounts:
     - {name: scratch, mountPath: /scratch}
+    - {name: scratch, mountPath: /sub, subPath: sub/dir}
+    - {name: scratch, mountPath: /expr, subPathExpr: "by-pod/$(POD_NAME)"}
     - {name: mem, mountPath: /mem}
     - {name: host, mountPath: /host}
     - {name: info, mountPath: /info, readOnly: true}
@@ -118,7 +124,8 @@ spec:
 `, env.TestboxImage, volumesPodScript, hostDir)
 }
 
-// Volumes work under `kernelet run` (standalone): emptyDir on disk and on
+// Volumes work under `kernelet run` (standalone): emptyDir on disk (with
+// subPath and subPathExpr mounts) and on
 // a tmpfs of its sizeLimit (a 16 MiB write into 8Mi is refused), hostPath
 // created on demand, downwardAPI files; they are torn down (tmpfs
 // unmounted, directories removed) when the pod goes, and the leftovers of
@@ -149,6 +156,11 @@ func TestAgentVolumes(t *testing.T) {
 	memDir := filepath.Join(vols, volume.PluginEmptyDir, "mem")
 	if b, err := os.ReadFile(filepath.Join(vols, volume.PluginEmptyDir, "scratch", "f")); err != nil || string(b) != "scratch\n" {
 		t.Errorf("emptyDir file on the host: %q, %v", b, err)
+	}
+	for file, want := range map[string]string{"sub/dir/x": "sub\n", "by-pod/" + pod.Name + "/y": "expr\n"} {
+		if b, err := os.ReadFile(filepath.Join(vols, volume.PluginEmptyDir, "scratch", file)); err != nil || string(b) != want {
+			t.Errorf("subPath file %s on the host: %q, %v", file, b, err)
+		}
 	}
 	mounts := mountsUnder(t, n.root)
 	wantMounts := []string{memDir, filepath.Join(vols, volume.PluginDownwardAPI, "info")}
