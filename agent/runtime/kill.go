@@ -103,7 +103,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		errs = append(errs, os.RemoveAll(PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))
 	}
 	podDir := filepath.Join(m.pods, string(st.UID))
-	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")))
+	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")), os.RemoveAll(filepath.Join(podDir, etcHostsFile)))
 	if err := os.Remove(podDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
 	}

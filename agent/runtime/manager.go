@@ -49,6 +49,9 @@ type ManagerConfig struct {
 	// them down after them (agent/volume.Manager); nil leaves volumes to
 	// SyncOptions.Container.VolumeHostPaths.
 	Volumes PodVolumes
+	// EtcHosts is the node's hosts file, the base of host-network pods'
+	// managed hosts files; "" means /etc/hosts.
+	EtcHosts string
 	// Objects gives the configMaps and secrets env and envFrom reference;
 	// nil refuses such references (standalone).
 	Objects EnvObjects
@@ -95,6 +98,7 @@ type Manager struct {
 	proc    string
 	vols    PodVolumes
 	objs    EnvObjects
+	hosts   string
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -111,12 +115,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
 	if m.pods == "" {
 		m.pods = DefaultPodsDir
+	}
+	if m.hosts == "" {
+		m.hosts = "/etc/hosts"
 	}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
@@ -318,6 +325,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		return r
 	}
+	if opts.Container.EtcHostsHostPath, err = m.writeEtcHosts(pod, podIPs, opts.Sandbox.ClusterDomain); err != nil {
+		r.step(ActionCreatePodSandbox, sandboxID, fmt.Errorf("managed /etc/hosts: %w", err), "")
+		return r
+	}
 
 	start := func(c *v1.Container) bool {
 		w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
@@ -338,6 +349,31 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		start(&pod.Spec.Containers[i])
 	}
 	return r
+}
+
+// writeEtcHosts writes the pod's managed hosts file (EtcHosts) into its
+// directory and returns its path.
+func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain string) (string, error) {
+	var node []byte
+	if pod.Spec.HostNetwork {
+		var err error
+		if node, err = os.ReadFile(m.hosts); err != nil {
+			return "", err
+		}
+	}
+	content, err := EtcHosts(pod, podIPs, clusterDomain, node)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(m.pods, string(pod.UID))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, etcHostsFile)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o644)
 }
 
 // EventFailedMount is the warning of a volume that could not be set up.

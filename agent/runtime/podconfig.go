@@ -357,7 +357,9 @@ func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResou
 //   - log path ContainerLogPath; labels ContainerLabels, annotations
 //     ContainerAnnotations;
 //   - mounts: the volume mounts at the host paths of their volumes in
-//     opts.VolumeHostPaths, then opts.TerminationMessageHostPath at
+//     opts.VolumeHostPaths, the managed hosts file (opts.EtcHostsHostPath)
+//     at /etc/hosts unless the container mounts one, then
+//     opts.TerminationMessageHostPath at
 //     terminationMessagePath (default /dev/termination-log);
 //   - Linux resources: cpu shares from the cpu request (defaulting to the
 //     limit; cgroups.CPUShares), a CFS quota from the cpu limit
@@ -484,6 +486,9 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env fu
 			Readonly:      vm.ReadOnly,
 			Propagation:   mountPropagation(vm.MountPropagation),
 		})
+	}
+	if opts.EtcHostsHostPath != "" && !mountsEtcHosts(c) {
+		out = append(out, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: opts.EtcHostsHostPath})
 	}
 	if opts.TerminationMessageHostPath != "" {
 		p := c.TerminationMessagePath

@@ -128,6 +128,10 @@ type ContainerOptions struct {
 	// VolumeHostPaths maps the name of each volume the container mounts to
 	// its prepared host directory (or file).
 	VolumeHostPaths map[string]string
+	// EtcHostsHostPath is the pod's managed hosts file, mounted at
+	// /etc/hosts unless the container mounts something there; "" mounts
+	// none.
+	EtcHostsHostPath string
 	// SubPath returns the host path of a volume mount's subPath (after
 	// subPathExpr expansion) inside the volume at volumeHostPath, creating
 	// it when missing (volume.PrepareSubPath); nil refuses subPaths.

@@ -73,7 +73,7 @@ var supportedFieldRefs = map[string]bool{
 // why. Checked:
 //   - spec.os.name windows; spec.runtimeClassName; spec.hostUsers: false
 //     (user namespaces; containerd 1.6 has none); ephemeral containers;
-//     spec.hostAliases (needs the managed /etc/hosts); spec.resourceClaims;
+//     spec.resourceClaims;
 //     pod-level or container hugepages; seLinuxOptions (SELinux is not
 //     enabled in the runtime); supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
@@ -102,9 +102,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	}
 	if len(spec.EphemeralContainers) > 0 {
 		add("spec.ephemeralContainers", "ephemeral containers are not supported yet")
-	}
-	if len(spec.HostAliases) > 0 {
-		add("spec.hostAliases", "host aliases need a managed /etc/hosts, not supported yet")
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")

@@ -76,7 +76,7 @@ const volumesPodScript = `echo scratch > /scratch/f
 cp /info/name /host/name; cp /info/labels /host/labels
 if dd if=/dev/zero of=/mem/big bs=1M count=16 2>/host/dd.err; then echo written > /host/dd; else echo refused > /host/dd; fi
 stat -c %a /scratch > /host/scratch.mode
-echo sub > /sub/x; echo expr > /expr/y
+echo sub > /sub/x; echo expr > /expr/y; cp /etc/hosts /host/hosts
 echo done > /host/done
 exec sleep 3600`
 
@@ -91,6 +91,8 @@ metadata:
   labels: {app: vols, tier: "e2e"}
 spec:
   hostNetwork: true
+  hostAliases:
+  - {ip: 10.9.8.7, hostnames: [alias-one, alias-two]}
   terminationGracePeriodSeconds: 2
   containers:
   - name: app
@@ -126,7 +128,8 @@ spec:
 
 // Volumes work under `kernelet run` (standalone): emptyDir on disk (with
 // subPath and subPathExpr mounts) and on
-// a tmpfs of its sizeLimit (a 16 MiB write into 8Mi is refused), hostPath
+// a tmpfs of its sizeLimit (a 16 MiB write into 8Mi is refused), the
+// managed /etc/hosts with the pod's hostAliases, hostPath
 // created on demand, downwardAPI files; they are torn down (tmpfs
 // unmounted, directories removed) when the pod goes, and the leftovers of
 // pods removed while the agent was down are removed after a restart.
@@ -151,6 +154,11 @@ func TestAgentVolumes(t *testing.T) {
 	check("labels", "app=\"vols\"\ntier=\"e2e\"")
 	check("dd", "refused")
 	check("scratch.mode", "777")
+	hosts, _ := os.ReadFile(filepath.Join(hostDir, "hosts"))
+	if !strings.HasPrefix(string(hosts), "# Kubernetes-managed hosts file (host network).\n") ||
+		!strings.HasSuffix(string(hosts), "\n# Entries added by HostAliases.\n10.9.8.7\talias-one\talias-two\n") {
+		t.Errorf("/etc/hosts in the pod:\n%s", hosts)
+	}
 
 	vols := filepath.Join(n.root, "pods", string(pod.UID), "volumes")
 	memDir := filepath.Join(vols, volume.PluginEmptyDir, "mem")
