@@ -336,7 +336,8 @@ func waitWaiting(t *testing.T, n *agentNode, pod, reason string, timeout time.Du
 
 // Env from the API: configMapKeyRef, secretKeyRef, envFrom with a prefix,
 // fieldRef labels; a missing configMap leaves the container waiting with
-// CreateContainerConfigError naming it, and creating it lets the pod run.
+// CreateContainerConfigError naming it, and creating it lets the pod run;
+// a missing configMap volume gives FailedMount events until it exists.
 func TestAgentEnvAPI(t *testing.T) {
 	_, n, rs, admin := newAPINode(t)
 	ctx := t.Context()
@@ -365,6 +366,11 @@ func TestAgentEnvAPI(t *testing.T) {
 			{Name: "APP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['app']"}}},
 			{Name: "MIX", Value: "$(COLOR)-$(CFG_size)"},
 		}}))
+	mountLater := apiPod(prefix+"-mount", n.node, v1.Container{Name: "app",
+		VolumeMounts: []v1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}})
+	mountLater.Spec.Volumes = []v1.Volume{{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+		LocalObjectReference: ref(prefix + "-mount")}}}}
+	mountLater = o.createPod(mountLater)
 	late := o.createPod(apiPod(prefix+"-late", n.node, v1.Container{Name: "app",
 		Env: []v1.EnvVar{{Name: "LATE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 			LocalObjectReference: ref(prefix + "-late"), Key: "k"}}}}}))
@@ -393,5 +399,38 @@ func TestAgentEnvAPI(t *testing.T) {
 	t.Logf("pod ran %v after its configMap was created", time.Since(start).Round(time.Millisecond))
 	if out, err := execIn(t, rs, late, "echo $LATE"); err != nil || out != "here\n" {
 		t.Errorf("LATE = %q, %v", out, err)
+	}
+
+	// A missing configMap volume: FailedMount naming it, retried until it
+	// exists.
+	wantMsg := `MountVolume.SetUp failed for volume "cfg" : configmap "` + prefix + `-mount" not found`
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + mountLater.Name})
+		found := ""
+		if err == nil {
+			for _, e := range evs.Items {
+				if e.Reason == "FailedMount" {
+					found = e.Message
+				}
+			}
+		}
+		if found == wantMsg {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no FailedMount event %q (last %q, %v)", wantMsg, found, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := cms.Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-mount"}, Data: map[string]string{"f": "mounted"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("configmap mount", func(ctx context.Context) error { return cms.Delete(ctx, prefix+"-mount", metav1.DeleteOptions{}) })
+	start = time.Now()
+	n.waitRunning(t, 60*time.Second, mountLater.Name)
+	t.Logf("pod ran %v after its volume's configMap was created", time.Since(start).Round(time.Millisecond))
+	if out, err := execIn(t, rs, mountLater, "cat /cfg/f"); err != nil || out != "mounted" {
+		t.Errorf("/cfg/f = %q, %v", out, err)
 	}
 }
