@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -170,5 +171,41 @@ func TestManagerErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "uid2")); !os.IsNotExist(err) {
 		t.Errorf("orphan left: %v", err)
+	}
+}
+
+func TestTokenFileOwnership(t *testing.T) {
+	m, err := NewManager(Config{PodsDir: t.TempDir(), Tokens: &fakeTokens{}, Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := int64(3600)
+	tokenOnly := v1.Volume{Name: "tok", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}}}}}
+	cases := map[string]struct {
+		sc   *v1.PodSecurityContext
+		mode os.FileMode
+		uid  int
+		gid  int
+	}{
+		"no user nor group": {mode: 0o644, uid: os.Getuid(), gid: os.Getgid()},
+		"runAsUser":         {sc: &v1.PodSecurityContext{RunAsUser: i64(1234)}, mode: 0o600, uid: 1234, gid: os.Getgid()},
+		"fsGroup":           {sc: &v1.PodSecurityContext{FSGroup: i64(2345)}, mode: 0o640, uid: os.Getuid(), gid: 2345},
+	}
+	for name, tc := range cases {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID(strings.ReplaceAll(name, " ", "-"))},
+			Spec: v1.PodSpec{SecurityContext: tc.sc, Containers: []v1.Container{{Name: "c"}}, Volumes: []v1.Volume{tokenOnly}}}
+		paths, err := m.SetUp(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join(paths["tok"], "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if info.Mode().Perm() != tc.mode || int(st.Uid) != tc.uid || int(st.Gid) != tc.gid {
+			t.Errorf("%s: token %v %d:%d, want %v %d:%d", name, info.Mode().Perm(), st.Uid, st.Gid, tc.mode, tc.uid, tc.gid)
+		}
 	}
 }

@@ -83,6 +83,27 @@ func (m *Manager) ensureTmpfs(dir string, size int64) error {
 	return m.mnt.MountTmpfs(dir, size)
 }
 
+// FsUser is the user every container of pod runs as when they all set
+// the same runAsUser (their own or the pod's), else nil.
+func FsUser(pod *v1.Pod) *int64 {
+	var user *int64
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			var u *int64
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				u = c.SecurityContext.RunAsUser
+			} else if pod.Spec.SecurityContext != nil {
+				u = pod.Spec.SecurityContext.RunAsUser
+			}
+			if u == nil || (user != nil && *user != *u) {
+				return nil
+			}
+			user = u
+		}
+	}
+	return user
+}
+
 func fsGroup(pod *v1.Pod) *int64 {
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		return sc.FSGroup
@@ -284,7 +305,16 @@ func (m *Manager) projection(ctx context.Context, pod *v1.Pod, p *v1.VolumeProje
 		if err != nil {
 			return nil, fmt.Errorf("service account token: %w", err)
 		}
-		return map[string]FileProjection{t.Path: file([]byte(tok), def)}, nil
+		f := file([]byte(tok), def)
+		if u := FsUser(pod); u != nil || fsGroup(pod) != nil {
+			// kubelet's: a token readable only by the pod's user (and its
+			// fsGroup).
+			f.Mode = 0o600
+			if u != nil {
+				f.UID = *u
+			}
+		}
+		return map[string]FileProjection{t.Path: f}, nil
 	case p.ClusterTrustBundle != nil:
 		return nil, fmt.Errorf("%w: clusterTrustBundle projections", ErrUnsupported)
 	case p.PodCertificate != nil:
