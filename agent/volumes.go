@@ -12,8 +12,9 @@ import (
 )
 
 // newVolumeManager builds the pod volume manager under podsDir: with the
-// API server, configMaps and secrets come from one watch per referenced
-// object and tokens from the TokenRequest API; standalone, only emptyDir,
+// API server, configMaps and secrets come per
+// configMapAndSecretChangeDetectionStrategy (Watch: one watch per
+// referenced object) and tokens from the TokenRequest API; standalone, only emptyDir,
 // hostPath and downwardAPI volumes can be set up.
 //
 // The objects (nil standalone) also serve env and envFrom.
@@ -22,7 +23,8 @@ func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*
 	var vm *volume.Manager
 	var objs runtime.EnvObjects
 	if a.clients != nil && a.clients.Main != nil {
-		om := volume.NewObjectManager(a.clients.Main, func() {
+		strategy := volume.Strategy(a.opts.Config.Kubelet.ConfigMapAndSecretChangeDetectionStrategy)
+		om := volume.NewObjectManager(a.clients.Main, strategy, func() {
 			if vm != nil {
 				vm.Changed()
 			}

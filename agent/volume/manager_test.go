@@ -69,7 +69,7 @@ func TestManagerSetUpTearDown(t *testing.T) {
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "ns"},
 		Data: map[string]string{"ca.crt": "CA"}})
 	toks := &fakeTokens{}
-	objs := NewObjectManager(client, nil)
+	objs := NewObjectManager(client, StrategyWatch, nil)
 	m, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Objects: objs, Tokens: toks, Mounter: mnt})
 	if err != nil {
 		t.Fatal(err)

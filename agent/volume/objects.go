@@ -99,14 +99,34 @@ func cmpStrings(a, b string) int {
 	return 0
 }
 
-// ObjectManager is kubelet's Watch strategy for configMaps and secrets:
-// one watch per referenced object, field-selected by name (what the Node
-// authorizer lets a node do), started when the first pod references it
-// and stopped when the last one goes; an immutable object is kept once
-// seen and not watched any more. Objects no pod registered are read with
-// a GET.
+// Strategy is how an ObjectManager learns of object changes: kubelet's
+// configMapAndSecretChangeDetectionStrategy.
+type Strategy string
+
+// Strategies, kubelet's names.
+const (
+	// StrategyWatch keeps one watch per referenced object.
+	StrategyWatch Strategy = "Watch"
+	// StrategyCache reads objects with a GET and keeps them for CacheTTL.
+	StrategyCache Strategy = "Cache"
+	// StrategyGet reads objects with a GET every time.
+	StrategyGet Strategy = "Get"
+)
+
+// CacheTTL is how long StrategyCache keeps an object.
+const CacheTTL = time.Minute
+
+// ObjectManager gives the configMaps and secrets pods reference. With the
+// Watch strategy (kubelet's default): one watch per referenced object,
+// field-selected by name (what the Node authorizer lets a node do),
+// started when the first pod references it and stopped when the last one
+// goes; an immutable object is kept once seen and not watched any more;
+// objects no pod registered are read with a GET. With Cache, GETs are
+// kept for CacheTTL (a pod registering drops its objects from the cache);
+// with Get, every read is a GET.
 type ObjectManager struct {
 	client   kubernetes.Interface
+	strategy Strategy
 	onChange func()
 	// syncWait bounds how long a Get waits for a new watch's first list.
 	syncWait time.Duration
@@ -114,6 +134,12 @@ type ObjectManager struct {
 	mu      sync.Mutex
 	pods    map[types.UID][]ObjectRef
 	watches map[ObjectRef]*objectWatch
+	cache   map[ObjectRef]cachedObject
+}
+
+type cachedObject struct {
+	obj kruntime.Object
+	at  time.Time
 }
 
 type objectWatch struct {
@@ -125,11 +151,15 @@ type objectWatch struct {
 	fixed kruntime.Object
 }
 
-// NewObjectManager returns an ObjectManager on client; onChange (may be
-// nil) is called after a watched object changed.
-func NewObjectManager(client kubernetes.Interface, onChange func()) *ObjectManager {
-	return &ObjectManager{client: client, onChange: onChange, syncWait: 10 * time.Second,
-		pods: map[types.UID][]ObjectRef{}, watches: map[ObjectRef]*objectWatch{}}
+// NewObjectManager returns an ObjectManager on client with strategy (""
+// is Watch); onChange (may be nil) is called after a watched object
+// changed.
+func NewObjectManager(client kubernetes.Interface, strategy Strategy, onChange func()) *ObjectManager {
+	if strategy == "" {
+		strategy = StrategyWatch
+	}
+	return &ObjectManager{client: client, strategy: strategy, onChange: onChange, syncWait: 10 * time.Second,
+		pods: map[types.UID][]ObjectRef{}, watches: map[ObjectRef]*objectWatch{}, cache: map[ObjectRef]cachedObject{}}
 }
 
 // RegisterPod implements PodObjects.
@@ -139,6 +169,13 @@ func (m *ObjectManager) RegisterPod(pod *v1.Pod) {
 	defer m.mu.Unlock()
 	old := m.pods[pod.UID]
 	if slices.Equal(old, refs) {
+		return
+	}
+	if m.strategy != StrategyWatch {
+		for _, r := range refs {
+			delete(m.cache, r)
+		}
+		m.pods[pod.UID] = refs
 		return
 	}
 	for _, r := range refs {
@@ -157,7 +194,9 @@ func (m *ObjectManager) RegisterPod(pod *v1.Pod) {
 func (m *ObjectManager) UnregisterPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.release(m.pods[uid])
+	if m.strategy == StrategyWatch {
+		m.release(m.pods[uid])
+	}
 	delete(m.pods, uid)
 }
 
@@ -269,6 +308,24 @@ func notFound(r ObjectRef) error {
 }
 
 func (m *ObjectManager) get(ctx context.Context, r ObjectRef) (kruntime.Object, error) {
+	switch m.strategy {
+	case StrategyGet:
+		return m.direct(ctx, r)
+	case StrategyCache:
+		m.mu.Lock()
+		c, ok := m.cache[r]
+		m.mu.Unlock()
+		if ok && time.Since(c.at) < CacheTTL {
+			return c.obj, nil
+		}
+		obj, err := m.direct(ctx, r)
+		if err == nil {
+			m.mu.Lock()
+			m.cache[r] = cachedObject{obj: obj, at: time.Now()}
+			m.mu.Unlock()
+		}
+		return obj, err
+	}
 	m.mu.Lock()
 	w := m.watches[r]
 	var fixed kruntime.Object

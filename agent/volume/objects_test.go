@@ -32,7 +32,7 @@ func TestObjectManagerWatches(t *testing.T) {
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Data: map[string]string{"k": "1"}}
 	client := fake.NewClientset(cm)
 	changed := make(chan struct{}, 10)
-	m := NewObjectManager(client, func() { changed <- struct{}{} })
+	m := NewObjectManager(client, "", func() { changed <- struct{}{} })
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", UID: "u"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
 		{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}},
 		{Name: "w", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "missing"}}}},
@@ -70,5 +70,35 @@ func TestObjectManagerWatches(t *testing.T) {
 	m.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d watches left after the last pod went", n)
+	}
+}
+
+func TestObjectManagerGetAndCache(t *testing.T) {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Data: map[string]string{"k": "1"}}
+	ctx := context.Background()
+	for _, s := range []Strategy{StrategyGet, StrategyCache} {
+		client := fake.NewClientset(cm.DeepCopy())
+		m := NewObjectManager(client, s, nil)
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", UID: "u"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
+			{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}}}}}
+		m.RegisterPod(pod)
+		if got, err := m.ConfigMap(ctx, "ns", "c"); err != nil || got.Data["k"] != "1" {
+			t.Fatalf("%s: %v, %v", s, got, err)
+		}
+		upd := cm.DeepCopy()
+		upd.Data["k"] = "2"
+		if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[Strategy]string{StrategyGet: "2", StrategyCache: "1"}[s]
+		if got, _ := m.ConfigMap(ctx, "ns", "c"); got.Data["k"] != want {
+			t.Errorf("%s: after an update k = %s, want %s", s, got.Data["k"], want)
+		}
+		if len(m.watches) != 0 {
+			t.Errorf("%s: %d watches", s, len(m.watches))
+		}
+		if _, err := m.ConfigMap(ctx, "ns", "ghost"); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: missing: %v", s, err)
+		}
 	}
 }
