@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
@@ -220,7 +221,7 @@ func TestAgentVolumesAPI(t *testing.T) {
 	o.cleanup("secret", func(ctx context.Context) error { return secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
 
 	secretMode, grace := int32(0o400), int64(2)
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-data", Namespace: ns}, Spec: v1.PodSpec{
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-data", Namespace: ns, Labels: map[string]string{"stage": "one"}}, Spec: v1.PodSpec{
 		NodeName: n.node, HostNetwork: true, TerminationGracePeriodSeconds: &grace, ServiceAccountName: "default",
 		Containers: []v1.Container{{Name: "app", Image: env.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 			Command: []string{"/bin/sh", "-c", "exec sleep 3600"},
@@ -228,11 +229,14 @@ func TestAgentVolumesAPI(t *testing.T) {
 				{Name: "kube-api-access-e2e", MountPath: saDir, ReadOnly: true},
 				{Name: "cfg", MountPath: "/etc/cfg"},
 				{Name: "sec", MountPath: "/etc/sec", ReadOnly: true},
+				{Name: "podinfo", MountPath: "/etc/podinfo"},
 			}}},
 		Volumes: []v1.Volume{
 			kubeAPIAccessVolume("kube-api-access-e2e"),
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm.Name}}}},
 			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: sec.Name, DefaultMode: &secretMode}}},
+			{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 		}}}
 	pod = o.createPod(pod)
 	n.start(t)
@@ -275,6 +279,15 @@ func TestAgentVolumesAPI(t *testing.T) {
 	}
 	took := waitExec(t, rs, pod, "cat /etc/cfg/key", "v2", 10*time.Second)
 	t.Logf("configMap edit seen in the pod after %v", took.Round(time.Millisecond))
+
+	// A label change reaches the downwardAPI volume.
+	waitExec(t, rs, pod, "cat /etc/podinfo/labels", `stage="one"`, 5*time.Second)
+	patch := []byte(`{"metadata":{"labels":{"stage":"two"}}}`)
+	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took = waitExec(t, rs, pod, "cat /etc/podinfo/labels", `stage="two"`, 30*time.Second)
+	t.Logf("label change seen in the downwardAPI volume after %v", took.Round(time.Millisecond))
 
 	// The pod goes: the agent confirms the deletion and removes the volumes.
 	if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
