@@ -27,6 +27,7 @@ import (
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
+	"github.com/kernelet/kernelet/status/node"
 )
 
 // LoopbackAddress is where every endpoint binds until the secure kubelet
@@ -53,6 +54,7 @@ type Agent struct {
 	clients  *kubeclient.Clients
 	cluster  *cluster
 	recorder *events.Recorder
+	nodeCtl  *node.Controller
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -116,13 +118,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("root dir: %w", err)
 	}
 
-	if err := a.bind(ctx); err != nil {
-		return err
-	}
-	for _, l := range a.listeners {
-		log.Info("Serving", "server", l.Name, "address", l.Addr())
-	}
-
 	var evClient kubernetes.Interface
 	if a.clients != nil {
 		evClient = a.clients.Events
@@ -130,12 +125,29 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.recorder = events.New(ctx, evClient, a.opts.NodeName)
 	defer a.recorder.Shutdown()
 
+	if a.cluster != nil {
+		nc, err := a.newNodeController()
+		if err != nil {
+			return fmt.Errorf("node status: %w", err)
+		}
+		a.mu.Lock()
+		a.nodeCtl = nc
+		a.mu.Unlock()
+	}
+	if err := a.bind(ctx); err != nil {
+		return err
+	}
+	for _, l := range a.listeners {
+		log.Info("Serving", "server", l.Name, "address", l.Addr())
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	for _, l := range a.listeners {
 		g.Go(func() error { return l.Serve(gctx) })
 	}
 	if a.cluster != nil {
 		g.Go(func() error { a.cluster.run(gctx); return nil })
+		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
@@ -309,8 +321,14 @@ func (a *Agent) Status(ctx context.Context) Status {
 	}
 	slices.Sort(st.Endpoints)
 	a.mu.Lock()
-	rt, rtErr, p, podsErr := a.rt, a.rtErr, a.pods, a.podsErr
+	rt, rtErr, p, podsErr, nc := a.rt, a.rtErr, a.pods, a.podsErr, a.nodeCtl
 	a.mu.Unlock()
+	if a.cluster != nil {
+		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.status.Status()}
+		if nc != nil {
+			st.Cluster.Node = nc.Status()
+		}
+	}
 	st.Pods = -1
 	if podsErr != nil {
 		st.PodsError = podsErr.Error()

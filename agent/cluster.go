@@ -74,6 +74,15 @@ func (c *cluster) nodeUID() types.UID {
 func (c *cluster) run(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	log.Info("Joining the cluster", "apiServer", c.clients.Host, "node", c.nodeName)
+	// A mirror pod that changes (deleted by a user, say) or a pod the
+	// API server deletes is the status manager's to handle at once.
+	if _, err := c.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.status.Wake() },
+		UpdateFunc: func(any, any) { c.status.Wake() },
+		DeleteFunc: func(any) { c.status.Wake() },
+	}); err != nil {
+		log.Error(err, "Pod informer handler")
+	}
 	c.podFactory.Start(ctx.Done())
 	c.nodeFactory.Start(ctx.Done())
 	var wg sync.WaitGroup

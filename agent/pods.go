@@ -50,6 +50,8 @@ type pods struct {
 	status   *statuspods.Manager
 	// vols sets up and tears down pod volumes.
 	vols *volume.Manager
+	// images is the CRI image service.
+	images internalapi.ImageManagerService
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -102,7 +104,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
-		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder}
+		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is}
 	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.status
@@ -403,5 +405,11 @@ func (a *Agent) node() *v1.Node {
 	if a.cluster == nil {
 		return nil
 	}
-	return a.cluster.node()
+	if n := a.cluster.node(); n != nil {
+		return n
+	}
+	if a.nodeCtl != nil {
+		return a.nodeCtl.Node()
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/status/node"
 )
 
 // Capacity is what the node has.
@@ -90,30 +91,17 @@ func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []st
 }
 
 // allocatable is capacity − systemReserved − kubeReserved − the hard
-// memory.available threshold.
+// eviction thresholds, computed as the Node's status.allocatable is
+// (node.Allocatable), so admission and the Node agree to the byte.
 func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
-	a := podworkers.Allocatable{MilliCPU: c.MilliCPU, MemoryBytes: c.MemoryBytes, Pods: int64(kc.MaxPods)}
-	for _, res := range []map[string]string{kc.SystemReserved, kc.KubeReserved} {
-		if q, err := resource.ParseQuantity(res["cpu"]); err == nil {
-			a.MilliCPU -= q.MilliValue()
-		}
-		if q, err := resource.ParseQuantity(res["memory"]); err == nil {
-			a.MemoryBytes -= q.Value()
-		}
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewMilliQuantity(c.MilliCPU, resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(c.MemoryBytes, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(int64(kc.MaxPods), resource.DecimalSI),
 	}
-	for _, th := range ths {
-		if th.Signal != eviction.SignalMemoryAvailable || !th.Hard() {
-			continue
-		}
-		if th.Value.Quantity != nil {
-			a.MemoryBytes -= th.Value.Quantity.Value()
-		} else {
-			a.MemoryBytes -= int64(th.Value.Percentage * float64(c.MemoryBytes))
-		}
-	}
-	a.MilliCPU = max(a.MilliCPU, 0)
-	a.MemoryBytes = max(a.MemoryBytes, 0)
-	return a
+	alloc := node.Allocatable(capacity, kc.KubeReserved, kc.SystemReserved, ths)
+	cpu, mem, pods := alloc[v1.ResourceCPU], alloc[v1.ResourceMemory], alloc[v1.ResourcePods]
+	return podworkers.Allocatable{MilliCPU: cpu.MilliValue(), MemoryBytes: mem.Value(), Pods: pods.Value()}
 }
 
 func contains(list []string, s string) bool {

@@ -13,6 +13,8 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/status/node"
+	statuspods "github.com/kernelet/kernelet/status/pods"
 )
 
 // Options are the settings of one agent: the validated configuration plus
@@ -28,6 +30,8 @@ type Options struct {
 	// NodeIPs are the node's addresses (--node-ip, see ParseNodeIPs); nil
 	// detects them (NodeIPs).
 	NodeIPs []net.IP
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
 }
 
 // Deps are the agent's edges, replaceable in tests.
@@ -80,6 +84,18 @@ type Status struct {
 	PodsError string `json:"podsError,omitempty"`
 	// SourceProblems are the pod sources' current problems.
 	SourceProblems []SourceProblem `json:"sourceProblems,omitempty"`
+	// Cluster is the API server side (nil: standalone).
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
+}
+
+// ClusterStatus is how the agent's reporting to the API server goes.
+type ClusterStatus struct {
+	// APIServer is the API server's URL.
+	APIServer string `json:"apiServer"`
+	// Node is the Node registration, status and Lease.
+	Node node.Status `json:"node"`
+	// Pods is the pod statuses, mirror pods and deletions.
+	Pods statuspods.Status `json:"pods"`
 }
 
 // SourceProblem is a pod source's problem as /status serves it.

@@ -19,6 +19,7 @@ import (
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/oom"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // minOOMKills is the least number of kills one run measures (so that
@@ -39,7 +40,7 @@ func BenchmarkOOMLatency(b *testing.B) {
 	}
 	memory, unified := h.V1["memory"], h.Unified
 	env.Require(b, memory != nil && unified != nil, "a hybrid cgroup host (v1 memory hierarchy for oom_control, cgroup2 mount)")
-	box, err := env.TestboxBinary()
+	box, err := images.TestboxBinary()
 	if err != nil {
 		b.Fatal(err)
 	}

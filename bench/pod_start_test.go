@@ -31,6 +31,9 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // Pod start latency: from the instant a static pod manifest appears (an
@@ -89,7 +92,7 @@ type podStart struct {
 func (s *podStart) latency() time.Duration { return s.started.Sub(s.wrote) }
 
 func BenchmarkPodStart(b *testing.B) {
-	cd := env.SharedContainerd(b)
+	cd := containerd.Shared(b)
 	e := newPodStartEnv(b, cd)
 	for _, ph := range []struct {
 		name  string
@@ -124,7 +127,7 @@ func BenchmarkPodStart(b *testing.B) {
 	}
 }
 
-func newPodStartEnv(b *testing.B, cd *env.Containerd) *podStartEnv {
+func newPodStartEnv(b *testing.B, cd *containerd.Instance) *podStartEnv {
 	b.Helper()
 	ctx := b.Context()
 	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(cd.Endpoint()).WithConnectionTimeout(10 * time.Second).Build(ctx)
@@ -266,7 +269,7 @@ spec:
     args: ["sleep"]
     resources:
       requests: {cpu: 10m, memory: 16Mi}
-`, name, env.TestboxImage)
+`, name, images.TestboxImage)
 }
 
 // newPods makes n pods named bench-<tag>-NN.
@@ -798,7 +801,7 @@ func (e *podStartEnv) cleanup(b *testing.B) {
 	for _, root := range []string{e.kCgroupRoot, e.dCgroupRoot} {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			err := env.RemovePodCgroup(root)
+			err := cgroupfs.RemovePod(root)
 			if err == nil {
 				break
 			}
@@ -808,7 +811,7 @@ func (e *podStartEnv) cleanup(b *testing.B) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if dirs := env.PodCgroupDirs(root); len(dirs) > 0 {
+		if dirs := cgroupfs.PodDirs(root); len(dirs) > 0 {
 			b.Errorf("cleanup: cgroup dirs left: %v", dirs)
 		}
 	}

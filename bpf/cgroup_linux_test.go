@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
 )
 
 // TestCgroupTracer makes and removes a test cgroup in the v1 memory
@@ -35,7 +36,7 @@ func TestCgroupTracer(t *testing.T) {
 				if err := os.Mkdir(h.dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = removeCgroupDir(h.dir) })
+				t.Cleanup(func() { _ = cgroupfs.KillAndRemoveDir(h.dir) })
 				ino := inode(t, h.dir)
 				if err := os.Remove(h.dir); err != nil {
 					t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 var allModes = []AttachMode{ModeTpBTF, ModeRawTP, ModeTracepoint}
@@ -129,7 +130,7 @@ func newTestCgroup(t *testing.T, what string, limit int64) *testCgroup {
 			t.Fatalf("create cgroup: %v", err)
 		}
 		t.Cleanup(func() {
-			if err := removeCgroupDir(dir); err != nil {
+			if err := cgroupfs.KillAndRemoveDir(dir); err != nil {
 				t.Errorf("remove cgroup %s: %v", dir, err)
 			}
 		})
@@ -150,30 +151,6 @@ func writeFile(t *testing.T, path, value string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
 		t.Fatalf("write %q to %s: %v", value, path, err)
-	}
-}
-
-// removeCgroupDir kills the processes left in dir (only ever the test's
-// own children), then removes it, retrying while the kernel still counts
-// them.
-func removeCgroupDir(dir string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if pid, perr := strconv.Atoi(f); perr == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -204,7 +181,7 @@ func startCmd(t *testing.T, cmd *exec.Cmd) {
 
 func testbox(t *testing.T) string {
 	t.Helper()
-	bin, err := env.TestboxBinary()
+	bin, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,20 +62,6 @@ func TestCgroupTracepointLayout(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountPath(t *testing.T) {
-	tests := map[string]string{
-		`/sys/kernel/tracing`: "/sys/kernel/tracing",
-		`/tmp/a\040b`:         "/tmp/a b",
-		`/tmp/x\134y`:         `/tmp/x\y`,
-		`/tmp/bad\9`:          `/tmp/bad\9`,
-	}
-	for in, want := range tests {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestUnavailableErrors checks that a mode that cannot work names what is
 // missing and wraps ErrUnavailable.
 func TestUnavailableErrors(t *testing.T) {

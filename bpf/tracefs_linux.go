@@ -9,12 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
 // Classic tracepoints: tracefs gives each one an id and a record format;
@@ -55,7 +56,7 @@ func findTracefs(dir string) (string, error) {
 		if len(pf) < 5 || len(sf) < 1 {
 			continue
 		}
-		point := unescapeMountPath(pf[4])
+		point := mountinfo.Unescape(pf[4])
 		switch sf[0] {
 		case "tracefs":
 			if isTracefs(point) {
@@ -79,25 +80,6 @@ func findTracefs(dir string) (string, error) {
 func isTracefs(dir string) bool {
 	var st unix.Statfs_t
 	return unix.Statfs(dir, &st) == nil && uint32(st.Type) == tracefsMagic
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // readTracepointFormat reads and parses tracefs/events/group/name/format.

@@ -10,6 +10,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
 // Mode is how the host's cgroup filesystems are laid out.
@@ -112,7 +114,7 @@ func ParseMountinfo(r io.Reader) ([]Mount, error) {
 		if fstype != "cgroup" && fstype != "cgroup2" {
 			continue
 		}
-		m := Mount{Root: unescapeMountinfo(string(pre[3])), Path: unescapeMountinfo(string(pre[4])), Version: 1}
+		m := Mount{Root: mountinfo.Unescape(string(pre[3])), Path: mountinfo.Unescape(string(pre[4])), Version: 1}
 		if fstype == "cgroup2" {
 			m.Version = 2
 		} else if len(post) >= 3 {
@@ -200,21 +202,3 @@ func (m *Mount) Dir(cgroup string) (dir string, ok bool) {
 	}
 	return path.Join(m.Path, cg), true
 }
-
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // Differential tests of the readers on this host's cgroup v1 (hybrid or
@@ -410,7 +411,7 @@ func hostSetup(t *testing.T) (*cgroups.Hierarchies, *cgroups.Reader, cgroup1.Hie
 	if err != nil {
 		t.Fatal(err)
 	}
-	testbox, err := env.TestboxBinary()
+	testbox, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

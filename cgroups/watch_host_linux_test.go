@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // Privileged tests of the watchers against the host kernel: a hybrid host
@@ -232,7 +233,7 @@ func TestWatchHostV1Memcg(t *testing.T) {
 		threshold = 16 << 20
 	)
 	h := requireHybridMemcg(t)
-	testbox, err := env.TestboxBinary()
+	testbox, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package oom
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // oomCgroup is a cgroup the test made in the v1 memory hierarchy (limited)
@@ -44,7 +44,7 @@ func newOOMCgroup(t *testing.T, limit int64) *oomCgroup {
 			t.Fatalf("create cgroup: %v", err)
 		}
 		t.Cleanup(func() {
-			if err := removeCgroupDir(dir); err != nil {
+			if err := cgroupfs.KillAndRemoveDir(dir); err != nil {
 				t.Errorf("remove cgroup %s: %v", dir, err)
 			}
 		})
@@ -71,34 +71,11 @@ func inode(t *testing.T, p string) uint64 {
 	return fi.Sys().(*syscall.Stat_t).Ino
 }
 
-// removeCgroupDir kills what the test left in dir (its own children only),
-// then removes it.
-func removeCgroupDir(dir string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if pid, perr := strconv.Atoi(f); perr == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // runOOM starts testbox allocating 200 MiB inside cg (the shell joins both
 // hierarchies, then execs testbox) and returns its pid.
 func (cg *oomCgroup) runOOM(t *testing.T) int {
 	t.Helper()
-	box, err := env.TestboxBinary()
+	box, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/kubeclient"
 )
 
 // DefaultRootDir is where kernelet keeps its state unless --root-dir says otherwise.
@@ -28,6 +29,7 @@ const DefaultRootDir = "/var/lib/kernelet"
 // runFlags are `kernelet run`'s flags, named as kubelet names them.
 type runFlags struct {
 	config, kubeconfig, hostnameOverride, rootDir, nodeIP string
+	nodeLabels                                            string
 	runtimeEndpoint, podManifestPath, manifestURL         string
 	port, healthzPort                                     int
 	set                                                   map[string]bool
@@ -44,6 +46,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
 	fs.StringVar(&f.nodeIP, "node-ip", "", "the node's address, or an IPv4 and an IPv6 one comma-separated; empty: the hostname's address, else the default route's")
 	fs.StringVar(&f.rootDir, "root-dir", DefaultRootDir, "directory for kernelet's state")
+	fs.StringVar(&f.nodeLabels, "node-labels", "", "labels to add when registering the node, key=value comma-separated")
 	fs.StringVar(&f.runtimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock (containerRuntimeEndpoint)")
 	fs.StringVar(&f.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (staticPodPath)")
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
@@ -123,8 +126,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
 	}
-	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP) // checked by loadForRun
-	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, NodeIPs: nodeIPs}, agent.Deps{})
+	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
+	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
+	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
+		NodeIPs: nodeIPs, NodeLabels: nodeLabels}, agent.Deps{})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
@@ -188,6 +193,14 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 				problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP,
 					Detail: ip.String() + " is not an address of this host's interfaces"}).Error())
 			}
+		}
+	}
+	if _, err := agent.ParseNodeLabels(f.nodeLabels); err != nil {
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels, Detail: err.Error()}).Error())
+	}
+	if f.kubeconfig != "" && host.FileExists(f.kubeconfig) {
+		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
+			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
 	}
 	if !filepath.IsAbs(f.rootDir) {

@@ -106,6 +106,9 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	default:
 		fmt.Fprintf(w, "Runtime:     not connected: %s\n", st.Runtime.Error)
 	}
+	if c := st.Cluster; c != nil {
+		printCluster(w, c, time.Now())
+	}
 	if len(st.Thresholds) > 0 {
 		fmt.Fprintf(w, "Eviction:    %s\n", strings.Join(st.Thresholds, ", "))
 	}
@@ -204,4 +207,31 @@ func oomScoreColumn(ann string) string {
 		parts = append(parts, v)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// printCluster prints the API server side: where it is, and the age of the
+// last success of each kind of report, with the last error.
+func printCluster(w io.Writer, c *agent.ClusterStatus, now time.Time) {
+	fmt.Fprintf(w, "API server:  %s\n", c.APIServer)
+	n := c.Node
+	fmt.Fprintf(w, "  node registered %s, status written %s (checked %s), lease renewed %s\n",
+		ago(n.Registered, now), ago(n.LastStatusPatch, now), ago(n.LastStatusCheck, now), ago(n.LastLeaseRenew, now))
+	fmt.Fprintf(w, "  pod statuses: %d tracked, last written %s, last sync %s\n",
+		c.Pods.Pods, ago(c.Pods.LastPatch, now), ago(c.Pods.LastSync, now))
+	for _, e := range []struct {
+		what, err string
+		at        time.Time
+	}{{"node", n.LastError, n.LastErrorTime}, {"pods", c.Pods.LastError, c.Pods.LastErrorTime}} {
+		if e.err != "" {
+			fmt.Fprintf(w, "  last %s API error %s: %s\n", e.what, ago(e.at, now), e.err)
+		}
+	}
+}
+
+// ago says how long ago t was ("never" for the zero time).
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while Main writes it.
@@ -79,7 +80,7 @@ func traceCgroup(t *testing.T) (name, memoryDir, unifiedDir string) {
 // once it is dead.
 func oomOnce(t *testing.T, memoryDir, unifiedDir string) int {
 	t.Helper()
-	box, err := env.TestboxBinary()
+	box, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

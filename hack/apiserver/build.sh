@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into kernelet's
+# Builds the test control plane from the Go module proxy into kernelet's
 # build cache, outside the repository, keyed by version:
 #
-#   $CACHE/kube-apiserver/<KUBE_VERSION>/kube-apiserver
+#   $CACHE/kubernetes/<KUBE_VERSION>/kube-apiserver
+#   $CACHE/kubernetes/<KUBE_VERSION>/kube-controller-manager
+#   $CACHE/kubernetes/<KUBE_VERSION>/kube-scheduler
 #   $CACHE/etcd/<ETCD_VERSION>/etcd
 #
 # with CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet} ($XDG_CACHE_HOME is
 # honoured like Go's os.UserCacheDir, so this matches env.CacheDir()).
-# A binary that exists is not rebuilt. Parallel runs serialise on a flock
-# per binary.
+# Binaries that exist are not rebuilt (a run with everything cached only
+# prints what it found). The three Kubernetes components come from one
+# scratch module and one `go build` of their three packages, which shares the
+# compile work. Parallel runs serialise on a flock per version directory.
 #
 # Environment:
 #   KUBE_VERSION  k8s.io/kubernetes release (default v1.37.2, matching the
@@ -18,8 +22,10 @@
 #
 # The scratch modules live in the cache dir; every go command runs there with
 # GOWORK=off, so the build never sees the repository's go.mod.
-# Prints the built versions and, last, two machine-readable lines:
+# Prints the versions and, last, four machine-readable lines:
 #   KUBE_APISERVER=<path>
+#   KUBE_CONTROLLER_MANAGER=<path>
+#   KUBE_SCHEDULER=<path>
 #   ETCD=<path>
 set -euo pipefail
 
@@ -57,9 +63,10 @@ kube_gomod() {
 
 # ---------------------------------------------------------------- versions
 # Resolve ETCD_VERSION before taking any lock: it needs kubernetes' go.mod.
-kube_src="$CACHE/kube-apiserver/$KUBE_VERSION/src"
+kube_dir="$CACHE/kubernetes/$KUBE_VERSION"
+kube_src="$kube_dir/src"
 if [ -z "${ETCD_VERSION:-}" ]; then
-  pinfile="$CACHE/kube-apiserver/$KUBE_VERSION/etcd-version"
+  pinfile="$kube_dir/etcd-version"
   if [ -s "$pinfile" ]; then
     ETCD_VERSION=$(cat "$pinfile")
   else
@@ -76,19 +83,30 @@ if [ -z "${ETCD_VERSION:-}" ]; then
   fi
 fi
 
-APISERVER_BIN="$CACHE/kube-apiserver/$KUBE_VERSION/kube-apiserver"
+KUBE_COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+APISERVER_BIN="$kube_dir/kube-apiserver"
+CONTROLLER_MANAGER_BIN="$kube_dir/kube-controller-manager"
+SCHEDULER_BIN="$kube_dir/kube-scheduler"
 ETCD_BIN="$CACHE/etcd/$ETCD_VERSION/etcd"
 
-# ---------------------------------------------------------- kube-apiserver
-build_apiserver() {
-  local dir="$CACHE/kube-apiserver/$KUBE_VERSION"
-  mkdir -p "$dir"
-  exec 8>"$dir/.lock"
+# ------------------------------------------------- the Kubernetes components
+kube_missing() {
+  local c
+  for c in "${KUBE_COMPONENTS[@]}"; do [ -x "$kube_dir/$c" ] || return 0; done
+  return 1
+}
+
+build_kube() {
+  mkdir -p "$kube_dir"
+  exec 8>"$kube_dir/.lock"
   flock 8
-  if [ -x "$APISERVER_BIN" ]; then exec 8>&-; return; fi
-  log "building kube-apiserver $KUBE_VERSION (cold: ~4 min, ~2 GB RAM) in $kube_src"
+  if ! kube_missing; then
+    log "cached: ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $kube_dir"
+    exec 8>&-; return
+  fi
+  log "building ${KUBE_COMPONENTS[*]} $KUBE_VERSION (cold: several minutes, ~2 GB RAM) in $kube_src"
   local start=$SECONDS
-  new_module "$kube_src" kltest.invalid/kube-apiserver
+  new_module "$kube_src" kltest.invalid/kubernetes
   local gomod
   gomod=$(cd "$kube_src" && kube_gomod)
   [ -f "$gomod" ] || { log "k8s.io/kubernetes@$KUBE_VERSION: go.mod not found"; exit 1; }
@@ -107,18 +125,23 @@ build_apiserver() {
   log "replacing ${#served[@]} staging modules with $staging_version${skipped[*]:+ (not on the proxy: ${skipped[*]})}"
 
   {
-    printf 'module kltest.invalid/kube-apiserver\n\ngo %s\n\n' "$GO_DIRECTIVE"
+    printf 'module kltest.invalid/kubernetes\n\ngo %s\n\n' "$GO_DIRECTIVE"
     printf 'require k8s.io/kubernetes %s\n\nreplace (\n' "$KUBE_VERSION"
     for m in "${served[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
     printf ')\n'
   } >"$kube_src/go.mod"
 
-  local pkg=k8s.io/component-base/version
-  (cd "$kube_src" && go build -trimpath -o "$APISERVER_BIN.tmp" \
+  # One go build of all the packages into a temporary directory: the shared
+  # dependencies compile once. The binaries are moved in only when all built.
+  local out="$kube_dir/.build.$$" pkg=k8s.io/component-base/version c pkgs=()
+  for c in "${KUBE_COMPONENTS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  rm -rf "$out"; mkdir -p "$out"
+  (cd "$kube_src" && go build -trimpath -o "$out/" \
     -ldflags "-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean" \
-    k8s.io/kubernetes/cmd/kube-apiserver)
-  mv "$APISERVER_BIN.tmp" "$APISERVER_BIN"
-  log "built kube-apiserver $KUBE_VERSION in $((SECONDS - start)) s"
+    "${pkgs[@]}") || { rm -rf "$out"; exit 1; }
+  for c in "${KUBE_COMPONENTS[@]}"; do mv "$out/$c" "$kube_dir/$c"; done
+  rm -rf "$out"
+  log "built ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $((SECONDS - start)) s"
   exec 8>&-
 }
 
@@ -128,7 +151,7 @@ build_etcd() {
   mkdir -p "$dir"
   exec 9>"$dir/.lock"
   flock 9
-  if [ -x "$ETCD_BIN" ]; then exec 9>&-; return; fi
+  if [ -x "$ETCD_BIN" ]; then log "cached: etcd $ETCD_VERSION in $dir"; exec 9>&-; return; fi
   log "building etcd $ETCD_VERSION in $dir/src"
   local start=$SECONDS src="$dir/src"
   new_module "$src" kltest.invalid/etcd
@@ -152,9 +175,13 @@ EOF
 }
 
 build_etcd
-build_apiserver
+build_kube
 
-echo "kube-apiserver: $("$APISERVER_BIN" --version 2>&1 | head -1)"
+for c in "${KUBE_COMPONENTS[@]}"; do
+  echo "$c: $("$kube_dir/$c" --version 2>&1 | head -1)"
+done
 echo "etcd: $("$ETCD_BIN" --version 2>&1 | tr '\n' ' ')"
 echo "KUBE_APISERVER=$APISERVER_BIN"
+echo "KUBE_CONTROLLER_MANAGER=$CONTROLLER_MANAGER_BIN"
+echo "KUBE_SCHEDULER=$SCHEDULER_BIN"
 echo "ETCD=$ETCD_BIN"

@@ -19,7 +19,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func main() {
 }
 
 func run(ctx context.Context, out, testbox, importSock string) error {
-	imgs, err := env.BuildTestImages(testbox)
+	imgs, err := images.BuildSet(testbox)
 	if err != nil {
 		return err
 	}
@@ -43,13 +44,13 @@ func run(ctx context.Context, out, testbox, importSock string) error {
 	}
 	for _, f := range []struct {
 		name   string
-		images []*env.Image
+		images []*images.Image
 	}{
 		{"images.tar", imgs.Imported()},
 		{"registry.tar", imgs.All()},
 	} {
 		var buf bytes.Buffer
-		if err := env.WriteOCILayout(&buf, f.images...); err != nil {
+		if err := images.WriteOCILayout(&buf, f.images...); err != nil {
 			return err
 		}
 		path := filepath.Join(out, f.name)
@@ -62,7 +63,7 @@ func run(ctx context.Context, out, testbox, importSock string) error {
 		fmt.Printf("  %-45s manifest %s  %d bytes\n", img.Name, img.ManifestDigest, img.Size())
 	}
 	if importSock != "" {
-		if err := env.ImportImages(ctx, importSock, filepath.Join(out, "images.tar")); err != nil {
+		if err := containerd.ImportImages(ctx, importSock, filepath.Join(out, "images.tar")); err != nil {
 			return err
 		}
 		fmt.Printf("imported into %s\n", importSock)

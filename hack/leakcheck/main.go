@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernelet/kernelet/internal/mountinfo"
 	"github.com/kernelet/kernelet/test/env"
 )
 
@@ -212,13 +213,9 @@ func readMounts() []mount {
 		if len(a) < 5 || len(b) < 2 {
 			continue
 		}
-		out = append(out, mount{point: unescape(a[4]), source: b[1], fstype: b[0]})
+		out = append(out, mount{point: mountinfo.Unescape(a[4]), source: b[1], fstype: b[0]})
 	}
 	return out
-}
-
-func unescape(s string) string {
-	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
 func isDigits(s string) bool {

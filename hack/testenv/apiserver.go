@@ -13,37 +13,39 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
 )
 
 func init() {
-	register("apiserver build", "build kube-apiserver and etcd into the cache (hack/apiserver/build.sh)", apiserverBuild)
-	register("apiserver up", "start etcd + kube-apiserver in the background; prints URL and kubeconfigs", apiserverUp)
+	register("apiserver build", "build kube-apiserver, kube-controller-manager, kube-scheduler and etcd into the cache (hack/apiserver/build.sh)", apiserverBuild)
+	register("apiserver up", "start etcd, kube-apiserver, kube-controller-manager and kube-scheduler in the background; prints URL and kubeconfigs", apiserverUp)
 	register("apiserver down", "stop the apiserver of $"+env.RunIDEnv+" (or --state DIR, or --all) and remove its state", apiserverDown)
 }
 
 func apiserverBuild(args []string) error {
 	fs := flag.NewFlagSet("apiserver build", flag.ContinueOnError)
-	kube := fs.String("kube-version", env.DefaultKubeVersion, "k8s.io/kubernetes release")
-	etcd := fs.String("etcd-version", env.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
+	kube := fs.String("kube-version", apiserver.DefaultKubeVersion, "k8s.io/kubernetes release")
+	etcd := fs.String("etcd-version", apiserver.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	if err := env.BuildAPIServer(ctx, *kube, *etcd, os.Stderr); err != nil {
+	if err := apiserver.Build(ctx, *kube, *etcd, os.Stderr); err != nil {
 		return err
 	}
-	apiserver, etcdBin := env.APIServerBinaries(*kube, *etcd)
-	fmt.Printf("kube-apiserver: %s\netcd: %s\n(%v)\n", apiserver, etcdBin, time.Since(start).Round(time.Millisecond))
+	b := apiserver.CachedBinaries(*kube, *etcd)
+	fmt.Printf("kube-apiserver: %s\nkube-controller-manager: %s\nkube-scheduler: %s\netcd: %s\n(%v)\n",
+		b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.Etcd, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 func apiserverUp(args []string) error {
 	fs := flag.NewFlagSet("apiserver up", flag.ContinueOnError)
-	state := fs.String("state", env.StateDir(env.APIServerComponent), "state directory")
-	kube := fs.String("kube-version", env.DefaultKubeVersion, "k8s.io/kubernetes release")
-	etcd := fs.String("etcd-version", env.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
+	state := fs.String("state", env.StateDir(apiserver.Component), "state directory")
+	kube := fs.String("kube-version", apiserver.DefaultKubeVersion, "k8s.io/kubernetes release")
+	etcd := fs.String("etcd-version", apiserver.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
 	var nodes stringList
 	fs.Var(&nodes, "node", "also write a node credential kubeconfig for this node name (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +53,7 @@ func apiserverUp(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := env.StartAPIServer(ctx, env.APIServerOptions{
+	srv, err := apiserver.Start(ctx, apiserver.Options{
 		StateDir:    *state,
 		KubeVersion: *kube,
 		EtcdVersion: *etcd,
@@ -91,13 +93,13 @@ func apiserverDown(args []string) error {
 	case *state != "":
 		dirs = []string{*state}
 	case *all:
-		m, err := filepath.Glob(filepath.Join(env.StateBase(), "*", env.APIServerComponent+"*"))
+		m, err := filepath.Glob(filepath.Join(env.StateBase(), "*", apiserver.Component+"*"))
 		if err != nil {
 			return err
 		}
 		dirs = m
 	case os.Getenv(env.RunIDEnv) != "":
-		m, err := filepath.Glob(filepath.Join(env.StateBase(), env.RunID(), env.APIServerComponent+"*"))
+		m, err := filepath.Glob(filepath.Join(env.StateBase(), env.RunID(), apiserver.Component+"*"))
 		if err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func apiserverDown(args []string) error {
 	}
 	var errs []error
 	for _, d := range dirs {
-		if err := env.APIServerDown(d); err != nil {
+		if err := apiserver.Down(d); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 func init() {
@@ -32,8 +34,8 @@ func init() {
 
 func containerdUp(args []string) error {
 	fs := flag.NewFlagSet("containerd up", flag.ContinueOnError)
-	name := fs.String("name", env.DefaultContainerdName, "instance name (state in <state base>/<run>/<name>)")
-	state := fs.String("state", "", "state directory (default: "+env.StateDir(env.DefaultContainerdName)+" for the default name)")
+	name := fs.String("name", containerd.DefaultName, "instance name (state in <state base>/<run>/<name>)")
+	state := fs.String("state", "", "state directory (default: "+env.StateDir(containerd.DefaultName)+" for the default name)")
 	testbox := fs.String("testbox", "", "prebuilt static testbox binary (default: build test/testbox)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,7 +45,7 @@ func containerdUp(args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
-	c, err := env.StartContainerd(ctx, env.ContainerdOptions{
+	c, err := containerd.Start(ctx, containerd.Options{
 		Name:          *name,
 		StateDir:      *state,
 		TestboxBinary: *testbox,
@@ -67,22 +69,22 @@ func containerdUp(args []string) error {
 
 // startRegistryDaemon serves the images from a re-exec of testenv
 // ("registry serve") in its own session, so the registry outlives `up`.
-// ContainerdDown stops it through the pid file.
-func startRegistryDaemon(ctx context.Context, stateDir string, images *env.TestImages) (string, error) {
+// containerd.Down stops it through the pid file.
+func startRegistryDaemon(ctx context.Context, stateDir string, set *images.Set) (string, error) {
 	var buf bytes.Buffer
-	if err := env.WriteOCILayout(&buf, images.All()...); err != nil {
+	if err := images.WriteOCILayout(&buf, set.All()...); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(stateDir, env.RegistryLayoutFile), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(stateDir, containerd.RegistryLayoutFile), buf.Bytes(), 0o644); err != nil {
 		return "", fmt.Errorf("registry images: %w", err)
 	}
-	addrFile := filepath.Join(stateDir, env.RegistryAddrFile)
+	addrFile := filepath.Join(stateDir, containerd.RegistryAddrFile)
 	_ = os.Remove(addrFile)
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("registry daemon: %w", err)
 	}
-	logFile, err := os.OpenFile(filepath.Join(stateDir, env.RegistryLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(stateDir, containerd.RegistryLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return "", fmt.Errorf("registry daemon: %w", err)
 	}
@@ -99,7 +101,7 @@ func startRegistryDaemon(ctx context.Context, stateDir string, images *env.TestI
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	pidFile := filepath.Join(stateDir, env.RegistryPidFile)
+	pidFile := filepath.Join(stateDir, containerd.RegistryPidFile)
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
 		return "", fmt.Errorf("registry daemon: %w", err)
@@ -110,7 +112,7 @@ func startRegistryDaemon(ctx context.Context, stateDir string, images *env.TestI
 		}
 		select {
 		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(stateDir, env.RegistryLogFile))
+			log, _ := os.ReadFile(filepath.Join(stateDir, containerd.RegistryLogFile))
 			return "", fmt.Errorf("registry daemon exited: %s", bytes.TrimSpace(log))
 		case <-ctx.Done():
 			return "", fmt.Errorf("registry daemon did not listen: %w", ctx.Err())
@@ -121,7 +123,7 @@ func startRegistryDaemon(ctx context.Context, stateDir string, images *env.TestI
 
 func registryServe(args []string) error {
 	fs := flag.NewFlagSet("registry serve", flag.ContinueOnError)
-	state := fs.String("state", "", "containerd state directory holding "+env.RegistryLayoutFile)
+	state := fs.String("state", "", "containerd state directory holding "+containerd.RegistryLayoutFile)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -129,26 +131,26 @@ func registryServe(args []string) error {
 	if *state == "" {
 		return errors.New("--state is required")
 	}
-	f, err := os.Open(filepath.Join(*state, env.RegistryLayoutFile))
+	f, err := os.Open(filepath.Join(*state, containerd.RegistryLayoutFile))
 	if err != nil {
 		return err
 	}
-	images, err := env.ReadOCILayout(f)
+	imgs, err := images.ReadOCILayout(f)
 	f.Close()
 	if err != nil {
 		return err
 	}
-	reg, err := env.NewRegistry(images...)
+	reg, err := images.NewRegistry(imgs...)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := env.ServeRegistry(*addr, reg)
+	srv, err := images.ServeRegistry(*addr, reg)
 	if err != nil {
 		return err
 	}
-	addrFile := filepath.Join(*state, env.RegistryAddrFile)
+	addrFile := filepath.Join(*state, containerd.RegistryAddrFile)
 	tmp := addrFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(srv.Addr()+"\n"), 0o644); err != nil {
 		_ = srv.Close()
@@ -158,8 +160,8 @@ func registryServe(args []string) error {
 		_ = srv.Close()
 		return err
 	}
-	names := make([]string, len(images))
-	for i, img := range images {
+	names := make([]string, len(imgs))
+	for i, img := range imgs {
 		names[i] = img.Name
 	}
 	fmt.Printf("registry: serving %s on %s\n", strings.Join(names, ", "), srv.Addr())
@@ -181,7 +183,7 @@ func containerdDown(args []string) error {
 		if run == "" {
 			return fmt.Errorf("set %s=<run id> or pass --state DIR", env.RunIDEnv)
 		}
-		d, err := env.ContainerdStateDirs(run)
+		d, err := containerd.StateDirs(run)
 		if err != nil {
 			return err
 		}
@@ -193,7 +195,7 @@ func containerdDown(args []string) error {
 	}
 	var errs []error
 	for _, d := range dirs {
-		if err := env.ContainerdDown(d); err != nil {
+		if err := containerd.Down(d); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 func init() {
@@ -49,7 +50,7 @@ func vmDown(args []string) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		errs = append(errs, env.VMDown(id))
+		errs = append(errs, vm.Down(id))
 	}
 	return errors.Join(errs...)
 }
@@ -66,9 +67,9 @@ func vmRun(args []string) error {
 	fs := flag.NewFlagSet("vm run", flag.ContinueOnError)
 	pkg := fs.String("pkg", "./test/vm", "package with the vmtest-tagged tests, relative to the repository root")
 	run := fs.String("run", "", "run only the tests matching this regular expression (-test.run)")
-	mem := fs.Int("mem", env.DefaultVMMemoryMiB, "guest memory in MiB")
-	cpus := fs.Int("cpus", env.DefaultVMCPUs, "guest CPUs")
-	timeout := fs.Duration("timeout", env.DefaultVMTimeout, "bound on the whole run, boot included")
+	mem := fs.Int("mem", vm.DefaultMemoryMiB, "guest memory in MiB")
+	cpus := fs.Int("cpus", vm.DefaultCPUs, "guest CPUs")
+	timeout := fs.Duration("timeout", vm.DefaultTimeout, "bound on the whole run, boot included")
 	kernel := fs.String("kernel", "", "kernel image (default: newest /boot/vmlinuz-*-cloud-amd64)")
 	verbose := fs.Bool("v", true, "pass -test.v to the test binary")
 	var envs, extras, appends listFlag
@@ -81,7 +82,7 @@ func vmRun(args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q (test binary arguments go through --run, -v)", fs.Args())
 	}
-	if err := env.VMAvailable(); err != nil {
+	if err := vm.Available(); err != nil {
 		return err
 	}
 	files := map[string]string{}
@@ -95,7 +96,7 @@ func vmRun(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := vmRunOnce(ctx, *pkg, env.VMOptions{
+	code, err := vmRunOnce(ctx, *pkg, vm.Options{
 		Args:       vmTestArgs(*verbose, *run),
 		MemoryMiB:  *mem,
 		CPUs:       *cpus,
@@ -129,16 +130,16 @@ func vmTestArgs(verbose bool, run string) []string {
 
 // vmRunOnce builds, runs and removes the test binary; it returns the inner
 // exit status. Everything is cleaned up before it returns.
-func vmRunOnce(ctx context.Context, pkg string, opts env.VMOptions) (code int, err error) {
+func vmRunOnce(ctx context.Context, pkg string, opts vm.Options) (code int, err error) {
 	start := time.Now()
-	bin, err := env.BuildVMTest(ctx, pkg)
+	bin, err := vm.BuildTest(ctx, pkg)
 	if err != nil {
 		return 0, err
 	}
-	defer func() { err = errors.Join(err, env.RemoveVMTest(bin)) }()
+	defer func() { err = errors.Join(err, vm.RemoveTest(bin)) }()
 	built := time.Since(start)
 	opts.TestBinary = bin
-	res, err := env.RunInVM(ctx, opts)
+	res, err := vm.Run(ctx, opts)
 	if err != nil {
 		return 0, err
 	}

@@ -72,4 +72,3 @@ func PodRef(pod *v1.Pod, container string) *v1.ObjectReference {
 	ref.FieldPath = "spec.containers{" + container + "}"
 	return ref
 }
-

@@ -61,6 +61,10 @@ func New(cfg Config) (*Manager, error) {
 		entries: map[types.UID]*entry{}, statics: map[types.UID]*v1.Pod{}, finalize: map[types.UID]*v1.Pod{}}, nil
 }
 
+// Wake asks for a round soon: the API server's pods changed (a mirror
+// pod deleted or a pod being deleted, say).
+func (m *Manager) Wake() { m.poke() }
+
 func (m *Manager) poke() {
 	select {
 	case m.wake <- struct{}{}:

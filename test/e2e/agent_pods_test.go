@@ -25,6 +25,9 @@ import (
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // agentNode is one `kernelet run` against the shared containerd, with its
@@ -32,16 +35,18 @@ import (
 type agentNode struct {
 	bin, cfg, root, logs, manifests, node, cgroupRoot, endpoint string
 	port                                                        int
-	cmd                                                         *exec.Cmd
-	// args are extra flags of `kernelet run` (e.g. --kubeconfig).
-	args   []string
-	exited chan error
+	// kubeconfig joins the API server when set; nodeIP is --node-ip.
+	kubeconfig, nodeIP string
+	// namespaces are killed at cleanup besides the static pods.
+	namespaces []string
+	cmd        *exec.Cmd
+	exited     chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
 }
 
-func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
+func newAgentNode(t *testing.T, cd *containerd.Instance) *agentNode {
 	t.Helper()
 	dir := t.TempDir()
 	n := &agentNode{
@@ -59,6 +64,10 @@ func newAgentNode(t *testing.T, cd *env.Containerd) *agentNode {
 		t.Fatal(err)
 	}
 	n.cfg = filepath.Join(dir, "config.yaml")
+	healthz := freeTCPPort(t)
+	for healthz == n.port { // the kernel may hand out a just-closed port again
+		healthz = freeTCPPort(t)
+	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -67,7 +76,7 @@ podLogsDir: %s
 port: %d
 healthzPort: %d
 fileCheckFrequency: 1s
-`, n.cgroupRoot, n.logs, n.port, freeTCPPort(t))
+`, n.cgroupRoot, n.logs, n.port, healthz)
 	if err := os.WriteFile(n.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +94,14 @@ func (n *agentNode) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.cmd = exec.Command(n.bin, append([]string{"run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
-		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2"}, n.args...)...)
+	n.cmd = exec.Command(n.bin, "run", "--config", n.cfg, "--container-runtime-endpoint", n.endpoint,
+		"--root-dir", n.root, "--hostname-override", n.node, "--pod-manifest-path", n.manifests, "-v", "2")
+	if n.kubeconfig != "" {
+		n.cmd.Args = append(n.cmd.Args, "--kubeconfig", n.kubeconfig)
+	}
+	if n.nodeIP != "" {
+		n.cmd.Args = append(n.cmd.Args, "--node-ip", n.nodeIP)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := n.cmd.Start(); err != nil {
@@ -208,7 +223,7 @@ spec:
     image: %s
     imagePullPolicy: IfNotPresent
     args: %s
-%s`, name, grace, env.TestboxImage, args, resources)
+%s`, name, grace, images.TestboxImage, args, resources)
 }
 
 const (
@@ -225,7 +240,7 @@ const (
 // newAgentWithCleanup is an agent node on cd (not started) with the CRI
 // client and the cgroup manager of its root; whatever happens, no pod of
 // the node and no cgroup of its root stays after the test.
-func newAgentWithCleanup(t *testing.T, cd *env.Containerd) (*agentNode, internalapi.RuntimeService, *cgroups.Manager) {
+func newAgentWithCleanup(t *testing.T, cd *containerd.Instance) (*agentNode, internalapi.RuntimeService, *cgroups.Manager) {
 	t.Helper()
 	rs, is := criClients(t, cd)
 	n := newAgentNode(t, cd)
@@ -258,7 +273,7 @@ func agentCleanup(t *testing.T, n *agentNode, rs internalapi.RuntimeService, is 
 	}
 	zero := int64(0)
 	for _, p := range listed {
-		if !strings.HasSuffix(p.Name, "-"+n.node) {
+		if !strings.HasSuffix(p.Name, "-"+n.node) && !slices.Contains(n.namespaces, p.Namespace) {
 			continue
 		}
 		st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
@@ -334,7 +349,7 @@ func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types
 // QoS cgroups, source problems in `kernelet status`, graceful removal with
 // full cleanup, and restart recovery without duplicates.
 func TestAgentPods(t *testing.T) {
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	n, rs, cm := newAgentWithCleanup(t, cd)
 	writeManifest(t, n.manifests, "besteffort.yaml", podManifest("besteffort", `["sleep"]`, "", 2))
 	// The Burstable pod uses the pod network (the private containerd's CNI
@@ -350,14 +365,14 @@ func TestAgentPods(t *testing.T) {
 	t.Logf("3 manifests → Running in %v (agent start included)", time.Since(start).Round(time.Millisecond))
 
 	t.Run("cgroups", func(t *testing.T) {
-		hierarchies := len(env.PodCgroupDirs(n.cgroupRoot + "/kubepods"))
+		hierarchies := len(cgroupfs.PodDirs(n.cgroupRoot + "/kubepods"))
 		if hierarchies == 0 {
 			t.Fatalf("no kubepods cgroup under %s", n.cgroupRoot)
 		}
 		for name, class := range map[string]cgroups.QOSClass{"besteffort": cgroups.BestEffort, "burstable": cgroups.Burstable, "guaranteed": cgroups.Guaranteed} {
 			p := pods[name]
 			want := cm.PodCgroup(class, string(p.UID))
-			if got := env.PodCgroupDirs(want); len(got) != hierarchies {
+			if got := cgroupfs.PodDirs(want); len(got) != hierarchies {
 				t.Errorf("%s: cgroup %s in %d hierarchies, want %d: %v", name, want, len(got), hierarchies, got)
 			}
 			if p.Status.QOSClass == "" {
@@ -541,7 +556,7 @@ func TestAgentPods(t *testing.T) {
 		}
 		t.Logf("manifest removed → TERM-trapping pod gone in %v (grace 5s)", time.Since(removed).Round(time.Millisecond))
 		for _, class := range []cgroups.QOSClass{cgroups.Guaranteed, cgroups.Burstable, cgroups.BestEffort} {
-			if dirs := env.PodCgroupDirs(cm.PodCgroup(class, string(p.UID))); len(dirs) > 0 {
+			if dirs := cgroupfs.PodDirs(cm.PodCgroup(class, string(p.UID))); len(dirs) > 0 {
 				t.Errorf("cgroup dirs left: %v", dirs)
 			}
 		}
@@ -575,7 +590,7 @@ func TestAgentPods(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
+		if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
 			t.Errorf("old pod's cgroup left: %v", dirs)
 		}
 		t.Logf("edited manifest → new pod %s Running and old pod %s gone in %v", got.UID, old.UID, time.Since(edited).Round(time.Millisecond))
@@ -599,7 +614,7 @@ func TestAgentPods(t *testing.T) {
 // status — and a crashing pod is restarted when its back-off expires
 // (10 s), not at the next resync a minute later.
 func TestAgentPodEndings(t *testing.T) {
-	n, rs, cm := newAgentWithCleanup(t, env.SharedContainerd(t))
+	n, rs, cm := newAgentWithCleanup(t, containerd.Shared(t))
 
 	job := `apiVersion: v1
 kind: Pod
@@ -609,9 +624,9 @@ spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 2
   initContainers:
-  - {name: log, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"], restartPolicy: Always}
+  - {name: log, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"], restartPolicy: Always}
   containers:
-  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
+  - {name: app, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0", "--after", "300ms"]}
 `
 	writeManifest(t, n.manifests, "job.yaml", job)
 	withInit := `apiVersion: v1
@@ -621,9 +636,9 @@ spec:
   hostNetwork: true
   terminationGracePeriodSeconds: 2
   initContainers:
-  - {name: init, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0"]}
+  - {name: init, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["exit", "--code", "0"]}
   containers:
-  - {name: app, image: ` + env.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"]}
+  - {name: app, image: ` + images.TestboxImage + `, imagePullPolicy: IfNotPresent, args: ["sleep"]}
 `
 	writeManifest(t, n.manifests, "withinit.yaml", withInit)
 	writeManifest(t, n.manifests, "crasher.yaml", podManifest("crasher", `["exit", "--code", "1"]`, "", 2))
@@ -672,7 +687,7 @@ spec:
 			t.Errorf("container %s of the finished pod is %v", c.Metadata.GetName(), c.State)
 		}
 	}
-	if dirs := env.PodCgroupDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
 		t.Errorf("cgroup of the finished pod left: %v", dirs)
 	}
 

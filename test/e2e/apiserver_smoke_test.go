@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,15 +12,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
-// TestAPIServerSmoke proves the real kube-apiserver test environment works:
-// a node credential registers its own Node (as a kubelet does) and reads it
-// back, and the Node authorizer with NodeRestriction stops it from
-// registering another node.
+// TestAPIServerSmoke proves the real control plane test environment works:
+// a node credential registers its own Ready Node (as a kubelet does) and
+// reads it back, and the Node authorizer with NodeRestriction stops it from
+// registering another node; kube-controller-manager has given namespace
+// default its ServiceAccount and kube-root-ca.crt ConfigMap; a pod created
+// without a node gets the kube-api-access projected volume (ServiceAccount
+// admission) and kube-scheduler binds it to the Ready Node.
 func TestAPIServerSmoke(t *testing.T) {
-	srv := env.SharedAPIServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	srv := apiserver.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	nodeName := env.RunID()
@@ -46,6 +52,14 @@ func TestAPIServerSmoke(t *testing.T) {
 				corev1.ResourceMemory: resource.MustParse("1Gi"),
 				corev1.ResourcePods:   resource.MustParse("110"),
 			},
+			Conditions: []corev1.NodeCondition{{
+				Type:               corev1.NodeReady,
+				Status:             corev1.ConditionTrue,
+				Reason:             "KubeletReady",
+				Message:            "fake node of TestAPIServerSmoke",
+				LastHeartbeatTime:  metav1.Now(),
+				LastTransitionTime: metav1.Now(),
+			}},
 		},
 	}
 	t.Cleanup(func() {
@@ -93,5 +107,110 @@ func TestAPIServerSmoke(t *testing.T) {
 		t.Logf("creating Node %s as system:node:%s refused as expected: %v", other.Name, nodeName, err)
 	}
 
-	t.Logf("apiserver smoke: Node %s created and read back from kube-apiserver %s", nodeName, srv.Version())
+	// kube-controller-manager: Start waited for these, so they are there.
+	if _, err := admin.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("ServiceAccount default/default: %v", err)
+	}
+	rootCA, err := admin.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, apiserver.RootCAConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("ConfigMap default/%s: %v", apiserver.RootCAConfigMap, err)
+	} else if rootCA.Data["ca.crt"] == "" {
+		t.Errorf("ConfigMap default/%s has no ca.crt", apiserver.RootCAConfigMap)
+	}
+
+	// ServiceAccount admission and kube-scheduler: a pod without a node.
+	podName := env.RunID() + "-smoke-sched"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			// Only the fake node: other tests may register Ready nodes too.
+			NodeSelector: map[string]string{"kubernetes.io/hostname": nodeName},
+			Containers:   []corev1.Container{{Name: "c", Image: images.PauseImage}},
+		},
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// No kubelet confirms the deletion: grace 0 removes it at once.
+		err := admin.CoreV1().Pods(pod.Namespace).Delete(ctx, podName, *metav1.NewDeleteOptions(0))
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete pod %s: %v", podName, err)
+		}
+	})
+	created, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod without a node: %v", err)
+	}
+	apiVolume := kubeAPIAccessVolume(t, created)
+
+	scheduleStart := time.Now()
+	var bound *corev1.Pod
+	for bound == nil {
+		p, err := admin.CoreV1().Pods(pod.Namespace).Get(ctx, podName, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Fatalf("read back pod %s: %v", podName, err)
+		case p.Spec.NodeName != "":
+			bound = p
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pod %s not scheduled to Node %s: %v (conditions %+v)", podName, nodeName, ctx.Err(), p.Status.Conditions)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if bound.Spec.NodeName != nodeName {
+		t.Errorf("pod %s scheduled to %q, want the Ready fake Node %q", podName, bound.Spec.NodeName, nodeName)
+	}
+	scheduled := time.Since(scheduleStart)
+
+	t.Logf("apiserver smoke: Node %s created and read back from kube-apiserver %s; default has ServiceAccount default and %s; pod %s got volume %s and was scheduled to %s in %v",
+		nodeName, srv.Version(), apiserver.RootCAConfigMap, podName, apiVolume, bound.Spec.NodeName, scheduled.Round(time.Millisecond))
+}
+
+// kubeAPIAccessVolume checks that ServiceAccount admission gave pod the
+// projected kube-api-access-* volume every API pod has (token, root CA,
+// namespace) mounted in its containers, and returns the volume's name.
+func kubeAPIAccessVolume(t *testing.T, pod *corev1.Pod) string {
+	t.Helper()
+	if pod.Spec.ServiceAccountName != "default" {
+		t.Errorf("serviceAccountName = %q, want default", pod.Spec.ServiceAccountName)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if !strings.HasPrefix(v.Name, "kube-api-access-") {
+			continue
+		}
+		if v.Projected == nil {
+			t.Fatalf("volume %s is not projected: %+v", v.Name, v.VolumeSource)
+		}
+		var token, ca, ns bool
+		for _, src := range v.Projected.Sources {
+			switch {
+			case src.ServiceAccountToken != nil:
+				token = src.ServiceAccountToken.Path == "token"
+			case src.ConfigMap != nil:
+				ca = src.ConfigMap.Name == apiserver.RootCAConfigMap
+			case src.DownwardAPI != nil:
+				for _, f := range src.DownwardAPI.Items {
+					ns = ns || (f.Path == "namespace" && f.FieldRef != nil && f.FieldRef.FieldPath == "metadata.namespace")
+				}
+			}
+		}
+		if !token || !ca || !ns {
+			t.Errorf("volume %s: token %v, %s %v, namespace %v; want all", v.Name, token, apiserver.RootCAConfigMap, ca, ns)
+		}
+		for _, c := range pod.Spec.Containers {
+			mounted := false
+			for _, m := range c.VolumeMounts {
+				mounted = mounted || (m.Name == v.Name && m.MountPath == "/var/run/secrets/kubernetes.io/serviceaccount" && m.ReadOnly)
+			}
+			if !mounted {
+				t.Errorf("container %s does not mount %s read-only at /var/run/secrets/kubernetes.io/serviceaccount: %+v", c.Name, v.Name, c.VolumeMounts)
+			}
+		}
+		return v.Name
+	}
+	t.Fatalf("pod %s has no kube-api-access-* volume (ServiceAccount admission off?): %+v", pod.Name, pod.Spec.Volumes)
+	return ""
 }

@@ -15,6 +15,8 @@ import (
 	remote "k8s.io/cri-client/pkg"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // TestContainerdUpDownCLI runs `testenv containerd up`, which must return
@@ -22,9 +24,9 @@ import (
 // mirror works), then `testenv containerd down`, which must stop both and
 // remove the state dir.
 func TestContainerdUpDownCLI(t *testing.T) {
-	env.RequireContainerd(t)
+	containerd.Require(t)
 	ctx := t.Context()
-	testbox, err := env.TestboxBinary()
+	testbox, err := images.TestboxBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestContainerdUpDownCLI(t *testing.T) {
 	name := "containerd-cli-" + strconv.Itoa(os.Getpid())
 	sd := env.StateDir(name)
 	t.Cleanup(func() {
-		if err := env.ContainerdDown(sd); err != nil {
+		if err := containerd.Down(sd); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -66,7 +68,7 @@ func TestContainerdUpDownCLI(t *testing.T) {
 		t.Fatalf("up printed %q", out)
 	}
 	daemons := map[string]downProc{}
-	for _, pf := range []string{"containerd.pid", env.RegistryPidFile} {
+	for _, pf := range []string{"containerd.pid", containerd.RegistryPidFile} {
 		b, err := os.ReadFile(filepath.Join(sd, pf))
 		if err != nil {
 			t.Fatal(err)
@@ -87,8 +89,8 @@ func TestContainerdUpDownCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer is.Close(ctx)
-	if _, err := is.PullImage(ctx, &runtimeapi.ImageSpec{Image: env.MirrorOnlyImage}, nil, nil); err != nil {
-		t.Fatalf("pull %s through the registry daemon: %v", env.MirrorOnlyImage, err)
+	if _, err := is.PullImage(ctx, &runtimeapi.ImageSpec{Image: images.MirrorOnlyImage}, nil, nil); err != nil {
+		t.Fatalf("pull %s through the registry daemon: %v", images.MirrorOnlyImage, err)
 	}
 
 	t1 := time.Now()
@@ -105,5 +107,5 @@ func TestContainerdUpDownCLI(t *testing.T) {
 		}
 	}
 	t.Logf("testenv containerd up returned in %v with containerd %d and registry %d running; down took %v",
-		upTime.Round(time.Millisecond), daemons["containerd.pid"].pid, daemons[env.RegistryPidFile].pid, downTime.Round(time.Millisecond))
+		upTime.Round(time.Millisecond), daemons["containerd.pid"].pid, daemons[containerd.RegistryPidFile].pid, downTime.Round(time.Millisecond))
 }

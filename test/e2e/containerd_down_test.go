@@ -15,6 +15,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // downProc is a process seen before the crash, identified by pid and
@@ -114,12 +117,12 @@ func downExists(p string) bool {
 }
 
 // TestContainerdDownAfterCrash SIGKILLs a containerd with a running pod
-// (pod network, several processes) and checks that ContainerdDown leaves
+// (pod network, several processes) and checks that containerd.Down leaves
 // no process, mount, link, cgroup, socket, CNI state or state dir behind.
 func TestContainerdDownAfterCrash(t *testing.T) {
-	env.RequireContainerd(t)
+	containerd.Require(t)
 	ctx := t.Context()
-	cd, err := env.StartContainerd(ctx, env.ContainerdOptions{Name: "containerd-crash-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
+	cd, err := containerd.Start(ctx, containerd.Options{Name: "containerd-crash-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}
@@ -133,7 +136,7 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 	sd := cd.StateDir()
 	rs, _ := criClients(t, cd)
 
-	parent := env.PodCgroupParent(t, "crash", 256<<20)
+	parent := cgroupfs.PodParent(t, "crash", 256<<20)
 	podCfg := criPodConfig("crash", parent, false, "")
 	podID, err := rs.RunPodSandbox(ctx, podCfg, "")
 	if err != nil {
@@ -141,7 +144,7 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 	}
 	ctrID, err := rs.CreateContainer(ctx, podID, &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "forker"},
-		Image:    &runtimeapi.ImageSpec{Image: env.TestboxImage},
+		Image:    &runtimeapi.ImageSpec{Image: images.TestboxImage},
 		Command:  []string{"/testbox"},
 		Args:     []string{"fork", "--n", "3"},
 	}, podCfg)
@@ -154,7 +157,7 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 	criWaitState(t, rs, ctrID, runtimeapi.ContainerState_CONTAINER_RUNNING)
 
 	// What the crash leaves behind, seen from outside env.
-	cgroupDirs := env.PodCgroupDirs(parent)
+	cgroupDirs := cgroupfs.PodDirs(parent)
 	var procs []downProc
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -188,7 +191,7 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 			t.Fatalf("CNI result %s does not exist", p)
 		}
 	}
-	if len(env.PodCgroupDirs(parent+"/"+ctrID)) == 0 {
+	if len(cgroupfs.PodDirs(parent+"/"+ctrID)) == 0 {
 		t.Fatalf("container %s has no cgroup under %s", ctrID, parent)
 	}
 
@@ -196,8 +199,8 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	if err := env.ContainerdDown(sd); err != nil {
-		t.Fatalf("ContainerdDown after crash: %v", err)
+	if err := containerd.Down(sd); err != nil {
+		t.Fatalf("containerd.Down after crash: %v", err)
 	}
 	took := time.Since(t0)
 
@@ -215,15 +218,15 @@ func TestContainerdDownAfterCrash(t *testing.T) {
 			t.Errorf("left behind: %s", p)
 		}
 	}
-	if dirs := env.PodCgroupDirs(parent); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(parent); len(dirs) > 0 {
 		t.Errorf("cgroups left: %v", dirs)
 	}
-	if err := env.ContainerdDown(sd); err != nil {
-		t.Errorf("second ContainerdDown: %v", err)
+	if err := containerd.Down(sd); err != nil {
+		t.Errorf("second containerd.Down: %v", err)
 	}
 	// The test process still holds the instance lock; Stop releases it.
 	if err := cd.Stop(ctx); err != nil {
-		t.Errorf("Stop after ContainerdDown: %v", err)
+		t.Errorf("Stop after containerd.Down: %v", err)
 	}
 	if downExists(sd + ".lock") {
 		t.Errorf("left behind: %s.lock", sd)

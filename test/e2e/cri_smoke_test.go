@@ -17,6 +17,9 @@ import (
 	remote "k8s.io/cri-client/pkg"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // criCaseLabel marks the sandboxes of one test so List* can be filtered to
@@ -24,7 +27,7 @@ import (
 const criCaseLabel = "kernelet.test/case"
 
 // criClients connects cri-client to cd.
-func criClients(t *testing.T, cd *env.Containerd) (internalapi.RuntimeService, internalapi.ImageManagerService) {
+func criClients(t *testing.T, cd *containerd.Instance) (internalapi.RuntimeService, internalapi.ImageManagerService) {
 	t.Helper()
 	ctx := t.Context()
 	rs, err := remote.NewRemoteRuntimeServiceBuilder().
@@ -141,7 +144,7 @@ func criWaitFile(t *testing.T, path, substr string) string {
 
 func TestCRISmoke(t *testing.T) {
 	start := time.Now()
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	ctx := t.Context()
 	rs, is := criClients(t, cd)
 	reg := cd.Registry()
@@ -151,29 +154,29 @@ func TestCRISmoke(t *testing.T) {
 
 	// MirrorOnlyImage was never imported: only the registry mirror has it.
 	// Remove what an earlier run (-count=N) pulled so its layer is fetched.
-	if err := is.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: env.MirrorOnlyImage}); err != nil && !criNotFound(err) {
+	if err := is.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: images.MirrorOnlyImage}); err != nil && !criNotFound(err) {
 		t.Fatalf("RemoveImage: %v", err)
 	}
 	mirror := cd.Images().MirrorOnly
 	layersBefore := reg.ServedBlob(mirror.LayerDigests[0])
 	tPull := time.Now()
-	imageRef, err := is.PullImage(ctx, &runtimeapi.ImageSpec{Image: env.MirrorOnlyImage}, nil, nil)
+	imageRef, err := is.PullImage(ctx, &runtimeapi.ImageSpec{Image: images.MirrorOnlyImage}, nil, nil)
 	if err != nil {
-		t.Fatalf("PullImage %s through the mirror: %v", env.MirrorOnlyImage, err)
+		t.Fatalf("PullImage %s through the mirror: %v", images.MirrorOnlyImage, err)
 	}
 	pullTime := time.Since(tPull)
-	t.Cleanup(func() { _ = is.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: env.MirrorOnlyImage}) })
+	t.Cleanup(func() { _ = is.RemoveImage(context.Background(), &runtimeapi.ImageSpec{Image: images.MirrorOnlyImage}) })
 	if n := reg.ServedBlob(mirror.LayerDigests[0]) - layersBefore; n < 1 {
-		t.Fatalf("the registry did not serve the layer of %s (%d downloads)", env.MirrorOnlyImage, n)
+		t.Fatalf("the registry did not serve the layer of %s (%d downloads)", images.MirrorOnlyImage, n)
 	}
 	if n := reg.Served("/v2/testbox/manifests/mirror-only") + reg.Served("/v2/testbox/manifests/"+mirror.ManifestDigest); n < 1 {
-		t.Fatalf("the registry did not serve the manifest of %s", env.MirrorOnlyImage)
+		t.Fatalf("the registry did not serve the manifest of %s", images.MirrorOnlyImage)
 	}
 	if imageRef != mirror.ConfigDigest {
 		t.Logf("pulled image ref %s (config digest %s)", imageRef, mirror.ConfigDigest)
 	}
 
-	parent := env.PodCgroupParent(t, "smoke", 256<<20)
+	parent := cgroupfs.PodParent(t, "smoke", 256<<20)
 	logDir := t.TempDir()
 	podCfg := criPodConfig("cri-smoke", parent, true, logDir)
 
@@ -181,7 +184,7 @@ func TestCRISmoke(t *testing.T) {
 	podID := criRunPod(t, rs, podCfg)
 	ctrID, err := rs.CreateContainer(ctx, podID, &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "testbox"},
-		Image:    &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: env.MirrorOnlyImage},
+		Image:    &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: images.MirrorOnlyImage},
 		Command:  []string{"/testbox"},
 		Args:     []string{"sleep"},
 		LogPath:  "testbox.log",
@@ -199,7 +202,7 @@ func TestCRISmoke(t *testing.T) {
 	toRunning := time.Since(tRun)
 
 	criWaitFile(t, filepath.Join(logDir, "testbox.log"), "testbox sleep: pid=")
-	ctrCgroups := env.PodCgroupDirs(parent + "/" + ctrID)
+	ctrCgroups := cgroupfs.PodDirs(parent + "/" + ctrID)
 	if len(ctrCgroups) == 0 {
 		t.Fatalf("container %s has no cgroup under the parent %s", ctrID, parent)
 	}
@@ -223,7 +226,7 @@ func TestCRISmoke(t *testing.T) {
 	if err := rs.RemoveContainer(ctx, ctrID); err != nil {
 		t.Fatalf("RemoveContainer: %v", err)
 	}
-	if dirs := env.PodCgroupDirs(parent + "/" + ctrID); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(parent + "/" + ctrID); len(dirs) > 0 {
 		t.Fatalf("container cgroups left after RemoveContainer: %v", dirs)
 	}
 	if err := rs.StopPodSandbox(ctx, podID); err != nil {
@@ -243,10 +246,10 @@ func TestCRISmoke(t *testing.T) {
 		t.Fatalf("ListContainers after removal = %v, %v; want none", ctrs, err)
 	}
 	// The pod-level cgroup dirs are ours (the agent's job in production).
-	if err := env.RemovePodCgroup(parent); err != nil {
+	if err := cgroupfs.RemovePod(parent); err != nil {
 		t.Fatalf("remove cgroup parent: %v", err)
 	}
-	if dirs := env.PodCgroupDirs(parent); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(parent); len(dirs) > 0 {
 		t.Fatalf("cgroup dirs left: %v", dirs)
 	}
 	t.Logf("CRI smoke: sandbox %.12s + container %.12s ran testbox and were removed "+
@@ -256,7 +259,7 @@ func TestCRISmoke(t *testing.T) {
 }
 
 func TestCRIPodNetwork(t *testing.T) {
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	ctx := t.Context()
 	rs, _ := criClients(t, cd)
 	netw := cd.Network()
@@ -265,7 +268,7 @@ func TestCRIPodNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	parent := env.PodCgroupParent(t, "podnet", 128<<20)
+	parent := cgroupfs.PodParent(t, "podnet", 128<<20)
 	podID := criRunPod(t, rs, criPodConfig("cri-podnet", parent, false, ""))
 	resp, err := rs.PodSandboxStatus(ctx, podID, false)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
 // repoRoot is the module root, two levels up from this package.
@@ -69,7 +71,7 @@ func freeTCPPort(t *testing.T) int {
 // healthz turns ok once the real runtime answers; Ctrl-C (SIGINT to the
 // foreground process group) stops both and removes containerd's state.
 func TestDemoStartsAndCleansUp(t *testing.T) {
-	env.RequireContainerd(t)
+	containerd.Require(t)
 	bin := binaries(t)
 	port, hport := freeTCPPort(t), freeTCPPort(t)
 	runID := env.RunID() + "d"
@@ -157,7 +159,7 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	stateDirs, _ := env.ContainerdStateDirs(runID)
+	stateDirs, _ := containerd.StateDirs(runID)
 	// Ctrl-C: SIGINT to the whole foreground process group.
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -178,7 +180,7 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	if _, err := http.Get(healthz); err == nil {
 		t.Errorf("kernelet still serving after Ctrl-C")
 	}
-	if dirs := env.PodCgroupDirs("/" + runID + "-demo"); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs("/" + runID + "-demo"); len(dirs) > 0 {
 		t.Errorf("demo cgroups left after Ctrl-C: %v", dirs)
 	}
 }

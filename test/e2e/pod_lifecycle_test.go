@@ -20,6 +20,9 @@ import (
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // lifecycle is one test's node: the shared containerd, a pod cgroup
@@ -37,7 +40,7 @@ var lifecycleHostIPs = []string{"127.0.0.1"}
 
 func newLifecycle(t *testing.T) *lifecycle {
 	t.Helper()
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	rs, is := criClients(t, cd)
 	h, err := cgroups.Discover()
 	if err != nil {
@@ -82,7 +85,7 @@ func lifecyclePod(name string, policy v1.RestartPolicy, grace int64, args ...str
 			Labels: map[string]string{criCaseLabel: name}},
 		Spec: v1.PodSpec{
 			HostNetwork: true, RestartPolicy: policy, TerminationGracePeriodSeconds: &grace,
-			Containers: []v1.Container{{Name: "app", Image: env.TestboxImage, Args: args, ImagePullPolicy: v1.PullIfNotPresent}},
+			Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, Args: args, ImagePullPolicy: v1.PullIfNotPresent}},
 		},
 	}
 }
@@ -164,7 +167,7 @@ func (l *lifecycle) checkGone(t *testing.T, pod *v1.Pod) {
 		t.Errorf("containers left: %d, %v", len(cs), err)
 	}
 	cg := l.cm.PodCgroup(qos.Class(pod), string(pod.UID))
-	if dirs := env.PodCgroupDirs(cg); len(dirs) != 0 {
+	if dirs := cgroupfs.PodDirs(cg); len(dirs) != 0 {
 		t.Errorf("cgroup dirs left: %v", dirs)
 	}
 	if _, err := os.Stat(kruntime.PodLogDir(l.logs, pod.Namespace, pod.Name, string(pod.UID))); !os.IsNotExist(err) {
@@ -173,7 +176,7 @@ func (l *lifecycle) checkGone(t *testing.T, pod *v1.Pod) {
 }
 
 func TestPodLifecycle(t *testing.T) {
-	env.RequireContainerd(t)
+	containerd.Require(t)
 	t.Run("QoS", testLifecycleQoS)
 	t.Run("InitContainers", testLifecycleInit)
 	t.Run("Sidecars", testLifecycleSidecars)
@@ -213,7 +216,7 @@ func testLifecycleQoS(t *testing.T) {
 		if !strings.Contains(cg, wantParent) {
 			t.Errorf("%s: pod cgroup %s, want under %s", pod.Name, cg, wantParent)
 		}
-		if dirs := env.PodCgroupDirs(cg); len(dirs) != len(l.cm.Hierarchies()) {
+		if dirs := cgroupfs.PodDirs(cg); len(dirs) != len(l.cm.Hierarchies()) {
 			t.Errorf("%s: pod cgroup %s in %d hierarchies %v, want all %d", pod.Name, cg, len(dirs), dirs, len(l.cm.Hierarchies()))
 		}
 		if api.PodIP != "127.0.0.1" || api.ContainerStatuses[0].ContainerID == "" || !api.ContainerStatuses[0].Ready {
@@ -233,7 +236,7 @@ func testLifecycleInit(t *testing.T) {
 	m := l.manager(t)
 	pod := lifecyclePod("lc-init", v1.RestartPolicyAlways, 2, "sleep")
 	for _, n := range []string{"init1", "init2"} {
-		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: env.TestboxImage,
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: images.TestboxImage,
 			Args: []string{"exit", "--code", "0", "--after", "300ms"}, ImagePullPolicy: v1.PullIfNotPresent})
 	}
 	l.run(t, m, pod)
@@ -255,7 +258,7 @@ func testLifecycleInit(t *testing.T) {
 
 	// A failing init container under restartPolicy Never fails the pod.
 	failing := lifecyclePod("lc-init-fail", v1.RestartPolicyNever, 2, "sleep")
-	failing.Spec.InitContainers = []v1.Container{{Name: "init1", Image: env.TestboxImage, Args: []string{"exit", "--code", "1"}, ImagePullPolicy: v1.PullIfNotPresent}}
+	failing.Spec.InitContainers = []v1.Container{{Name: "init1", Image: images.TestboxImage, Args: []string{"exit", "--code", "1"}, ImagePullPolicy: v1.PullIfNotPresent}}
 	l.run(t, m, failing)
 	api, st = l.syncUntil(t, m, failing, 30*time.Second, "Failed", func(api v1.PodStatus, _ *kruntime.PodStatus) bool { return api.Phase == v1.PodFailed })
 	if st.FindContainer("app") != nil {
@@ -276,8 +279,8 @@ func testLifecycleSidecars(t *testing.T) {
 	pod := lifecyclePod("lc-sidecar", v1.RestartPolicyNever, 5, "trap-term", "--exit-after", "500ms")
 	always := v1.ContainerRestartPolicyAlways
 	pod.Spec.InitContainers = []v1.Container{
-		{Name: "log", Image: env.TestboxImage, Args: []string{"sleep"}, ImagePullPolicy: v1.PullIfNotPresent, RestartPolicy: &always},
-		{Name: "setup", Image: env.TestboxImage, Args: []string{"exit", "--code", "0"}, ImagePullPolicy: v1.PullIfNotPresent},
+		{Name: "log", Image: images.TestboxImage, Args: []string{"sleep"}, ImagePullPolicy: v1.PullIfNotPresent, RestartPolicy: &always},
+		{Name: "setup", Image: images.TestboxImage, Args: []string{"exit", "--code", "0"}, ImagePullPolicy: v1.PullIfNotPresent},
 	}
 	l.run(t, m, pod)
 	sidecarRunning := func(api v1.PodStatus, st *kruntime.PodStatus) bool {
@@ -338,7 +341,7 @@ func testLifecycleTerminationMessage(t *testing.T) {
 	pod := lifecyclePod("lc-termmsg", v1.RestartPolicyNever, 2, "exit", "--code", "3")
 	pod.Spec.Containers[0].TerminationMessagePolicy = v1.TerminationMessageFallbackToLogsOnError
 	pod.Spec.Containers[0].TerminationMessagePath = v1.TerminationMessagePathDefault
-	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "ok", Image: env.TestboxImage, Args: []string{"exit", "--code", "0"},
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "ok", Image: images.TestboxImage, Args: []string{"exit", "--code", "0"},
 		ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		TerminationMessagePath: v1.TerminationMessagePathDefault})
 	l.run(t, m, pod)
@@ -480,7 +483,7 @@ func testLifecycleRecovery(t *testing.T) {
 	l := newLifecycle(t)
 	m := l.manager(t)
 	pod := lifecyclePod("lc-recover", v1.RestartPolicyAlways, 2, "sleep")
-	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: env.TestboxImage, Args: []string{"exit", "--code", "0"}, ImagePullPolicy: v1.PullIfNotPresent}}
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: images.TestboxImage, Args: []string{"exit", "--code", "0"}, ImagePullPolicy: v1.PullIfNotPresent}}
 	l.run(t, m, pod)
 	_, before := l.syncUntil(t, m, pod, 30*time.Second, "Running", running)
 	for range 2 {

@@ -23,6 +23,9 @@ import (
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // podConfigInfo is the part of containerd's verbose ContainerStatus info
@@ -80,7 +83,7 @@ func podConfigPod(name string, res v1.ResourceRequirements) *v1.Pod {
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []v1.Container{{
 				Name:  "app",
-				Image: env.TestboxImage,
+				Image: images.TestboxImage,
 				Args:  []string{"sleep"},
 				Env: []v1.EnvVar{
 					{Name: "POD_NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
@@ -96,7 +99,7 @@ func podConfigPod(name string, res v1.ResourceRequirements) *v1.Pod {
 }
 
 func TestPodConfig(t *testing.T) {
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	rs, _ := criClients(t, cd)
 	capacity := memTotal(t)
 	ctrdAdj := readProcInt(t, fmt.Sprintf("/proc/%d/oom_score_adj", cd.Pid()))
@@ -149,7 +152,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 
 	// The caller's side effects: the pod cgroup, log directories, the
 	// termination message file.
-	parent := env.PodCgroupParent(t, pod.Name, 256<<20)
+	parent := cgroupfs.PodParent(t, pod.Name, 256<<20)
 	logsDir := t.TempDir()
 	sbCfg, err := kruntime.SandboxConfig(pod, kruntime.SandboxOptions{
 		CgroupParent: parent, PodLogsDir: logsDir, ResolvConf: resolv,
@@ -317,7 +320,7 @@ func specValue(present bool, field func() *int64) int64 {
 // the host has them, with the requested resources.
 func podConfigCheckCgroup(t *testing.T, cgroup string, want *runtimeapi.LinuxContainerResources) {
 	t.Helper()
-	dirs := env.PodCgroupDirs(cgroup)
+	dirs := cgroupfs.PodDirs(cgroup)
 	if len(dirs) == 0 {
 		t.Fatalf("container cgroup %s exists in no hierarchy", cgroup)
 	}
@@ -364,7 +367,7 @@ func podConfigCheckCgroup(t *testing.T, cgroup string, want *runtimeapi.LinuxCon
 func podConfigRemoveCgroup(parent string) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := env.RemovePodCgroup(parent)
+		err := cgroupfs.RemovePod(parent)
 		if err == nil {
 			break
 		}
@@ -373,7 +376,7 @@ func podConfigRemoveCgroup(parent string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if dirs := env.PodCgroupDirs(parent); len(dirs) > 0 {
+	if dirs := cgroupfs.PodDirs(parent); len(dirs) > 0 {
 		return errors.New("cgroup dirs left: " + strings.Join(dirs, " "))
 	}
 	return nil

@@ -20,6 +20,9 @@ import (
 
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // TestTraceOOMPod: `kernelet trace oom --json --count 1 --runtime-endpoint`
@@ -27,7 +30,7 @@ import (
 // allocates 64 MiB and is OOM killed.
 func TestTraceOOMPod(t *testing.T) {
 	env.RequireRoot(t)
-	cd := env.SharedContainerd(t)
+	cd := containerd.Shared(t)
 	rs, _ := criClients(t, cd)
 	ctx := t.Context()
 
@@ -44,7 +47,7 @@ func TestTraceOOMPod(t *testing.T) {
 			TerminationGracePeriodSeconds: &grace,
 			RestartPolicy:                 v1.RestartPolicyNever,
 			Containers: []v1.Container{{
-				Name: "hog", Image: env.TestboxImage, Args: []string{"alloc", "--mib", "64"},
+				Name: "hog", Image: images.TestboxImage, Args: []string{"alloc", "--mib", "64"},
 				Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi")}},
 			}},
 		},
@@ -87,7 +90,7 @@ func TestTraceOOMPod(t *testing.T) {
 		t.Fatalf("kernelet trace did not attach within 60 s: %s", errb.String())
 	}
 
-	parent := env.PodCgroupParent(t, pod.Name, 256<<20)
+	parent := cgroupfs.PodParent(t, pod.Name, 256<<20)
 	sbCfg, err := kruntime.SandboxConfig(pod, kruntime.SandboxOptions{CgroupParent: parent, PodLogsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // TestVMBPF runs package bpf's VM tests of test/vm on a cgroup v2 kernel
@@ -17,10 +17,10 @@ import (
 func TestVMBPF(t *testing.T) {
 	bin := vmTestBinary(t)
 	tests := []string{"TestBPFAttachModes", "TestBPFOOMKill", "TestBPFExitAndCgroup"}
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^(" + strings.Join(tests, "|") + ")$"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestVMBPF(t *testing.T) {
 			t.Errorf("no PASS line for %s in the VM output", name)
 		}
 	}
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 	for _, fam := range []string{"oom", "reclaim", "exit", "cgroup"} {
 		if got := facts["bpf.modes."+fam]; got != "tp_btf,raw_tp,tracepoint" {
 			t.Errorf("%s tracer attach modes in the VM: %q, want all three", fam, got)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/cgroups"
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // TestVMCgroupsQoS runs test/vm's TestQoSHierarchyV2 in the cgroup v2 VM
@@ -16,10 +16,10 @@ import (
 // what the pure QoS functions compute here for the same node and pods.
 func TestVMCgroupsQoS(t *testing.T) {
 	bin := vmTestBinary(t)
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^TestQoSHierarchyV2$"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func TestVMCgroupsQoS(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^--- PASS: TestQoSHierarchyV2 `).MatchString(res.Output) {
 		t.Fatalf("no PASS line for TestQoSHierarchyV2:\n%s", res.Tail(30))
 	}
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 
 	// The node and pods TestQoSHierarchyV2 uses; the VM has 4KiB pages.
 	cfg := cgroups.QoSConfig{

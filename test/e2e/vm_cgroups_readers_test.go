@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // updateFixturesEnv, set to 1, makes TestVMCgroupReaders store the files the
@@ -22,15 +22,15 @@ const updateFixturesEnv = "KERNELET_UPDATE_FIXTURES"
 func TestVMCgroupReaders(t *testing.T) {
 	bin := vmTestBinary(t)
 	update := os.Getenv(updateFixturesEnv) == "1"
-	opts := env.VMOptions{
+	opts := vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^TestReaders"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	}
 	if update {
 		opts.Env = []string{"KERNELET_VM_DUMP_FIXTURES=1"}
 	}
-	res, err := env.RunInVM(t.Context(), opts)
+	res, err := vm.Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestVMCgroupReaders(t *testing.T) {
 			t.Errorf("no PASS line for %s in the VM output", name)
 		}
 	}
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 	for _, k := range []string{"readers.frozen", "readers.oom", "readers.node"} {
 		if facts[k] == "" {
 			t.Errorf("the VM reported no %s", k)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // TestVMCgroupsWatch runs the cgroups watcher tests of test/vm in the
@@ -16,10 +16,10 @@ import (
 func TestVMCgroupsWatch(t *testing.T) {
 	bin := vmTestBinary(t)
 	tests := []string{"TestWatchMemoryEventsOOMKill", "TestWatchPressureMemoryHigh"}
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^(" + strings.Join(tests, "|") + ")$"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestVMCgroupsWatch(t *testing.T) {
 		}
 	}
 
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 	if got := facts["watch.oom.oom_kill"]; got != "1" {
 		t.Errorf("memory.events watcher saw oom_kill %q, want 1:\n%s", got, facts["watch.oom.memory.events"])
 	}

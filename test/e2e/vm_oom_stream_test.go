@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // TestVMOOMStream runs test/vm's TestOOMStream on the cgroup v2 kernel:
@@ -13,10 +13,10 @@ import (
 // id) and, with BPF off, from memory.events plus kmsg.
 func TestVMOOMStream(t *testing.T) {
 	bin := vmTestBinary(t)
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^TestOOMStream$"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +28,6 @@ func TestVMOOMStream(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^--- PASS: TestOOMStream `).MatchString(res.Output) {
 		t.Errorf("no PASS line for TestOOMStream in the VM output")
 	}
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 	t.Logf("VM oom stream: bpf %s; fallbacks %s", facts["oom.stream.bpf"], facts["oom.stream.fallbacks"])
 }

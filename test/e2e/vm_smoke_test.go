@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/vm"
 )
 
 // The test/vm binary is built once per test binary and removed at shutdown.
@@ -23,15 +24,15 @@ var (
 
 func vmTestBinary(t *testing.T) string {
 	t.Helper()
-	env.RequireVM(t)
+	vm.Require(t)
 	vmBinOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		start := time.Now()
-		vmBin, vmBinErr = env.BuildVMTest(ctx, "./test/vm")
+		vmBin, vmBinErr = vm.BuildTest(ctx, "./test/vm")
 		if vmBinErr == nil {
 			t.Logf("built %s in %v", vmBin, time.Since(start).Round(time.Millisecond))
-			env.OnShutdown(func() error { return env.RemoveVMTest(vmBin) })
+			env.OnShutdown(func() error { return vm.RemoveTest(vmBin) })
 		}
 	})
 	if vmBinErr != nil {
@@ -44,10 +45,10 @@ func vmTestBinary(t *testing.T) string {
 // checks the OOM kill the inner TestMemoryMaxOOMKill provoked.
 func TestVMSmoke(t *testing.T) {
 	bin := vmTestBinary(t)
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestVMSmoke(t *testing.T) {
 		}
 	}
 
-	facts := env.VMFacts(res.Output)
+	facts := vm.Facts(res.Output)
 	maxBytes, err := strconv.ParseUint(facts["oom.memory.max"], 10, 64)
 	if err != nil {
 		t.Fatalf("fact oom.memory.max %q: %v", facts["oom.memory.max"], err)
@@ -88,11 +89,11 @@ func TestVMSmoke(t *testing.T) {
 // the VM must come back as a non-zero exit status through the marker line.
 func TestVMFailingTestExitCode(t *testing.T) {
 	bin := vmTestBinary(t)
-	res, err := env.RunInVM(t.Context(), env.VMOptions{
+	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
 		Args:       []string{"-test.v", "-test.run", "^TestVMSelfCheckFails$"},
 		Env:        []string{"KERNELET_VM_SELFCHECK_FAIL=1"},
-		Console:    env.VMConsoleToLog(t),
+		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -113,20 +114,20 @@ func TestVMBootHangRetried(t *testing.T) {
 	bin := vmTestBinary(t)
 	var console strings.Builder
 	start := time.Now()
-	_, err := env.RunInVM(t.Context(), env.VMOptions{
+	_, err := vm.Run(t.Context(), vm.Options{
 		TestBinary:  bin,
 		Args:        []string{"-test.run", "^$"},
 		BootTimeout: 200 * time.Millisecond,
 		Console:     &console,
 	})
-	if !errors.Is(err, env.ErrVMBootHang) {
+	if !errors.Is(err, vm.ErrBootHang) {
 		t.Fatalf("err = %v, want ErrVMBootHang", err)
 	}
-	if !strings.Contains(err.Error(), fmt.Sprintf("%d attempts", env.VMBootAttempts)) {
+	if !strings.Contains(err.Error(), fmt.Sprintf("%d attempts", vm.BootAttempts)) {
 		t.Errorf("error does not count the attempts: %v", err)
 	}
-	if n := strings.Count(console.String(), "booting again"); n != env.VMBootAttempts-1 {
-		t.Errorf("%d retries announced on the console, want %d:\n%s", n, env.VMBootAttempts-1, console.String())
+	if n := strings.Count(console.String(), "booting again"); n != vm.BootAttempts-1 {
+		t.Errorf("%d retries announced on the console, want %d:\n%s", n, vm.BootAttempts-1, console.String())
 	}
-	t.Logf("%d boots killed at 200ms each, reported after %v", env.VMBootAttempts, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d boots killed at 200ms each, reported after %v", vm.BootAttempts, time.Since(start).Round(time.Millisecond))
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // apiObjects creates API objects and deletes them at the end of the test.
@@ -35,45 +38,6 @@ func (o apiObjects) cleanup(what string, del func(ctx context.Context) error) {
 			o.t.Errorf("cleanup: delete %s: %v", what, err)
 		}
 	})
-}
-
-// ensureServiceAccountBasics makes the default ServiceAccount and the
-// kube-root-ca.crt configMap of namespace ns exist (what the controllers
-// of a cluster make), removing at the end only what it created.
-func (o apiObjects) ensureServiceAccountBasics(ctx context.Context, ns, caFile string) {
-	o.t.Helper()
-	sas := o.admin.CoreV1().ServiceAccounts(ns)
-	if _, err := sas.Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err == nil {
-		o.cleanup("serviceaccount default", func(ctx context.Context) error { return sas.Delete(ctx, "default", metav1.DeleteOptions{}) })
-	} else if !apierrors.IsAlreadyExists(err) {
-		o.t.Fatal(err)
-	}
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	cms := o.admin.CoreV1().ConfigMaps(ns)
-	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": string(ca)}}
-	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err == nil {
-		o.cleanup("configmap kube-root-ca.crt", func(ctx context.Context) error { return cms.Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
-	} else if !apierrors.IsAlreadyExists(err) {
-		o.t.Fatal(err)
-	}
-}
-
-// kubeAPIAccessVolume is the projected volume the ServiceAccount admission
-// plugin adds to every pod.
-func kubeAPIAccessVolume(name string) v1.Volume {
-	exp, mode := int64(3607), int32(0o644)
-	return v1.Volume{Name: name, VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-		DefaultMode: &mode,
-		Sources: []v1.VolumeProjection{
-			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"}},
-			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
-				{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-		}}}}
 }
 
 // execIn runs sh -c script in the first container of pod uid.
@@ -108,13 +72,13 @@ func waitExec(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, script, 
 
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-// newAPINode is an agent node (not started yet) of the shared API server:
-// its Node exists, the default namespace has the default ServiceAccount
-// and kube-root-ca.crt, and it will run with the node's credential.
-func newAPINode(t *testing.T) (*env.APIServer, *agentNode, internalapi.RuntimeService, kubernetes.Interface) {
+// newAPINode is an agent node (not started yet) of the shared API server
+// (whose ServiceAccount admission gives every pod its kube-api-access
+// volume): its Node exists and it will run with the node's credential.
+func newAPINode(t *testing.T) (*apiserver.Server, *agentNode, internalapi.RuntimeService, kubernetes.Interface) {
 	t.Helper()
-	srv := env.SharedAPIServer(t)
-	cd := env.SharedContainerd(t)
+	srv := apiserver.Shared(t)
+	cd := containerd.Shared(t)
 	n, rs, _ := newAgentWithCleanup(t, cd)
 	volumeCleanup(t, n)
 	admin, err := srv.AdminClient()
@@ -128,19 +92,18 @@ func newAPINode(t *testing.T) (*env.APIServer, *agentNode, internalapi.RuntimeSe
 		t.Fatal(err)
 	}
 	o.cleanup("node", func(ctx context.Context) error { return nodes.Delete(ctx, n.node, metav1.DeleteOptions{}) })
-	o.ensureServiceAccountBasics(t.Context(), "default", srv.CAFile())
 	kubeconfig, err := srv.NodeKubeconfig(n.node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.args = []string{"--kubeconfig", kubeconfig}
+	n.kubeconfig = kubeconfig
 	return srv, n, rs, admin
 }
 
 // killRuntimePods kills, at the end of the test (after the agent), every
 // runtime pod of the agent's cgroup root: API pods have no node suffix in
 // their names, so agentCleanup does not see them.
-func killRuntimePods(t *testing.T, n *agentNode, cd *env.Containerd) {
+func killRuntimePods(t *testing.T, n *agentNode, cd *containerd.Instance) {
 	rs, is := criClients(t, cd)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -198,7 +161,7 @@ func (o apiObjects) createPod(pod *v1.Pod) *v1.Pod {
 }
 
 // Pods from the API server get their data volumes: the kube-api-access
-// projected volume (a bound token that authenticates to the API server
+// projected volume the ServiceAccount admission plugin injects (a bound token that authenticates to the API server
 // from inside the pod, the cluster CA, the namespace), configMap and
 // secret volumes; a configMap edit shows in the pod without a restart; the
 // volumes go with the pod.
@@ -223,22 +186,29 @@ func TestAgentVolumesAPI(t *testing.T) {
 	secretMode, grace := int32(0o400), int64(2)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-data", Namespace: ns, Labels: map[string]string{"stage": "one"}}, Spec: v1.PodSpec{
 		NodeName: n.node, HostNetwork: true, TerminationGracePeriodSeconds: &grace, ServiceAccountName: "default",
-		Containers: []v1.Container{{Name: "app", Image: env.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+		Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 			Command: []string{"/bin/sh", "-c", "exec sleep 3600"},
 			VolumeMounts: []v1.VolumeMount{
-				{Name: "kube-api-access-e2e", MountPath: saDir, ReadOnly: true},
 				{Name: "cfg", MountPath: "/etc/cfg"},
 				{Name: "sec", MountPath: "/etc/sec", ReadOnly: true},
 				{Name: "podinfo", MountPath: "/etc/podinfo"},
 			}}},
 		Volumes: []v1.Volume{
-			kubeAPIAccessVolume("kube-api-access-e2e"),
 			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm.Name}}}},
 			{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: sec.Name, DefaultMode: &secretMode}}},
 			{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
 				{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 		}}}
 	pod = o.createPod(pod)
+	apiAccess := ""
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			apiAccess = v.Name
+		}
+	}
+	if apiAccess == "" {
+		t.Fatalf("the API server gave the pod no kube-api-access volume: %+v", pod.Spec.Volumes)
+	}
 	n.start(t)
 	n.waitRunning(t, 90*time.Second, pod.Name)
 
@@ -265,7 +235,7 @@ func TestAgentVolumesAPI(t *testing.T) {
 	}
 	vols := filepath.Join(n.root, "pods", string(pod.UID), "volumes")
 	mounts := strings.Join(mountsUnder(t, n.root), " ")
-	for _, d := range []string{filepath.Join(vols, volume.PluginSecret, "sec"), filepath.Join(vols, volume.PluginProjected, "kube-api-access-e2e")} {
+	for _, d := range []string{filepath.Join(vols, volume.PluginSecret, "sec"), filepath.Join(vols, volume.PluginProjected, apiAccess)} {
 		if !strings.Contains(mounts, d) {
 			t.Errorf("%s is not on a tmpfs; mounts: %s", d, mounts)
 		}
@@ -310,7 +280,7 @@ func TestAgentVolumesAPI(t *testing.T) {
 // apiPod is a host-network pod of the testbox image bound to node.
 func apiPod(name, node string, c v1.Container) *v1.Pod {
 	grace := int64(2)
-	c.Image, c.ImagePullPolicy = env.TestboxImage, v1.PullIfNotPresent
+	c.Image, c.ImagePullPolicy = images.TestboxImage, v1.PullIfNotPresent
 	if c.Command == nil {
 		c.Command = []string{"/bin/sh", "-c", "exec sleep 3600"}
 	}

@@ -1,9 +1,15 @@
-// Package env brings up the real components kernelet's tests run against —
-// a private containerd with the test images, a kube-apiserver with etcd,
-// and a cgroup v2 kernel in qemu — and tears every one of them down again,
-// even after a failed test.
+// Package env is the root of kernelet's test environment: what every
+// component shares. It names a test run (RunID, Prefix) and its state
+// directories (StateDir, StateBase, CacheDir), decides whether a test that
+// needs a real component skips or fails (Require, RequireRoot, InCI), and
+// tears the shared components down when the tests of a binary end (Main,
+// OnShutdown, Shutdown, and Shared for the one instance of a component).
 //
-// Everything a test run creates carries the run's prefix (see RunID), so a
+// The components are its sub-packages, one each: containerd (a private
+// containerd with the test images), images (OCI images and an in-memory
+// registry), apiserver (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler), vm (a cgroup v2 kernel in qemu), cgroupfs (test-owned
+// cgroups). Everything a test run creates carries the run's prefix, so a
 // leak check can find what was left behind and `down` can remove it after a
 // crash. Tests that need a component call the matching Require function: it
 // skips with a reason on a developer machine that lacks the component, and

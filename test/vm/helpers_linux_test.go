@@ -25,7 +25,7 @@ const cgroupRoot = "/sys/fs/cgroup"
 const testPrefix = "kltest"
 
 // fact prints a value for the host: "KERNELET-VM-FACT <key>=<Go-quoted
-// value>", the format test/env.VMFacts parses.
+// value>", the format test/env/vm.Facts parses.
 func fact(t *testing.T, key, value string) {
 	t.Helper()
 	fmt.Printf("KERNELET-VM-FACT %s=%q\n", key, value)

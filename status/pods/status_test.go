@@ -1,0 +1,104 @@
+package pods
+
+import (
+	"encoding/json"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+func cond(t v1.PodConditionType, s v1.ConditionStatus) v1.PodCondition {
+	return v1.PodCondition{Type: t, Status: s}
+}
+
+func TestMergeStatus(t *testing.T) {
+	start := metav1.Unix(100, 0)
+	for name, tc := range map[string]struct {
+		api, ours v1.PodStatus
+		gen       int64
+		want      v1.PodStatus
+	}{
+		"ours replaces the owned conditions, PodScheduled is kept": {
+			api: v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
+				cond(v1.PodScheduled, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionFalse)}},
+			ours: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue)}},
+			want: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+				cond(v1.PodScheduled, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionTrue)}},
+		},
+		"a terminal phase never regresses": {
+			api:  v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "low on memory"},
+			ours: v1.PodStatus{Phase: v1.PodRunning},
+			want: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "low on memory"},
+		},
+		"a terminal phase of ours wins": {
+			api:  v1.PodStatus{Phase: v1.PodRunning},
+			ours: v1.PodStatus{Phase: v1.PodSucceeded},
+			want: v1.PodStatus{Phase: v1.PodSucceeded},
+		},
+		"DisruptionTarget of a controller is kept": {
+			api:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.DisruptionTarget, v1.ConditionTrue)}},
+			ours: v1.PodStatus{Phase: v1.PodRunning},
+			want: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.DisruptionTarget, v1.ConditionTrue)}},
+		},
+		"start time and observed generation": {
+			api:  v1.PodStatus{Phase: v1.PodPending, StartTime: &start},
+			ours: v1.PodStatus{Phase: v1.PodPending},
+			gen:  3,
+			want: v1.PodStatus{Phase: v1.PodPending, StartTime: &start, ObservedGeneration: 3},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := MergeStatus(tc.api, tc.ours, tc.gen)
+			if !StatusEqual(got, tc.want) {
+				t.Errorf("MergeStatus:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusEqualIgnoresConditionOrderAndProbeTimes(t *testing.T) {
+	a := v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), cond(v1.PodInitialized, v1.ConditionTrue)}}
+	b := v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodInitialized, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionTrue)}}
+	b.Conditions[1].LastProbeTime = metav1.Unix(5, 0)
+	if !StatusEqual(a, b) {
+		t.Error("same conditions in another order are not equal")
+	}
+	b.Conditions[1].Status = v1.ConditionFalse
+	if StatusEqual(a, b) {
+		t.Error("a changed condition is equal")
+	}
+}
+
+func TestStatusPatchAppliesAndCarriesUID(t *testing.T) {
+	api := v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{cond(v1.PodScheduled, v1.ConditionTrue)}}
+	next := MergeStatus(api, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.5",
+		PodIPs:     []v1.PodIP{{IP: "10.0.0.5"}},
+		Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue)},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "app", Ready: true,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(7, 0)}}}}}, 0)
+	patch, err := StatusPatch("uid-1", api, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := m["metadata"].(map[string]any); md["uid"] != "uid-1" {
+		t.Errorf("patch has no UID precondition: %s", patch)
+	}
+	orig, _ := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Status: api})
+	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Pod
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !StatusEqual(got.Status, next) {
+		t.Errorf("patched status:\n got %+v\nwant %+v", got.Status, next)
+	}
+}

@@ -1,0 +1,11 @@
+// Package containerd runs a private containerd for kernelet's tests: its
+// own config, root, state, sockets and CNI bridge network under the run's
+// state directory, the test images imported (see test/env/images) and an
+// in-memory registry as the mirror for pulls (Start, Shared). Stop and Down
+// remove everything an instance created — pods, shims, runc state, cgroups,
+// mounts, netns, links, CNI results — even after a crash, finding it by the
+// run id and touching nothing else (processes are stopped by PID after
+// checking they are the instance's own).
+//
+// For tests and hack/ tools only; kernelet never imports it.
+package containerd
