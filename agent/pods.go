@@ -19,6 +19,7 @@ import (
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
 	statuspods "github.com/kernelet/kernelet/status/pods"
@@ -47,6 +48,8 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
+	// vols sets up and tears down pod volumes.
+	vols *volume.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 
@@ -84,9 +87,13 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return fmt.Errorf("image service: %w", err)
 	}
 	podsDir := filepath.Join(a.opts.RootDir, "pods")
+	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
+	if err != nil {
+		return err
+	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir})
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs})
 	if err != nil {
 		return err
 	}
@@ -95,7 +102,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs,
+	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is}
 	var extraSources []sources.Source
@@ -144,6 +151,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { pl.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
+	wg.Go(func() { vols.Run(ctx, 0) })
 	p.dispatchUpdates(ctx)
 	wg.Wait()
 	p.workers.Wait()
@@ -229,6 +237,7 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 		for _, pod := range p.sources.Pods() {
 			wanted[pod.UID] = true
 		}
+		p.cleanupVolumes(ctx, wanted, listed)
 		for _, st := range runtime.Orphans(listed, wanted) {
 			if p.workers.Known(st.UID) {
 				continue

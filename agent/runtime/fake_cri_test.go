@@ -136,7 +136,7 @@ func (f *fakeCRI) CreateContainer(_ context.Context, sb string, cfg *runtimeapi.
 	f.n++
 	id := fmt.Sprintf("c%d", f.n)
 	f.ctrs[id] = &runtimeapi.ContainerStatus{Id: id, Metadata: cfg.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED,
-		CreatedAt: time.Now().UnixNano() + int64(f.n), Image: cfg.Image, ImageRef: cfg.Image.GetImage(), Labels: cfg.Labels, Annotations: cfg.Annotations}
+		CreatedAt: time.Now().UnixNano() + int64(f.n), Image: cfg.Image, ImageRef: cfg.Image.GetImage(), Labels: cfg.Labels, Annotations: cfg.Annotations, Mounts: cfg.Mounts}
 	f.ctrPod[id] = sb
 	adj := cfg.GetLinux().GetResources().GetOomScoreAdj()
 	if f.oomFloor != nil && adj < *f.oomFloor {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -92,7 +93,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	r.normalFor(c.Name, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := m.clock.Now()
-	ref, err := m.is.PullImage(ctx, spec, nil, sbCfg)
+	ref, err := m.pull(ctx, pod, spec, sbCfg, r)
 	if err != nil {
 		m.pullMu.Lock()
 		m.pullFailures[key] = m.clock.Now()
@@ -114,4 +115,26 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	r.normalFor(c.Name, EventPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", c.Image, d, d))
 	return p, nil, nil
+}
+
+// pull pulls spec with each credential of the pod's pull secrets that
+// applies, most specific first, until one works; anonymously when none
+// applies.
+func (m *Manager) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (string, error) {
+	creds, err := PullCredentials(spec.Image, m.pullSecrets(ctx, pod, r))
+	if err != nil {
+		return "", err
+	}
+	if len(creds) == 0 {
+		return m.is.PullImage(ctx, spec, nil, sbCfg)
+	}
+	var errs []error
+	for _, auth := range creds {
+		ref, err := m.is.PullImage(ctx, spec, auth, sbCfg)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", errors.Join(errs...)
 }

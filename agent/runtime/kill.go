@@ -95,12 +95,15 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		r.step(ActionRemoveSandbox, sb.ID, err, "")
 	}
 	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
+	if m.vols != nil {
+		r.step(ActionTearDownVolumes, string(st.UID), m.vols.TearDown(ctx, st.UID), "")
+	}
 	var errs []error
 	if st.Name != "" && st.Namespace != "" {
 		errs = append(errs, os.RemoveAll(PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))
 	}
 	podDir := filepath.Join(m.pods, string(st.UID))
-	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")))
+	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")), os.RemoveAll(filepath.Join(podDir, etcHostsFile)))
 	if err := os.Remove(podDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
 	}
@@ -117,12 +120,17 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 }
 
 // StopPod stops a pod that has finished: its running containers (sidecars
-// last) and its sandboxes stop and its cgroup goes; its exited containers
+// last) and its sandboxes stop, its cgroup and volumes go; its exited containers
 // and logs stay for the status until KillPod removes them.
 func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, st *PodStatus) *SyncResult {
 	r := newResult()
 	m.stopPod(ctx, pod, st, nil, r)
 	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
+	if m.vols != nil && r.Err() == nil {
+		// Nothing of the pod runs any more: its volumes go, as kubelet
+		// unmounts those of terminated pods.
+		r.step(ActionTearDownVolumes, string(st.UID), m.vols.TearDown(ctx, st.UID), "")
+	}
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -44,6 +45,36 @@ type ManagerConfig struct {
 	// ProcRoot is where procfs is mounted (for containers' oom_score_adj);
 	// "" means /proc.
 	ProcRoot string
+	// Volumes sets up the pod volumes before the containers and tears
+	// them down after them (agent/volume.Manager); nil leaves volumes to
+	// SyncOptions.Container.VolumeHostPaths.
+	Volumes PodVolumes
+	// EtcHosts is the node's hosts file, the base of host-network pods'
+	// managed hosts files; "" means /etc/hosts.
+	EtcHosts string
+	// Objects gives the configMaps and secrets env and envFrom reference;
+	// nil refuses such references (standalone).
+	Objects EnvObjects
+}
+
+// EnvObjects gives configMaps and secrets by namespace and name (errors
+// for missing ones match apierrors.IsNotFound).
+type EnvObjects interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+}
+
+// PodVolumes sets up and tears down the volumes of pods.
+type PodVolumes interface {
+	// SetUp makes pod's volumes ready and returns each one's host path by
+	// volume name; the error joins one error per volume that failed (those
+	// are missing from the map).
+	SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, error)
+	// TearDown removes the volumes of pod uid once its containers are gone.
+	TearDown(ctx context.Context, uid types.UID) error
+	// SubPath returns the host path of subPath inside the volume at
+	// volumeHostPath, creating it when missing.
+	SubPath(volumeHostPath, subPath string) (string, error)
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -65,6 +96,9 @@ type Manager struct {
 	hc      *http.Client
 	rmWait  time.Duration
 	proc    string
+	vols    PodVolumes
+	objs    EnvObjects
+	hosts   string
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -81,12 +115,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
 	if m.pods == "" {
 		m.pods = DefaultPodsDir
+	}
+	if m.hosts == "" {
+		m.hosts = "/etc/hosts"
 	}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
@@ -140,6 +177,8 @@ const (
 	ActionRemoveSandbox    = "RemovePodSandbox"
 	ActionRemoveCgroup     = "RemoveCgroup"
 	ActionRemoveLogs       = "RemoveLogs"
+	ActionSetUpVolumes     = "SetUpVolumes"
+	ActionTearDownVolumes  = "TearDownVolumes"
 )
 
 // SyncResult is everything a sync or kill did.
@@ -229,6 +268,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
 		return r
 	}
+	// Volumes are set up (and refreshed) on every sync, before anything
+	// starts: a container never starts without its volumes.
+	if !m.setUpVolumes(ctx, pod, &opts, r) {
+		return r
+	}
 	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0) {
 		return r // nothing to start: no cgroup, sandbox or config work
 	}
@@ -281,6 +325,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		return r
 	}
+	if opts.Container.EtcHostsHostPath, err = m.writeEtcHosts(pod, podIPs, opts.Sandbox.ClusterDomain); err != nil {
+		r.step(ActionCreatePodSandbox, sandboxID, fmt.Errorf("managed /etc/hosts: %w", err), "")
+		return r
+	}
 
 	start := func(c *v1.Container) bool {
 		w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
@@ -303,6 +351,64 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	return r
 }
 
+// writeEtcHosts writes the pod's managed hosts file (EtcHosts) into its
+// directory and returns its path.
+func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain string) (string, error) {
+	var node []byte
+	if pod.Spec.HostNetwork {
+		var err error
+		if node, err = os.ReadFile(m.hosts); err != nil {
+			return "", err
+		}
+	}
+	content, err := EtcHosts(pod, podIPs, clusterDomain, node)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(m.pods, string(pod.UID))
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, etcHostsFile)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o644)
+}
+
+// EventFailedMount is the warning of a volume that could not be set up.
+const EventFailedMount = "FailedMount"
+
+// setUpVolumes sets up pod's volumes into opts.Container.VolumeHostPaths,
+// recording a FailedMount warning per volume that failed; false when one
+// did.
+func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptions, r *SyncResult) bool {
+	if m.vols == nil {
+		return true
+	}
+	paths, err := m.vols.SetUp(ctx, pod)
+	merged := make(map[string]string, len(paths)+len(opts.Container.VolumeHostPaths))
+	for k, v := range opts.Container.VolumeHostPaths {
+		merged[k] = v
+	}
+	for k, v := range paths {
+		merged[k] = v
+	}
+	opts.Container.VolumeHostPaths = merged
+	r.step(ActionSetUpVolumes, string(pod.UID), err, "")
+	if err == nil {
+		return true
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		r.warn(EventFailedMount, e.Error())
+	}
+	return false
+}
+
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) (*Waiting, error) {
@@ -315,6 +421,15 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts := base
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.PodIPs = podIPs
+	if m.objs != nil {
+		ns := pod.Namespace
+		opts.ConfigMap = func(name string) (*v1.ConfigMap, error) { return m.objs.ConfigMap(ctx, ns, name) }
+		opts.Secret = func(name string) (*v1.Secret, error) { return m.objs.Secret(ctx, ns, name) }
+	}
+	opts.Warn = func(reason, msg string) { r.warnFor(c.Name, reason, msg) }
+	if m.vols != nil {
+		opts.SubPath = m.vols.SubPath
+	}
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
 	if err := os.MkdirAll(termDir, 0o755); err != nil {

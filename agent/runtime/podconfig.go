@@ -356,8 +356,10 @@ func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResou
 //     workingDir, stdin, stdinOnce, tty;
 //   - log path ContainerLogPath; labels ContainerLabels, annotations
 //     ContainerAnnotations;
-//   - mounts: the volume mounts of emptyDir and hostPath volumes at the host
-//     paths in opts.VolumeHostPaths, then opts.TerminationMessageHostPath at
+//   - mounts: the volume mounts at the host paths of their volumes in
+//     opts.VolumeHostPaths, the managed hosts file (opts.EtcHostsHostPath)
+//     at /etc/hosts unless the container mounts one, then
+//     opts.TerminationMessageHostPath at
 //     terminationMessagePath (default /dev/termination-log);
 //   - Linux resources: cpu shares from the cpu request (defaulting to the
 //     limit; cgroups.CPUShares), a CFS quota from the cpu limit
@@ -388,7 +390,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	}
 	env, err := ContainerEnv(pod, c, opts)
 	errs = append(errs, err)
-	mounts, err := containerMounts(pod, c, opts)
+	mounts, err := containerMounts(pod, c, opts, envMap(env))
 	errs = append(errs, err)
 	sc, err := containerSecurityContext(pod, c, opts)
 	errs = append(errs, err)
@@ -446,9 +448,9 @@ func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
-// containerMounts are the volume mounts (emptyDir and hostPath volumes
-// whose host paths the caller resolved) and the termination message file.
-func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
+// containerMounts are the volume mounts (volumes whose host paths the
+// caller prepared) and the termination message file.
+func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	var errs []error
 	for _, vm := range c.VolumeMounts {
@@ -457,19 +459,26 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 		case i < 0:
 			errs = append(errs, fmt.Errorf("volume mount %q: the pod has no such volume", vm.Name))
 			continue
-		case vm.SubPath != "" || vm.SubPathExpr != "":
-			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr are not supported yet", vm.Name, ErrUnsupported))
+		case (vm.SubPath != "" || vm.SubPathExpr != "") && opts.SubPath == nil:
+			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr need a volume manager", vm.Name, ErrUnsupported))
 			continue
 		}
 		vol := pod.Spec.Volumes[i]
-		if vol.EmptyDir == nil && vol.HostPath == nil {
+		host, ok := opts.VolumeHostPaths[vol.Name]
+		switch {
+		case (!ok || host == "") && !supportedVolume(vol):
 			errs = append(errs, fmt.Errorf("volume %q: %w: %s volumes are not supported yet", vol.Name, ErrUnsupported, volumeKind(vol)))
 			continue
-		}
-		host, ok := opts.VolumeHostPaths[vol.Name]
-		if !ok || host == "" {
+		case !ok || host == "":
 			errs = append(errs, fmt.Errorf("volume %q: no host path prepared for it", vol.Name))
 			continue
+		}
+		if sub := subPath(vm, env); sub != "" {
+			var err error
+			if host, err = opts.SubPath(host, sub); err != nil {
+				errs = append(errs, fmt.Errorf("volume mount %q: %w", vm.Name, err))
+				continue
+			}
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
@@ -477,6 +486,9 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 			Readonly:      vm.ReadOnly,
 			Propagation:   mountPropagation(vm.MountPropagation),
 		})
+	}
+	if opts.EtcHostsHostPath != "" && !mountsEtcHosts(c) {
+		out = append(out, &runtimeapi.Mount{ContainerPath: EtcHostsPath, HostPath: opts.EtcHostsHostPath})
 	}
 	if opts.TerminationMessageHostPath != "" {
 		p := c.TerminationMessagePath
@@ -486,6 +498,15 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*ru
 		out = append(out, &runtimeapi.Mount{ContainerPath: p, HostPath: opts.TerminationMessageHostPath})
 	}
 	return out, errors.Join(errs...)
+}
+
+// subPath is a mount's subPath, or its subPathExpr expanded against the
+// container's environment.
+func subPath(vm v1.VolumeMount, env func(string) (string, bool)) string {
+	if vm.SubPathExpr != "" {
+		return Expand(vm.SubPathExpr, env)
+	}
+	return vm.SubPath
 }
 
 // containerSecurityContext merges the pod's security context under the

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -75,18 +77,27 @@ func (l *envList) lookup(name string) (string, bool) {
 	return v, ok
 }
 
+// ReasonInvalidEnvironmentVariableNames is the warning about envFrom keys
+// that were skipped.
+const ReasonInvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames"
+
 // ContainerEnv is the environment of container c of pod, in the order the
-// names were first defined: each env entry in turn, a value expanded
-// (Expand) against the variables defined before it, a valueFrom resolved
-// from the pod (fieldRef) or the container's resources (resourceFieldRef).
-// envFrom and configMap, secret or file references are not supported yet
-// and return an error naming the variable.
+// names were first defined: first the keys of each envFrom source in turn
+// (sorted, with its prefix; keys that are no valid variable names are
+// skipped with an InvalidEnvironmentVariableNames warning), then each env
+// entry in turn, a value expanded (Expand) against the variables defined
+// before it, a valueFrom resolved from the pod (fieldRef), the container's
+// resources (resourceFieldRef), a configMap or secret key. A missing
+// optional source or key defines nothing; a missing required one is an
+// error naming it. fileKeyRef is not supported yet.
 func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.KeyValue, error) {
 	var errs []error
-	if len(c.EnvFrom) > 0 {
-		errs = append(errs, fmt.Errorf("envFrom: %w: configMap and secret sources are not supported yet", ErrUnsupported))
-	}
 	var env envList
+	for _, from := range c.EnvFrom {
+		if err := envFromSource(pod, &from, opts, &env); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, e := range c.Env {
 		var v string
 		var err error
@@ -97,8 +108,14 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runti
 			v, err = fieldRefValue(pod, src.FieldRef.FieldPath, opts)
 		case src.ResourceFieldRef != nil:
 			v, err = resourceFieldRefValue(pod, c, src.ResourceFieldRef, opts)
+		case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil:
+			var ok bool
+			v, ok, err = keyRefValue(pod, src, opts)
+			if err == nil && !ok {
+				continue // optional and missing
+			}
 		default:
-			err = fmt.Errorf("%w: configMapKeyRef, secretKeyRef and fileKeyRef are not supported yet", ErrUnsupported)
+			err = fmt.Errorf("%w: fileKeyRef is not supported yet", ErrUnsupported)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("env %q: %w", e.Name, err))
@@ -114,6 +131,110 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runti
 		out = append(out, &runtimeapi.KeyValue{Key: n, Value: []byte(env.values[n])})
 	}
 	return out, nil
+}
+
+// sourceData is the data of the configMap or secret an env source names;
+// nil, nil when it is missing and optional.
+func sourceData(isConfigMap bool, name string, optional *bool, opts ContainerOptions) (map[string]string, error) {
+	opt := optional != nil && *optional
+	out := map[string]string{}
+	if isConfigMap {
+		if opts.ConfigMap == nil {
+			return nil, fmt.Errorf("configmap %q: %w: no API server", name, ErrUnsupported)
+		}
+		cm, err := opts.ConfigMap(name)
+		if apierrors.IsNotFound(err) && opt {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range cm.Data {
+			out[k] = v
+		}
+		for k, v := range cm.BinaryData {
+			out[k] = string(v)
+		}
+		return out, nil
+	}
+	if opts.Secret == nil {
+		return nil, fmt.Errorf("secret %q: %w: no API server", name, ErrUnsupported)
+	}
+	s, err := opts.Secret(name)
+	if apierrors.IsNotFound(err) && opt {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range s.Data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+// envFromSource adds the keys of one envFrom source to env.
+func envFromSource(pod *v1.Pod, from *v1.EnvFromSource, opts ContainerOptions, env *envList) error {
+	var data map[string]string
+	var err error
+	var kind, name string
+	switch {
+	case from.ConfigMapRef != nil:
+		kind, name = "configMap", from.ConfigMapRef.Name
+		data, err = sourceData(true, name, from.ConfigMapRef.Optional, opts)
+	case from.SecretRef != nil:
+		kind, name = "secret", from.SecretRef.Name
+		data, err = sourceData(false, name, from.SecretRef.Optional, opts)
+	default:
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("envFrom: %w", err)
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var invalid []string
+	for _, k := range keys {
+		n := from.Prefix + k
+		if len(validation.IsRelaxedEnvVarName(n)) > 0 {
+			invalid = append(invalid, n)
+			continue
+		}
+		env.set(n, data[k])
+	}
+	if len(invalid) > 0 && opts.Warn != nil {
+		opts.Warn(ReasonInvalidEnvironmentVariableNames, fmt.Sprintf("Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable names.",
+			strings.Join(invalid, ", "), kind, pod.Namespace, name))
+	}
+	return nil
+}
+
+// keyRefValue resolves a configMapKeyRef or secretKeyRef; ok is false
+// when it is optional and missing.
+func keyRefValue(pod *v1.Pod, src *v1.EnvVarSource, opts ContainerOptions) (string, bool, error) {
+	isCM := src.ConfigMapKeyRef != nil
+	var name, key, kind string
+	var optional *bool
+	if isCM {
+		name, key, optional, kind = src.ConfigMapKeyRef.Name, src.ConfigMapKeyRef.Key, src.ConfigMapKeyRef.Optional, "ConfigMap"
+	} else {
+		name, key, optional, kind = src.SecretKeyRef.Name, src.SecretKeyRef.Key, src.SecretKeyRef.Optional, "Secret"
+	}
+	data, err := sourceData(isCM, name, optional, opts)
+	if err != nil || data == nil {
+		return "", false, err
+	}
+	v, ok := data[key]
+	if !ok {
+		if optional != nil && *optional {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, pod.Namespace, name)
+	}
+	return v, true, nil
 }
 
 // subscript splits "metadata.labels['key']" into its key, when path has
@@ -162,6 +283,14 @@ func fieldRefValue(pod *v1.Pod, path string, opts ContainerOptions) (string, err
 		return pod.Annotations[k], nil
 	}
 	return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
+}
+
+// ResourceFieldRefValue is the value of a resourceFieldRef of container c
+// of pod (see resourceFieldRefValue), for downward API volumes.
+func ResourceFieldRefValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, nodeAllocatable v1.ResourceList) (string, error) {
+	r := *ref
+	r.ContainerName = ""
+	return resourceFieldRefValue(pod, c, &r, ContainerOptions{NodeAllocatable: nodeAllocatable})
 }
 
 // resourceFieldRefValue resolves requests.* and limits.* of cpu, memory

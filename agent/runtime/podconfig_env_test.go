@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -132,8 +134,8 @@ func TestContainerEnv(t *testing.T) {
 			env:    []v1.EnvVar{res("EPH", "limits.ephemeral-storage", "1Gi"), res("MEM", "limits.memory", "1Mi")},
 			podRes: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceEphemeralStorage: qty("3Gi")}},
 			want:   "EPH=3;MEM=64;"},
-		"configMap reference": {env: []v1.EnvVar{{Name: "CFG", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{Key: "k"}}}},
-			wantErr: `env "CFG": unsupported pod fields: configMapKeyRef`},
+		"configMap reference without an API server": {env: []v1.EnvVar{{Name: "CFG", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{Key: "k"}}}},
+			wantErr: `env "CFG": configmap "": unsupported pod fields: no API server`},
 		"unknown field path": {env: []v1.EnvVar{field("X", "spec.hostname")}, wantErr: `env "X": unsupported pod fields: fieldRef "spec.hostname"`},
 		"huge pages":         {env: []v1.EnvVar{res("HP", "limits.hugepages-2Mi", "")}, wantErr: `resourceFieldRef "limits.hugepages-2Mi"`},
 	}
@@ -159,11 +161,60 @@ func TestContainerEnv(t *testing.T) {
 	}
 }
 
-func TestContainerEnvFromIsUnsupported(t *testing.T) {
-	c := &v1.Container{Name: "app", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}},
-		Env: []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}}
-	_, err := ContainerEnv(envPod(), c, ContainerOptions{})
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "envFrom") || !strings.Contains(err.Error(), `env "S"`) {
-		t.Errorf("err = %v, want both envFrom and env S named", err)
+func TestContainerEnvFromObjects(t *testing.T) {
+	yes := true
+	cms := map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"B": "b", "A": "a", "bad=key": "x"}}}
+	secs := map[string]*v1.Secret{"sec": {Data: map[string][]byte{"PW": []byte("s3cret")}}}
+	opts := ContainerOptions{
+		ConfigMap: func(n string) (*v1.ConfigMap, error) {
+			if cm, ok := cms[n]; ok {
+				return cm, nil
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmap"}, n)
+		},
+		Secret: func(n string) (*v1.Secret, error) {
+			if s, ok := secs[n]; ok {
+				return s, nil
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secret"}, n)
+		},
+	}
+	var warnings []string
+	opts.Warn = func(reason, msg string) { warnings = append(warnings, reason+": "+msg) }
+	cmRef := func(name, key string, opt *bool) *v1.EnvVarSource {
+		return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: opt}}
+	}
+	c := &v1.Container{Name: "app",
+		EnvFrom: []v1.EnvFromSource{
+			{Prefix: "P_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
+			{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Optional: &yes}},
+		},
+		Env: []v1.EnvVar{
+			{Name: "X", Value: "$(P_A)-$(P_B)"},
+			{Name: "PW", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "sec"}, Key: "PW"}}},
+			{Name: "OPT", ValueFrom: cmRef("cfg", "missing", &yes)},
+			{Name: "P_A", ValueFrom: cmRef("cfg", "B", nil)},
+		}}
+	got, err := ContainerEnv(envPod(), c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, want := envOf(got), "P_A=b;P_B=b;X=a-b;PW=s3cret;"; s != want {
+		t.Errorf("env = %s, want %s", s, want)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "InvalidEnvironmentVariableNames: Keys [P_bad=key] from the EnvFrom configMap") {
+		t.Errorf("warnings = %q", warnings)
+	}
+	for _, tc := range []struct {
+		env  v1.EnvVar
+		want string
+	}{
+		{v1.EnvVar{Name: "M", ValueFrom: cmRef("ghost", "k", nil)}, `env "M": configmap "ghost" not found`},
+		{v1.EnvVar{Name: "K", ValueFrom: cmRef("cfg", "k", nil)}, `env "K": couldn't find key k in ConfigMap team/cfg`},
+	} {
+		_, err := ContainerEnv(envPod(), &v1.Container{Name: "app", Env: []v1.EnvVar{tc.env}}, opts)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("err = %v, want %q", err, tc.want)
+		}
 	}
 }

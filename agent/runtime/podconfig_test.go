@@ -511,7 +511,7 @@ func TestContainerSecurityContext(t *testing.T) {
 func TestContainerMountsAndErrors(t *testing.T) {
 	vols := []v1.Volume{
 		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
-		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "cfg", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
 	}
 	cases := map[string]struct {
 		c       v1.Container
@@ -533,10 +533,16 @@ func TestContainerMountsAndErrors(t *testing.T) {
 		"unsupported volume kind, subPath and missing volume, all reported": {
 			c: v1.Container{Name: "c", Image: "i", VolumeMounts: []v1.VolumeMount{
 				{Name: "cfg", MountPath: "/cfg"}, {Name: "scratch", MountPath: "/s", SubPath: "x"}, {Name: "ghost", MountPath: "/g"}}},
-			wantErr: []string{`volume "cfg": unsupported pod fields: configMap volumes are not supported yet`,
-				`volume mount "scratch": unsupported pod fields: subPath and subPathExpr are not supported yet`,
+			wantErr: []string{`volume "cfg": unsupported pod fields: persistentVolumeClaim volumes are not supported yet`,
+				`volume mount "scratch": unsupported pod fields: subPath and subPathExpr need a volume manager`,
 				`volume mount "ghost": the pod has no such volume`},
 			unsup: true},
+		"subPathExpr expanded against the env": {c: v1.Container{Name: "c", Image: "i",
+			Env:          []v1.EnvVar{{Name: "POD", Value: "p1"}},
+			VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/s", SubPathExpr: "logs/$(POD)"}}},
+			opts: ContainerOptions{VolumeHostPaths: map[string]string{"scratch": "/v"},
+				SubPath: func(vol, sub string) (string, error) { return vol + "/resolved/" + sub, nil }},
+			want: []*runtimeapi.Mount{{ContainerPath: "/s", HostPath: "/v/resolved/logs/p1"}}},
 		"no image": {c: v1.Container{Name: "c"}, wantErr: []string{`container "c" of pod p_ns(u): no image`}},
 	}
 	for name, tc := range cases {

@@ -125,9 +125,25 @@ type ContainerOptions struct {
 	// under the pod's directory, mounted at the container's
 	// terminationMessagePath; "" mounts none.
 	TerminationMessageHostPath string
-	// VolumeHostPaths maps the name of each emptyDir or hostPath volume the
-	// container mounts to its prepared host directory (or file).
+	// VolumeHostPaths maps the name of each volume the container mounts to
+	// its prepared host directory (or file).
 	VolumeHostPaths map[string]string
+	// EtcHostsHostPath is the pod's managed hosts file, mounted at
+	// /etc/hosts unless the container mounts something there; "" mounts
+	// none.
+	EtcHostsHostPath string
+	// SubPath returns the host path of a volume mount's subPath (after
+	// subPathExpr expansion) inside the volume at volumeHostPath, creating
+	// it when missing (volume.PrepareSubPath); nil refuses subPaths.
+	SubPath func(volumeHostPath, subPath string) (string, error)
+	// ConfigMap and Secret look up the objects of the pod's namespace that
+	// env and envFrom reference (errors for missing ones match
+	// apierrors.IsNotFound); nil refuses such references.
+	ConfigMap func(name string) (*v1.ConfigMap, error)
+	Secret    func(name string) (*v1.Secret, error)
+	// Warn, when set, receives the container warning events kubelet would
+	// record (reason, message), e.g. InvalidEnvironmentVariableNames.
+	Warn func(reason, message string)
 }
 
 // ErrUnsupported is matched (errors.Is) by every error that names pod

@@ -22,6 +22,13 @@ func volumeKind(v v1.Volume) string {
 	return "unknown"
 }
 
+// supportedVolume tells whether kernelet can set up v's kind of volume.
+func supportedVolume(v v1.Volume) bool {
+	s := v.VolumeSource
+	return s.EmptyDir != nil || s.HostPath != nil || s.ConfigMap != nil || s.Secret != nil ||
+		s.DownwardAPI != nil || s.Projected != nil
+}
+
 // Sysctl prefixes that live in the network and ipc namespaces: set on a pod
 // that shares the node's namespace, they would change the node.
 var (
@@ -66,16 +73,17 @@ var supportedFieldRefs = map[string]bool{
 // why. Checked:
 //   - spec.os.name windows; spec.runtimeClassName; spec.hostUsers: false
 //     (user namespaces; containerd 1.6 has none); ephemeral containers;
-//     spec.hostAliases (needs the managed /etc/hosts); spec.resourceClaims;
+//     spec.resourceClaims;
 //     pod-level or container hugepages; seLinuxOptions (SELinux is not
 //     enabled in the runtime); supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
-//   - volumes other than emptyDir and hostPath (and emptyDir on huge
-//     pages);
-//   - per container: envFrom; env from configMaps, secrets or files;
+//   - volumes other than emptyDir, hostPath, configMap, secret,
+//     downwardAPI and projected (configMap, secret, downwardAPI,
+//     serviceAccountToken sources), and emptyDir on huge pages;
+//   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
-//     volume subPath/subPathExpr; recursiveReadOnly Enabled; volumeDevices;
+//     recursiveReadOnly Enabled; volumeDevices;
 //     resource claims; procMount Unmasked; lifecycle.stopSignal.
 func ValidatePodForRuntime(pod *v1.Pod) error {
 	var fields []UnsupportedField
@@ -94,9 +102,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	}
 	if len(spec.EphemeralContainers) > 0 {
 		add("spec.ephemeralContainers", "ephemeral containers are not supported yet")
-	}
-	if len(spec.HostAliases) > 0 {
-		add("spec.hostAliases", "host aliases need a managed /etc/hosts, not supported yet")
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")
@@ -130,7 +135,13 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumHugePages,
 			v.EmptyDir != nil && strings.HasPrefix(string(v.EmptyDir.Medium), string(v1.StorageMediumHugePagesPrefix)):
 			add(p, "volume %q: emptyDir on huge pages is not supported yet", v.Name)
-		case v.EmptyDir != nil, v.HostPath != nil:
+		case v.Projected != nil:
+			for j, src := range v.Projected.Sources {
+				if src.ClusterTrustBundle != nil || src.PodCertificate != nil {
+					add(fmt.Sprintf("%s.projected.sources[%d]", p, j), "volume %q: clusterTrustBundle and podCertificate projections are not supported yet", v.Name)
+				}
+			}
+		case supportedVolume(v):
 		default:
 			add(p, "volume %q: %s volumes are not supported yet", v.Name, volumeKind(v))
 		}
@@ -154,9 +165,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	add := func(path, format string, args ...any) {
 		fields = append(fields, UnsupportedField{Path: prefix + path, Reason: fmt.Sprintf(format, args...)})
 	}
-	if len(c.EnvFrom) > 0 {
-		add(".envFrom", "configMap and secret sources are not supported yet")
-	}
 	for i, e := range c.Env {
 		src := e.ValueFrom
 		if src == nil {
@@ -164,8 +172,8 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		}
 		p := fmt.Sprintf(".env[%d]", i)
 		switch {
-		case src.ConfigMapKeyRef != nil, src.SecretKeyRef != nil, src.FileKeyRef != nil:
-			add(p, "env %q: configMap, secret and file references are not supported yet", e.Name)
+		case src.FileKeyRef != nil:
+			add(p, "env %q: file references are not supported yet", e.Name)
 		case src.FieldRef != nil:
 			fp := src.FieldRef.FieldPath
 			_, label := subscript(fp, "metadata.labels")
@@ -187,9 +195,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	}
 	for i, m := range c.VolumeMounts {
 		p := fmt.Sprintf(".volumeMounts[%d]", i)
-		if m.SubPath != "" || m.SubPathExpr != "" {
-			add(p, "volume mount %q: subPath and subPathExpr are not supported yet", m.Name)
-		}
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
 			add(p, "volume mount %q: recursive read-only mounts are not supported by the runtime", m.Name)
 		}

@@ -43,7 +43,8 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		},
 		Volumes: []v1.Volume{
 			{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+			{Name: "cfg", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ConfigMap: &v1.ConfigMapProjection{}}, {ClusterTrustBundle: &v1.ClusterTrustBundleProjection{}}}}}},
 			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}},
 			{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
 		},
@@ -52,7 +53,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 			Name: "app", Image: "i",
 			Env: []v1.EnvVar{
 				{Name: "OK", Value: "1"},
-				{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}},
+				{Name: "S", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}},
 				{Name: "F", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.generateName"}}},
 				{Name: "L", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['ok']"}}},
 				{Name: "R", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "init", Resource: "limits.hugepages-2Mi"}}},
@@ -81,14 +82,13 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	want := []string{
-		"spec.os.name", "spec.runtimeClassName", "spec.hostUsers", "spec.ephemeralContainers", "spec.hostAliases",
+		"spec.os.name", "spec.runtimeClassName", "spec.hostUsers", "spec.ephemeralContainers",
 		"spec.resourceClaims", "spec.resources",
 		"spec.securityContext.seLinuxOptions", "spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
-		"spec.volumes[1]", "spec.volumes[2]", "spec.volumes[3]",
-		"spec.initContainers[0].envFrom",
+		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
 		"spec.containers[0].env[1]", "spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
-		"spec.containers[0].volumeMounts[0]", "spec.containers[0].volumeMounts[1]",
+		"spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
 		"spec.containers[0].securityContext.procMount", "spec.containers[0].securityContext.seLinuxOptions",
 		"spec.containers[0].lifecycle.stopSignal",
@@ -99,7 +99,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 	msg := err.Error()
 	for _, s := range []string{
 		"unsupported pod fields: spec.os.name: windows pods cannot run on a Linux node; ",
-		`spec.volumes[1]: volume "cfg": configMap volumes are not supported yet`,
+		`spec.volumes[1].projected.sources[1]: volume "cfg": clusterTrustBundle and podCertificate projections are not supported yet`,
 		`spec.volumes[2]: volume "data": persistentVolumeClaim volumes are not supported yet`,
 		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
 		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,

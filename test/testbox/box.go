@@ -31,6 +31,7 @@ modes:
   write --mib N --file PATH [--sync]
   serve --http ADDR | --tcp ADDR
   exit --code N [--after D]
+  fetch --url URL [--bearer-file F] [--ca-file F] [--post-data S]
 `
 
 // config is one parsed command line.
@@ -46,6 +47,10 @@ type config struct {
 	httpAddr  string        // serve
 	tcpAddr   string        // serve
 	exitCode  int           // exit
+	url       string        // fetch
+	bearer    string        // fetch: file holding a bearer token
+	caFile    string        // fetch: CA bundle to verify the server with
+	postData  string        // fetch: POST this JSON instead of GET
 	childArgs []string      // fork: what each child runs
 }
 
@@ -81,6 +86,11 @@ func parse(args []string) (*config, error) {
 	case "exit":
 		fs.IntVar(&c.exitCode, "code", -1, "exit status (0-255)")
 		fs.DurationVar(&c.duration, "after", 0, "delay before exiting")
+	case "fetch":
+		fs.StringVar(&c.url, "url", "", "URL to fetch")
+		fs.StringVar(&c.bearer, "bearer-file", "", "file holding a bearer token")
+		fs.StringVar(&c.caFile, "ca-file", "", "CA bundle that verifies the server")
+		fs.StringVar(&c.postData, "post-data", "", "JSON to POST")
 	case "help", "-h", "--help":
 		return nil, fmt.Errorf("%w: help requested", errUsage)
 	default:
@@ -131,6 +141,10 @@ func (c *config) validate() error {
 	case "exit":
 		if c.exitCode < 0 || c.exitCode > 255 {
 			return errors.New("--code must be 0..255")
+		}
+	case "fetch":
+		if c.url == "" {
+			return errors.New("--url is required")
 		}
 	}
 	return nil
@@ -189,6 +203,8 @@ func (b *box) runMode(c *config) (int, error) {
 		return b.serve(c)
 	case "exit":
 		return b.exit(c)
+	case "fetch":
+		return b.fetch(c)
 	}
 	return 2, fmt.Errorf("unknown mode %q", c.mode)
 }

@@ -1,0 +1,17 @@
+// Package volume owns the pod volumes on the node: it sets them up under
+// <pods dir>/<uid>/volumes/<plugin>/<name> before a pod's containers are
+// created (emptyDir on disk or tmpfs, hostPath with its type checks,
+// configMap, secret, downwardAPI and projected volumes written with
+// kubelet's atomic writer layout, service account tokens from the
+// TokenRequest API), keeps the API-backed ones up to date while the pod
+// runs (object changes, token rotation), tears them down after the
+// containers are gone and removes the leftovers of pods no one wants any
+// more (after a restart).
+//
+// The API objects come through the Objects and Tokens interfaces (ObjectManager
+// and TokenManager implement them over client-go; nil in standalone mode,
+// where only emptyDir, hostPath and downwardAPI volumes work). What a
+// volume's files should be (payloads, modes, token refresh decisions) is
+// computed by pure functions; the writes and mounts sit beside them.
+// It must not talk to the container runtime.
+package volume

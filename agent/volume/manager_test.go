@@ -1,0 +1,211 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// fakeMounter records tmpfs mounts without mounting.
+type fakeMounter struct {
+	mu      sync.Mutex
+	mounted map[string]int64
+}
+
+func (f *fakeMounter) MountTmpfs(dir string, size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mounted[dir] = size
+	return nil
+}
+
+func (f *fakeMounter) Unmount(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.mounted, dir)
+	return nil
+}
+
+func (f *fakeMounter) IsMountPoint(dir string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.mounted[dir]
+	return ok, nil
+}
+
+type fakeTokens struct{ forgotten []types.UID }
+
+func (f *fakeTokens) Token(_ context.Context, pod *v1.Pod, aud string, exp int64) (string, error) {
+	return "tok-" + pod.Name + "-" + aud, nil
+}
+func (f *fakeTokens) Forget(uid types.UID) { f.forgotten = append(f.forgotten, uid) }
+
+// kubeAPIAccess is the volume the ServiceAccount admission plugin adds.
+func kubeAPIAccess() v1.Volume {
+	return v1.Volume{Name: "kube-api-access-abcde", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		DefaultMode: i32(0o644),
+		Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{ExpirationSeconds: i64(3607), Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}}
+}
+
+func TestManagerSetUpTearDown(t *testing.T) {
+	root := t.TempDir()
+	mnt := &fakeMounter{mounted: map[string]int64{}}
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "ns"},
+		Data: map[string]string{"ca.crt": "CA"}})
+	toks := &fakeTokens{}
+	objs := NewObjectManager(client, StrategyWatch, nil)
+	m, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Objects: objs, Tokens: toks, Mounter: mnt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostDir := filepath.Join(root, "host", "made")
+	dirOrCreate := v1.HostPathDirectoryOrCreate
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid1"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{
+			{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+			{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: hostDir, Type: &dirOrCreate}}},
+			kubeAPIAccess(),
+		}}}
+	ctx := context.Background()
+	paths, err := m.SetUp(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := filepath.Join(root, "pods", "uid1", "volumes")
+	want := map[string]string{
+		"scratch":               filepath.Join(vols, PluginEmptyDir, "scratch"),
+		"mem":                   filepath.Join(vols, PluginEmptyDir, "mem"),
+		"host":                  hostDir,
+		"kube-api-access-abcde": filepath.Join(vols, PluginProjected, "kube-api-access-abcde"),
+	}
+	for n, p := range want {
+		if paths[n] != p {
+			t.Errorf("path of %s = %q, want %q", n, paths[n], p)
+		}
+	}
+	if info, err := os.Stat(paths["scratch"]); err != nil || info.Mode().Perm() != 0o777 {
+		t.Errorf("emptyDir mode = %v, %v", info.Mode(), err)
+	}
+	if _, ok := mnt.mounted[paths["mem"]]; !ok {
+		t.Error("memory emptyDir not on tmpfs")
+	}
+	if _, ok := mnt.mounted[paths["kube-api-access-abcde"]]; !ok {
+		t.Error("projected volume not on tmpfs")
+	}
+	for f, v := range map[string]string{"token": "tok-p-", "ca.crt": "CA", "namespace": "ns"} {
+		got, err := os.ReadFile(filepath.Join(paths["kube-api-access-abcde"], f))
+		if err != nil || string(got) != v {
+			t.Errorf("%s = %q, %v; want %q", f, got, err, v)
+		}
+	}
+	if err := m.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(vols); !os.IsNotExist(err) {
+		t.Errorf("volumes dir after TearDown: %v", err)
+	}
+	if len(mnt.mounted) != 0 || len(toks.forgotten) != 1 {
+		t.Errorf("after TearDown: mounts %v, forgotten %v", mnt.mounted, toks.forgotten)
+	}
+	if _, err := os.Stat(hostDir); err != nil {
+		t.Errorf("hostPath removed by TearDown: %v", err)
+	}
+}
+
+func TestManagerErrors(t *testing.T) {
+	root := t.TempDir()
+	m, err := NewManager(Config{PodsDir: root, Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := v1.HostPathFile
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid2"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{
+			{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}},
+			{Name: "hp", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: root, Type: &file}}},
+			{Name: "ok", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{
+				{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+		}}}
+	paths, err := m.SetUp(context.Background(), pod)
+	if !errors.Is(err, ErrNoAPIServer) {
+		t.Errorf("err = %v, want ErrNoAPIServer", err)
+	}
+	for _, want := range []string{`MountVolume.SetUp failed for volume "cfg" : configmap "c": no API server`,
+		`MountVolume.SetUp failed for volume "hp" : hostPath type check failed: ` + root + ` is not a file`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+	if _, ok := paths["ok"]; !ok || len(paths) != 1 {
+		t.Errorf("paths = %v, want only the downwardAPI volume", paths)
+	}
+	// Leftovers of pods nobody wants are removed.
+	if err := m.CleanupOrphans(context.Background(), func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "uid2")); err != nil {
+		t.Errorf("active pod cleaned up: %v", err)
+	}
+	m.mu.Lock()
+	delete(m.pods, "uid2")
+	m.mu.Unlock()
+	if err := m.CleanupOrphans(context.Background(), func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "uid2")); !os.IsNotExist(err) {
+		t.Errorf("orphan left: %v", err)
+	}
+}
+
+func TestTokenFileOwnership(t *testing.T) {
+	m, err := NewManager(Config{PodsDir: t.TempDir(), Tokens: &fakeTokens{}, Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := int64(3600)
+	tokenOnly := v1.Volume{Name: "tok", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}}}}}
+	cases := map[string]struct {
+		sc   *v1.PodSecurityContext
+		mode os.FileMode
+		uid  int
+		gid  int
+	}{
+		"no user nor group": {mode: 0o644, uid: os.Getuid(), gid: os.Getgid()},
+		"runAsUser":         {sc: &v1.PodSecurityContext{RunAsUser: i64(1234)}, mode: 0o600, uid: 1234, gid: os.Getgid()},
+		"fsGroup":           {sc: &v1.PodSecurityContext{FSGroup: i64(2345)}, mode: 0o640, uid: os.Getuid(), gid: 2345},
+	}
+	for name, tc := range cases {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID(strings.ReplaceAll(name, " ", "-"))},
+			Spec: v1.PodSpec{SecurityContext: tc.sc, Containers: []v1.Container{{Name: "c"}}, Volumes: []v1.Volume{tokenOnly}}}
+		paths, err := m.SetUp(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join(paths["tok"], "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		if info.Mode().Perm() != tc.mode || int(st.Uid) != tc.uid || int(st.Gid) != tc.gid {
+			t.Errorf("%s: token %v %d:%d, want %v %d:%d", name, info.Mode().Perm(), st.Uid, st.Gid, tc.mode, tc.uid, tc.gid)
+		}
+	}
+}

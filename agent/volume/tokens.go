@@ -1,0 +1,121 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// MaxTokenAge is how long a token is used at most before it is refreshed,
+// whatever its expiry (kubelet's 24 h: the API server may extend the
+// tokens of kube-api-access volumes to a year).
+const MaxTokenAge = 24 * time.Hour
+
+// NeedsRefresh tells whether a token issued at issued that expires at
+// expires should be replaced at now: past 80 % of its life, older than
+// MaxTokenAge, or expired.
+func NeedsRefresh(now, issued, expires time.Time) bool {
+	if !now.Before(expires) {
+		return true
+	}
+	life := expires.Sub(issued)
+	return now.After(issued.Add(life*8/10)) || now.After(issued.Add(MaxTokenAge))
+}
+
+// tokenKey identifies a token: one per pod, service account, audience and
+// expiry.
+type tokenKey struct {
+	namespace, serviceAccount, audience string
+	expirationSeconds                   int64
+	podName                             string
+	podUID                              types.UID
+}
+
+type cachedToken struct {
+	token           string
+	issued, expires time.Time
+}
+
+// TokenManager gets service account tokens bound to pods through the
+// TokenRequest API and caches them until NeedsRefresh.
+type TokenManager struct {
+	client kubernetes.Interface
+	clock  clock.PassiveClock
+
+	mu    sync.Mutex
+	cache map[tokenKey]cachedToken
+}
+
+// NewTokenManager returns a TokenManager on client; clk nil is the real
+// clock.
+func NewTokenManager(client kubernetes.Interface, clk clock.PassiveClock) *TokenManager {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &TokenManager{client: client, clock: clk, cache: map[tokenKey]cachedToken{}}
+}
+
+// ServiceAccountName is the pod's service account ("default" when unset).
+func ServiceAccountName(pod *v1.Pod) string {
+	if pod.Spec.ServiceAccountName != "" {
+		return pod.Spec.ServiceAccountName
+	}
+	return "default"
+}
+
+// Token implements Tokens. When a refresh fails the cached token is
+// returned while it has not expired.
+func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, error) {
+	key := tokenKey{namespace: pod.Namespace, serviceAccount: ServiceAccountName(pod), audience: audience,
+		expirationSeconds: expirationSeconds, podName: pod.Name, podUID: pod.UID}
+	now := m.clock.Now()
+	m.mu.Lock()
+	c, ok := m.cache[key]
+	m.mu.Unlock()
+	if ok && !NeedsRefresh(now, c.issued, c.expires) {
+		return c.token, nil
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &expirationSeconds,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	if audience != "" {
+		tr.Spec.Audiences = []string{audience}
+	}
+	got, err := m.client.CoreV1().ServiceAccounts(key.namespace).CreateToken(ctx, key.serviceAccount, tr, metav1.CreateOptions{})
+	if err != nil {
+		if ok && now.Before(c.expires) {
+			klog.FromContext(ctx).Error(err, "Token refresh failed; using the cached token", "pod", klog.KObj(pod), "serviceAccount", key.serviceAccount)
+			return c.token, nil
+		}
+		return "", fmt.Errorf("token for service account %s/%s: %w", key.namespace, key.serviceAccount, err)
+	}
+	c = cachedToken{token: got.Status.Token, issued: now, expires: got.Status.ExpirationTimestamp.Time}
+	if c.expires.IsZero() || !c.expires.After(now) {
+		c.expires = now.Add(time.Duration(expirationSeconds) * time.Second)
+	}
+	m.mu.Lock()
+	m.cache[key] = c
+	m.mu.Unlock()
+	return c.token, nil
+}
+
+// Forget implements Tokens.
+func (m *TokenManager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.cache {
+		if k.podUID == uid {
+			delete(m.cache, k)
+		}
+	}
+}
