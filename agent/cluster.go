@@ -29,7 +29,6 @@ type cluster struct {
 	podInformer cache.SharedIndexInformer
 	nodeLister  corelisters.NodeLister
 	status      *statuspods.Manager
-	started     sync.WaitGroup
 }
 
 // newCluster builds the informers and the pod status manager; nothing
