@@ -16,7 +16,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check test test-unit e2e bench demo lint clean
+.PHONY: help build deps components generate generate-check test test-unit e2e bench bench-footprint demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -77,7 +77,7 @@ test: deps build components lint generate-check ## everything CI runs (installs 
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e) || rc=1; \
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	echo "== e2e smoke lines:"; grep -E '(CRI|apiserver|VM) smoke:' $(BIN)/e2e.log || { echo "missing smoke lines"; rc=1; }; \
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime=1x ./... || rc=1; \
+	$(GO) test -count=1 -run '^$$' -bench . -skip '^BenchmarkFootprint$$' -benchtime=1x ./... || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
@@ -86,6 +86,17 @@ e2e: deps build components ## only the end-to-end tests against real components
 
 bench: build ## run the benchmarks for real (ratios against same-run baselines)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
+
+# Not in `make test`: it needs the conformance kit's kubelet (KERNELET_KUBELET_BIN,
+# default ~/.cache/kernelet-conformance/v1.33.13/kubelet; `../shared/conformance/kit build`
+# makes it) and skips without it. Root; a few minutes.
+bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubelet's (needs the kit's kubelet)
+	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
+	@echo "== footprint run $$KERNELET_TEST_RUN"
+	@rc=0; \
+	$(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
 
 demo: deps build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
 	hack/demo.sh
