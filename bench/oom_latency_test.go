@@ -12,13 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/oom"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
@@ -56,7 +56,7 @@ func BenchmarkOOMLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() {
-			if err := removeDir(dir); err != nil {
+			if err := cgroupfs.KillAndRemoveDir(dir); err != nil {
 				b.Errorf("remove %s: %v", dir, err)
 			}
 		})
@@ -241,29 +241,6 @@ func readOOMKillErr(dir string) (uint64, error) {
 		}
 	}
 	return 0, errors.New("memory.oom_control: no oom_kill line (kernel < 4.13)")
-}
-
-// removeDir removes a cgroup directory the benchmark made, killing the
-// benchmark's own leftover processes in it first.
-func removeDir(dir string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := os.Remove(dir)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-			return err
-		}
-		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if pid, perr := strconv.Atoi(f); perr == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // consoleNote says whether the kernel prints the OOM kill line ("Killed
