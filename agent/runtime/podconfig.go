@@ -82,6 +82,8 @@ func SandboxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.PodSandboxConf
 		RunAsGroup:         int64Value(psc.RunAsGroup),
 		SupplementalGroups: supplementalGroups(psc),
 		Privileged:         anyPrivileged(pod),
+		// Passed on as kubelet does; a runtime without SELinux ignores it.
+		SelinuxOptions: seLinuxOptions(psc.SELinuxOptions),
 	}
 	sc.Seccomp, err = seccompProfile(psc.SeccompProfile, false, opts.SeccompOptions)
 	if err != nil {
@@ -557,6 +559,10 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 		NoNewPrivs:         csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation,
 		Seccomp:            sp,
 		Apparmor:           apparmorProfile(apparmor),
+		SelinuxOptions:     seLinuxOptions(psc.SELinuxOptions),
+	}
+	if csc.SELinuxOptions != nil {
+		sc.SelinuxOptions = seLinuxOptions(csc.SELinuxOptions)
 	}
 	if caps := csc.Capabilities; caps != nil {
 		sc.Capabilities = &runtimeapi.Capability{}
@@ -587,4 +593,14 @@ func verifyNonRoot(pod *v1.Pod, c *v1.Container, runAsUser, imageUID *int64, ima
 		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
 	}
 	return nil
+}
+
+// seLinuxOptions is the CRI form of o (nil stays nil). Like kubelet,
+// kernelet passes the options on: a runtime on a host without SELinux
+// ignores them.
+func seLinuxOptions(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }

@@ -612,3 +612,19 @@ func TestLogPaths(t *testing.T) {
 		t.Errorf("ContainerLogPath = %q", got)
 	}
 }
+
+func TestSELinuxOptionsPassedOn(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c1,c2"}},
+			Containers: []v1.Container{{Name: "a"}, {Name: "b", SecurityContext: &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Type: "spc_t"}}}}}}
+	psc := pod.Spec.SecurityContext
+	if got := seLinuxOptions(psc.SELinuxOptions); got.GetLevel() != "s0:c1,c2" {
+		t.Errorf("pod options %+v", got)
+	}
+	if seLinuxOptions(nil) != nil {
+		t.Error("nil options are not nil")
+	}
+	if err := ValidatePodForRuntime(pod); err != nil {
+		t.Errorf("seLinuxOptions rejected: %v", err)
+	}
+}

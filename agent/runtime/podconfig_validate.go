@@ -74,8 +74,7 @@ var supportedFieldRefs = map[string]bool{
 //   - spec.os.name windows; spec.runtimeClassName; spec.hostUsers: false
 //     (user namespaces; containerd 1.6 has none); ephemeral containers;
 //     spec.resourceClaims;
-//     pod-level or container hugepages; seLinuxOptions (SELinux is not
-//     enabled in the runtime); supplementalGroupsPolicy Strict;
+//     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
 //   - volumes other than emptyDir, hostPath, configMap, secret,
@@ -112,9 +111,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		}
 	}
 	if psc := spec.SecurityContext; psc != nil {
-		if psc.SELinuxOptions != nil {
-			add("spec.securityContext.seLinuxOptions", "SELinux is not enabled in the runtime")
-		}
 		if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
 			add("spec.securityContext.supplementalGroupsPolicy", "Strict is not supported by the runtime")
 		}
@@ -211,9 +207,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	if sc := c.SecurityContext; sc != nil {
 		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
 			add(".securityContext.procMount", "Unmasked /proc needs user namespaces, not supported by the runtime")
-		}
-		if sc.SELinuxOptions != nil {
-			add(".securityContext.seLinuxOptions", "SELinux is not enabled in the runtime")
 		}
 	}
 	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
