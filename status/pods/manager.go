@@ -196,7 +196,7 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 	var todo []work
 	m.mu.Lock()
 	for uid, e := range m.entries {
-		if e.dirty || full {
+		if e.dirty || full || len(e.pod.Spec.ReadinessGates) > 0 {
 			todo = append(todo, work{uid, e.pod, e.status, e.sent, e.sentUID})
 		}
 	}
@@ -208,6 +208,7 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 			continue // no API object yet: stays dirty
 		}
 		next := MergeStatus(api.Status, w.status, api.Generation)
+		ApplyReadinessGates(&next, api.Spec.ReadinessGates)
 		done := StatusEqual(api.Status, next) ||
 			!full && w.sent != nil && w.sentTo == api.UID && StatusEqual(*w.sent, next)
 		if !done {

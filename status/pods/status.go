@@ -3,6 +3,7 @@ package pods
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -110,4 +111,48 @@ func StatusPatch(uid types.UID, api, next v1.PodStatus) ([]byte, error) {
 	}
 	m["metadata"] = map[string]any{"uid": string(uid)}
 	return json.Marshal(m)
+}
+
+// ReasonReadinessGatesNotReady is kubelet's Ready reason when the
+// containers are ready but a readiness gate is not.
+const ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+
+// ApplyReadinessGates turns st's Ready condition False, as kubelet does,
+// while a readiness gate's condition (set by someone else, found in st) is
+// missing or not True; Ready is left alone when the containers are not
+// ready anyway or every gate is True.
+func ApplyReadinessGates(st *v1.PodStatus, gates []v1.PodReadinessGate) {
+	if len(gates) == 0 {
+		return
+	}
+	byType := map[v1.PodConditionType]v1.PodCondition{}
+	for _, c := range st.Conditions {
+		byType[c.Type] = c
+	}
+	if byType[v1.ContainersReady].Status != v1.ConditionTrue {
+		return
+	}
+	var msgs []string
+	for _, g := range gates {
+		c, ok := byType[g.ConditionType]
+		switch {
+		case !ok:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case c.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, c.Status))
+		}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	for i, c := range st.Conditions {
+		if c.Type != v1.PodReady {
+			continue
+		}
+		if c.Status != v1.ConditionFalse {
+			c.LastTransitionTime = metav1Now()
+		}
+		c.Status, c.Reason, c.Message = v1.ConditionFalse, ReasonReadinessGatesNotReady, strings.Join(msgs, ", ")
+		st.Conditions[i] = c
+	}
 }

@@ -102,3 +102,40 @@ func TestStatusPatchAppliesAndCarriesUID(t *testing.T) {
 		t.Errorf("patched status:\n got %+v\nwant %+v", got.Status, next)
 	}
 }
+
+func TestApplyReadinessGates(t *testing.T) {
+	gates := []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	ready := func(extra ...v1.PodCondition) v1.PodStatus {
+		return v1.PodStatus{Conditions: append([]v1.PodCondition{cond(v1.ContainersReady, v1.ConditionTrue),
+			cond(v1.PodReady, v1.ConditionTrue)}, extra...)}
+	}
+	readyOf := func(st v1.PodStatus) v1.PodCondition {
+		for _, c := range st.Conditions {
+			if c.Type == v1.PodReady {
+				return c
+			}
+		}
+		return v1.PodCondition{}
+	}
+	for name, tc := range map[string]struct {
+		st          v1.PodStatus
+		want        v1.ConditionStatus
+		wantMessage string
+	}{
+		"gate condition missing": {st: ready(), want: v1.ConditionFalse,
+			wantMessage: `corresponding condition of pod readiness gate "example.com/lb" does not exist.`},
+		"gate False": {st: ready(cond("example.com/lb", v1.ConditionFalse)), want: v1.ConditionFalse,
+			wantMessage: `the status of pod readiness gate "example.com/lb" is not "True", but False`},
+		"gate True":            {st: ready(cond("example.com/lb", v1.ConditionTrue)), want: v1.ConditionTrue},
+		"containers not ready": {st: v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.ContainersReady, v1.ConditionFalse), cond(v1.PodReady, v1.ConditionFalse)}}, want: v1.ConditionFalse},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := tc.st
+			ApplyReadinessGates(&st, gates)
+			got := readyOf(st)
+			if got.Status != tc.want || got.Message != tc.wantMessage {
+				t.Errorf("Ready %s %q, want %s %q", got.Status, got.Message, tc.want, tc.wantMessage)
+			}
+		})
+	}
+}

@@ -13,3 +13,5 @@ var metaZero metav1.Time
 func sortedTypes(m map[v1.PodConditionType]v1.PodCondition) []v1.PodConditionType {
 	return slices.Sorted(maps.Keys(m))
 }
+
+func metav1Now() metav1.Time { return metav1.Now() }
