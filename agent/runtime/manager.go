@@ -435,7 +435,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := os.MkdirAll(termDir, 0o755); err != nil {
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
+	// 0666 whatever the umask, as kubelet: a container running as any
+	// user writes its termination message there.
 	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
+		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+	}
+	if err := os.Chmod(termFile, 0o666); err != nil {
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	opts.TerminationMessageHostPath = termFile

@@ -346,6 +346,13 @@ func testLifecycleTerminationMessage(t *testing.T) {
 		TerminationMessagePath: v1.TerminationMessagePathDefault})
 	l.run(t, m, pod)
 	api, _ := l.syncUntil(t, m, pod, 30*time.Second, "Failed", func(api v1.PodStatus, _ *kruntime.PodStatus) bool { return api.Phase == v1.PodFailed })
+	// Any user may write its termination message: the file is 0666
+	// whatever the umask (a non-root container failed on 0644).
+	if fi, err := os.Stat(filepath.Join(l.pods, string(pod.UID), "containers", "app", "0")); err != nil {
+		t.Errorf("termination message file: %v", err)
+	} else if fi.Mode().Perm() != 0o666 {
+		t.Errorf("termination message file mode %v, want 0666", fi.Mode().Perm())
+	}
 	for _, cs := range api.ContainerStatuses {
 		term := cs.State.Terminated
 		if term == nil {
