@@ -749,8 +749,17 @@ spec:
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
-			t.Errorf("log dir of %s left: %v", p.Name, err)
+		// The log dir goes after the containers and sandboxes, at the end
+		// of the same kill: wait for it within the same deadline.
+		for {
+			_, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID)))
+			if os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("log dir of %s left: %v", p.Name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
