@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,9 @@ type cluster struct {
 	clients     *kubeclient.Clients
 	podFactory  informers.SharedInformerFactory
 	nodeFactory informers.SharedInformerFactory
+	// svcFactory lists every service: containers get service variables.
+	svcFactory  informers.SharedInformerFactory
+	svcInformer cache.SharedIndexInformer
 	podInformer cache.SharedIndexInformer
 	nodeLister  corelisters.NodeLister
 	status      *statuspods.Manager
@@ -41,6 +45,8 @@ func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) 
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
 		}))
+	c.svcFactory = informers.NewSharedInformerFactory(clients.Main, 0)
+	c.svcInformer = c.svcFactory.Core().V1().Services().Informer()
 	podInf := c.podFactory.Core().V1().Pods()
 	c.podInformer = podInf.Informer()
 	c.nodeLister = c.nodeFactory.Core().V1().Nodes().Lister()
@@ -84,10 +90,31 @@ func (c *cluster) run(ctx context.Context) {
 	}
 	c.podFactory.Start(ctx.Done())
 	c.nodeFactory.Start(ctx.Done())
+	c.svcFactory.Start(ctx.Done())
 	var wg sync.WaitGroup
 	wg.Go(func() { c.status.Run(ctx) })
 	<-ctx.Done()
 	c.podFactory.Shutdown()
 	c.nodeFactory.Shutdown()
+	c.svcFactory.Shutdown()
 	wg.Wait()
+}
+
+// errServicesNotRead is kubelet's error while the service list has never
+// been read: a container started now would miss its service variables.
+var errServicesNotRead = errors.New("services have not yet been read at least once, cannot construct envvars")
+
+// services are every service of the cluster, for service variables.
+func (c *cluster) services() ([]*v1.Service, error) {
+	if !c.svcInformer.HasSynced() {
+		return nil, errServicesNotRead
+	}
+	objs := c.svcInformer.GetStore().List()
+	out := make([]*v1.Service, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*v1.Service); ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }

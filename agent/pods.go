@@ -91,9 +91,13 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
+	var services func() ([]*v1.Service, error)
+	if a.cluster != nil {
+		services = a.cluster.services
+	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs})
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services})
 	if err != nil {
 		return err
 	}

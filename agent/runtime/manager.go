@@ -55,6 +55,10 @@ type ManagerConfig struct {
 	// Objects gives the configMaps and secrets env and envFrom reference;
 	// nil refuses such references (standalone).
 	Objects EnvObjects
+	// Services lists the services whose variables containers get
+	// (ServiceEnv); an error (the list was never read) holds the
+	// container back. nil: no service variables (standalone).
+	Services func() ([]*v1.Service, error)
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -99,6 +103,7 @@ type Manager struct {
 	vols    PodVolumes
 	objs    EnvObjects
 	hosts   string
+	svcs    func() ([]*v1.Service, error)
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -115,7 +120,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -421,6 +426,14 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts := base
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.PodIPs = podIPs
+	if m.svcs != nil {
+		svcs, err := m.svcs()
+		if err != nil {
+			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+		}
+		links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+		opts.ServiceEnv = ServiceEnv(svcs, pod.Namespace, links)
+	}
 	if m.objs != nil {
 		ns := pod.Namespace
 		opts.ConfigMap = func(name string) (*v1.ConfigMap, error) { return m.objs.ConfigMap(ctx, ns, name) }

@@ -93,6 +93,9 @@ const ReasonInvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames"
 func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.KeyValue, error) {
 	var errs []error
 	var env envList
+	for _, e := range opts.ServiceEnv {
+		env.set(e.Name, e.Value)
+	}
 	for _, from := range c.EnvFrom {
 		if err := envFromSource(pod, &from, opts, &env); err != nil {
 			errs = append(errs, err)

@@ -141,6 +141,9 @@ type ContainerOptions struct {
 	// apierrors.IsNotFound); nil refuses such references.
 	ConfigMap func(name string) (*v1.ConfigMap, error)
 	Secret    func(name string) (*v1.Secret, error)
+	// ServiceEnv are the service variables (ServiceEnv), defined before
+	// the container's own env, which overrides them.
+	ServiceEnv []v1.EnvVar
 	// Warn, when set, receives the container warning events kubelet would
 	// record (reason, message), e.g. InvalidEnvironmentVariableNames.
 	Warn func(reason, message string)

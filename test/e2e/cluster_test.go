@@ -316,6 +316,7 @@ func TestClusterNode(t *testing.T) {
 	t.Logf("Node %s Ready %v after the agent started (%v after the test started)", c.node, ready, time.Since(start).Round(time.Millisecond))
 
 	t.Run("APIPodRunsAndDeletesGracefully", func(t *testing.T) { testClusterAPIPod(t, c) })
+	t.Run("ServiceEnv", func(t *testing.T) { testClusterServiceEnv(t, c) })
 	t.Run("ForceDelete", func(t *testing.T) { testClusterForceDelete(t, c) })
 	t.Run("MirrorPod", func(t *testing.T) { testClusterMirrorPod(t, c) })
 	t.Run("Rejections", func(t *testing.T) { testClusterRejections(t, c, node) })
@@ -490,4 +491,49 @@ func (c *clusterNode) waitEvents(t *testing.T, pod *v1.Pod, reasons ...string) {
 		}
 		return true, nil
 	})
+}
+
+// testClusterServiceEnv: a container gets the variables of its namespace's
+// services and of the kubernetes service, read back from the runtime's
+// spec of the container.
+func testClusterServiceEnv(t *testing.T, c *clusterNode) {
+	svc, err := c.admin.CoreV1().Services(c.ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-svc"},
+		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Name: "http", Port: 8080, Protocol: v1.ProtocolTCP}},
+			Selector: map[string]string{"app": "none"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := c.createPod(t, apiTestPod("with-env", 1, "sleep"))
+	c.waitPhase(t, "with-env", v1.PodRunning, 30*time.Second)
+	ctrs, _ := podObjects(t, c.rs, pod.UID)
+	if len(ctrs) != 1 {
+		t.Fatalf("%d containers", len(ctrs))
+	}
+	st, err := c.rs.ContainerStatus(t.Context(), ctrs[0].Id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		RuntimeSpec struct {
+			Process struct {
+				Env []string `json:"env"`
+			} `json:"process"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, e := range info.RuntimeSpec.Process.Env {
+		have[e] = true
+	}
+	for _, want := range []string{
+		"MY_SVC_SERVICE_HOST=" + svc.Spec.ClusterIP, "MY_SVC_SERVICE_PORT=8080", "MY_SVC_SERVICE_PORT_HTTP=8080",
+		"MY_SVC_PORT=tcp://" + svc.Spec.ClusterIP + ":8080", "KUBERNETES_SERVICE_PORT=443",
+	} {
+		if !have[want] {
+			t.Errorf("container env lacks %s: %v", want, info.RuntimeSpec.Process.Env)
+		}
+	}
 }
