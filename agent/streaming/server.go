@@ -53,26 +53,16 @@ func (s Server) Attach(w http.ResponseWriter, r *http.Request) {
 
 func (s Server) stream(w http.ResponseWriter, r *http.Request, prefix string,
 	get func(ctx context.Context, rs internalapi.RuntimeService, id string, o Options) (string, error)) {
-	t, ok := ParseTarget(strings.TrimPrefix(r.URL.Path, prefix), true)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
 	o, err := ParseOptions(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	rs, pod, ok := s.resolve(w, t)
+	rs, id, ok := s.container(w, r, prefix)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	id, err := RunningContainer(ctx, rs, pod, t.Container)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
 	raw, err := get(ctx, rs, id, o)
 	if err != nil {
 		writeErr(w, err)
@@ -151,27 +141,36 @@ func (s Server) Run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "405: Method Not Allowed")
 		return
 	}
-	t, ok := ParseTarget(strings.TrimPrefix(r.URL.Path, RunPrefix), true)
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	rs, pod, ok := s.resolve(w, t)
+	rs, id, ok := s.container(w, r, RunPrefix)
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	id, err := RunningContainer(ctx, rs, pod, t.Container)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	stdout, stderr, err := rs.ExecSync(ctx, id, RunCommand(r.URL.Query()), 0)
+	stdout, stderr, err := rs.ExecSync(r.Context(), id, RunCommand(r.URL.Query()), 0)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	_, _ = w.Write(append(stdout, stderr...))
+}
+
+// container finds the running container the request's path (after
+// prefix) names, answering the error itself when it fails.
+func (s Server) container(w http.ResponseWriter, r *http.Request, prefix string) (internalapi.RuntimeService, string, bool) {
+	t, ok := ParseTarget(strings.TrimPrefix(r.URL.Path, prefix), true)
+	if !ok {
+		http.NotFound(w, r)
+		return nil, "", false
+	}
+	rs, pod, ok := s.resolve(w, t)
+	if !ok {
+		return nil, "", false
+	}
+	id, err := RunningContainer(r.Context(), rs, pod, t.Container)
+	if err != nil {
+		writeErr(w, err)
+		return nil, "", false
+	}
+	return rs, id, true
 }
 
 // resolve finds the runtime and the pod a request names, answering the
