@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 )
 
 // ListenTLS binds addr now and serves HTTPS with cfg on it.
@@ -44,14 +43,5 @@ func ListenUnix(ctx context.Context, name, path string, h http.Handler) (*Listen
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, errors.Join(fmt.Errorf("%s server: %w", name, err), ln.Close())
 	}
-	base := ctx
-	return &Listener{
-		Name: name,
-		ln:   ln,
-		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return base },
-		},
-	}, nil
+	return newListener(ctx, name, ln, h), nil
 }

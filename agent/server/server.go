@@ -104,16 +104,7 @@ func Listen(ctx context.Context, name, addr string, h http.Handler) (*Listener, 
 	if err != nil {
 		return nil, fmt.Errorf("%s server: %w", name, err)
 	}
-	base := ctx
-	return &Listener{
-		Name: name,
-		ln:   ln,
-		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(net.Listener) context.Context { return base },
-		},
-	}, nil
+	return newListener(ctx, name, ln, h), nil
 }
 
 // Addr is the bound address (useful with port 0).
@@ -139,4 +130,17 @@ func (l *Listener) Serve(ctx context.Context) error {
 		return fmt.Errorf("%s server shutdown: %w", l.Name, err)
 	}
 	return nil
+}
+
+// newListener serves h on ln; requests carry ctx's values.
+func newListener(ctx context.Context, name string, ln net.Listener, h http.Handler) *Listener {
+	return &Listener{
+		Name: name,
+		ln:   ln,
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+		},
+	}
 }
