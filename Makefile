@@ -98,7 +98,8 @@ bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubel
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
-demo: deps build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
+demo: build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
+	hack/deps.sh containerd
 	hack/demo.sh
 
 clean: ## remove build output
