@@ -210,7 +210,13 @@ func BenchmarkOOMLatency(b *testing.B) {
 		if p50 < 0 {
 			// oom_control's eventfd fires when the memcg hits OOM, before the
 			// kill is recorded: it is earlier but names no victim.
-			lines = append(lines, fmt.Sprintf("%-12s n=%-3d fires %v before the kill at p50 (%v at p99) (no victim identity)", src, len(d), -p50, -p99))
+			rel := func(d time.Duration) string {
+				if d < 0 {
+					return fmt.Sprintf("%v before", -d)
+				}
+				return fmt.Sprintf("%v after", d)
+			}
+			lines = append(lines, fmt.Sprintf("%-12s n=%-3d fires %s the kill at p50, %s at p99 (no victim identity)", src, len(d), rel(p50), rel(p99)))
 			b.ReportMetric(float64(p50.Microseconds()), src+"-p50-µs")
 			continue
 		}
