@@ -19,6 +19,14 @@ if [ -z "${KERNELET_TEST_RUN:-}" ]; then
   KERNELET_TEST_RUN=kltest$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 fi
 export KERNELET_TEST_RUN
+# The run's owner lock (test/env/owner_linux.go): while the demo lives,
+# `testenv reap` (which make test runs first) leaves its containerd alone;
+# children must not inherit it (9>&-), or a leftover would look alive.
+rundir="${KERNELET_TEST_STATE:-/run/kltest}/$KERNELET_TEST_RUN"
+mkdir -p "$rundir"
+ownerlock="$rundir/owner-$$.lock"
+exec 9>"$ownerlock"
+flock -n 9
 
 kpid=""
 root=""
@@ -54,13 +62,16 @@ cleanup() {
   cat "$log" 2>/dev/null || true
   rm -f "$log"
   rm_cgroups
+  rm -f "$ownerlock"
+  exec 9>&-
+  rmdir "$rundir" 2>/dev/null || true
   [ "$rc" -eq 0 ] || echo "demo: cleanup failed (exit $rc)" >&2 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "demo: starting a private containerd (run $KERNELET_TEST_RUN)"
-eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox")"
+eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox" 9>&-)"
 root="$(dirname "$CONTAINERD_STATE")/kernelet"
 # The pods come from a copy of deploy/examples in the demo's own state dir:
 # manifests dropped there run at once, and the cleanup removes them with it
@@ -100,6 +111,6 @@ MSG
 # setsid: Ctrl-C reaches kernelet through this script's trap, in order.
 setsid "$BIN/kernelet" run --config "$root/config.yaml" --pod-manifest-path "$manifests" \
   --container-runtime-endpoint "$CONTAINERD_ENDPOINT" --root-dir "$root" \
-  --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 &
+  --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 9>&- &
 kpid=$!
 wait "$kpid"
