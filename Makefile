@@ -71,6 +71,8 @@ test-unit: ## fast tests, no privileges or real components (-short)
 # kube-apiserver, the cgroup v2 VM), each benchmark once, then the leak check
 # — which runs even when tests failed.
 test: deps build components lint generate-check ## everything CI runs (installs what it needs; see README)
+	@echo "== reap: leftovers of killed runs (testenv reap)"
+	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== test run $$KERNELET_TEST_RUN"
 	@rc=0; \
@@ -82,6 +84,7 @@ test: deps build components lint generate-check ## everything CI runs (installs 
 	exit $$rc
 
 e2e: deps build components ## only the end-to-end tests against real components
+	@$(BIN)/testenv reap
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 bench: build ## run the benchmarks for real (ratios against same-run baselines)
@@ -91,6 +94,8 @@ bench: build ## run the benchmarks for real (ratios against same-run baselines)
 # default ~/.cache/kernelet-conformance/v1.33.13/kubelet; `../shared/conformance/kit build`
 # makes it) and skips without it. Root; a few minutes.
 bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubelet's (needs the kit's kubelet)
+	@echo "== reap: leftovers of killed runs (testenv reap)"
+	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== footprint run $$KERNELET_TEST_RUN"
 	@rc=0; \
@@ -98,7 +103,8 @@ bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubel
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
-demo: deps build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
+demo: build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
+	hack/deps.sh containerd
 	hack/demo.sh
 
 clean: ## remove build output

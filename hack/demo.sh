@@ -2,8 +2,8 @@
 # make demo: kernelet's main job on an embedded default — a private
 # containerd (with the test images and a registry mirror) and `kernelet run`
 # standalone against it, in the foreground, running the example pods of
-# deploy/examples (BestEffort, Burstable with an init container,
-# Guaranteed) under a cgroupRoot named after the run. Ctrl-C stops both and
+# deploy/examples, copied to the demo's state dir (BestEffort, Burstable with
+# an init container, Guaranteed) under a cgroupRoot named after the run. Ctrl-C stops both and
 # removes every trace (pods, containerd, shims, mounts, CNI state, cgroups,
 # state dirs).
 #
@@ -19,6 +19,14 @@ if [ -z "${KERNELET_TEST_RUN:-}" ]; then
   KERNELET_TEST_RUN=kltest$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 fi
 export KERNELET_TEST_RUN
+# The run's owner lock (test/env/owner_linux.go): while the demo lives,
+# `testenv reap` (which make test runs first) leaves its containerd alone;
+# children must not inherit it (9>&-), or a leftover would look alive.
+rundir="${KERNELET_TEST_STATE:-/run/kltest}/$KERNELET_TEST_RUN"
+mkdir -p "$rundir"
+ownerlock="$rundir/owner-$$.lock"
+exec 9>"$ownerlock"
+flock -n 9
 
 kpid=""
 root=""
@@ -54,15 +62,23 @@ cleanup() {
   cat "$log" 2>/dev/null || true
   rm -f "$log"
   rm_cgroups
+  rm -f "$ownerlock"
+  exec 9>&-
+  rmdir "$rundir" 2>/dev/null || true
   [ "$rc" -eq 0 ] || echo "demo: cleanup failed (exit $rc)" >&2 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "demo: starting a private containerd (run $KERNELET_TEST_RUN)"
-eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox")"
+eval "$("$BIN/testenv" containerd up --testbox "$BIN/testbox" 9>&-)"
 root="$(dirname "$CONTAINERD_STATE")/kernelet"
-mkdir -p "$root"
+# The pods come from a copy of deploy/examples in the demo's own state dir:
+# manifests dropped there run at once, and the cleanup removes them with it
+# (the checkout stays clean).
+manifests="$root/manifests"
+mkdir -p "$manifests"
+cp deploy/examples/*.yaml "$manifests/"
 # The demo's own config: pods under a cgroupRoot of this run, logs in its
 # state dir (both removed by the cleanup); the kubelet API on loopback,
 # standalone (no API server: anonymous requests, everything allowed), and
@@ -88,12 +104,13 @@ demo: containerd is up at $CONTAINERD_ENDPOINT; starting kernelet. Try, in anoth
   $BIN/kernelet status --root-dir $root
   curl -s http://127.0.0.1:$ROPORT/pods
   curl -sk https://127.0.0.1:$PORT/containerLogs/default/<pod>/<container>
-Example pods from deploy/examples run under cgroupRoot $cgroot.
+Example pods (copied from deploy/examples) run under cgroupRoot $cgroot.
+Drop manifests here to run them: $manifests (removed on exit).
 Ctrl-C stops kernelet and containerd and cleans up.
 MSG
 # setsid: Ctrl-C reaches kernelet through this script's trap, in order.
-setsid "$BIN/kernelet" run --config "$root/config.yaml" --pod-manifest-path "$PWD/deploy/examples" \
+setsid "$BIN/kernelet" run --config "$root/config.yaml" --pod-manifest-path "$manifests" \
   --container-runtime-endpoint "$CONTAINERD_ENDPOINT" --root-dir "$root" \
-  --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 &
+  --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 9>&- &
 kpid=$!
 wait "$kpid"

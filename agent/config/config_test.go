@@ -210,3 +210,31 @@ func TestCheckHost(t *testing.T) {
 		t.Errorf("a host that fits must pass: %v", errs)
 	}
 }
+
+// A value of the wrong type must not hide the other errors nor the warnings
+// (issue 15: only the syncFrequency type error used to be reported).
+func TestTypeErrorDoesNotHideTheRest(t *testing.T) {
+	cfg, err := Load("testdata/type-error-and-others.yaml")
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *Error, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`syncFrequency: Invalid value: "5 minutes": wrong type or format`,
+		`evictionSoft[memory.available]: Invalid value: "bogus"`,
+		`healthzPort: Invalid value: 70000`,
+		`maxPods: Invalid value: -3`,
+		`imageGCLowThresholdPercent: Invalid value: 80`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not contain %q:\n%s", want, msg)
+		}
+	}
+	if len(ce.Errs) != 5 {
+		t.Errorf("want exactly 5 errors, got %d:\n%s", len(ce.Errs), msg)
+	}
+	if cfg == nil || len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "evictonHard" || cfg.Warnings[0].Line != 3 {
+		t.Errorf("want the unknown-field warning for evictonHard at line 3, got %+v", cfg)
+	}
+}

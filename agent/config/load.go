@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,10 +35,19 @@ func Load(path string, overrides ...Override) (*Config, error) {
 // Parse is Load over bytes already read; file names them in messages.
 func Parse(file string, data []byte, overrides ...Override) (*Config, error) {
 	kc, warnings, errs := decode(file, data)
-	if len(errs) > 0 {
+	if kc == nil {
 		return &Config{File: file, Warnings: warnings}, &Error{File: file, Errs: errs}
 	}
-	return finish(file, kc, warnings, overrides)
+	cfg, err := finish(file, kc, warnings, overrides)
+	if len(errs) == 0 {
+		return cfg, err
+	}
+	// Errors of decoding come first, then those of the values that decoded.
+	var verr *Error
+	if errors.As(err, &verr) {
+		errs = append(errs, verr.Errs...)
+	}
+	return cfg, &Error{File: file, Errs: errs}
 }
 
 // FromDefaults is the configuration of an agent started without a file:
@@ -106,24 +116,49 @@ func decode(file string, data []byte) (*kubeletv1beta1.KubeletConfiguration, []W
 
 	kc := &kubeletv1beta1.KubeletConfiguration{}
 	strictErrs, err := sigsjson.UnmarshalStrict(js, kc, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		// A value of the wrong type must not hide the rest: name every such
+		// field, then decode the document without them so that unknown
+		// fields and the other values are still checked.
+		typeErrs, rest := typeErrors(top)
+		errs = append(errs, typeErrs...)
+		kc = &kubeletv1beta1.KubeletConfiguration{}
+		strictErrs, err = sigsjson.UnmarshalStrict(rest, kc, sigsjson.DisallowUnknownFields)
+		if err != nil {
+			kc = nil
+			if len(typeErrs) == 0 {
+				errs = append(errs, field.Invalid(field.NewPath("<document>"), "", err.Error()))
+			}
+		}
+	}
 	for _, se := range strictErrs {
 		warnings = append(warnings, unknownFieldWarning(file, &root, se))
 	}
-	if err != nil {
-		// Decode field by field to name every field of the wrong type.
-		for _, name := range sortedKeys(top) {
-			one := []byte(`{"` + name + `":` + string(top[name]) + `}`)
-			var probe kubeletv1beta1.KubeletConfiguration
-			if _, ferr := sigsjson.UnmarshalStrict(one, &probe); ferr != nil {
-				errs = append(errs, field.Invalid(field.NewPath(name), rawValue(top[name]), typeReason(ferr)))
-			}
-		}
-		if len(errs) == 0 {
-			errs = append(errs, field.Invalid(field.NewPath("<document>"), "", err.Error()))
-		}
-	}
 	slices.SortStableFunc(warnings, func(a, b Warning) int { return a.Line - b.Line })
 	return kc, warnings, errs
+}
+
+// typeErrors decodes the top-level fields one by one and returns an error for
+// each whose value has the wrong type, and the document without those fields.
+func typeErrors(top map[string]jsonRaw) (field.ErrorList, []byte) {
+	var errs field.ErrorList
+	var rest bytes.Buffer
+	rest.WriteByte('{')
+	for _, name := range sortedKeys(top) {
+		key, _ := json.Marshal(name)
+		one := []byte(`{` + string(key) + `:` + string(top[name]) + `}`)
+		var probe kubeletv1beta1.KubeletConfiguration
+		if _, ferr := sigsjson.UnmarshalStrict(one, &probe); ferr != nil {
+			errs = append(errs, field.Invalid(field.NewPath(name), rawValue(top[name]), typeReason(ferr)))
+			continue
+		}
+		if rest.Len() > 1 {
+			rest.WriteByte(',')
+		}
+		rest.Write(one[1 : len(one)-1])
+	}
+	rest.WriteByte('}')
+	return errs, rest.Bytes()
 }
 
 // jsonRaw keeps one top-level value's JSON text.

@@ -116,7 +116,9 @@ func (p *PLEG) stream(ctx context.Context) {
 			}
 		}
 	}()
-	err := p.cfg.Streamer.GetContainerEvents(ctx, ch, nil)
+	// The CRI client logs the end of the stream at error level; for a
+	// runtime without events that is the expected fallback, said once below.
+	err := p.cfg.Streamer.GetContainerEvents(klog.NewContext(ctx, quietErrors(log, 4)), ch, nil)
 	switch {
 	case ctx.Err() != nil:
 	case status.Code(err) == codes.Unimplemented:

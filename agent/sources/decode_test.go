@@ -294,6 +294,24 @@ func TestValidate(t *testing.T) {
 		"duplicate with init": {pod: ok(func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "app", Image: "busybox"}}
 		}), want: []string{`spec.containers[0].name: Duplicate value: "app"`}},
+		"negative grace": {pod: ok(func(p *v1.Pod) { g := int64(-5); p.Spec.TerminationGracePeriodSeconds = &g }),
+			want: []string{"spec.terminationGracePeriodSeconds: Invalid value: -5: must be greater than or equal to 0"}},
+		"zero deadline": {pod: ok(func(p *v1.Pod) { d := int64(0); p.Spec.ActiveDeadlineSeconds = &d }),
+			want: []string{"spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"}},
+		"bad restart policy": {pod: ok(func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }),
+			want: []string{`spec.restartPolicy: Unsupported value: "Sometimes"`}},
+		"bad port": {pod: ok(func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 70000}} }),
+			want: []string{"spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"}},
+		"request above limit": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}}
+		}), want: []string{`spec.containers[0].resources.requests[memory]: Invalid value: "2Gi": must be less than or equal to memory limit of 1Gi`}},
+		"mount of no volume": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}), want: []string{`spec.containers[0].volumeMounts[0].name: Not found: "data"`}},
+		"bad label": {pod: ok(func(p *v1.Pod) { p.Labels = map[string]string{"a b": "c"} }),
+			want: []string{`metadata.labels: Invalid value: "a b"`}},
 		"two errors": {pod: ok(func(p *v1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "app"})
 		}), want: []string{`spec.containers[1].name: Duplicate value: "app"`, "spec.containers[1].image: Required value"}},

@@ -181,7 +181,8 @@ func imageTag(image string) string {
 
 // Validate checks what the agent needs of a defaulted pod: a DNS-1123
 // subdomain name, a DNS-1123 label namespace, at least one container, and
-// uniquely named (DNS-1123 label) containers with an image.
+// uniquely named (DNS-1123 label) containers with an image; then the values
+// the API server would refuse (validate.go), with its messages.
 func Validate(pod *v1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
@@ -225,5 +226,6 @@ func Validate(pod *v1.Pod) field.ErrorList {
 	for i, c := range pod.Spec.EphemeralContainers {
 		check(spec.Child("ephemeralContainers").Index(i), c.Name, c.Image)
 	}
-	return errs
+	errs = append(errs, validateMeta(pod, meta)...)
+	return append(errs, validateSpecValues(&pod.Spec, spec)...)
 }

@@ -68,6 +68,7 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		var pods v1.PodList
 		if err := json.Unmarshal([]byte(body), &pods); err == nil {
 			printPods(stdout, pods.Items, time.Now())
+			printPodProblems(stdout, pods.Items)
 		}
 	}
 	return exitForHealth(code)
@@ -169,6 +170,74 @@ func printPods(w io.Writer, pods []v1.Pod, now time.Time) {
 			ip, oomScoreColumn(p.Annotations[runtime.AnnotationOOMScoreAdj]))
 	}
 	_ = tw.Flush()
+}
+
+// printPodProblems lists what an operator must look at in the pods: a pod
+// the agent failed or rejected (with its reason and message), and each
+// container that is waiting on an error or whose current or last run ended
+// in an error (OOMKilled with its exit code first among them).
+func printPodProblems(w io.Writer, pods []v1.Pod) {
+	var lines []string
+	for _, p := range pods {
+		name := p.Namespace + "/" + p.Name
+		if p.Status.Phase == v1.PodFailed || p.Status.Reason != "" {
+			line := fmt.Sprintf("%s: %s", name, p.Status.Phase)
+			if p.Status.Reason != "" {
+				line += ": " + p.Status.Reason
+			}
+			if p.Status.Message != "" {
+				line += ": " + p.Status.Message
+			}
+			lines = append(lines, line)
+		}
+		for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+			for _, c := range list {
+				if msg := containerProblem(c); msg != "" {
+					lines = append(lines, fmt.Sprintf("%s container %s: %s", name, c.Name, msg))
+				}
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Pod problems:\n")
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// containerProblem says what is wrong with a container, or "": waiting with
+// a reason other than starting, or terminated now or last with an error.
+func containerProblem(c v1.ContainerStatus) string {
+	terminated := func(t *v1.ContainerStateTerminated, when string) string {
+		if t == nil || (t.ExitCode == 0 && t.Reason != "OOMKilled") {
+			return ""
+		}
+		reason := t.Reason
+		if reason == "" {
+			reason = "Error"
+		}
+		msg := fmt.Sprintf("%s%s (exit %d", when, reason, t.ExitCode)
+		if !t.FinishedAt.IsZero() {
+			msg += ", at " + t.FinishedAt.UTC().Format(time.RFC3339)
+		}
+		return msg + ")"
+	}
+	if w := c.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+		msg := "waiting: " + w.Reason
+		if w.Message != "" {
+			msg += ": " + w.Message
+		}
+		if last := terminated(c.LastTerminationState.Terminated, "last run "); last != "" {
+			msg += "; " + last
+		}
+		return msg
+	}
+	if now := terminated(c.State.Terminated, ""); now != "" {
+		return now
+	}
+	return terminated(c.LastTerminationState.Terminated, "last run ")
 }
 
 // newGetter returns a GET function for URLs below base: over the Unix

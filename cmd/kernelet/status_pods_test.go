@@ -46,3 +46,45 @@ func TestPrintPods(t *testing.T) {
 		}
 	}
 }
+
+// An OOM-killed container and a pod rejected at admission show under
+// "Pod problems" with their reasons (issue 15 #8).
+func TestPrintPodProblems(t *testing.T) {
+	finished := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	oom := &v1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, FinishedAt: finished}
+	pods := []v1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hog"},
+			Status: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{{Name: "eat", State: v1.ContainerState{Terminated: oom}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "looper"},
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "eat",
+				State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s restarting failed container"}},
+				LastTerminationState: v1.ContainerState{Terminated: oom}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "rejected"},
+			Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "UnexpectedAdmissionError", Message: "clusterTrustBundle projections are not supported"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "fine"},
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "app",
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}},
+	}
+	var b bytes.Buffer
+	printPodProblems(&b, pods)
+	out := b.String()
+	for _, want := range []string{
+		"Pod problems:\n",
+		"  default/hog: Failed\n",
+		"  default/hog container eat: OOMKilled (exit 137, at 2026-11-22T12:00:00Z)\n",
+		"  default/looper container eat: waiting: CrashLoopBackOff: back-off 10s restarting failed container; last run OOMKilled (exit 137, at 2026-11-22T12:00:00Z)\n",
+		"  default/rejected: Failed: UnexpectedAdmissionError: clusterTrustBundle projections are not supported\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("problems lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "fine") {
+		t.Errorf("a healthy pod is listed as a problem:\n%s", out)
+	}
+	b.Reset()
+	printPodProblems(&b, pods[3:])
+	if b.Len() != 0 {
+		t.Errorf("no problems must print nothing, got %q", b.String())
+	}
+}

@@ -43,18 +43,22 @@ func usage() {
 }
 
 func main() {
-	if len(os.Args) < 3 {
+	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	name := strings.Join(os.Args[1:3], " ")
+	// A command is "<component> <verb>", or one word (reap).
+	name, rest := os.Args[1], os.Args[2:]
+	if _, one := commands[name]; !one && len(os.Args) >= 3 {
+		name, rest = strings.Join(os.Args[1:3], " "), os.Args[3:]
+	}
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "testenv: unknown command %q\n", name)
 		usage()
 		os.Exit(2)
 	}
-	if err := cmd.run(os.Args[3:]); err != nil {
+	if err := cmd.run(rest); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv %s: %v\n", name, err)
 		os.Exit(1)
 	}

@@ -737,30 +737,37 @@ spec:
 			t.Fatal(err)
 		}
 	}
+	// A pod is removed when it has left the agent's pod list: the agent
+	// drops it only once its kill is complete — containers, sandboxes,
+	// cgroup, volumes and log dir gone — so at that moment nothing of it
+	// may be left.
+	gone := map[types.UID]bool{}
 	deadline := time.Now().Add(15 * time.Second)
-	for _, p := range []v1.Pod{jobPod, crasher, wi} {
-		for {
-			cs, sbs := podObjects(t, rs, p.UID)
-			if len(cs) == 0 && len(sbs) == 0 {
-				break
+	for len(gone) < 3 {
+		l, err := n.pods(t.Context())
+		if err == nil {
+			listed := map[types.UID]bool{}
+			for _, lp := range l.Items {
+				listed[lp.UID] = true
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("pod %s not removed: %d containers, %d sandboxes", p.Name, len(cs), len(sbs))
+			for _, p := range []v1.Pod{jobPod, crasher, wi} {
+				if listed[p.UID] || gone[p.UID] {
+					continue
+				}
+				gone[p.UID] = true
+				cs, sbs := podObjects(t, rs, p.UID)
+				if len(cs) != 0 || len(sbs) != 0 {
+					t.Errorf("pod %s left the pod list with %d containers, %d sandboxes still there", p.Name, len(cs), len(sbs))
+				}
+				if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
+					t.Errorf("pod %s left the pod list with its log dir still there: %v", p.Name, err)
+				}
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
-		// The log dir goes after the containers and sandboxes, at the end
-		// of the same kill: wait for it within the same deadline.
-		for {
-			_, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID)))
-			if os.IsNotExist(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("log dir of %s left: %v", p.Name, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 3 pods left the agent's pod list within 15s (err %v)", len(gone), err)
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,7 +81,7 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	cmd.Env = append(os.Environ(), "BIN="+bin, "DEMO_PORT="+strconv.Itoa(port), "DEMO_HEALTHZ_PORT="+strconv.Itoa(hport),
 		"DEMO_READONLY_PORT="+strconv.Itoa(roport),
 		env.RunIDEnv+"="+runID)
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -138,7 +139,24 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	}
 	t.Logf("demo: kernelet healthy against containerd; status:\n%s", so)
 
-	// The example pods of deploy/examples run.
+	// The example pods of deploy/examples run from a copy in the demo's own
+	// dir, which the demo names; a manifest dropped there runs too.
+	m := regexp.MustCompile(`Drop manifests here to run them: (\S+) `).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("demo does not say where to drop manifests:\n%s", out.String())
+	}
+	dropDir := m[1]
+	if !strings.HasPrefix(dropDir, filepath.Join(env.StateBase(), runID)) {
+		t.Errorf("manifest dir %s is not in the demo's state dir", dropDir)
+	}
+	example, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy/examples/besteffort-sleeper.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := strings.Replace(string(example), "name: sleeper\n", "name: dropped\n", 1)
+	if err := os.WriteFile(filepath.Join(dropDir, "dropped.yaml"), []byte(dropped), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	demoNode := &agentNode{port: roport, node: "demo-node"}
 	podsDeadline := time.Now().Add(30 * time.Second)
 	for {
@@ -151,11 +169,11 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 				}
 			}
 		}
-		if running == 3 {
+		if running == 4 {
 			break
 		}
 		if time.Now().After(podsDeadline) {
-			t.Fatalf("demo: %d of 3 example pods Running after 30s (err %v)\n%s", running, err, out.String())
+			t.Fatalf("demo: %d of 4 pods (3 examples, 1 dropped) Running after 30s (err %v)\n%s", running, err, out.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -173,7 +191,10 @@ func TestDemoStartsAndCleansUp(t *testing.T) {
 	if !strings.Contains(out.String(), "demo: stopping containerd and cleaning up") {
 		t.Errorf("demo did not clean up:\n%s", out.String())
 	}
-	for _, d := range append(stateDirs, filepath.Join(env.StateBase(), runID)) {
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "deploy/examples/dropped.yaml")); !os.IsNotExist(err) {
+		t.Errorf("the dropped manifest reached the checkout's deploy/examples")
+	}
+	for _, d := range append(stateDirs, filepath.Join(env.StateBase(), runID), dropDir) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s still exists after Ctrl-C (containerd state, kernelet root dir)", d)
 		}

@@ -152,6 +152,13 @@ func (l *lockedBuffer) WriteLine(s string) {
 	l.b.WriteByte('\n')
 }
 
+// Write makes it an io.Writer for a child process's output.
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
 func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -42,11 +42,20 @@ func Shutdown() error {
 }
 
 // Main runs the tests of a package that uses shared components and tears
-// those components down afterwards. Use it as:
+// those components down afterwards, holding the run's owner lock meanwhile
+// (owner_linux.go). Use it as:
 //
 //	func TestMain(m *testing.M) { os.Exit(env.Main(m)) }
 func Main(m *testing.M) int {
+	// The run's owner lock: while this binary lives, `testenv reap` leaves
+	// the run's components alone; killed, it frees them for the next reap.
+	release, err := HoldRun()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "test environment: %v (a killed run will not be reaped)\n", err)
+		release = func() {}
+	}
 	code := m.Run()
+	defer release()
 	if err := Shutdown(); err != nil {
 		fmt.Fprintf(os.Stderr, "test environment teardown: %v\n", err)
 		if code == 0 {

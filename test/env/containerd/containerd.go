@@ -321,7 +321,7 @@ func StateDirs(runID string) ([]string, error) {
 		}
 		// An instance lock whose state dir is gone (Down removes
 		// it when no process holds it any more).
-		if d, ok := strings.CutSuffix(dir, ".lock"); ok && !e.IsDir() && !seen[d] {
+		if d, ok := strings.CutSuffix(dir, ".lock"); ok && !e.IsDir() && !seen[d] && !strings.HasPrefix(e.Name(), env.OwnerLockPrefix) {
 			if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
 				seen[d] = true
 				dirs = append(dirs, d)

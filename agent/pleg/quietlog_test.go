@@ -1,0 +1,31 @@
+package pleg
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+)
+
+// An Error through the quiet logger comes out as Info at the level asked for,
+// and not at all below it; WithName/WithValues keep it quiet.
+func TestQuietErrors(t *testing.T) {
+	var lines []string
+	newLogger := func(v int) logr.Logger {
+		return funcr.New(func(prefix, args string) { lines = append(lines, prefix+" "+args) }, funcr.Options{Verbosity: v})
+	}
+	quietErrors(newLogger(4), 4).WithName("cri").WithValues("k", "v").Error(errors.New("unimplemented"), "failed to receive")
+	if len(lines) != 1 {
+		t.Fatalf("want one line at V(4), got %q", lines)
+	}
+	if got := lines[0]; !strings.Contains(got, `"level"=4`) || !strings.Contains(got, `"err"="unimplemented"`) || strings.Contains(got, `"error"`) {
+		t.Errorf("line %q is not an info line at level 4 with err", got)
+	}
+	lines = nil
+	quietErrors(newLogger(2), 4).Error(errors.New("unimplemented"), "failed to receive")
+	if len(lines) != 0 {
+		t.Errorf("at -v=2 the quiet error must not be written, got %q", lines)
+	}
+}

@@ -1,0 +1,143 @@
+package sources
+
+import (
+	"fmt"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The checks of the API server's pod validation that matter on a node,
+// reimplemented for static pods (which never pass through an API server):
+// the values an API pod could not have, with the API server's messages.
+
+// validateMeta checks labels and annotations as the API server does.
+func validateMeta(pod *v1.Pod, meta *field.Path) field.ErrorList {
+	errs := metav1validation.ValidateLabels(pod.Labels, meta.Child("labels"))
+	return append(errs, apivalidation.ValidateAnnotations(pod.Annotations, meta.Child("annotations"))...)
+}
+
+// validateSpecValues checks the pod-level numbers and enums, the volumes and
+// every container's ports, resources, pull policy and volume mounts.
+func validateSpecValues(spec *v1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, p.Child("terminationGracePeriodSeconds"))...)
+	}
+	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
+		errs = append(errs, field.Invalid(p.Child("activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
+	}
+	switch spec.RestartPolicy {
+	case "", v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever: // "": defaulted to Always
+	default:
+		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy,
+			[]v1.RestartPolicy{v1.RestartPolicyAlways, v1.RestartPolicyOnFailure, v1.RestartPolicyNever}))
+	}
+	switch spec.DNSPolicy {
+	case "", v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy,
+			[]v1.DNSPolicy{v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone}))
+	}
+	volumes, vErrs := validateVolumeNames(spec.Volumes, p.Child("volumes"))
+	errs = append(errs, vErrs...)
+	for i := range spec.InitContainers {
+		errs = append(errs, validateContainerValues(&spec.InitContainers[i], volumes, p.Child("initContainers").Index(i))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, validateContainerValues(&spec.Containers[i], volumes, p.Child("containers").Index(i))...)
+	}
+	return errs
+}
+
+// validateVolumeNames checks that volume names are unique DNS-1123 labels and
+// returns the set of them.
+func validateVolumeNames(vols []v1.Volume, p *field.Path) (sets.Set[string], field.ErrorList) {
+	var errs field.ErrorList
+	names := sets.New[string]()
+	for i, v := range vols {
+		np := p.Index(i).Child("name")
+		switch {
+		case v.Name == "":
+			errs = append(errs, field.Required(np, ""))
+		case names.Has(v.Name):
+			errs = append(errs, field.Duplicate(np, v.Name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(v.Name) {
+				errs = append(errs, field.Invalid(np, v.Name, msg))
+			}
+		}
+		names.Insert(v.Name)
+	}
+	return names, errs
+}
+
+// validateContainerValues checks one container's ports, resources, image pull
+// policy and volume mounts.
+func validateContainerValues(c *v1.Container, volumes sets.Set[string], p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, port := range c.Ports {
+		pp := p.Child("ports").Index(i)
+		for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+			errs = append(errs, field.Invalid(pp.Child("containerPort"), port.ContainerPort, msg))
+		}
+		if port.HostPort != 0 {
+			for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(pp.Child("hostPort"), port.HostPort, msg))
+			}
+		}
+		switch port.Protocol {
+		case "", v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
+		default:
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), port.Protocol,
+				[]v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP}))
+		}
+	}
+	switch c.ImagePullPolicy {
+	case "", v1.PullAlways, v1.PullIfNotPresent, v1.PullNever:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("imagePullPolicy"), c.ImagePullPolicy,
+			[]v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever}))
+	}
+	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
+	for i, m := range c.VolumeMounts {
+		mp := p.Child("volumeMounts").Index(i)
+		if !volumes.Has(m.Name) {
+			errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+		}
+		if m.MountPath == "" {
+			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
+		}
+	}
+	return errs
+}
+
+// validateResources checks that quantities are not negative and that no
+// request exceeds its limit.
+func validateResources(r v1.ResourceRequirements, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range r.Limits {
+		errs = append(errs, nonNegative(q, p.Child("limits").Key(string(name)))...)
+	}
+	for name, q := range r.Requests {
+		rp := p.Child("requests").Key(string(name))
+		errs = append(errs, nonNegative(q, rp)...)
+		if l, ok := r.Limits[name]; ok && q.Cmp(l) > 0 {
+			errs = append(errs, field.Invalid(rp, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, l.String())))
+		}
+	}
+	return errs
+}
+
+func nonNegative(q resource.Quantity, p *field.Path) field.ErrorList {
+	if q.Sign() < 0 {
+		return field.ErrorList{field.Invalid(p, q.String(), "must be greater than or equal to 0")}
+	}
+	return nil
+}
