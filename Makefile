@@ -16,7 +16,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check test test-unit e2e bench bench-footprint demo lint clean
+.PHONY: help build deps components generate generate-check test test-unit fuzz e2e bench bench-footprint demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -80,8 +80,12 @@ test: deps build components lint generate-check ## everything CI runs (installs 
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	echo "== e2e smoke lines:"; grep -E '(CRI|apiserver|VM) smoke:' $(BIN)/e2e.log || { echo "missing smoke lines"; rc=1; }; \
 	$(GO) test -count=1 -run '^$$' -bench . -skip '^BenchmarkFootprint$$' -benchtime=1x ./... || rc=1; \
+	hack/fuzz.sh || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
+
+fuzz: ## every fuzz target for FUZZTIME (default 20s) each; make test runs it (hack/fuzz.sh)
+	hack/fuzz.sh
 
 e2e: deps build components ## only the end-to-end tests against real components
 	@$(BIN)/testenv reap

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# make fuzz: every Go fuzz target of the module (func FuzzXxx in a _test.go
+# file), each fuzzed for FUZZTIME (default 20s) with `go test -fuzz`, seeded
+# from its f.Add seeds and its committed corpus under testdata/fuzz/. A
+# crash fails the run; Go writes the failing input to
+# <pkg>/testdata/fuzz/<target>/ — commit it with the fix, as a seed.
+# Prints one line per target with its executions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-20s}
+mapfile -t targets < <(grep -rl --include='*_test.go' -E '^func Fuzz[A-Z0-9_a-z]*\(f \*testing\.F\)' . |
+  grep -v '^./\(bin\|test\)/' | sort |
+  while read -r f; do
+    dir=$(dirname "$f")
+    grep -oE '^func Fuzz[A-Za-z0-9_]*' "$f" | sed "s|^func |$dir |"
+  done)
+echo "== fuzz: ${#targets[@]} targets, $FUZZTIME each"
+rc=0
+summary=()
+for t in "${targets[@]}"; do
+  dir=${t% *} name=${t#* }
+  log=$(mktemp)
+  if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$dir" >"$log" 2>&1; then
+    status=ok
+  else
+    status=FAIL rc=1
+    cat "$log"
+  fi
+  last=$(grep -E '^fuzz: elapsed' "$log" | tail -1 | sed -E 's/^fuzz: //')
+  summary+=("$(printf '%-4s %-24s %-30s %s' "$status" "${dir#./}" "$name" "${last:-no fuzzing output}")")
+  echo "${summary[-1]}"
+  rm -f "$log"
+done
+[ $rc -eq 0 ] && echo "== fuzz: all ${#targets[@]} targets passed" || echo "== fuzz: failures above; the failing inputs are under testdata/fuzz/"
+exit $rc
