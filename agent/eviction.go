@@ -35,6 +35,9 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	if err := a.registry.Register(metrics); err != nil {
 		return nil, fmt.Errorf("eviction metrics: %w", err)
 	}
+	if t := a.deps.EvictionTick; t < 0 {
+		return nil, fmt.Errorf("eviction tick %v: must not be negative", t)
+	}
 	return eviction.NewManager(eviction.ManagerConfig{
 		Thresholds:               a.opts.Config.Thresholds,
 		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,

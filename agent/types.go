@@ -14,6 +14,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
@@ -92,6 +93,9 @@ type Status struct {
 	PodsError string `json:"podsError,omitempty"`
 	// SourceProblems are the pod sources' current problems.
 	SourceProblems []SourceProblem `json:"sourceProblems,omitempty"`
+	// Eviction is the eviction manager's state (nil: the pod lifecycle
+	// does not run).
+	Eviction *eviction.Status `json:"eviction,omitempty"`
 	// Cluster is the API server side (nil: standalone).
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
