@@ -86,16 +86,15 @@ type Manager struct {
 	clock clock.WithTicker
 	wake  chan struct{}
 
-	mu             sync.Mutex
-	met            []Threshold
-	firstObserved  FirstObserved
-	lastObserved   map[v1.NodeConditionType]time.Time
-	conditions     []v1.NodeConditionType
-	observations   Observations
-	lastDecision   time.Time
-	pending        map[Signal]map[types.UID]pending
-	evicted        []Record
-	evictingSignal Signal
+	mu            sync.Mutex
+	met           []Threshold
+	firstObserved FirstObserved
+	lastObserved  map[v1.NodeConditionType]time.Time
+	conditions    []v1.NodeConditionType
+	observations  Observations
+	lastDecision  time.Time
+	pending       map[Signal]map[types.UID]pending
+	evicted       []Record
 }
 
 // Record is one eviction the manager started.

@@ -233,3 +233,37 @@ func TestManagerWake(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestManagerStatus(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	p := mkPod("p")
+	n := &fakeNode{capacity: 100 * mi, pods: []*v1.Pod{p}, usage: map[types.UID]int64{}}
+	n.set(p, 95, true)
+	m := newTestManager(t, n, clk, hard(SignalAllocatableMemoryAvailable, "10Mi"), hard(SignalPIDAvailable, "100"))
+	if err := m.Synchronize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := m.Status()
+	if len(st.Conditions) != 1 || len(st.Evictions) != 1 || st.Evictions[0].Pod.Name != "p" || !st.LastDecision.Equal(clk.Now()) {
+		t.Fatalf("status %+v", st)
+	}
+	if a := st.Thresholds[0]; !a.Observed || !a.Met || a.Available != 5*mi || a.Quantity != 10*mi {
+		t.Fatalf("allocatable threshold %+v", a)
+	}
+	if pid := st.Thresholds[1]; pid.Observed || pid.Met {
+		t.Fatalf("pid threshold without observation %+v", pid)
+	}
+}
+
+func TestDeficit(t *testing.T) {
+	th := hard(SignalMemoryAvailable, "100Mi")
+	th.MinReclaim = &Value{Percentage: 0.05}
+	pct := float32(0.05)
+	want := 20*mi + int64(float64(1000*mi)*float64(pct))
+	if got := Deficit(th, Observation{Available: 80 * mi, Capacity: 1000 * mi}); got != want {
+		t.Fatalf("deficit %d", got)
+	}
+	if got := Deficit(hard(SignalMemoryAvailable, "100Mi"), Observation{Available: 200 * mi}); got != 1 {
+		t.Fatalf("deficit of a threshold no longer met %d", got)
+	}
+}

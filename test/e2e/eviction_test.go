@@ -237,7 +237,7 @@ func TestEvictionMemory(t *testing.T) {
 	t.Run("RankingAndAdmission", func(t *testing.T) {
 		writeManifest(t, c.manifests, "static-hog.yaml", podManifest("static-hog", `["alloc", "--mib", "30", "--hold"]`, "", 1))
 		guar := c.createPod(t, withMemory(apiTestPod("guaranteed", 1, "alloc", "--mib", "100", "--hold"), "", "150Mi"))
-		be := c.createPod(t, apiTestPod("besteffort", 1, "alloc", "--mib", "200", "--hold"))
+		c.createPod(t, apiTestPod("besteffort", 1, "alloc", "--mib", "200", "--hold"))
 		for _, n := range []string{"guaranteed", "besteffort"} {
 			c.waitPhase(t, n, v1.PodRunning, 30*time.Second)
 		}
@@ -245,7 +245,7 @@ func TestEvictionMemory(t *testing.T) {
 			p, err := c.admin.CoreV1().Pods("default").Get(t.Context(), "static-hog-"+c.node, metav1.GetOptions{})
 			return err == nil && p.Status.Phase == v1.PodRunning, err
 		})
-		grower := c.createPod(t, withMemory(apiTestPod("grower2", 1, "alloc", "--mib", "700", "--rate", "50", "--hold"), "32Mi", ""))
+		c.createPod(t, withMemory(apiTestPod("grower2", 1, "alloc", "--mib", "700", "--rate", "50", "--hold"), "32Mi", ""))
 
 		failedBE := c.waitPhase(t, "besteffort", v1.PodFailed, 60*time.Second)
 		checkEvicted(t, failedBE, evictedMessage("0"))
@@ -264,7 +264,6 @@ func TestEvictionMemory(t *testing.T) {
 
 		failedG := c.waitPhase(t, "grower2", v1.PodFailed, 60*time.Second)
 		checkEvicted(t, failedG, evictedMessage("32Mi"))
-		_ = grower
 		if n := ooms.count(); n != 0 {
 			t.Fatalf("the kernel OOM killer ran %d times in kubepods", n)
 		}
@@ -276,7 +275,6 @@ func TestEvictionMemory(t *testing.T) {
 		if err != nil || s.Status.Phase != v1.PodRunning {
 			t.Fatalf("static pod: %v %v", s.Status.Phase, err)
 		}
-		_ = be
 	})
 }
 
