@@ -232,6 +232,7 @@ func TestEvictionMemory(t *testing.T) {
 			t.Fatalf("MemoryPressure False reason %q", cd.Reason)
 		}
 		t.Logf("MemoryPressure False again %v after the eviction", time.Since(started).Round(time.Millisecond))
+		t.Logf("agent's eviction log:\n%s", grepLines(c.log(t), "Eviction"))
 	})
 
 	t.Run("RankingAndAdmission", func(t *testing.T) {
