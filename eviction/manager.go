@@ -22,6 +22,10 @@ const (
 	// about to be freed: past it, the pod no longer holds back further
 	// evictions for its signal even if its cgroup still exists.
 	DefaultCooldown = 10 * time.Second
+	// DefaultNearTick is the decision period while a signal is within twice
+	// its threshold (plus minimum reclaim): where the kernel may not notify
+	// (cgroup v2 has no usage thresholds), the manager looks closer.
+	DefaultNearTick = 100 * time.Millisecond
 	// HardGracePeriod is the grace of a pod evicted for a hard threshold
 	// (kubelet's "immediate": 1 s).
 	HardGracePeriod int64 = 1
@@ -52,6 +56,9 @@ type ManagerConfig struct {
 	MaxPodGracePeriod int64
 	// Tick is the fallback decision period; 0 means DefaultTick.
 	Tick time.Duration
+	// NearTick is the decision period while a signal is near its
+	// threshold; 0 means DefaultNearTick.
+	NearTick time.Duration
 	// Cooldown bounds how long evicted pods hold back further evictions
 	// of their signal; 0 means DefaultCooldown.
 	Cooldown time.Duration
@@ -114,6 +121,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = DefaultTick
 	}
+	if cfg.NearTick <= 0 {
+		cfg.NearTick = DefaultNearTick
+	}
 	if cfg.Cooldown <= 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
@@ -132,22 +142,45 @@ func (m *Manager) Wake() {
 	}
 }
 
-// Run decides on every Wake and every tick until ctx ends.
+// Run decides on every Wake and every tick (NearTick while a signal is
+// near its threshold) until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
-	t := m.clock.NewTicker(m.cfg.Tick)
-	defer t.Stop()
 	log := klog.FromContext(ctx)
 	for {
 		if err := m.Synchronize(ctx); err != nil && ctx.Err() == nil {
 			log.V(2).Info("Eviction manager: no decision", "err", err)
 		}
+		d := m.cfg.Tick
+		if m.near() {
+			d = min(d, m.cfg.NearTick)
+		}
+		t := m.clock.NewTimer(d)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-m.wake:
 		case <-t.C():
 		}
+		t.Stop()
 	}
+}
+
+// near reports whether a threshold is met or its signal is within twice
+// its amount plus minimum reclaim.
+func (m *Manager) near() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.met) > 0 {
+		return true
+	}
+	for _, t := range m.cfg.Thresholds {
+		o, ok := m.observations[t.Signal]
+		if ok && o.Available < 2*(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Conditions are the node's pressure conditions now.

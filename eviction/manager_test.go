@@ -267,3 +267,23 @@ func TestDeficit(t *testing.T) {
 		t.Fatalf("deficit of a threshold no longer met %d", got)
 	}
 }
+
+func TestManagerNear(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	p := mkPod("p")
+	n := &fakeNode{capacity: 100 * mi, pods: []*v1.Pod{p}, usage: map[types.UID]int64{}}
+	m := newTestManager(t, n, clk, hard(SignalAllocatableMemoryAvailable, "10Mi"))
+	for _, tc := range []struct {
+		usage int64
+		near  bool
+	}{{50, false}, {79, false}, {81, true}, {95, true}} {
+		n.set(p, tc.usage, true)
+		if err := m.Synchronize(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.near(); got != tc.near {
+			t.Fatalf("usage %d MiB of 100: near %v, want %v", tc.usage, got, tc.near)
+		}
+		n.evicted = nil
+	}
+}
