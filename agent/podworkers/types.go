@@ -45,8 +45,8 @@ type Update struct {
 	Reason, Message string
 	// Status, when set, turns a killed pod's last status into its Failed
 	// one (after Reason and Message are set), e.g. an eviction's
-	// DisruptionTarget condition. That status is reported as the kill
-	// starts and again once it is done, as kubelet does.
+	// DisruptionTarget condition. A killed pod's Failed status is
+	// reported as the kill starts, as kubelet does, and kept.
 	Status func(v1.PodStatus) v1.PodStatus
 }
 

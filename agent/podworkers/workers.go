@@ -395,7 +395,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	pod := w.rec.Pod
 	ws.mu.Unlock()
 	log.V(2).Info("Terminating pod", "update", u.Type)
-	if u.Type == KillPod && u.Status != nil {
+	if u.Type == KillPod {
 		ws.mu.Lock()
 		w.rec.Status = killedStatus(w.rec.Status, u)
 		ws.statusChanged(pod, w.rec.Status)
@@ -425,7 +425,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	}
 	delete(ws.workers, w.uid)
 	if u.Type == KillPod {
-		st := killedStatus(w.rec.Status, u)
+		st := w.rec.Status // the Failed status set as the kill started
 		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}
 		ws.statusChanged(pod, st)
 	}
