@@ -257,7 +257,7 @@ func wakeups[E any](w *cgroups.Watcher[E]) <-chan struct{} {
 // admit handler: under pressure, pods are rejected with reason Evicted.
 func evictionAdmit(m *eviction.Manager) podworkers.AdmitHandler {
 	return podworkers.AdmitFunc(func(attrs podworkers.AdmitAttributes) podworkers.AdmitResult {
-		r := m.Admit(attrs.Pod)
+		r := eviction.Admit(m.Conditions(), attrs.Pod, qos.Class(attrs.Pod) == cgroups.BestEffort)
 		return podworkers.AdmitResult{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
 	})
 }

@@ -7,9 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
-
-	"github.com/kernelet/kernelet/agent/qos"
-	"github.com/kernelet/kernelet/cgroups"
 )
 
 // AdmitResult is an admission decision under node pressure; Reason and
@@ -19,18 +16,19 @@ type AdmitResult struct {
 	Reason, Message string
 }
 
-// Admit decides, as kubelet does, whether pod may start on a node with
-// the pressure conditions: without any, or a critical pod, yes; under
+// Admit decides, as kubelet does, whether pod (bestEffort: of QoS class
+// BestEffort) may start on a node with the pressure conditions: without
+// any, or a critical pod, yes; under
 // MemoryPressure alone, every pod but a BestEffort one that does not
 // tolerate the node.kubernetes.io/memory-pressure:NoSchedule taint; under
 // any other pressure, no. A rejection has reason Evicted and the message
 // "The node had condition: [<conditions>]. ".
-func Admit(conditions []v1.NodeConditionType, pod *v1.Pod) AdmitResult {
+func Admit(conditions []v1.NodeConditionType, pod *v1.Pod, bestEffort bool) AdmitResult {
 	if len(conditions) == 0 || IsCritical(pod) {
 		return AdmitResult{Admit: true}
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
-		if qos.Class(pod) != cgroups.BestEffort {
+		if !bestEffort {
 			return AdmitResult{Admit: true}
 		}
 		taint := &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}

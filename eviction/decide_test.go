@@ -208,24 +208,28 @@ func TestAdmit(t *testing.T) {
 	tolerant.Spec.Tolerations = []v1.Toleration{{Key: v1.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
 	burst := mkPod("burst", memRequest("10Mi"))
 	crit := mkPod("static", static)
+	mirror := mkPod("mirror")
+	mirror.Annotations = map[string]string{"kubernetes.io/config.mirror": "hash", "kubernetes.io/config.source": "api"}
 	mem := []v1.NodeConditionType{v1.NodeMemoryPressure}
 	disk := []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure}
 	cases := map[string]struct {
-		conds []v1.NodeConditionType
-		pod   *v1.Pod
-		admit bool
-		msg   string
+		conds      []v1.NodeConditionType
+		pod        *v1.Pod
+		bestEffort bool
+		admit      bool
+		msg        string
 	}{
-		"no pressure":                 {nil, be, true, ""},
-		"memory pressure, BestEffort": {mem, be, false, "The node had condition: [MemoryPressure]. "},
-		"memory pressure, tolerates":  {mem, tolerant, true, ""},
-		"memory pressure, Burstable":  {mem, burst, true, ""},
-		"disk pressure, Burstable":    {disk, burst, false, "The node had condition: [MemoryPressure DiskPressure]. "},
-		"disk pressure, critical":     {disk, crit, true, ""},
+		"no pressure":                 {nil, be, true, true, ""},
+		"memory pressure, BestEffort": {mem, be, true, false, "The node had condition: [MemoryPressure]. "},
+		"memory pressure, tolerates":  {mem, tolerant, true, true, ""},
+		"memory pressure, Burstable":  {mem, burst, false, true, ""},
+		"disk pressure, Burstable":    {disk, burst, false, false, "The node had condition: [MemoryPressure DiskPressure]. "},
+		"disk pressure, critical":     {disk, crit, true, true, ""},
+		"memory pressure, mirror":     {mem, mirror, true, true, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := Admit(tc.conds, tc.pod)
+			r := Admit(tc.conds, tc.pod, tc.bestEffort)
 			if r.Admit != tc.admit || r.Message != tc.msg || (!r.Admit && r.Reason != "Evicted") {
 				t.Fatalf("got %+v", r)
 			}

@@ -190,9 +190,6 @@ func (m *Manager) Conditions() []v1.NodeConditionType {
 	return slices.Clone(m.conditions)
 }
 
-// Admit is the admission decision for pod under the current conditions.
-func (m *Manager) Admit(pod *v1.Pod) AdmitResult { return Admit(m.Conditions(), pod) }
-
 // Synchronize makes one decision with stats read now.
 func (m *Manager) Synchronize(ctx context.Context) error {
 	active := m.cfg.ActivePods()

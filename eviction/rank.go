@@ -6,13 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kernelet/kernelet/agent/qos"
 )
-
-// IsCritical reports whether pod is never evicted: a static pod, a mirror
-// pod, or a pod with priority ≥ 2000000000 (kubelet's critical pods).
-func IsCritical(pod *v1.Pod) bool { return qos.Critical(pod) }
 
 // podCmp orders two pods; negative puts a first (evicted sooner).
 type podCmp func(a, b *v1.Pod) int
@@ -51,10 +45,6 @@ func priority(p *v1.Pod) int32 {
 
 // byPriority: lower priority first.
 func byPriority(a, b *v1.Pod) int { return cmp.Compare(priority(a), priority(b)) }
-
-// memoryRequest is the pod's memory request (its effective request:
-// containers, init containers and overhead as the scheduler counts them).
-func memoryRequest(p *v1.Pod) int64 { return qos.PodRequests(p).MemoryBytes }
 
 // RankMemory orders pods for a memory signal as kubelet does: pods without
 // stats first, then pods using more memory than they request, then lower
