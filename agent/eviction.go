@@ -108,10 +108,7 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 	}
 	var cs cgroups.CgroupStats
 	if err := s.r.Cgroup(ctx, s.kubepods, cgroups.StatMemory, &cs); err == nil && cs.Memory.WorkingSetBytes.Known {
-		limit := s.allocatable
-		if l := cs.Memory.LimitBytes; l.Known && !l.IsUnlimited() && (capacity == 0 || int64(l.V) < capacity) {
-			limit = int64(l.V)
-		}
+		limit := kubepodsCapacity(cs.Memory.LimitBytes, capacity, s.allocatable)
 		ws := int64(cs.Memory.WorkingSetBytes.V)
 		out.Allocatable = &eviction.MemoryStats{Capacity: limit, WorkingSet: ws, Available: eviction.MemoryAvailable(limit, ws, 0)}
 	}
@@ -129,6 +126,17 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 		}
 	}
 	return out, nil
+}
+
+// kubepodsCapacity is the capacity of allocatableMemory.available: the
+// kubepods cgroup's memory limit when it has one below the node's
+// capacity (nodeCapacity, 0 when unknown), else the configured
+// allocatable memory.
+func kubepodsCapacity(limit cgroups.Value, nodeCapacity, allocatable int64) int64 {
+	if limit.Known && !limit.IsUnlimited() && (nodeCapacity == 0 || int64(limit.V) < nodeCapacity) {
+		return int64(limit.V)
+	}
+	return allocatable
 }
 
 // pod reads a pod's cgroup (memory, pids) and its running containers'
@@ -192,10 +200,7 @@ func (a *Agent) watchEvictionSignals(ctx context.Context, h *cgroups.Hierarchies
 		_ = r.Node(ctx, &ns)
 		var kp cgroups.CgroupStats
 		_ = r.Cgroup(ctx, kubepods, cgroups.StatMemory, &kp)
-		limit := allocatableMemory
-		if l := kp.Memory.LimitBytes; l.Known && !l.IsUnlimited() && (allocatableMemory == 0 || int64(l.V) < int64(ns.Memory.CapacityBytes.Or(0))) {
-			limit = int64(l.V)
-		}
+		limit := kubepodsCapacity(kp.Memory.LimitBytes, int64(ns.Memory.CapacityBytes.Or(0)), allocatableMemory)
 		for _, t := range a.opts.Config.Thresholds {
 			var dir string
 			var capacity int64
