@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"github.com/kernelet/kernelet/cgroups"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 type fakeRuntime struct{ ready atomic.Bool }
