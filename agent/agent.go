@@ -309,6 +309,10 @@ func (a *Agent) Status(ctx context.Context) Status {
 	}
 	if p != nil {
 		st.Pods = len(p.workers.Pods())
+		if p.evictions != nil {
+			es := p.evictions.Status()
+			st.Eviction = &es
+		}
 		for _, pr := range p.sources.Problems() {
 			st.SourceProblems = append(st.SourceProblems, sourceProblem(pr))
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -81,6 +82,18 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 	for _, s := range ips {
 		if ip := net.ParseIP(s); ip != nil {
 			in.NodeIPs = append(in.NodeIPs, ip)
+		}
+	}
+	if p != nil && p.evictions != nil {
+		for _, c := range p.evictions.Conditions() {
+			switch c {
+			case v1.NodeMemoryPressure:
+				in.MemoryPressure = true
+			case v1.NodeDiskPressure:
+				in.DiskPressure = true
+			case v1.NodePIDPressure:
+				in.PIDPressure = true
+			}
 		}
 	}
 	if p != nil && p.images != nil {

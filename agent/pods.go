@@ -21,6 +21,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/events"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
@@ -52,6 +53,10 @@ type pods struct {
 	vols *volume.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
+
+	// evictions is the eviction manager (set before the first pod is
+	// admitted).
+	evictions *eviction.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -114,10 +119,14 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		p.status = a.cluster.status
 		extraSources = append(extraSources, sources.NewAPISource(a.cluster.podInformer))
 	}
+	if p.evictions, err = a.newEvictionManager(p, h, alloc.MemoryBytes); err != nil {
+		return err
+	}
 	admit, err := a.admitHandlers(alloc)
 	if err != nil {
 		return err
 	}
+	admit = append([]podworkers.AdmitHandler{evictionAdmit(p.evictions)}, admit...)
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
@@ -156,6 +165,8 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { vols.Run(ctx, 0) })
+	wg.Go(func() { p.evictions.Run(ctx) })
+	a.watchEvictionSignals(ctx, h, p.evictions, alloc.MemoryBytes)
 	p.dispatchUpdates(ctx)
 	wg.Wait()
 	p.workers.Wait()

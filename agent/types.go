@@ -14,6 +14,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
@@ -49,6 +50,9 @@ type Deps struct {
 	// PLEGPeriod and PLEGThreshold are the relist period and the health
 	// threshold; 0 means kubelet's 1 s and 3 min.
 	PLEGPeriod, PLEGThreshold time.Duration
+	// EvictionTick is the eviction manager's fallback decision period
+	// between kernel notifications; 0 means eviction.DefaultTick (1 s).
+	EvictionTick time.Duration
 	// HousekeepingPeriod is how often pods no source wants are looked
 	// for; 0 means 2 s.
 	HousekeepingPeriod time.Duration
@@ -89,6 +93,9 @@ type Status struct {
 	PodsError string `json:"podsError,omitempty"`
 	// SourceProblems are the pod sources' current problems.
 	SourceProblems []SourceProblem `json:"sourceProblems,omitempty"`
+	// Eviction is the eviction manager's state (nil: the pod lifecycle
+	// does not run).
+	Eviction *eviction.Status `json:"eviction,omitempty"`
 	// Cluster is the API server side (nil: standalone).
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }

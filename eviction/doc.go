@@ -2,12 +2,30 @@
 // observes, the thresholds it compares them with, the ranking of pods, the
 // admission of new pods under pressure, and the manager that decides.
 //
-// Today it holds the thresholds: ParseThresholds turns the KubeletConfiguration
-// eviction maps (evictionHard, evictionSoft, evictionSoftGracePeriod,
-// evictionMinimumReclaim) into typed Threshold values, reporting every bad
-// entry by its field path.
+// The split follows kubelet's: types and thresholds (types.go,
+// threshold.go: ParseThresholds turns the KubeletConfiguration eviction
+// maps into typed Threshold values, reporting every bad entry by its field
+// path); pure helpers over plain values — signals from stats (stats.go:
+// Observe), thresholds met with minimum-reclaim hysteresis, soft grace
+// periods and the pressure transition period (met.go), ranking per signal
+// (rank.go), kubelet's messages and the evicted status (message.go),
+// admission under pressure (admit.go); and a Manager (manager.go,
+// reclaim.go) whose side effects are functions handed to it: Stats reads
+// the node and pods at decision time, ActivePods lists candidates, Evict
+// starts a pod's eviction, ThresholdMet records the node event.
 //
-// Decisions here are pure functions over plain values. The package must not
-// read files, call the runtime or kill anything itself: stats come in as
-// values and pods are killed through a function handed to the manager.
+// The manager decides on every Wake (a kernel notification: memcg usage
+// thresholds, OOM, PSI triggers — wired by the agent) and on a fallback
+// tick. Unlike kubelet's one pod per 10 s loop, one decision evicts as many
+// pods, in rank order, as the measured deficit (threshold + minimum reclaim
+// − available) needs, estimated from each pod's usage; pods already evicted
+// for a signal count as freeing their usage until their cgroup is gone or
+// a cooldown passes, so a pod whose memory is being freed does not cause
+// more evictions. Critical pods (static, mirror, priority ≥ 2000000000)
+// are never evicted. Disk signals set DiskPressure but evict nothing yet
+// (per-pod disk usage is not measured yet).
+//
+// The package must not read files, call the runtime or kill anything
+// itself: stats come in as values and pods are killed through a function
+// handed to the manager.
 package eviction

@@ -43,6 +43,11 @@ type Update struct {
 	GracePeriod *int64
 	// Reason and Message are the Failed status of a killed pod.
 	Reason, Message string
+	// Status, when set, turns a killed pod's last status into its Failed
+	// one (after Reason and Message are set), e.g. an eviction's
+	// DisruptionTarget condition. A killed pod's Failed status is
+	// reported as the kill starts, as kubelet does, and kept.
+	Status func(v1.PodStatus) v1.PodStatus
 }
 
 // SyncResult is what one sync tells the worker.

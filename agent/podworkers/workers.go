@@ -395,6 +395,12 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	pod := w.rec.Pod
 	ws.mu.Unlock()
 	log.V(2).Info("Terminating pod", "update", u.Type)
+	if u.Type == KillPod {
+		ws.mu.Lock()
+		w.rec.Status = killedStatus(w.rec.Status, u)
+		ws.statusChanged(pod, w.rec.Status)
+		ws.mu.Unlock()
+	}
 	for fails := 1; ; fails++ {
 		err := ws.cfg.Syncer.KillPod(ctx, pod, u.GracePeriod)
 		if err == nil {
@@ -419,8 +425,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	}
 	delete(ws.workers, w.uid)
 	if u.Type == KillPod {
-		st := w.rec.Status
-		st.Phase, st.Reason, st.Message = v1.PodFailed, u.Reason, u.Message
+		st := w.rec.Status // the Failed status set as the kill started
 		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}
 		ws.statusChanged(pod, st)
 	}
@@ -452,4 +457,14 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 			ws.updateLocked(base, Update{Type: SyncPod, Pod: next})
 		}
 	}
+}
+
+// killedStatus is the Failed status of a pod killed by u, from its last
+// status st.
+func killedStatus(st v1.PodStatus, u Update) v1.PodStatus {
+	st.Phase, st.Reason, st.Message = v1.PodFailed, u.Reason, u.Message
+	if u.Status != nil {
+		st = u.Status(st)
+	}
+	return st
 }

@@ -440,3 +440,38 @@ func startWorkers(t *testing.T, cfg Config) (*Workers, context.Context) {
 	t.Cleanup(func() { cancel(); ws.Wait() })
 	return ws, ctx
 }
+
+// A kill's Status function shapes the Failed status, reported as the kill
+// starts (before KillPod runs) and again when it is done.
+func TestKillStatusFunc(t *testing.T) {
+	f := newFake()
+	f.killBlock = make(chan struct{})
+	type seen struct {
+		st     v1.PodStatus
+		killed int
+	}
+	statuses := make(chan seen, 10)
+	ws, _ := New(Config{Syncer: f, OnStatus: func(_ *v1.Pod, st v1.PodStatus) {
+		statuses <- seen{st: st, killed: f.count("kill")}
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); ws.Wait() }()
+	p := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.syncDone)
+	wait(t, statuses) // the sync's status
+	withCond := func(st v1.PodStatus) v1.PodStatus {
+		st.Conditions = append(st.Conditions, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue})
+		return st
+	}
+	ws.Update(ctx, Update{Type: KillPod, Pod: p, Reason: "Evicted", Message: "m", Status: withCond})
+	first := wait(t, statuses)
+	if first.killed != 0 || first.st.Phase != v1.PodFailed || first.st.Reason != "Evicted" || len(first.st.Conditions) != 1 {
+		t.Fatalf("status as the kill starts: %+v (kills so far %d)", first.st, first.killed)
+	}
+	close(f.killBlock)
+	last := wait(t, statuses)
+	if last.st.Phase != v1.PodFailed || len(last.st.Conditions) != 1 || last.st.Conditions[0].Type != v1.DisruptionTarget {
+		t.Fatalf("final status: %+v", last.st)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -20,6 +21,7 @@ import (
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // DefaultRootDir is where kernelet keeps its state unless --root-dir says otherwise.
@@ -31,7 +33,10 @@ type runFlags struct {
 	nodeLabels                                            string
 	runtimeEndpoint, podManifestPath, manifestURL         string
 	port, healthzPort                                     int
-	set                                                   map[string]bool
+	// evictionTick is kernelet's own: the eviction manager's fallback
+	// decision period between kernel notifications.
+	evictionTick time.Duration
+	set          map[string]bool
 }
 
 var (
@@ -51,6 +56,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
 	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
 	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
+	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own: how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI)")
 	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
 	for _, name := range []string{"v", "vmodule"} {
 		kf := klogFlags.Lookup(name)
@@ -124,7 +130,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
 	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
 	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
-		NodeIPs: nodeIPs, NodeLabels: nodeLabels}, agent.Deps{})
+		NodeIPs: nodeIPs, NodeLabels: nodeLabels}, agent.Deps{EvictionTick: f.evictionTick})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1

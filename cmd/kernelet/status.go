@@ -19,6 +19,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // statusCommand: `kernelet status [--server URL] [--root-dir DIR]` prints
@@ -121,6 +122,9 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	}
 	if len(st.Thresholds) > 0 {
 		fmt.Fprintf(w, "Eviction:    %s\n", strings.Join(st.Thresholds, ", "))
+	}
+	if e := st.Eviction; e != nil {
+		printEviction(w, e)
 	}
 	if len(st.Endpoints) > 0 {
 		fmt.Fprintf(w, "Endpoints:   %s\n", strings.Join(st.Endpoints, ", "))
@@ -333,4 +337,28 @@ func ago(t, now time.Time) string {
 		return "never"
 	}
 	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+// printEviction prints the pressure conditions, each threshold against
+// its observed signal, and the latest evictions.
+func printEviction(w io.Writer, e *eviction.Status) {
+	conds := "none"
+	if len(e.Conditions) > 0 {
+		conds = fmt.Sprint(e.Conditions)
+	}
+	fmt.Fprintf(w, "Pressure:    %s (decided %s ago)\n", conds, time.Since(e.LastDecision).Round(time.Millisecond))
+	for _, t := range e.Thresholds {
+		obs := "not observed"
+		if t.Observed {
+			obs = fmt.Sprintf("available %d, threshold %d", t.Available, t.Quantity)
+		}
+		met := ""
+		if t.Met {
+			met = " MET"
+		}
+		fmt.Fprintf(w, "  %s<%s: %s%s\n", t.Signal, t.Threshold, obs, met)
+	}
+	for _, r := range e.Evictions {
+		fmt.Fprintf(w, "  evicted %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
+	}
 }

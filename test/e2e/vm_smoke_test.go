@@ -41,13 +41,15 @@ func vmTestBinary(t *testing.T) string {
 	return vmBin
 }
 
-// TestVMSmoke boots the cgroup v2 VM, runs every test of test/vm in it and
-// checks the OOM kill the inner TestMemoryMaxOOMKill provoked.
+// TestVMSmoke boots the cgroup v2 VM, runs every test of test/vm in it
+// (but those with a runner of their own: TestEvictionManagerV2 runs in
+// TestVMEviction) and checks the OOM kill the inner TestMemoryMaxOOMKill
+// provoked.
 func TestVMSmoke(t *testing.T) {
 	bin := vmTestBinary(t)
 	res, err := vm.Run(t.Context(), vm.Options{
 		TestBinary: bin,
-		Args:       []string{"-test.v"},
+		Args:       []string{"-test.v", "-test.skip", "^TestEvictionManagerV2$"},
 		Console:    vm.ConsoleToLog(t),
 	})
 	if err != nil {

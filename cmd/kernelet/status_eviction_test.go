@@ -1,0 +1,43 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/eviction"
+)
+
+func TestPrintEviction(t *testing.T) {
+	at := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	printEviction(&b, &eviction.Status{
+		Conditions:   []v1.NodeConditionType{v1.NodeMemoryPressure},
+		LastDecision: time.Now(),
+		Thresholds: []eviction.ThresholdStatus{
+			{Signal: eviction.SignalAllocatableMemoryAvailable, Threshold: "64Mi", Observed: true, Available: 1000, Quantity: 67108864, Met: true},
+			{Signal: eviction.SignalPIDAvailable, Threshold: "10%"},
+		},
+		Evictions: []eviction.Record{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
+			Signal: eviction.SignalAllocatableMemoryAvailable, Message: "The node was low on resource: memory. "}},
+	})
+	got := b.String()
+	for _, want := range []string{
+		"Pressure:    [MemoryPressure] (decided ",
+		"  allocatableMemory.available<64Mi: available 1000, threshold 67108864 MET\n",
+		"  pid.available<10%: not observed\n",
+		"  evicted ns/p (allocatableMemory.available) at 2026-11-25T07:00:00Z: The node was low on resource: memory. \n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	b.Reset()
+	printEviction(&b, &eviction.Status{LastDecision: time.Now()})
+	if !strings.HasPrefix(b.String(), "Pressure:    none (decided ") {
+		t.Errorf("no pressure: %q", b.String())
+	}
+}

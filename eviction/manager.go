@@ -1,0 +1,243 @@
+package eviction
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of the manager's own settings.
+const (
+	// DefaultTick is the fallback period of decisions between kernel
+	// notifications.
+	DefaultTick = time.Second
+	// DefaultCooldown is the longest an evicted pod's memory is counted as
+	// about to be freed: past it, the pod no longer holds back further
+	// evictions for its signal even if its cgroup still exists.
+	DefaultCooldown = 10 * time.Second
+	// DefaultNearTick is the decision period while a signal is within twice
+	// its threshold (plus minimum reclaim): where the kernel may not notify
+	// (cgroup v2 has no usage thresholds), the manager looks closer.
+	DefaultNearTick = 100 * time.Millisecond
+	// HardGracePeriod is the grace of a pod evicted for a hard threshold
+	// (kubelet's "immediate": 1 s).
+	HardGracePeriod int64 = 1
+)
+
+// Eviction is one pod's eviction as the manager hands it to Evict.
+type Eviction struct {
+	Signal Signal
+	// Resource is what the eviction reclaims (memory, pids, …).
+	Resource v1.ResourceName
+	// Message is kubelet's message for the pod's status and event.
+	Message string
+	// GracePeriod overrides the pod's termination grace (seconds); nil
+	// keeps the pod's own.
+	GracePeriod *int64
+}
+
+// ManagerConfig configures a Manager: the thresholds and kubelet's
+// eviction settings, kernelet's own timings, and the side effects as
+// functions.
+type ManagerConfig struct {
+	Thresholds []Threshold
+	// PressureTransitionPeriod is evictionPressureTransitionPeriod.
+	PressureTransitionPeriod time.Duration
+	// MaxPodGracePeriod is evictionMaxPodGracePeriod (seconds) for soft
+	// thresholds; negative keeps the pod's own grace (kubelet would
+	// SIGKILL at once: a deliberate difference).
+	MaxPodGracePeriod int64
+	// Tick is the fallback decision period; 0 means DefaultTick.
+	Tick time.Duration
+	// NearTick is the decision period while a signal is near its
+	// threshold; 0 means DefaultNearTick.
+	NearTick time.Duration
+	// Cooldown bounds how long evicted pods hold back further evictions
+	// of their signal; 0 means DefaultCooldown.
+	Cooldown time.Duration
+	// Clock is the clock; nil means the real one.
+	Clock clock.WithTicker
+
+	// Stats reads the stats of the node and of pods at this moment.
+	Stats func(ctx context.Context, pods []*v1.Pod) (Stats, error)
+	// ActivePods are the pods that run (admitted, not terminating).
+	ActivePods func() []*v1.Pod
+	// Evict starts the eviction of pod (its status, event and kill).
+	Evict func(ctx context.Context, pod *v1.Pod, e Eviction) error
+	// ThresholdMet records that the manager reclaims resource
+	// (kubelet's EvictionThresholdMet node event); optional.
+	ThresholdMet func(resource v1.ResourceName)
+	// Metrics are updated when set (optional).
+	Metrics *Metrics
+}
+
+// pending is a pod evicted for a signal whose memory is not freed yet.
+type pending struct {
+	pod   *v1.Pod
+	until time.Time
+}
+
+// Manager decides evictions: on every Wake and every tick it reads fresh
+// stats, updates which thresholds are met and the node's pressure
+// conditions, and evicts as many pods, in rank order, as the deficit of the
+// first met threshold needs.
+type Manager struct {
+	cfg   ManagerConfig
+	clock clock.WithTicker
+	wake  chan struct{}
+
+	mu            sync.Mutex
+	met           []Threshold
+	firstObserved FirstObserved
+	lastObserved  map[v1.NodeConditionType]time.Time
+	conditions    []v1.NodeConditionType
+	observations  Observations
+	lastDecision  time.Time
+	pending       map[Signal]map[types.UID]pending
+	evicted       []Record
+}
+
+// Record is one eviction the manager started.
+type Record struct {
+	Time    time.Time            `json:"time"`
+	Pod     types.NamespacedName `json:"pod"`
+	UID     types.UID            `json:"uid"`
+	Signal  Signal               `json:"signal"`
+	Message string               `json:"message"`
+}
+
+// NewManager checks cfg and returns a manager; nothing runs until Run.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	if cfg.Stats == nil || cfg.ActivePods == nil || cfg.Evict == nil {
+		return nil, errors.New("eviction manager: Stats, ActivePods and Evict are required")
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.NearTick <= 0 {
+		cfg.NearTick = DefaultNearTick
+	}
+	if cfg.Cooldown <= 0 {
+		cfg.Cooldown = DefaultCooldown
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1),
+		lastObserved: map[v1.NodeConditionType]time.Time{}, pending: map[Signal]map[types.UID]pending{}}, nil
+}
+
+// Wake asks for a decision now (a kernel notification); it never blocks.
+func (m *Manager) Wake() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run decides on every Wake and every tick (NearTick while a signal is
+// near its threshold) until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	for {
+		if err := m.Synchronize(ctx); err != nil && ctx.Err() == nil {
+			log.V(2).Info("Eviction manager: no decision", "err", err)
+		}
+		d := m.cfg.Tick
+		if m.near() {
+			d = min(d, m.cfg.NearTick)
+		}
+		t := m.clock.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-m.wake:
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// near reports whether a threshold is met or its signal is within twice
+// its amount plus minimum reclaim.
+func (m *Manager) near() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.met) > 0 {
+		return true
+	}
+	for _, t := range m.cfg.Thresholds {
+		o, ok := m.observations[t.Signal]
+		if ok && o.Available < 2*(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Conditions are the node's pressure conditions now.
+func (m *Manager) Conditions() []v1.NodeConditionType {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.conditions)
+}
+
+// Synchronize makes one decision with stats read now.
+func (m *Manager) Synchronize(ctx context.Context) error {
+	active := m.cfg.ActivePods()
+	stats, err := m.cfg.Stats(ctx, append(slices.Clone(active), m.pendingPods()...))
+	if err != nil {
+		return err
+	}
+	now := m.clock.Now()
+	obs := Observe(stats)
+	actionable := m.update(obs, now)
+	if m.cfg.Metrics != nil {
+		for _, t := range actionable {
+			m.cfg.Metrics.statsAge(t.Signal, now.Sub(stats.Time))
+		}
+	}
+	if len(actionable) == 0 {
+		return nil
+	}
+	return m.reclaim(ctx, ByEvictionPriority(actionable), obs, stats, active, now)
+}
+
+// update applies kubelet's threshold bookkeeping to obs at now and returns
+// the thresholds to act on (met for their grace period).
+func (m *Manager) update(obs Observations, now time.Time) []Threshold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	met := ThresholdsMet(m.cfg.Thresholds, obs, false)
+	if len(m.met) > 0 {
+		met = MergeThresholds(met, ThresholdsMet(m.met, obs, true))
+	}
+	m.firstObserved = UpdateFirstObserved(met, m.firstObserved, now)
+	m.lastObserved = ConditionsLastObserved(met, m.lastObserved, now)
+	m.conditions = ConditionsObservedSince(m.lastObserved, m.cfg.PressureTransitionPeriod, now)
+	m.met = MetGracePeriod(met, m.firstObserved, now)
+	m.observations = obs
+	m.lastDecision = now
+	return slices.Clone(m.met)
+}
+
+// pendingPods are the evicted pods whose memory may not be freed yet.
+func (m *Manager) pendingPods() []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*v1.Pod
+	for _, ps := range m.pending {
+		for _, p := range ps {
+			out = append(out, p.pod)
+		}
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package eviction
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are kubelet's eviction metrics: kubelet_evictions{eviction_signal}
+// and kubelet_eviction_stats_age_seconds{eviction_signal}.
+type Metrics struct {
+	evictions *prometheus.CounterVec
+	statsAgeH *prometheus.HistogramVec
+}
+
+// NewMetrics returns the metrics, to register and hand to the manager.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kubelet", Name: "evictions",
+			Help: "Cumulative number of pod evictions by eviction signal",
+		}, []string{"eviction_signal"}),
+		statsAgeH: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "eviction_stats_age_seconds",
+			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"eviction_signal"}),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.evictions.Describe(ch)
+	m.statsAgeH.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.evictions.Collect(ch)
+	m.statsAgeH.Collect(ch)
+}
+
+func (m *Metrics) statsAge(s Signal, age time.Duration) {
+	m.statsAgeH.WithLabelValues(string(s)).Observe(age.Seconds())
+}

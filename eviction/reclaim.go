@@ -1,0 +1,158 @@
+package eviction
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// reclaim acts on the first threshold (in eviction priority order) whose
+// signal kernelet can rank pods for.
+func (m *Manager) reclaim(ctx context.Context, ths []Threshold, obs Observations, stats Stats, active []*v1.Pod, now time.Time) error {
+	log := klog.FromContext(ctx)
+	for _, t := range ths {
+		ranked, ok := Rank(t.Signal, active, stats.Pods)
+		if !ok {
+			log.V(2).Info("Eviction manager: threshold met, no pod ranking for its signal yet", "signal", t.Signal)
+			continue
+		}
+		m.evictFor(ctx, t, ths, ranked, obs, stats, now)
+		return nil
+	}
+	return nil
+}
+
+// Deficit is how much of a signal must be reclaimed to end a met
+// threshold: its amount plus its minimum reclaim minus what is available
+// (at least 1 while the threshold is met).
+func Deficit(t Threshold, o Observation) int64 {
+	return max(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)-o.Available, 1)
+}
+
+// usageFor is what evicting the pod frees of the signal's resource.
+func usageFor(s Signal, ps PodStats) int64 {
+	if ResourceOf(s) == "pids" {
+		return ps.Processes
+	}
+	return ps.MemoryWorkingSet
+}
+
+// GracePeriod is the grace of a pod evicted for t: HardGracePeriod for a
+// hard threshold; for a soft one evictionMaxPodGracePeriod, or the pod's
+// own when that is shorter — and, kernelet's difference, the pod's own
+// when evictionMaxPodGracePeriod is negative (nil: no override).
+func GracePeriod(t Threshold, maxPodGrace int64, pod *v1.Pod) *int64 {
+	if t.Hard() {
+		g := HardGracePeriod
+		return &g
+	}
+	if maxPodGrace < 0 {
+		return nil
+	}
+	g := maxPodGrace
+	if own := pod.Spec.TerminationGracePeriodSeconds; own != nil && *own < g {
+		g = *own
+	}
+	return &g
+}
+
+// freeing is what the pods evicted for s still hold (their memory not yet
+// freed: their cgroup still exists and the cooldown has not passed);
+// pods whose usage is gone are forgotten.
+func (m *Manager) freeing(s Signal, stats Stats, now time.Time) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sum int64
+	for uid, p := range m.pending[s] {
+		ps, ok := stats.Pods[uid]
+		if !ok || !now.Before(p.until) {
+			delete(m.pending[s], uid)
+			continue
+		}
+		sum += usageFor(s, ps)
+	}
+	return sum
+}
+
+func (m *Manager) isPending(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ps := range m.pending {
+		if _, ok := ps[uid]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// evictFor evicts pods in rank order until their usage covers the
+// deficit of t that the pods already evicted for it do not cover.
+func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ranked []*v1.Pod, obs Observations, stats Stats, now time.Time) {
+	log := klog.FromContext(ctx)
+	o := obs[t.Signal]
+	need := Deficit(t, o)
+	freeing := m.freeing(t.Signal, stats, now)
+	if freeing >= need {
+		log.V(3).Info("Eviction manager: waiting for evicted pods to free their resources", "signal", t.Signal,
+			"deficit", need, "freeing", freeing)
+		return
+	}
+	remaining := need - freeing
+	res := ResourceOf(t.Signal)
+	announced := false
+	for _, pod := range ranked {
+		if remaining <= 0 {
+			break
+		}
+		if IsCritical(pod) || m.isPending(pod.UID) {
+			continue
+		}
+		if !announced {
+			announced = true
+			log.Info("Eviction manager: attempting to reclaim", "resourceName", res, "signal", t.Signal,
+				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing)
+			if m.cfg.ThresholdMet != nil {
+				m.cfg.ThresholdMet(res)
+			}
+		}
+		ps, hasStats := stats.Pods[pod.UID]
+		e := Eviction{Signal: t.Signal, Resource: res, GracePeriod: GracePeriod(t, m.cfg.MaxPodGracePeriod, pod),
+			Message: Message(res, pod, ps, hasStats, met, obs)}
+		if err := m.cfg.Evict(ctx, pod, e); err != nil {
+			log.Error(err, "Eviction manager: evicting pod failed", "pod", klog.KObj(pod))
+			continue
+		}
+		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
+			"usage", usageFor(t.Signal, ps), "remaining", remaining)
+		remaining -= usageFor(t.Signal, ps)
+		m.started(pod, t.Signal, e.Message, now)
+	}
+	if !announced {
+		log.V(2).Info("Eviction manager: threshold met, but no pod may be evicted", "signal", t.Signal)
+	}
+}
+
+// maxRecords is how many evictions Records keeps.
+const maxRecords = 50
+
+// started records an eviction: pending for its signal, in the history,
+// in the counter.
+func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending[s] == nil {
+		m.pending[s] = map[types.UID]pending{}
+	}
+	m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
+	m.evicted = append(m.evicted, Record{Time: now, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
+		UID: pod.UID, Signal: s, Message: msg})
+	if len(m.evicted) > maxRecords {
+		m.evicted = m.evicted[len(m.evicted)-maxRecords:]
+	}
+	if m.cfg.Metrics != nil {
+		m.cfg.Metrics.evictions.WithLabelValues(string(s)).Inc()
+	}
+}

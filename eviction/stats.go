@@ -1,0 +1,98 @@
+package eviction
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Stats are the values the manager decides on, read at decision time.
+// A nil part was not read (its signals are not observed).
+type Stats struct {
+	// Time is when the stats were read.
+	Time time.Time
+	// Memory is the node's memory (memory.available).
+	Memory *MemoryStats
+	// Allocatable is the pods' cgroup (kubepods) memory
+	// (allocatableMemory.available).
+	Allocatable *MemoryStats
+	// PIDs is the node's process table (pid.available).
+	PIDs *PIDStats
+	// NodeFs is the filesystem of the agent's root dir (nodefs.*).
+	NodeFs *FsStats
+	// Pods are the running pods' usage, by UID; a pod without an entry has
+	// no stats (and ranks first, as in kubelet).
+	Pods map[types.UID]PodStats
+}
+
+// MemoryStats are one memory signal's inputs, in bytes.
+type MemoryStats struct {
+	// Capacity is the total the threshold percentages refer to (MemTotal,
+	// or the pods' cgroup limit).
+	Capacity int64
+	// WorkingSet is usage − inactive_file.
+	WorkingSet int64
+	// Available is what the signal observes: Capacity − WorkingSet (plus
+	// the unused swap for the node), floored at 0.
+	Available int64
+}
+
+// PIDStats are pid.available's inputs: Capacity = min(pid_max,
+// threads-max), Available = Capacity − the threads that exist.
+type PIDStats struct {
+	Capacity, Available int64
+}
+
+// FsStats are a filesystem's bytes and inodes; Inodes is 0 when the
+// filesystem has no fixed inode table (the inode signal is not observed).
+type FsStats struct {
+	CapacityBytes, AvailableBytes int64
+	Inodes, InodesFree            int64
+}
+
+// PodStats are a pod's usage as the ranking and the messages need it.
+type PodStats struct {
+	// MemoryWorkingSet is the pod cgroup's working set in bytes.
+	MemoryWorkingSet int64
+	// Containers are the working sets of the pod's containers, by name.
+	Containers map[string]int64
+	// Processes is the number of tasks in the pod cgroup (pids.current).
+	Processes int64
+}
+
+// Observation is one signal as observed: what is available, out of what.
+type Observation struct {
+	Available int64
+	Capacity  int64
+	Time      time.Time
+}
+
+// Observations are the observed signals.
+type Observations map[Signal]Observation
+
+// Observe derives every signal it can from s.
+func Observe(s Stats) Observations {
+	obs := Observations{}
+	if m := s.Memory; m != nil {
+		obs[SignalMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time}
+	}
+	if m := s.Allocatable; m != nil {
+		obs[SignalAllocatableMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time}
+	}
+	if p := s.PIDs; p != nil {
+		obs[SignalPIDAvailable] = Observation{Available: p.Available, Capacity: p.Capacity, Time: s.Time}
+	}
+	if f := s.NodeFs; f != nil {
+		obs[SignalNodeFsAvailable] = Observation{Available: f.AvailableBytes, Capacity: f.CapacityBytes, Time: s.Time}
+		if f.Inodes > 0 {
+			obs[SignalNodeFsInodesFree] = Observation{Available: f.InodesFree, Capacity: f.Inodes, Time: s.Time}
+		}
+	}
+	return obs
+}
+
+// MemoryAvailable is memory.available (or allocatableMemory.available)
+// from its inputs: capacity − working set + unused swap, floored at 0.
+func MemoryAvailable(capacity, workingSet, swapFree int64) int64 {
+	return max(capacity-workingSet+swapFree, 0)
+}

@@ -1,0 +1,50 @@
+package eviction
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Status is the manager's state as `kernelet status` shows it.
+type Status struct {
+	// Conditions are the node's pressure conditions.
+	Conditions []v1.NodeConditionType `json:"conditions,omitempty"`
+	// Thresholds are the configured thresholds with their signal as last
+	// observed.
+	Thresholds []ThresholdStatus `json:"thresholds,omitempty"`
+	// LastDecision is when the manager last decided.
+	LastDecision time.Time `json:"lastDecision"`
+	// Evictions are the latest evictions, oldest first.
+	Evictions []Record `json:"evictions,omitempty"`
+}
+
+// ThresholdStatus is one threshold against its observed signal.
+type ThresholdStatus struct {
+	Signal    Signal `json:"signal"`
+	Threshold string `json:"threshold"`
+	Soft      bool   `json:"soft,omitempty"`
+	// Observed is false when the signal is not observed on this node.
+	Observed  bool  `json:"observed"`
+	Available int64 `json:"available,omitempty"`
+	// Quantity is the threshold's amount on the observed capacity.
+	Quantity int64 `json:"quantity,omitempty"`
+	// Met: the threshold is met for its grace period (acted on).
+	Met bool `json:"met,omitempty"`
+}
+
+// Status returns the manager's state.
+func (m *Manager) Status() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Status{Conditions: slices.Clone(m.conditions), LastDecision: m.lastDecision, Evictions: slices.Clone(m.evicted)}
+	for _, t := range m.cfg.Thresholds {
+		ts := ThresholdStatus{Signal: t.Signal, Threshold: t.Value.String(), Soft: !t.Hard(), Met: containsThreshold(m.met, t)}
+		if o, ok := m.observations[t.Signal]; ok {
+			ts.Observed, ts.Available, ts.Quantity = true, o.Available, ThresholdQuantity(t, o)
+		}
+		st.Thresholds = append(st.Thresholds, ts)
+	}
+	return st
+}
