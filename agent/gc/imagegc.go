@@ -334,4 +334,3 @@ func (g *ImageGC) sandboxImage(ctx context.Context) string {
 	g.mu.Unlock()
 	return cfg.SandboxImage
 }
-
