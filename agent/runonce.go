@@ -50,7 +50,9 @@ const runOncePoll = 100 * time.Millisecond
 
 // RunOnce runs the static pods once (kubelet's --runonce): it waits for
 // the pod sources' first delivery, then for each pod to finish or to run
-// with every container ready, at most timeout in all; then it kills every
+// with every container ready (a pod with restartPolicy Never or OnFailure
+// is waited for until it finishes; running and ready is its result only
+// when the time is up), at most timeout in all; then it kills every
 // pod and removes their cgroups, logs and state, and returns each pod's
 // result. It serves no endpoint and needs no API server. The error is for
 // the run itself (no runtime, no pod lifecycle); failed pods are results.
@@ -147,6 +149,11 @@ func (a *Agent) waitRunOnce(ctx context.Context, p *pods, deadline time.Time, ti
 		all := true
 		for _, pod := range wanted {
 			r, finished := RunOnceOutcome(pod, recs[pod.UID].Status)
+			// A pod that is not restarted is expected to finish: running
+			// and ready is its result only when the time is up.
+			if r.Ready && pod.Spec.RestartPolicy != "" && pod.Spec.RestartPolicy != v1.RestartPolicyAlways {
+				finished = false
+			}
 			all = all && finished
 			results = append(results, r)
 		}
