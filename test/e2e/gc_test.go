@@ -37,6 +37,15 @@ func appendConfig(t *testing.T, n *agentNode, yaml string) {
 	}
 }
 
+// logOnFailure prints n's log at the end of a failed test.
+func logOnFailure(t *testing.T, n *agentNode) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kernelet log:\n%s", n.log(t))
+		}
+	})
+}
+
 // podStatus returns the named static pod of n from /pods.
 func (n *agentNode) podStatus(t *testing.T, name string) (v1.Pod, bool) {
 	t.Helper()
@@ -63,6 +72,7 @@ func TestContainerGCCrashLoop(t *testing.T) {
 	writeManifest(t, n.manifests, "crash.yaml", strings.Replace(
 		podManifest("crash", `["exit", "--code", "1"]`, "", 1), "  hostNetwork: true\n", "  hostNetwork: true\n  restartPolicy: Always\n", 1))
 	n.start(t)
+	logOnFailure(t, n)
 
 	// Back-off 10 s, then 20 s: the third container starts after ~30 s.
 	var pod v1.Pod
@@ -155,8 +165,8 @@ func imageNames(ctx context.Context, t *testing.T, cd *containerd.Instance) map[
 	return out
 }
 
-// With the image GC thresholds forced down (high 1 %, low 0 %, no minimum
-// age), image GC removes an unused imported image, never the image of a
+// With the image GC thresholds forced down (high 1 %, low 0 %, minimum
+// age 1 s; 0 means the 2 min default), image GC removes an unused imported image, never the image of a
 // running pod nor the sandbox image, and reports that it could not free
 // enough (FreeDiskSpaceFailed, then ImageGCFailed) on the node. It uses a
 // containerd of its own: the collected images are gone for good.
@@ -187,7 +197,7 @@ func TestImageGCThresholds(t *testing.T) {
 	}
 
 	n, _, _ := newAgentWithCleanup(t, cd)
-	appendConfig(t, n, "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\n")
+	appendConfig(t, n, "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 1s\n")
 	n.extraArgs = []string{"--image-gc-period", "1s"}
 	writeManifest(t, n.manifests, "user.yaml", podManifest("user", `["sleep"]`, "", 1))
 	unused := importUnusedImage(t, cd)
@@ -195,6 +205,7 @@ func TestImageGCThresholds(t *testing.T) {
 		t.Fatalf("%s not imported", unused)
 	}
 	n.start(t)
+	logOnFailure(t, n)
 	n.waitRunning(t, time.Minute, "user")
 
 	waitFor(t, time.Minute, "unused image collected", func() (bool, error) {
@@ -212,6 +223,11 @@ func TestImageGCThresholds(t *testing.T) {
 		}
 	}
 	log := n.log(t)
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "Removing image") {
+			t.Log(l[strings.Index(l, "]")+1:])
+		}
+	}
 	if !strings.Contains(log, `reason="FreeDiskSpaceFailed" message="Insufficient free disk space on the node's image filesystem (`) {
 		t.Errorf("no FreeDiskSpaceFailed event in the log")
 	}
