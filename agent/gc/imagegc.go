@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/imageref"
 )
 
 // ImageGCConfig wires an ImageGC.
@@ -103,7 +104,7 @@ func (g *ImageGC) Detect(ctx context.Context) ([]ImageRecord, error) {
 	wanted := normalizedSet(names)
 	pinnedByName := func(img *runtimeapi.Image) bool {
 		for _, n := range append(img.GetRepoTags(), img.GetRepoDigests()...) {
-			if wanted[normalizeImageName(n)] {
+			if wanted[imageref.Normalize(n)] {
 				return true
 			}
 		}

@@ -109,16 +109,3 @@ func TestFreeDiskSpaceFailedMessage(t *testing.T) {
 		}
 	}
 }
-
-func TestNormalizeImageName(t *testing.T) {
-	for in, want := range map[string]string{
-		"busybox":                   "docker.io/library/busybox:latest",
-		"kernelet.test/testbox:v1":  "kernelet.test/testbox:v1",
-		"docker.io/library/busybox": "docker.io/library/busybox:latest",
-		"NOT a reference":           "NOT a reference",
-	} {
-		if got := normalizeImageName(in); got != want {
-			t.Errorf("%q: got %q, want %q", in, got, want)
-		}
-	}
-}

@@ -32,3 +32,26 @@ func DefaultPullPolicy(image string) v1.PullPolicy {
 	}
 	return v1.PullIfNotPresent
 }
+
+// Repository is image's registry host and repository path with Docker's
+// defaults (docker.io, library/), what registry credentials are matched
+// against; both "" when the reference does not parse.
+func Repository(image string) (host, repo string) {
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", ""
+	}
+	return reference.Domain(ref), reference.Path(ref)
+}
+
+// Normalize is image in its fully qualified form
+// (docker.io/library/busybox:latest for busybox), so that the names a pod
+// and a runtime use compare equal; a reference that does not parse is
+// returned as it is.
+func Normalize(image string) string {
+	ref, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return image
+	}
+	return reference.TagNameOnly(ref).String()
+}
