@@ -137,6 +137,7 @@ func (g *ContainerGC) list(ctx context.Context) ([]Container, []Sandbox, error) 
 		}
 		ctrs = append(ctrs, Container{ID: c.Id, SandboxID: c.PodSandboxId, PodUID: types.UID(info.PodUID),
 			Name: info.ContainerName, Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING,
+			Created:   c.State == runtimeapi.ContainerState_CONTAINER_CREATED,
 			CreatedAt: time.Unix(0, c.CreatedAt)})
 	}
 	var sbs []Sandbox

@@ -13,10 +13,19 @@ type Container struct {
 	SandboxID string
 	PodUID    types.UID
 	// Name is the container's name in its pod.
-	Name      string
-	Running   bool
+	Name    string
+	Running bool
+	// Created: created but never started (a start may be under way).
+	Created   bool
 	CreatedAt time.Time
 }
+
+// StartingGrace is how long a container that was created but not started
+// counts as starting: container GC leaves it alone for that long, so that
+// a sync between CreateContainer and StartContainer does not see the
+// previous dead container (which the pod's lastState needs) collected in
+// favour of the new one. Kubelet has no such guard.
+const StartingGrace = time.Minute
 
 // Sandbox is one pod sandbox the runtime holds.
 type Sandbox struct {
@@ -51,7 +60,8 @@ type unit struct {
 // SelectContainers decides what container GC removes, kubelet's way:
 //
 //   - evictable containers are those not running and created at least
-//     MinAge before now, grouped by pod UID and container name;
+//     MinAge before now (never started ones: also StartingGrace), grouped
+//     by pod UID and container name;
 //   - every evictable container of a removed pod goes (and, when reclaim
 //     is set — disk pressure — those of finished pods too);
 //   - other groups keep their MaxPerPodContainer newest (at least one);
@@ -76,7 +86,7 @@ func SelectContainers(ctrs []Container, sbs []Sandbox, pol ContainerPolicy, stat
 		return s == PodRemoved || (reclaim && s == PodFinished)
 	}
 
-	units := evictUnits(ctrs, now.Add(-pol.MinAge))
+	units := evictUnits(ctrs, now.Add(-pol.MinAge), now.Add(-StartingGrace))
 	kept := units[:0]
 	for _, u := range units {
 		if gone(u.key.uid) {
@@ -124,12 +134,13 @@ func SelectContainers(ctrs []Container, sbs []Sandbox, pol ContainerPolicy, stat
 }
 
 // evictUnits groups the containers that are not running and were created
-// no later than newest, newest first in each unit; units in a stable order.
-func evictUnits(ctrs []Container, newest time.Time) []unit {
+// no later than newest (created but never started ones: no later than
+// newestStarting), newest first in each unit; units in a stable order.
+func evictUnits(ctrs []Container, newest, newestStarting time.Time) []unit {
 	idx := map[unitKey]int{}
 	var units []unit
 	for _, c := range ctrs {
-		if c.Running || c.CreatedAt.After(newest) {
+		if c.Running || c.CreatedAt.After(newest) || (c.Created && c.CreatedAt.After(newestStarting)) {
 			continue
 		}
 		k := unitKey{uid: c.PodUID, name: c.Name}

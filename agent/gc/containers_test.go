@@ -95,6 +95,16 @@ func TestSelectContainers(t *testing.T) {
 			pol:  DefaultContainerPolicy(), state: map[types.UID]PodState{"f": PodFinished}, reclaim: true,
 			want: []string{"f-1", "f-2"},
 		},
+		"a container being started keeps the previous dead one": {
+			ctrs: []Container{
+				{ID: "starting", PodUID: "a", Name: "app", Created: true, CreatedAt: t0.Add(-time.Second)},
+				ctr("a-1", "a", "app", 1, false), ctr("a-2", "a", "app", 2, false),
+				{ID: "never-started", PodUID: "b", Name: "app", Created: true, CreatedAt: t0.Add(-time.Hour)},
+				ctr("b-1", "b", "app", 90, false),
+			},
+			pol: DefaultContainerPolicy(), state: map[types.UID]PodState{"a": PodActive, "b": PodActive},
+			want: []string{"a-2", "b-1"},
+		},
 		"units are per container name": {
 			ctrs: []Container{ctr("x-1", "p", "x", 1, false), ctr("x-2", "p", "x", 2, false), ctr("y-1", "p", "y", 3, false)},
 			pol:  DefaultContainerPolicy(), state: map[types.UID]PodState{"p": PodActive},
