@@ -102,15 +102,23 @@ func TestContainerGCCrashLoop(t *testing.T) {
 	})
 	t.Logf("after GC: %s", last)
 
-	p, _ := n.podStatus(t, "crash")
-	cs := p.Status.ContainerStatuses[0]
-	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
-		t.Errorf("lastState lost after GC: %+v", cs.LastTerminationState)
-	}
-	code, body := fetchSecure(t, n, "/containerLogs/default/"+p.Name+"/app?previous=true")
-	if code != 200 || !strings.Contains(body, "testbox exit:") {
-		t.Errorf("logs --previous after GC: %d %q", code, body)
-	}
+	// The status and the runtime move on their own (a container exits,
+	// the worker syncs a second later): read both until they agree.
+	waitFor(t, 30*time.Second, "lastState and logs --previous after GC", func() (bool, error) {
+		p, _ := n.podStatus(t, "crash")
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false, nil
+		}
+		lt := p.Status.ContainerStatuses[0].LastTerminationState.Terminated
+		if lt == nil || lt.ExitCode != 1 {
+			return false, fmt.Errorf("lastState: %+v", p.Status.ContainerStatuses[0].LastTerminationState)
+		}
+		code, body := fetchSecure(t, n, "/containerLogs/default/"+p.Name+"/app?previous=true")
+		if code != 200 || !strings.Contains(body, "testbox exit:") {
+			return false, fmt.Errorf("logs --previous: %d %q", code, body)
+		}
+		return true, nil
+	})
 	entries, _ := os.ReadDir(filepath.Join(podLogs, "app"))
 	if len(entries) > 2 {
 		var names []string
