@@ -66,17 +66,6 @@ func NewImageGC(cfg ImageGCConfig) (*ImageGC, error) {
 	return g, nil
 }
 
-// Records is a snapshot of what the collector knows, by image ID.
-func (g *ImageGC) Records() map[string]ImageRecord {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make(map[string]ImageRecord, len(g.records))
-	for id, r := range g.records {
-		out[id] = *r
-	}
-	return out
-}
-
 // Detect lists the images and the containers, records new images as
 // detected now and in-use ones as used now, forgets images that are gone,
 // and returns the records.
