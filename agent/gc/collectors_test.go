@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
@@ -207,7 +209,8 @@ func TestImageGC(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	rec := record.NewFakeRecorder(10)
 	avail := int64(100)
-	g, err := NewImageGC(ImageGCConfig{Images: f, Runtime: f, Clock: clk, Recorder: rec, Node: events.NodeRef("n1"),
+	reg := prometheus.NewRegistry()
+	g, err := NewImageGC(ImageGCConfig{Images: f, Runtime: f, Clock: clk, Recorder: rec, Node: events.NodeRef("n1"), Registerer: reg,
 		Policy:    ImagePolicy{HighThresholdPercent: 50, LowThresholdPercent: 40, MinAge: time.Minute},
 		PodImages: func() []string { return []string{"busybox"} },
 		FsStats:   func(context.Context) (int64, int64, error) { return 1000, avail, nil }})
@@ -242,6 +245,45 @@ func TestImageGC(t *testing.T) {
 	if got := f.removedIDs(); !slices.Equal(got, []string{"sha256:unused1", "sha256:unused2"}) {
 		t.Errorf("after DeleteUnusedImages removed %v, want both unused images only", got)
 	}
+	want := `
+# HELP kubelet_image_garbage_collected_total Total number of images garbage collected by the kubelet, whether through disk usage or image age.
+# TYPE kubelet_image_garbage_collected_total counter
+kubelet_image_garbage_collected_total{reason="space"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_image_garbage_collected_total"); err != nil {
+		t.Error(err)
+	}
 }
 
 func (f *fakeCRI) Close(context.Context) error { return nil }
+
+// imageMaximumGCAge: an image no container used for longer than the
+// maximum age goes whatever the disk usage, once the collector has run
+// that long; an image in use stays.
+func TestImageGCMaxAge(t *testing.T) {
+	f := newFakeCRI()
+	f.images["sha256:idle"] = &runtimeapi.Image{Id: "sha256:idle", RepoTags: []string{"example.com/idle:v1"}, Size: 10}
+	f.images["sha256:busy"] = &runtimeapi.Image{Id: "sha256:busy", RepoTags: []string{"example.com/busy:v1"}, Size: 10}
+	f.addContainer("run", "a", "app", "sha256:busy", t0, runtimeapi.ContainerState_CONTAINER_RUNNING, "")
+	clk := clocktesting.NewFakeClock(t0)
+	g, err := NewImageGC(ImageGCConfig{Images: f, Runtime: f, Clock: clk,
+		Policy:  ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute, MaxAge: time.Hour},
+		FsStats: func(context.Context) (int64, int64, error) { return 1000, 900, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.GarbageCollect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(30 * time.Minute)
+	if err := g.GarbageCollect(t.Context()); err != nil || len(f.removedIDs()) != 0 {
+		t.Fatalf("before the maximum age: removed %v, %v", f.removedIDs(), err)
+	}
+	clk.Step(31 * time.Minute)
+	if err := g.GarbageCollect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.removedIDs(); !slices.Equal(got, []string{"sha256:idle"}) {
+		t.Errorf("removed %v, want the idle image only", got)
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/internal/imageref"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ImageGCConfig wires an ImageGC.
@@ -36,7 +37,16 @@ type ImageGCConfig struct {
 	Recorder record.EventRecorder
 	Node     *v1.ObjectReference
 	Clock    clock.Clock
+	// Registerer receives kubelet's kubelet_image_garbage_collected_total
+	// counter (nil: not exported).
+	Registerer prometheus.Registerer
 }
+
+// Reasons of kubelet_image_garbage_collected_total (kubelet's).
+const (
+	ReasonAge   = "age"
+	ReasonSpace = "space"
+)
 
 // ImageGC removes unused images: least recently used first while the
 // image filesystem is over the high threshold, and those unused for longer
@@ -45,6 +55,8 @@ type ImageGCConfig struct {
 type ImageGC struct {
 	cfg   ImageGCConfig
 	began time.Time
+
+	collected *prometheus.CounterVec
 
 	mu      sync.Mutex
 	records map[string]*ImageRecord
@@ -59,9 +71,17 @@ func NewImageGC(cfg ImageGCConfig) (*ImageGC, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	g := &ImageGC{cfg: cfg, began: cfg.Clock.Now(), records: map[string]*ImageRecord{}}
+	g := &ImageGC{cfg: cfg, began: cfg.Clock.Now(), records: map[string]*ImageRecord{},
+		collected: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "image_garbage_collected_total",
+			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age."},
+			[]string{"reason"})}
 	if g.cfg.FsStats == nil {
 		g.cfg.FsStats = g.criFsStats
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(g.collected); err != nil {
+			return nil, fmt.Errorf("image gc metrics: %w", err)
+		}
 	}
 	return g, nil
 }
@@ -155,7 +175,7 @@ func (g *ImageGC) GarbageCollect(ctx context.Context) error {
 	var errs []error
 	for _, r := range old {
 		log.Info("Removing image unused for longer than the maximum age", "imageID", r.ID, "size", r.Size, "lastUsed", r.LastUsed, "maxAge", g.cfg.Policy.MaxAge)
-		if err := g.remove(ctx, r); err != nil {
+		if err := g.remove(ctx, r, ReasonAge); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -209,7 +229,7 @@ func (g *ImageGC) free(ctx context.Context, cands []ImageRecord, bytesToFree int
 	var errs []error
 	for _, r := range cands {
 		klog.FromContext(ctx).Info("Removing image to free bytes", "imageID", r.ID, "size", r.Size)
-		if err := g.remove(ctx, r); err != nil {
+		if err := g.remove(ctx, r, ReasonSpace); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -224,10 +244,11 @@ func (g *ImageGC) free(ctx context.Context, cands []ImageRecord, bytesToFree int
 	return freed, nil
 }
 
-func (g *ImageGC) remove(ctx context.Context, r ImageRecord) error {
+func (g *ImageGC) remove(ctx context.Context, r ImageRecord, reason string) error {
 	if err := g.cfg.Images.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.ID}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("remove image %s: %w", r.ID, err)
 	}
+	g.collected.WithLabelValues(reason).Inc()
 	g.mu.Lock()
 	delete(g.records, r.ID)
 	g.mu.Unlock()
