@@ -3,6 +3,11 @@
 // the pod sources, workers, relist, probes, volumes and GC as they land) and
 // wires them together in New and Run.
 //
+// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`),
+// and DeleteAllUnusedContainers / DeleteUnusedImages reclaim disk on demand
+// through the container and image collectors of agent/gc, which otherwise
+// run every minute and every five minutes.
+//
 // The agent imports the kernel side (cgroups, bpf, eviction, oom) as values
 // and interfaces; the kernel side never imports the agent.
 package agent

@@ -15,6 +15,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -53,6 +54,11 @@ type pods struct {
 	vols *volume.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
+	// containerGC and imageGC collect dead containers and unused images.
+	containerGC *gc.ContainerGC
+	imageGC     *gc.ImageGC
+	// cgroups is the node's cgroup manager (pod and QoS cgroups).
+	cgroups *cgroups.Manager
 
 	// evictions is the eviction manager (set before the first pod is
 	// admitted).
@@ -113,7 +119,8 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
-		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is}
+		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
+		cgroups: cm}
 	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.status
@@ -154,6 +161,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("pod sources: %w", err)
 	}
+	if err := a.newCollectors(p, rs, is); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.pods = p
 	a.mu.Unlock()
@@ -167,6 +177,8 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
 	a.watchEvictionSignals(ctx, h, p.evictions, alloc.MemoryBytes)
+	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
+	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
 	p.dispatchUpdates(ctx)
 	wg.Wait()
 	p.workers.Wait()

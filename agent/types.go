@@ -10,6 +10,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
@@ -34,6 +35,13 @@ type Options struct {
 	NodeIPs []net.IP
 	// NodeLabels are added to the Node at registration (--node-labels).
 	NodeLabels map[string]string
+	// ContainerGC is the container GC policy (kubelet's flags
+	// --minimum-container-ttl-duration, --maximum-dead-containers-per-container,
+	// --maximum-dead-containers); nil means gc.DefaultContainerPolicy.
+	ContainerGC *gc.ContainerPolicy
+	// ContainerGCPeriod and ImageGCPeriod are how often the collectors run;
+	// 0 means kubelet's 1 min and 5 min.
+	ContainerGCPeriod, ImageGCPeriod time.Duration
 }
 
 // Deps are the agent's edges, replaceable in tests.

@@ -3,13 +3,11 @@
 package bpf
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -39,35 +37,18 @@ func findTracefs(dir string) (string, error) {
 		}
 		return dir, nil
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.FSType == "tracefs" || e.FSType == "debugfs" })
 	if err != nil {
 		return "", fmt.Errorf("find tracefs: %w", err)
 	}
-	defer f.Close()
 	var debugfs []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
+	for _, m := range mounts {
+		if m.FSType == "tracefs" && isTracefs(m.Point) {
+			return m.Point, nil
 		}
-		pf, sf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(sf) < 1 {
-			continue
+		if m.FSType == "debugfs" {
+			debugfs = append(debugfs, m.Point)
 		}
-		point := mountinfo.Unescape(pf[4])
-		switch sf[0] {
-		case "tracefs":
-			if isTracefs(point) {
-				return point, nil
-			}
-		case "debugfs":
-			debugfs = append(debugfs, point)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("find tracefs: %w", err)
 	}
 	for _, d := range debugfs {
 		if p := filepath.Join(d, "tracing"); isTracefs(p) {

@@ -1,8 +1,6 @@
 package cgroups
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -91,43 +89,25 @@ func Discover() (*Hierarchies, error) {
 }
 
 // ParseMountinfo returns the cgroup and cgroup2 mounts listed in a
-// mountinfo file (proc(5)): mount ID, parent ID, major:minor, root, mount
-// point, options, optional fields, "-", fs type, source, super options.
+// mountinfo file (proc(5), read by mountinfo.Parse).
 func ParseMountinfo(r io.Reader) ([]Mount, error) {
-	var out []Mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		sep := bytes.Index(line, []byte(" - "))
-		if sep < 0 {
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			return nil, fmt.Errorf("line %d: no ' - ' separator", n)
-		}
-		pre, post := bytes.Fields(line[:sep]), bytes.Fields(line[sep+3:])
-		if len(pre) < 6 || len(post) < 2 {
-			return nil, fmt.Errorf("line %d: too few fields", n)
-		}
-		fstype := string(post[0])
-		if fstype != "cgroup" && fstype != "cgroup2" {
-			continue
-		}
-		m := Mount{Root: mountinfo.Unescape(string(pre[3])), Path: mountinfo.Unescape(string(pre[4])), Version: 1}
-		if fstype == "cgroup2" {
+	es, err := mountinfo.Parse(r, func(e *mountinfo.Entry) bool { return e.FSType == "cgroup" || e.FSType == "cgroup2" })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mount, 0, len(es))
+	for _, e := range es {
+		m := Mount{Root: e.Root, Path: e.Point, Version: 1}
+		if e.FSType == "cgroup2" {
 			m.Version = 2
-		} else if len(post) >= 3 {
-			for _, o := range strings.Split(string(post[2]), ",") {
+		} else {
+			for _, o := range strings.Split(e.SuperOptions, ",") {
 				if isV1Controller(o) {
 					m.Controllers = append(m.Controllers, o)
 				}
 			}
 		}
 		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

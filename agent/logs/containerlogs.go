@@ -140,6 +140,12 @@ func LogPath(ctx context.Context, rs internalapi.RuntimeService, pod *v1.Pod, st
 		return "", "", fmt.Errorf("list containers: %w", err)
 	}
 	c, ok := PickInstance(list, previous)
+	if id := lastTerminatedID(status, container); previous && id != "" {
+		// kubelet's choice: the container of the last termination the
+		// status reports (while a crash-looping container waits, that is
+		// the newest instance; older ones may have been collected).
+		c, ok = findInstance(list, id)
+	}
 	if !ok {
 		if previous {
 			return "", "", fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
@@ -174,6 +180,33 @@ func PickInstance(list []*runtimeapi.Container, previous bool) (*runtimeapi.Cont
 		return nil, false
 	}
 	return sorted[i], true
+}
+
+// lastTerminatedID is the runtime ID of the container of container's last
+// termination in status ("" when the status has none).
+func lastTerminatedID(status v1.PodStatus, container string) string {
+	for _, l := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses, status.EphemeralContainerStatuses} {
+		for _, cs := range l {
+			if t := cs.LastTerminationState.Terminated; cs.Name == container && t != nil && t.ContainerID != "" {
+				_, id, found := strings.Cut(t.ContainerID, "://")
+				if !found {
+					id = t.ContainerID
+				}
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// findInstance is the instance of list with ID id.
+func findInstance(list []*runtimeapi.Container, id string) (*runtimeapi.Container, bool) {
+	for _, c := range list {
+		if c.GetId() == id {
+			return c, true
+		}
+	}
+	return nil, false
 }
 
 func waitingReason(status v1.PodStatus, container string) string {

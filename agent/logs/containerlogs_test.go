@@ -91,3 +91,32 @@ func TestServeContainerLogs(t *testing.T) {
 		t.Errorf("no runtime = %d", rec.Code)
 	}
 }
+
+// While a crash-looping container waits for its back-off, its last
+// termination is the newest instance: --previous reads that one (kubelet
+// resolves previous through the status), even when the instance before it
+// was garbage collected.
+func TestPreviousFollowsLastTermination(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "3.log")
+	if err := os.WriteFile(p, []byte("2026-11-25T05:00:00.000000000Z stdout F last crash\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"}
+	rs := apitest.NewFakeRuntimeService()
+	rs.SetFakeContainers([]*apitest.FakeContainer{
+		{ContainerStatus: runtimeapi.ContainerStatus{Id: "c3", Labels: labels, LogPath: p, CreatedAt: 3, State: runtimeapi.ContainerState_CONTAINER_EXITED,
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 3}}},
+	})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	status := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app",
+		State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, ContainerID: "containerd://c3"}}}}}
+	src := Source{Pods: onePod{pod, status}, Runtime: func() internalapi.RuntimeService { return rs }}
+	rec := httptest.NewRecorder()
+	src.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/containerLogs/default/web/app?previous=true", nil))
+	if rec.Code != 200 || rec.Body.String() != "last crash\n" {
+		t.Errorf("previous = %d %q, want the last crash's log", rec.Code, rec.Body.String())
+	}
+}

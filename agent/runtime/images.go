@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/internal/imageref"
 )
 
 // pulledImage is what ensureImage found: the runtime's image reference and
@@ -20,24 +21,13 @@ type pulledImage struct {
 }
 
 // PullPolicy is c's imagePullPolicy, defaulted as the API server does
-// (Always for the tag latest or none, else IfNotPresent) for pods that
-// were not defaulted (static pods).
+// (imageref.DefaultPullPolicy: Always for the tag latest or none, else
+// IfNotPresent) for pods that were not defaulted (static pods).
 func PullPolicy(c *v1.Container) v1.PullPolicy {
 	if c.ImagePullPolicy != "" {
 		return c.ImagePullPolicy
 	}
-	img := c.Image
-	if i := strings.LastIndex(img, "@"); i >= 0 {
-		return v1.PullIfNotPresent
-	}
-	tag := ""
-	if i := strings.LastIndex(img, ":"); i >= 0 && !strings.Contains(img[i:], "/") {
-		tag = img[i+1:]
-	}
-	if tag == "" || tag == "latest" {
-		return v1.PullAlways
-	}
-	return v1.PullIfNotPresent
+	return imageref.DefaultPullPolicy(c.Image)
 }
 
 // ensureImage makes c's image present per its pull policy, recording the

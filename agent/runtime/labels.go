@@ -9,16 +9,18 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	kubelettypes "k8s.io/kubelet/pkg/types"
 )
 
 // The labels kubelet puts on sandboxes and containers, and reads back to
-// know which pod and container a runtime object belongs to. They are facts
-// other tools (crictl filters, log shippers, cAdvisor) depend on.
+// know which pod and container a runtime object belongs to (published in
+// k8s.io/kubelet/pkg/types). They are facts other tools (crictl filters,
+// log shippers, cAdvisor) depend on.
 const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
+	LabelPodName       = kubelettypes.KubernetesPodNameLabel
+	LabelPodNamespace  = kubelettypes.KubernetesPodNamespaceLabel
+	LabelPodUID        = kubelettypes.KubernetesPodUIDLabel
+	LabelContainerName = kubelettypes.KubernetesContainerNameLabel
 )
 
 // The annotations kubelet puts on containers, to recover what it needs of

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kernelet/kernelet/internal/imageref"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -48,26 +49,6 @@ func dockerConfig(s *v1.Secret) (map[string]dockerEntry, error) {
 	return nil, nil
 }
 
-// imageRepository splits an image reference into its registry host and
-// repository path, with Docker's defaults (docker.io, library/).
-func imageRepository(image string) (host, repo string) {
-	name := image
-	if i := strings.IndexByte(name, '@'); i >= 0 {
-		name = name[:i]
-	}
-	if i := strings.LastIndexByte(name, ':'); i >= 0 && !strings.Contains(name[i:], "/") {
-		name = name[:i]
-	}
-	first, rest, ok := strings.Cut(name, "/")
-	if !ok || (!strings.ContainsAny(first, ".:") && first != "localhost") {
-		if !ok {
-			name = "library/" + name
-		}
-		return "docker.io", name
-	}
-	return first, rest
-}
-
 // registryKey parses a docker config key ("host", "https://host/v1/",
 // "host/path") into a host (possibly with * globs) and a path prefix.
 func registryKey(key string) (host, prefix string) {
@@ -100,7 +81,7 @@ func keyMatches(key, imgHost, imgRepo string) bool {
 // image, most specific key first (longer keys before shorter ones, then
 // in secret order); none means an anonymous pull.
 func PullCredentials(image string, secrets []*v1.Secret) ([]*runtimeapi.AuthConfig, error) {
-	imgHost, imgRepo := imageRepository(image)
+	imgHost, imgRepo := imageref.Repository(image)
 	type match struct {
 		key  string
 		auth *runtimeapi.AuthConfig

@@ -8,21 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestImageRepository(t *testing.T) {
-	cases := map[string][2]string{
-		"busybox":                          {"docker.io", "library/busybox"},
-		"user/app:1.0":                     {"docker.io", "user/app"},
-		"registry.example.com/team/app:v1": {"registry.example.com", "team/app"},
-		"localhost:5000/app@sha256:abc":    {"localhost:5000", "app"},
-		"localhost/app":                    {"localhost", "app"},
-	}
-	for img, want := range cases {
-		if h, r := imageRepository(img); h != want[0] || r != want[1] {
-			t.Errorf("imageRepository(%q) = %q, %q; want %q", img, h, r, want)
-		}
-	}
-}
-
 func TestPullCredentials(t *testing.T) {
 	auth := base64.StdEncoding.EncodeToString([]byte("bob:pw"))
 	json := `{"auths":{"registry.example.com":{"auth":"` + auth + `"},"registry.example.com/team":{"username":"team","password":"tpw"},` +

@@ -249,15 +249,19 @@ func decodeOne(t *testing.T, name string) *v1.Pod {
 
 func TestImagePullPolicyDefault(t *testing.T) {
 	t.Parallel()
+	const digest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 	tests := map[string]v1.PullPolicy{
-		"nginx":                           v1.PullAlways,
-		"nginx:latest":                    v1.PullAlways,
-		"nginx:1.27":                      v1.PullIfNotPresent,
-		"localhost:5000/nginx":            v1.PullAlways,
-		"localhost:5000/nginx:1":          v1.PullIfNotPresent,
-		"nginx@sha256:abcd":               v1.PullIfNotPresent,
-		"nginx:latest@sha256:abcd":        v1.PullAlways,
-		"registry.k8s.io/pause:3.10@sha2": v1.PullIfNotPresent,
+		"nginx":                                v1.PullAlways,
+		"nginx:latest":                         v1.PullAlways,
+		"nginx:1.27":                           v1.PullIfNotPresent,
+		"localhost:5000/nginx":                 v1.PullAlways,
+		"localhost:5000/nginx:1":               v1.PullIfNotPresent,
+		"nginx@" + digest:                      v1.PullIfNotPresent,
+		"nginx:latest@" + digest:               v1.PullAlways,
+		"registry.k8s.io/pause:3.10@" + digest: v1.PullIfNotPresent,
+		// A reference that does not parse (a short digest): IfNotPresent,
+		// as the API server defaults it (validation reports it).
+		"nginx:latest@sha256:abcd": v1.PullIfNotPresent,
 	}
 	for image, want := range tests {
 		c := v1.Container{Image: image}

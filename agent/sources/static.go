@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kernelet/kernelet/internal/imageref"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -145,10 +146,7 @@ func defaultPodSpec(s *v1.PodSpec) {
 
 func defaultContainer(c *v1.Container) {
 	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = v1.PullIfNotPresent
-		if tag := imageTag(c.Image); tag == "" || tag == "latest" {
-			c.ImagePullPolicy = v1.PullAlways
-		}
+		c.ImagePullPolicy = imageref.DefaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = v1.TerminationMessagePathDefault
@@ -161,22 +159,6 @@ func defaultContainer(c *v1.Container) {
 			c.Ports[i].Protocol = v1.ProtocolTCP
 		}
 	}
-}
-
-// imageTag is the tag of an image reference, "" when it has none or is
-// pinned by digest only.
-func imageTag(image string) string {
-	if i := strings.IndexByte(image, '@'); i >= 0 {
-		if !strings.Contains(image[:i][strings.LastIndexByte(image[:i], '/')+1:], ":") {
-			return "@" // pinned by digest: not "latest"
-		}
-		image = image[:i]
-	}
-	last := image[strings.LastIndexByte(image, '/')+1:]
-	if i := strings.LastIndexByte(last, ':'); i >= 0 {
-		return last[i+1:]
-	}
-	return ""
 }
 
 // Validate checks what the agent needs of a defaulted pod: a DNS-1123

@@ -37,6 +37,8 @@ type runFlags struct {
 	// decision period between kernel notifications.
 	evictionTick time.Duration
 	set          map[string]bool
+	gc           gcFlags
+	runOnce      runOnceFlags
 }
 
 var (
@@ -57,6 +59,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
 	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
 	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own: how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI)")
+	f.gc.register(fs)
+	f.runOnce.register(fs)
 	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
 	for _, name := range []string{"v", "vmodule"} {
 		kf := klogFlags.Lookup(name)
@@ -129,8 +133,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
 	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
-	a, err := agent.New(agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
-		NodeIPs: nodeIPs, NodeLabels: nodeLabels}, agent.Deps{EvictionTick: f.evictionTick})
+	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
+		NodeIPs: nodeIPs, NodeLabels: nodeLabels}
+	f.gc.apply(&opts)
+	a, err := agent.New(opts, agent.Deps{EvictionTick: f.evictionTick})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
@@ -143,6 +149,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		<-ctx.Done()
 		logger.Info("Shutting down on signal")
 	}()
+	if f.runOnce.enabled {
+		return runOnce(ctx, a, f.runOnce.timeout, stdout, stderr)
+	}
 	if err := a.Run(ctx); err != nil {
 		logger.Error(err, "Agent failed")
 		return 1
@@ -204,6 +213,8 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
 	}
+	problems = append(problems, f.gc.problems()...)
+	problems = append(problems, f.runOnce.problems(f.kubeconfig)...)
 	if !filepath.IsAbs(f.rootDir) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--root-dir", BadValue: f.rootDir, Detail: "must be an absolute path"}).Error())
 	}

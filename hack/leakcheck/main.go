@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -194,26 +193,16 @@ func take(id string) Snapshot {
 
 type mount struct{ point, source, fstype string }
 
-// readMounts parses /proc/self/mountinfo: field 5 is the mount point; after
-// the " - " separator come the fs type and the source.
+// readMounts lists this mount namespace's mounts (mount point, source and
+// fs type from /proc/self/mountinfo).
 func readMounts() []mount {
-	f, err := os.Open("/proc/self/mountinfo")
+	es, err := mountinfo.Self(nil)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	var out []mount
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if len(a) < 5 || len(b) < 2 {
-			continue
-		}
-		out = append(out, mount{point: mountinfo.Unescape(a[4]), source: b[1], fstype: b[0]})
+	out := make([]mount, 0, len(es))
+	for _, e := range es {
+		out = append(out, mount{point: e.Point, source: e.Source, fstype: e.FSType})
 	}
 	return out
 }

@@ -1,6 +1,9 @@
-// Package mountinfo holds what every reader of /proc/<pid>/mountinfo in
-// kernelet needs in the same way: undoing the kernel's octal escapes of
-// paths. It owns no parsing policy (each reader keeps the fields it needs)
-// and must not grow dependencies: production packages and the test
-// environment both import it.
+// Package mountinfo is kernelet's one reader of /proc/<pid>/mountinfo:
+// Parse splits each line into the fields its readers use (root, mount
+// point, options, filesystem type, source, super options), with the
+// kernel's octal escapes of paths undone and malformed lines reported by
+// number; the readers (cgroup discovery, the tracefs lookup of the bpf
+// loaders, the test environment and the leak check) keep only their own
+// filtering. It must not grow dependencies: production packages and the
+// test environment both import it.
 package mountinfo

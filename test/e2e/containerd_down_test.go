@@ -14,6 +14,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/internal/mountinfo"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
 	"github.com/kernelet/kernelet/test/env/containerd"
@@ -97,16 +98,13 @@ func downProcsInCgroups(t *testing.T, dirs []string) []downProc {
 // downMountsUnder lists mount points at or below dir.
 func downMountsUnder(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.Point == dir || strings.HasPrefix(e.Point, dir+"/") })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
+	for _, e := range es {
+		out = append(out, e.Point)
 	}
 	return out
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
 // cgroupRoot is the cgroup2 mount the VM's init sets up.
@@ -117,17 +119,13 @@ type mountInfo struct {
 
 func mounts(t *testing.T) []mountInfo {
 	t.Helper()
-	var out []mountInfo
-	for line := range strings.Lines(readFile(t, "/proc/self/mountinfo")) {
-		pre, post, ok := strings.Cut(strings.TrimSpace(line), " - ")
-		if !ok {
-			t.Fatalf("mountinfo line without separator: %q", line)
-		}
-		pf, sf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 6 || len(sf) < 3 {
-			t.Fatalf("short mountinfo line: %q", line)
-		}
-		out = append(out, mountInfo{mountPoint: pf[4], fsType: sf[0], source: sf[1], options: sf[2]})
+	es, err := mountinfo.Self(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]mountInfo, 0, len(es))
+	for _, e := range es {
+		out = append(out, mountInfo{mountPoint: e.Point, fsType: e.FSType, source: e.Source, options: e.SuperOptions})
 	}
 	return out
 }

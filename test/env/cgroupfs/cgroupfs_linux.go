@@ -165,27 +165,13 @@ type Mount struct {
 }
 
 func ReadMounts() ([]Mount, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	es, err := mountinfo.Self(nil)
 	if err != nil {
 		return nil, fmt.Errorf("mountinfo: %w", err)
 	}
-	var out []Mount
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 {
-			continue
-		}
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || sep+3 >= len(f) {
-			continue
-		}
-		out = append(out, Mount{Root: mountinfo.Unescape(f[3]), Point: mountinfo.Unescape(f[4]), FSType: f[sep+1], SuperOpts: f[sep+3]})
+	out := make([]Mount, 0, len(es))
+	for _, e := range es {
+		out = append(out, Mount{Root: e.Root, Point: e.Point, FSType: e.FSType, SuperOpts: e.SuperOptions})
 	}
 	return out, nil
 }

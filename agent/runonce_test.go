@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestRunOnceOutcome(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u"}}
+	running := func(ready bool) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: "app", Ready: ready, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+	}
+	cases := map[string]struct {
+		st           v1.PodStatus
+		wantOK, done bool
+		want         string
+	}{
+		"succeeded": {st: v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{
+			{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}},
+			wantOK: true, done: true, want: "default/p: Succeeded"},
+		"failed": {st: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{
+			{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}},
+			done: true, want: "default/p: Failed: container app exited with code 3 (Error)"},
+		"rejected": {st: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfmemory", Message: "Node didn't have enough resource: memory"},
+			done: true, want: "default/p: Failed: OutOfmemory Node didn't have enough resource: memory"},
+		"running ready": {st: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running(true)}},
+			wantOK: true, done: true, want: "default/p: Running (ready)"},
+		"running not ready": {st: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running(false)}},
+			want: "default/p: Running: container app not ready"},
+		"waiting": {st: v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{
+			{Name: "app", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}}},
+			want: "default/p: Pending: container app waiting: ErrImageNeverPull"},
+		"no status yet": {want: "default/p: Pending"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, done := RunOnceOutcome(pod, tc.st)
+			if r.OK != tc.wantOK || done != tc.done || r.String() != tc.want {
+				t.Errorf("got ok=%v done=%v %q, want ok=%v done=%v %q", r.OK, done, r.String(), tc.wantOK, tc.done, tc.want)
+			}
+		})
+	}
+}
