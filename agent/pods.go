@@ -53,6 +53,9 @@ type pods struct {
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 
+	// deadlines tracks activeDeadlineSeconds.
+	deadlines *deadlines
+
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
 	killing map[types.UID]bool
@@ -107,7 +110,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is}
 	var extraSources []sources.Source
 	if a.cluster != nil {
@@ -278,6 +281,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
+	p.deadlines.forget(uid)
 }
 
 // retryMargin is added to a back-off expiry so that the sync it asks for
@@ -289,6 +293,19 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.SyncResult{}, err
+	}
+	exceeded, first, left := p.deadlines.check(pod, p.now())
+	if exceeded {
+		// Past activeDeadlineSeconds: nothing more starts; the Failed
+		// phase makes the worker stop the pod.
+		if first {
+			p.recordEvents(pod, []runtime.Event{{Type: v1.EventTypeNormal, Reason: runtime.ReasonDeadlineExceeded, Message: runtime.MessageDeadlineExceeded}})
+		}
+		p.mu.Lock()
+		waiting := p.waiting[pod.UID]
+		p.mu.Unlock()
+		out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+		return podworkers.SyncResult{Status: runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())}, nil
 	}
 	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
 	p.recordEvents(pod, r.Events)
@@ -304,6 +321,9 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs})}
 	if at := r.Actions.RetryAt; !at.IsZero() {
 		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
+	}
+	if left > 0 && (res.RetryAfter == 0 || left+retryMargin < res.RetryAfter) {
+		res.RetryAfter = left + retryMargin // sync when the deadline passes
 	}
 	return res, r.Err()
 }
@@ -328,7 +348,11 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
-	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs}), nil
+	out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+	if p.deadlines.isExceeded(pod.UID) {
+		out = runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())
+	}
+	return out, nil
 }
 
 // KillPod implements podworkers.Syncer: the pod's containers and sandboxes
