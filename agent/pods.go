@@ -95,12 +95,14 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	var services func() ([]*v1.Service, error)
+	var runtimeClasses runtime.RuntimeClassGetter
 	if a.cluster != nil {
-		services = a.cluster.services
+		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services})
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services,
+		RuntimeClasses: runtimeClasses})
 	if err != nil {
 		return err
 	}

@@ -29,8 +29,12 @@ type ManagerConfig struct {
 	// PodsDir holds per-pod directories (<PodsDir>/<uid>), where the
 	// termination-message files live; "" means /var/lib/kubelet/pods.
 	PodsDir string
-	// RuntimeHandler is the CRI runtime handler of sandboxes ("" default).
+	// RuntimeHandler is the CRI runtime handler of sandboxes of pods
+	// without runtimeClassName ("" default).
 	RuntimeHandler string
+	// RuntimeClasses looks up the RuntimeClass a pod names (a lister);
+	// nil: standalone (see RuntimeHandler).
+	RuntimeClasses RuntimeClassGetter
 	// Clock drives back-offs and timings; nil means the real clock.
 	Clock clock.Clock
 	// Backoff is the CrashLoopBackOff and image pull state; nil makes one
@@ -104,6 +108,7 @@ type Manager struct {
 	objs    EnvObjects
 	hosts   string
 	svcs    func() ([]*v1.Service, error)
+	rcs     RuntimeClassGetter
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -120,7 +125,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -304,8 +309,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		if err == nil {
 			err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
 		}
+		handler := m.handler
 		if err == nil {
-			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, m.handler)
+			if h, herr := RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
+				handler, err = h, herr
+			}
+		}
+		if err == nil {
+			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, handler)
 		}
 		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		if err != nil {
