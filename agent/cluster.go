@@ -37,7 +37,7 @@ type cluster struct {
 	// rcInformer holds the RuntimeClasses (on svcFactory).
 	rcInformer cache.SharedIndexInformer
 	rcLister   nodelisters.RuntimeClassLister
-	status      *statuspods.Manager
+	status     *statuspods.Manager
 }
 
 // newCluster builds the informers and the pod status manager; nothing
