@@ -3,6 +3,7 @@ module github.com/kernelet/kernelet
 go 1.26.0
 
 require (
+	github.com/distribution/reference v0.6.0
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.48.0
@@ -23,6 +24,7 @@ require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 )
 

@@ -15,6 +15,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -102,7 +103,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
 		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services,
-		RuntimeClasses: runtimeClasses})
+		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
 	if err != nil {
 		return err
 	}

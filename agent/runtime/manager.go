@@ -32,6 +32,10 @@ type ManagerConfig struct {
 	// RuntimeHandler is the CRI runtime handler of sandboxes of pods
 	// without runtimeClassName ("" default).
 	RuntimeHandler string
+	// ParallelPulls bounds the image pulls that run at once (1:
+	// serializeImagePulls; 0: no bound). Only PullImage waits for a slot:
+	// pods whose images are present start meanwhile.
+	ParallelPulls int
 	// RuntimeClasses looks up the RuntimeClass a pod names (a lister);
 	// nil: standalone (see RuntimeHandler).
 	RuntimeClasses RuntimeClassGetter
@@ -109,6 +113,7 @@ type Manager struct {
 	hosts   string
 	svcs    func() ([]*v1.Service, error)
 	rcs     RuntimeClassGetter
+	pulls   pullSlots
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -125,7 +130,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
