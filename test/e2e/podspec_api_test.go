@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
@@ -297,4 +299,60 @@ func testImagePullReasons(t *testing.T, c *clusterNode) {
 	})
 	t.Logf("no-image: first waiting reason %s; ImagePullBackOff in the API %v after the BackOff event was seen",
 		first, time.Since(backoffSeen).Round(time.Millisecond))
+}
+
+// TestKubectlDebug: `kubectl debug --target` adds an ephemeral container
+// to an API pod on the agent; kubectl logs and exec reach it through the
+// API server and the kubelet API, and it sees the target's processes.
+func TestKubectlDebug(t *testing.T) {
+	env.RequireRoot(t)
+	_, err := exec.LookPath("kubectl")
+	env.Require(t, err == nil, "kubectl (preinstalled on the development machines)")
+	k := newKubeAPINode(t, securedAuth)
+	ns := strings.ToLower(env.RunID()) + "-debug"
+	ctx := t.Context()
+	if _, err := k.admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k.namespaces = append(k.namespaces, ns)
+	t.Cleanup(func() {
+		zero := int64(0)
+		bg := context.Background()
+		_ = k.admin.CoreV1().Pods(ns).Delete(bg, "target", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		_ = k.admin.CoreV1().Namespaces().Delete(bg, ns, metav1.DeleteOptions{})
+	})
+	k.start(t)
+	pod := apiTestPod("target", 1, "sleep")
+	pod.Namespace, pod.Spec.NodeName = ns, k.node
+	waitFor(t, 30*time.Second, "create pod target", func() (bool, error) {
+		_, err := k.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	waitFor(t, 30*time.Second, "pod target Running", func() (bool, error) {
+		p, err := k.admin.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return p.Status.Phase == v1.PodRunning, fmt.Errorf("phase %q", p.Status.Phase)
+	})
+	out, err := k.kubectl(ctx, "", "-n", ns, "debug", "target", "--image="+images.TestboxImage, "--image-pull-policy=IfNotPresent",
+		"--target=app", "-c", "debugger", "--", "/bin/sh", "-c", "echo debugger-up; exec sleep 3600")
+	if err != nil {
+		t.Fatalf("kubectl debug: %v\n%s", err, out)
+	}
+	waitFor(t, 30*time.Second, "kubectl logs of the debugger", func() (bool, error) {
+		out, err := k.kubectl(ctx, "", "-n", ns, "logs", "target", "-c", "debugger")
+		return strings.Contains(out, "debugger-up"), fmt.Errorf("%q %v", out, err)
+	})
+	out, err = k.kubectl(ctx, "", "-n", ns, "exec", "target", "-c", "debugger", "--", "ps")
+	if err != nil || !strings.Contains(out, "/testbox sleep") {
+		t.Errorf("ps in the debugger does not show the target's process: %v\n%s", err, out)
+	}
+	p, err := k.admin.CoreV1().Pods(ns).Get(ctx, "target", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es := p.Status.EphemeralContainerStatuses; len(es) != 1 || es[0].Name != "debugger" || es[0].State.Running == nil {
+		t.Errorf("ephemeralContainerStatuses %+v", es)
+	}
 }
