@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func eventTexts(r *SyncResult) []string {
@@ -111,5 +112,43 @@ func TestPulledMessage(t *testing.T) {
 	want := `Successfully pulled image "busybox:1" in 1.2s (3s including waiting). Image size: 1024 bytes.`
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestSerializedPulls: with one pull slot (serializeImagePulls) a slow
+// pull holds back the next pull, not a pod whose image is present.
+func TestSerializedPulls(t *testing.T) {
+	ctx := context.Background()
+	m, f, _ := newFakeManager(t)
+	m.pulls = newPullSlots(1)
+	f.slowImage, f.pullStarted, f.release = "slow:1", make(chan struct{}), make(chan struct{})
+	f.images["img:1"] = true
+	pod := func(uid, image string) *v1.Pod {
+		p := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+		p.UID, p.Name = types.UID(uid), uid
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = image, v1.PullIfNotPresent
+		return p
+	}
+	slowDone := make(chan *SyncResult, 1)
+	go func() { slowDone <- m.SyncPod(ctx, pod("slow", "slow:1"), nil, SyncOptions{}) }()
+	<-f.pullStarted
+
+	// A pod whose image is present starts while the slow pull runs.
+	if r := m.SyncPod(ctx, pod("present", "img:1"), nil, SyncOptions{}); r.Err() != nil || r.Started["app"] == "" {
+		t.Fatalf("pod with a present image: %v, started %v", r.Err(), r.Started)
+	}
+	// Another pull waits for the slot (until its context ends here).
+	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	r := m.SyncPod(wctx, pod("next", "other:1"), nil, SyncOptions{})
+	cancel()
+	if err := r.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second pull during the slow one: %v, want it to wait for a pull slot", err)
+	}
+	close(f.release)
+	if r := <-slowDone; r.Err() != nil || r.Started["app"] == "" {
+		t.Fatalf("slow pod: %v", r.Err())
+	}
+	if r := m.SyncPod(ctx, pod("next2", "other:1"), nil, SyncOptions{}); r.Err() != nil {
+		t.Errorf("pull after the slow one: %v", r.Err())
 	}
 }
