@@ -11,8 +11,9 @@ import (
 )
 
 // deadlines tracks spec.activeDeadlineSeconds of the pods: when each pod
-// became active on the node (its status startTime, else its first sync
-// here) and which pods went past their deadline.
+// became active on the node (its status startTime, else what the first
+// check here said: its oldest sandbox's creation, or that check's time)
+// and which pods went past their deadline.
 type deadlines struct {
 	mu       sync.Mutex
 	started  map[types.UID]time.Time
@@ -23,11 +24,12 @@ func newDeadlines() *deadlines {
 	return &deadlines{started: map[types.UID]time.Time{}, exceeded: map[types.UID]bool{}}
 }
 
-// check tells whether pod is past its active deadline at now (first
+// check tells whether pod, active since since unless its status says
+// otherwise, is past its active deadline at now (first
 // reports it once; a pod past its deadline stays so, even if the deadline
 // is raised afterwards, as the pod has been killed) and otherwise how long
 // until it is (0: no deadline).
-func (d *deadlines) check(pod *v1.Pod, now time.Time) (exceeded, first bool, left time.Duration) {
+func (d *deadlines) check(pod *v1.Pod, since, now time.Time) (exceeded, first bool, left time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.exceeded[pod.UID] {
@@ -37,7 +39,7 @@ func (d *deadlines) check(pod *v1.Pod, now time.Time) (exceeded, first bool, lef
 	if pod.Status.StartTime != nil && !pod.Status.StartTime.IsZero() {
 		start = pod.Status.StartTime.Time
 	} else if !ok {
-		start = now
+		start = since
 	}
 	d.started[pod.UID] = start
 	at, ok := runtime.ActiveDeadline(pod, start)

@@ -297,7 +297,11 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if err != nil {
 		return podworkers.SyncResult{}, err
 	}
-	exceeded, first, left := p.deadlines.check(pod, p.now())
+	since := p.now() // the pod is active from its first sandbox on (ToAPIStatus's startTime)
+	if n := len(st.Sandboxes); n > 0 {
+		since = st.Sandboxes[n-1].CreatedAt
+	}
+	exceeded, first, left := p.deadlines.check(pod, since, p.now())
 	if exceeded {
 		// Past activeDeadlineSeconds: nothing more starts; the Failed
 		// phase makes the worker stop the pod.
