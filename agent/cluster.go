@@ -6,11 +6,13 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -32,7 +34,10 @@ type cluster struct {
 	svcInformer cache.SharedIndexInformer
 	podInformer cache.SharedIndexInformer
 	nodeLister  corelisters.NodeLister
-	status      *statuspods.Manager
+	// rcInformer holds the RuntimeClasses (on svcFactory).
+	rcInformer cache.SharedIndexInformer
+	rcLister   nodelisters.RuntimeClassLister
+	status     *statuspods.Manager
 }
 
 // newCluster builds the informers and the pod status manager; nothing
@@ -47,6 +52,8 @@ func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) 
 		}))
 	c.svcFactory = informers.NewSharedInformerFactory(clients.Main, 0)
 	c.svcInformer = c.svcFactory.Core().V1().Services().Informer()
+	rcs := c.svcFactory.Node().V1().RuntimeClasses()
+	c.rcInformer, c.rcLister = rcs.Informer(), rcs.Lister()
 	podInf := c.podFactory.Core().V1().Pods()
 	c.podInformer = podInf.Informer()
 	c.nodeLister = c.nodeFactory.Core().V1().Nodes().Lister()
@@ -103,6 +110,18 @@ func (c *cluster) run(ctx context.Context) {
 // errServicesNotRead is kubelet's error while the service list has never
 // been read: a container started now would miss its service variables.
 var errServicesNotRead = errors.New("services have not yet been read at least once, cannot construct envvars")
+
+// errRuntimeClassesNotRead: a pod naming a RuntimeClass waits until the
+// RuntimeClasses were listed once (else it would be refused as missing).
+var errRuntimeClassesNotRead = errors.New("RuntimeClasses have not yet been read at least once")
+
+// runtimeClass is a RuntimeClass by name (runtime.RuntimeClassGetter).
+func (c *cluster) runtimeClass(name string) (*nodev1.RuntimeClass, error) {
+	if !c.rcInformer.HasSynced() {
+		return nil, errRuntimeClassesNotRead
+	}
+	return c.rcLister.Get(name)
+}
 
 // services are every service of the cluster, for service variables.
 func (c *cluster) services() ([]*v1.Service, error) {

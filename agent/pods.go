@@ -15,6 +15,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -64,6 +65,9 @@ type pods struct {
 	// admitted).
 	evictions *eviction.Manager
 
+	// deadlines tracks activeDeadlineSeconds.
+	deadlines *deadlines
+
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
 	killing map[types.UID]bool
@@ -103,12 +107,14 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	var services func() ([]*v1.Service, error)
+	var runtimeClasses runtime.RuntimeClassGetter
 	if a.cluster != nil {
-		services = a.cluster.services
+		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services})
+		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services,
+		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
 	if err != nil {
 		return err
 	}
@@ -118,7 +124,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{},
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
 	var extraSources []sources.Source
@@ -301,6 +307,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
+	p.deadlines.forget(uid)
 }
 
 // retryMargin is added to a back-off expiry so that the sync it asks for
@@ -312,6 +319,23 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.SyncResult{}, err
+	}
+	since := p.now() // the pod is active from its first sandbox on (ToAPIStatus's startTime)
+	if n := len(st.Sandboxes); n > 0 {
+		since = st.Sandboxes[n-1].CreatedAt
+	}
+	exceeded, first, left := p.deadlines.check(pod, since, p.now())
+	if exceeded {
+		// Past activeDeadlineSeconds: nothing more starts; the Failed
+		// phase makes the worker stop the pod.
+		if first {
+			p.recordEvents(pod, []runtime.Event{{Type: v1.EventTypeNormal, Reason: runtime.ReasonDeadlineExceeded, Message: runtime.MessageDeadlineExceeded}})
+		}
+		p.mu.Lock()
+		waiting := p.waiting[pod.UID]
+		p.mu.Unlock()
+		out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+		return podworkers.SyncResult{Status: runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())}, nil
 	}
 	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
 	p.recordEvents(pod, r.Events)
@@ -327,6 +351,9 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs})}
 	if at := r.Actions.RetryAt; !at.IsZero() {
 		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
+	}
+	if left > 0 && (res.RetryAfter == 0 || left+retryMargin < res.RetryAfter) {
+		res.RetryAfter = left + retryMargin // sync when the deadline passes
 	}
 	return res, r.Err()
 }
@@ -351,7 +378,11 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
-	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs}), nil
+	out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+	if p.deadlines.isExceeded(pod.UID) {
+		out = runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())
+	}
+	return out, nil
 }
 
 // KillPod implements podworkers.Syncer: the pod's containers and sandboxes

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
 func TestLoadRealClusterConfig(t *testing.T) {
@@ -124,6 +126,8 @@ func TestValidateFieldGroups(t *testing.T) {
 		"image gc range":               {"imageGCHighThresholdPercent: 101", []string{`imageGCHighThresholdPercent: Invalid value: 101`}},
 		"container log size":           {"containerLogMaxSize: big", []string{`containerLogMaxSize: Invalid value: "big"`}},
 		"container log files":          {"containerLogMaxFiles: 1", []string{`containerLogMaxFiles: Invalid value: 1: must be at least 2`}},
+		"parallel pulls serialized":    {"maxParallelImagePulls: 3", []string{`maxParallelImagePulls: Invalid value: 3: cannot be larger than 1 unless serializeImagePulls is false`}},
+		"parallel pulls zero":          {"serializeImagePulls: false\nmaxParallelImagePulls: 0", []string{`maxParallelImagePulls: Invalid value: 0: must be a positive number`}},
 		"api qps":                      {"kubeAPIQPS: -5", []string{`kubeAPIQPS: Invalid value: -5: must not be negative`}},
 		"several type errors together": {"maxPods: many\nport: http", []string{`maxPods: Invalid value: "many"`, `port: Invalid value: "http"`}},
 	}
@@ -236,5 +240,26 @@ func TestTypeErrorDoesNotHideTheRest(t *testing.T) {
 	}
 	if cfg == nil || len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "evictonHard" || cfg.Warnings[0].Line != 3 {
 		t.Errorf("want the unknown-field warning for evictonHard at line 3, got %+v", cfg)
+	}
+}
+
+func TestParallelImagePulls(t *testing.T) {
+	f, tr := false, true
+	n := func(v int32) *int32 { return &v }
+	cases := map[string]struct {
+		serialize *bool
+		max       *int32
+		want      int
+	}{
+		"default serialized": {nil, nil, 1},
+		"serialized":         {&tr, n(1), 1},
+		"parallel unlimited": {&f, nil, 0},
+		"parallel 3":         {&f, n(3), 3},
+	}
+	for name, tc := range cases {
+		kc := kubeletv1beta1.KubeletConfiguration{SerializeImagePulls: tc.serialize, MaxParallelImagePulls: tc.max}
+		if got := ParallelImagePulls(&kc); got != tc.want {
+			t.Errorf("%s: %d, want %d", name, got, tc.want)
+		}
 	}
 }

@@ -179,6 +179,7 @@ func Validate(cfg *Config) field.ErrorList {
 	if v := kc.ContainerLogMonitorInterval.Duration; v < 3*time.Second {
 		errs = append(errs, field.Invalid(p("containerLogMonitorInterval"), v.String(), "must be at least 3s"))
 	}
+	errs = imagePulls(errs, kc)
 
 	// API client rates.
 	for _, r := range []struct {
@@ -304,4 +305,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// imagePulls checks maxParallelImagePulls against serializeImagePulls
+// (kubelet's rules).
+func imagePulls(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	n := kc.MaxParallelImagePulls
+	if n == nil {
+		return errs
+	}
+	if *n < 1 {
+		return append(errs, field.Invalid(field.NewPath("maxParallelImagePulls"), *n, "must be a positive number"))
+	}
+	if (kc.SerializeImagePulls == nil || *kc.SerializeImagePulls) && *n > 1 {
+		errs = append(errs, field.Invalid(field.NewPath("maxParallelImagePulls"), *n,
+			"cannot be larger than 1 unless serializeImagePulls is false"))
+	}
+	return errs
+}
+
+// ParallelImagePulls is how many image pulls may run at once: 1 with
+// serializeImagePulls (the default), else maxParallelImagePulls, 0 (no
+// limit) when that is unset.
+func ParallelImagePulls(kc *kubeletv1beta1.KubeletConfiguration) int {
+	if kc.SerializeImagePulls == nil || *kc.SerializeImagePulls {
+		return 1
+	}
+	if n := kc.MaxParallelImagePulls; n != nil && *n > 0 {
+		return int(*n)
+	}
+	return 0
 }

@@ -40,18 +40,27 @@ func insufficient(resource string, requested, used, capacity int64) string {
 		resource, requested, used, capacity)
 }
 
+// admitRequests are what a pod takes of the allocatable: its effective
+// requests plus its overhead (spec.overhead, from its RuntimeClass).
+func admitRequests(pod *v1.Pod) qos.Amounts {
+	r, oh := qos.PodRequests(pod), qos.Overhead(pod)
+	r.CPUMilli += oh.CPUMilli
+	r.MemoryBytes += oh.MemoryBytes
+	return r
+}
+
 // ResourceFit admits a pod when the node has room for one more pod and its
-// cpu and memory requests fit the allocatable left by the other pods. A
+// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods. A
 // zero amount is not checked.
 func ResourceFit(alloc Allocatable) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
 		if alloc.Pods > 0 && int64(len(a.OtherPods))+1 > alloc.Pods {
 			return AdmitResult{Reason: ReasonOutOfPods, Message: insufficient("pods", 1, int64(len(a.OtherPods)), alloc.Pods)}
 		}
-		req := qos.PodRequests(a.Pod)
+		req := admitRequests(a.Pod)
 		var used qos.Amounts
 		for _, p := range a.OtherPods {
-			r := qos.PodRequests(p)
+			r := admitRequests(p)
 			used.CPUMilli += r.CPUMilli
 			used.MemoryBytes += r.MemoryBytes
 		}

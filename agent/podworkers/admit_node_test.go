@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -355,5 +356,28 @@ func TestAdmissionOrder(t *testing.T) {
 		if got != tc.reason {
 			t.Errorf("%s: rejected with %q, want %q", name, got, tc.reason)
 		}
+	}
+}
+
+func TestResourceFitCountsOverhead(t *testing.T) {
+	pod := func(cpu, overhead string) *v1.Pod {
+		p := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+		if overhead != "" {
+			p.Spec.Overhead = v1.ResourceList{v1.ResourceCPU: resource.MustParse(overhead)}
+		}
+		return p
+	}
+	fit := ResourceFit(Allocatable{MilliCPU: 1000})
+	if r := fit.Admit(AdmitAttributes{Pod: pod("900m", "")}); !r.Admit {
+		t.Fatalf("900m without overhead rejected: %+v", r)
+	}
+	r := fit.Admit(AdmitAttributes{Pod: pod("900m", "200m")})
+	if r.Admit || r.Reason != ReasonOutOfCPU || r.Message != "Node didn't have enough resource: cpu, requested: 1100, used: 0, capacity: 1000" {
+		t.Errorf("900m + 200m overhead: %+v, want OutOfcpu requested 1100", r)
+	}
+	r = fit.Admit(AdmitAttributes{Pod: pod("500m", ""), OtherPods: []*v1.Pod{pod("300m", "300m")}})
+	if r.Admit || r.Message != "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000" {
+		t.Errorf("other pod's overhead not counted: %+v", r)
 	}
 }

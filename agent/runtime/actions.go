@@ -29,6 +29,10 @@ type PodActions struct {
 	InitContainersToStart []int
 	// ContainersToStart are indexes into spec.containers.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into spec.ephemeralContainers:
+	// those that never ran (they are never restarted), started only in a
+	// sandbox that already runs.
+	EphemeralContainersToStart []int
 	// ContainersToKill maps container IDs to why they are killed.
 	ContainersToKill map[string]KillInfo
 	// BackOff lists the containers a restart of which is held back by
@@ -67,7 +71,8 @@ const (
 
 // Empty tells whether the actions do nothing.
 func (a PodActions) Empty() bool {
-	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
+	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 &&
+		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0
 }
 
 // BackoffChecker answers whether a restart is still held back (Backoff
@@ -94,6 +99,9 @@ type BackoffChecker interface {
 //     the policy says so (Always: always; OnFailure: exit code ≠ 0; Never:
 //     never), after the CrashLoopBackOff delay; a running container whose
 //     hash changed is killed and started again.
+//   - Ephemeral containers that never ran (in any sandbox) are started
+//     in the running sandbox, even before initialization is done; they
+//     are never restarted and never keep a pod running.
 //   - Containers the spec does not name, and running ones of older
 //     sandboxes, are killed.
 func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff BackoffChecker) PodActions {
@@ -138,8 +146,21 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 		// pod stops — sidecars and sandbox too — instead of idling.
 		a.KillPod = true
 		a.InitContainersToStart = nil
+		return a
 	}
+	a.EphemeralContainersToStart = ephemeralToStart(pod, st)
 	return a
+}
+
+// ephemeralToStart lists the ephemeral containers of pod that never ran.
+func ephemeralToStart(pod *v1.Pod, st *PodStatus) []int {
+	var out []int
+	for i := range pod.Spec.EphemeralContainers {
+		if st.FindContainer(pod.Spec.EphemeralContainers[i].Name) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // regularDone tells whether every regular container of pod ran (in any
@@ -245,6 +266,9 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 	}
 	for i := range pod.Spec.Containers {
 		known[pod.Spec.Containers[i].Name] = true
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		known[pod.Spec.EphemeralContainers[i].Name] = true
 	}
 	for _, c := range current {
 		if !known[c.Name] && (c.State == ContainerRunning || c.State == ContainerUnknown) {

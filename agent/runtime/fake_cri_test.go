@@ -20,15 +20,20 @@ type fakeCRI struct {
 	internalapi.RuntimeService
 	internalapi.ImageManagerService
 
-	mu       sync.Mutex
-	n        int
-	sbs      map[string]*runtimeapi.PodSandboxStatus
-	ctrs     map[string]*runtimeapi.ContainerStatus
-	ctrPod   map[string]string
-	images   map[string]bool
-	pullErr  error
-	calls    []string
-	stopWith map[string]int64
+	mu      sync.Mutex
+	n       int
+	sbs     map[string]*runtimeapi.PodSandboxStatus
+	ctrs    map[string]*runtimeapi.ContainerStatus
+	ctrPod  map[string]string
+	images  map[string]bool
+	pullErr error
+	// slowImage, when set, is pulled only once release is closed;
+	// pullStarted is closed when its pull begins (both set before use).
+	slowImage   string
+	pullStarted chan struct{}
+	release     chan struct{}
+	calls       []string
+	stopWith    map[string]int64
 	// networkNotReady, when set, is the reason Status reports
 	// NetworkReady=false.
 	networkNotReady string
@@ -253,6 +258,10 @@ func (f *fakeCRI) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, _ b
 }
 
 func (f *fakeCRI) PullImage(_ context.Context, spec *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	if f.slowImage != "" && spec.Image == f.slowImage {
+		close(f.pullStarted)
+		<-f.release
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("PullImage")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -18,6 +19,26 @@ type pulledImage struct {
 	ref      string
 	uid      *int64
 	username string
+	size     uint64
+}
+
+// ValidImageName checks image as a reference the runtime can pull (a
+// normalized name, optional tag and digest); kubelet's InvalidImageName
+// otherwise.
+func ValidImageName(image string) error {
+	_, err := reference.ParseNormalizedNamed(image)
+	return err
+}
+
+// pulledMessage is kubelet's Pulled event after a pull: the pull's own
+// time, the time including the wait for a pull slot, the image size when
+// known.
+func pulledMessage(image string, pull, total time.Duration, size uint64) string {
+	msg := fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", image, pull, total)
+	if size > 0 {
+		msg += fmt.Sprintf(". Image size: %d bytes.", size)
+	}
+	return msg
 }
 
 // PullPolicy is c's imagePullPolicy, defaulted as the API server does
@@ -33,6 +54,12 @@ func PullPolicy(c *v1.Container) v1.PullPolicy {
 // ensureImage makes c's image present per its pull policy, recording the
 // kubelet events in r. On failure it returns the Waiting state to report.
 func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (pulledImage, *Waiting, error) {
+	if err := ValidImageName(c.Image); err != nil {
+		w := &Waiting{Reason: ReasonInvalidImageName, Message: fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)}
+		r.warnFor(c.Name, EventInspectFailed, w.Message)
+		r.warnFor(c.Name, EventFailed, "Error: "+ReasonInvalidImageName)
+		return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrInvalidImageName)
+	}
 	spec := &runtimeapi.ImageSpec{Image: c.Image, Annotations: map[string]string{}}
 	policy := PullPolicy(c)
 	present := func() (pulledImage, bool, error) {
@@ -44,7 +71,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		if img == nil {
 			return pulledImage{}, false, nil
 		}
-		p := pulledImage{ref: img.GetId(), username: img.GetUsername()}
+		p := pulledImage{ref: img.GetId(), username: img.GetUsername(), size: img.GetSize()}
 		if u := img.GetUid(); u != nil {
 			v := u.GetValue()
 			p.uid = &v
@@ -65,6 +92,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		if policy == v1.PullNever {
 			w := &Waiting{Reason: ReasonErrImageNeverPull, Message: fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)}
 			r.warnFor(c.Name, EventErrImageNeverPull, w.Message)
+			r.warnFor(c.Name, EventFailed, "Error: "+ReasonErrImageNeverPull)
 			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImageNeverPull)
 		}
 	}
@@ -77,13 +105,14 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		if held, _ := m.backoff.Held(key, time.Time{}, last, now); held {
 			w := &Waiting{Reason: ReasonImagePullBackOff, Message: ImagePullBackOffMessage(c.Image)}
 			r.normalFor(c.Name, EventBackOff, w.Message)
+			r.warnFor(c.Name, EventFailed, "Error: "+ReasonImagePullBackOff)
 			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImagePullBackOff)
 		}
 		m.backoff.Restarted(key, time.Time{}, last)
 	}
 	r.normalFor(c.Name, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := m.clock.Now()
-	ref, err := m.pull(ctx, pod, spec, sbCfg, r)
+	ref, pulling, err := m.pull(ctx, pod, spec, sbCfg, r)
 	if err != nil {
 		m.pullMu.Lock()
 		m.pullFailures[key] = m.clock.Now()
@@ -98,33 +127,64 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	m.pullMu.Lock()
 	delete(m.pullFailures, key)
 	m.pullMu.Unlock()
-	d := m.clock.Since(start).Round(time.Millisecond)
+	total := m.clock.Since(start).Round(time.Millisecond)
 	p, ok, err := present()
 	if err != nil || !ok {
 		p = pulledImage{ref: ref}
 	}
-	r.normalFor(c.Name, EventPulled, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting)", c.Image, d, d))
+	r.normalFor(c.Name, EventPulled, pulledMessage(c.Image, pulling.Round(time.Millisecond), total, p.size))
 	return p, nil, nil
 }
 
 // pull pulls spec with each credential of the pod's pull secrets that
 // applies, most specific first, until one works; anonymously when none
-// applies.
-func (m *Manager) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (string, error) {
+// applies. It waits for a pull slot first (serializeImagePulls,
+// maxParallelImagePulls) and returns how long the pull itself took.
+func (m *Manager) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (string, time.Duration, error) {
 	creds, err := PullCredentials(spec.Image, m.pullSecrets(ctx, pod, r))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	release, err := m.pulls.acquire(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("waiting for an image pull slot: %w", err)
+	}
+	defer release()
+	start := m.clock.Now()
 	if len(creds) == 0 {
-		return m.is.PullImage(ctx, spec, nil, sbCfg)
+		ref, err := m.is.PullImage(ctx, spec, nil, sbCfg)
+		return ref, m.clock.Since(start), err
 	}
 	var errs []error
 	for _, auth := range creds {
 		ref, err := m.is.PullImage(ctx, spec, auth, sbCfg)
 		if err == nil {
-			return ref, nil
+			return ref, m.clock.Since(start), nil
 		}
 		errs = append(errs, err)
 	}
-	return "", errors.Join(errs...)
+	return "", m.clock.Since(start), errors.Join(errs...)
+}
+
+// pullSlots bounds the image pulls that run at once (nil: no bound).
+type pullSlots chan struct{}
+
+func newPullSlots(n int) pullSlots {
+	if n <= 0 {
+		return nil
+	}
+	return make(pullSlots, n)
+}
+
+// acquire waits for a slot (or ctx); release gives it back.
+func (s pullSlots) acquire(ctx context.Context) (release func(), err error) {
+	if s == nil {
+		return func() {}, nil
+	}
+	select {
+	case s <- struct{}{}:
+		return func() { <-s }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

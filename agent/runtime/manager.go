@@ -29,8 +29,16 @@ type ManagerConfig struct {
 	// PodsDir holds per-pod directories (<PodsDir>/<uid>), where the
 	// termination-message files live; "" means /var/lib/kubelet/pods.
 	PodsDir string
-	// RuntimeHandler is the CRI runtime handler of sandboxes ("" default).
+	// RuntimeHandler is the CRI runtime handler of sandboxes of pods
+	// without runtimeClassName ("" default).
 	RuntimeHandler string
+	// ParallelPulls bounds the image pulls that run at once (1:
+	// serializeImagePulls; 0: no bound). Only PullImage waits for a slot:
+	// pods whose images are present start meanwhile.
+	ParallelPulls int
+	// RuntimeClasses looks up the RuntimeClass a pod names (a lister);
+	// nil: standalone (see RuntimeHandler).
+	RuntimeClasses RuntimeClassGetter
 	// Clock drives back-offs and timings; nil means the real clock.
 	Clock clock.Clock
 	// Backoff is the CrashLoopBackOff and image pull state; nil makes one
@@ -104,6 +112,8 @@ type Manager struct {
 	objs    EnvObjects
 	hosts   string
 	svcs    func() ([]*v1.Service, error)
+	rcs     RuntimeClassGetter
+	pulls   pullSlots
 
 	pullMu       sync.Mutex
 	pullFailures map[BackoffKey]time.Time
@@ -120,7 +130,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
 		m.logs = DefaultPodLogsDir
 	}
@@ -278,7 +288,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	if !m.setUpVolumes(ctx, pod, &opts, r) {
 		return r
 	}
-	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0) {
+	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0) {
 		return r // nothing to start: no cgroup, sandbox or config work
 	}
 
@@ -304,8 +314,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		if err == nil {
 			err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
 		}
+		handler := m.handler
 		if err == nil {
-			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, m.handler)
+			if h, herr := RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
+				handler, err = h, herr
+			}
+		}
+		if err == nil {
+			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, handler)
 		}
 		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		if err != nil {
@@ -336,14 +352,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	}
 
 	start := func(c *v1.Container) bool {
-		w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
-		if w != nil {
-			r.Waiting[c.Name] = *w
-			r.step(ActionStartContainer, c.Name, err, w.Reason)
-		} else {
-			r.step(ActionStartContainer, c.Name, err, "")
-		}
-		return err == nil
+		return m.startRecorded(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
 	}
 	for _, i := range a.InitContainersToStart {
 		if !start(&pod.Spec.InitContainers[i]) {
@@ -353,7 +362,52 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	for _, i := range a.ContainersToStart {
 		start(&pod.Spec.Containers[i])
 	}
+	for _, i := range a.EphemeralContainersToStart {
+		m.startEphemeral(ctx, pod, &pod.Spec.EphemeralContainers[i], st, sandboxID, sbCfg, podIPs, opts.Container, r)
+	}
 	return r
+}
+
+// startRecorded starts c and records the step (and the Waiting state of a
+// failed start) in r; false when it failed.
+func (m *Manager) startRecorded(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) bool {
+	w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, base, r)
+	if w != nil {
+		r.mu.Lock()
+		r.Waiting[c.Name] = *w
+		r.mu.Unlock()
+		r.step(ActionStartContainer, c.Name, err, w.Reason)
+	} else {
+		r.step(ActionStartContainer, c.Name, err, "")
+	}
+	return err == nil
+}
+
+// startEphemeral starts an ephemeral container, in the process namespace
+// of its target container when it names one (kubelet's RunContainerError
+// when the target never ran).
+func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, ec *v1.EphemeralContainer, st *PodStatus, sandboxID string,
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) bool {
+	c := (*v1.Container)(&ec.EphemeralContainerCommon)
+	if t := ec.TargetContainerName; t != "" {
+		r.mu.Lock()
+		id := r.Started[t]
+		r.mu.Unlock()
+		if tc := st.FindContainer(t); id == "" && tc != nil {
+			id = tc.ID
+		}
+		if id == "" {
+			err := fmt.Errorf("unable to find target container %s", t)
+			r.mu.Lock()
+			r.Waiting[c.Name] = Waiting{Reason: ReasonRunContainer, Message: err.Error()}
+			r.mu.Unlock()
+			r.step(ActionStartContainer, c.Name, err, ReasonRunContainer)
+			return false
+		}
+		base.TargetContainerID = id
+	}
+	return m.startRecorded(ctx, pod, c, st, sandboxID, sbCfg, podIPs, base, r)
 }
 
 // writeEtcHosts writes the pod's managed hosts file (EtcHosts) into its

@@ -235,6 +235,17 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	return ns
 }
 
+// containerNamespaces are the pod's namespaceOptions, with the pid
+// namespace of the container targetID (an ephemeral container's target)
+// when set and the pod shares none.
+func containerNamespaces(pod *v1.Pod, targetID string) *runtimeapi.NamespaceOption {
+	ns := namespaceOptions(pod)
+	if targetID != "" && ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, targetID
+	}
+	return ns
+}
+
 func int64Value(v *int64) *runtimeapi.Int64Value {
 	if v == nil {
 		return nil
@@ -551,7 +562,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		Privileged:         priv,
-		NamespaceOptions:   namespaceOptions(pod),
+		NamespaceOptions:   containerNamespaces(pod, opts.TargetContainerID),
 		RunAsUser:          int64Value(runAsUser),
 		RunAsGroup:         int64Value(runAsGroup),
 		ReadonlyRootfs:     csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem,

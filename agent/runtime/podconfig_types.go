@@ -104,6 +104,10 @@ type ContainerOptions struct {
 	// means root.
 	ImageUID      *int64
 	ImageUsername string
+	// TargetContainerID, for an ephemeral container with
+	// targetContainerName, is the runtime ID of the target: the container
+	// joins its process namespace (CRI NamespaceMode TARGET).
+	TargetContainerID string
 	// PodIPs and HostIPs are the pod's and node's addresses, primary first,
 	// for status.podIP(s) and status.hostIP(s) environment variables.
 	PodIPs  []string

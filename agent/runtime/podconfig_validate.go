@@ -71,9 +71,8 @@ var supportedFieldRefs = map[string]bool{
 // yet, all at once, as an *UnsupportedError (errors.Is ErrUnsupported), or
 // returns nil. It is meant for admission: the message names each field and
 // why. Checked:
-//   - spec.os.name windows; spec.runtimeClassName; spec.hostUsers: false
-//     (user namespaces; containerd 1.6 has none); ephemeral containers;
-//     spec.resourceClaims;
+//   - spec.os.name windows; spec.hostUsers: false
+//     (user namespaces; containerd 1.6 has none); spec.resourceClaims;
 //     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
@@ -93,14 +92,8 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	if spec.OS != nil && spec.OS.Name == v1.Windows {
 		add("spec.os.name", "windows pods cannot run on a Linux node")
 	}
-	if spec.RuntimeClassName != nil && *spec.RuntimeClassName != "" {
-		add("spec.runtimeClassName", "RuntimeClass %q: runtime classes are not supported yet", *spec.RuntimeClassName)
-	}
 	if spec.HostUsers != nil && !*spec.HostUsers {
 		add("spec.hostUsers", "user namespaces are not supported by the runtime")
-	}
-	if len(spec.EphemeralContainers) > 0 {
-		add("spec.ephemeralContainers", "ephemeral containers are not supported yet")
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")

@@ -82,7 +82,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	want := []string{
-		"spec.os.name", "spec.runtimeClassName", "spec.hostUsers", "spec.ephemeralContainers",
+		"spec.os.name", "spec.hostUsers",
 		"spec.resourceClaims", "spec.resources",
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",

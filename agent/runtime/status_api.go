@@ -28,7 +28,8 @@ type StatusInputs struct {
 }
 
 // ToAPIStatus converts the runtime's view of pod into its API status at
-// now: phase, conditions, container and init container statuses, IPs.
+// now: phase, conditions, container, init and ephemeral container
+// statuses, IPs.
 // Condition transition times are now; the caller keeps the old ones when a
 // condition did not change.
 func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.PodStatus {
@@ -81,6 +82,14 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 	}
 	for i := range pod.Spec.Containers {
 		out.ContainerStatuses = append(out.ContainerStatuses, containerStatus(pod, &pod.Spec.Containers[i], st, in, pending))
+	}
+	// Ephemeral containers: reported, never ready, no part of the phase
+	// or of the conditions.
+	for i := range pod.Spec.EphemeralContainers {
+		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		cs := containerStatus(pod, c, st, in, ReasonContainerCreating)
+		cs.Ready = false
+		out.EphemeralContainerStatuses = append(out.EphemeralContainerStatuses, cs)
 	}
 	// App containers that ran prove that init finished, even when the init
 	// containers are gone.

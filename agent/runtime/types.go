@@ -138,6 +138,7 @@ const (
 	ReasonImagePullBackOff      = "ImagePullBackOff"
 	ReasonErrImagePull          = "ErrImagePull"
 	ReasonErrImageNeverPull     = "ErrImageNeverPull"
+	ReasonInvalidImageName      = "InvalidImageName"
 	ReasonCreateContainerConfig = "CreateContainerConfigError"
 	ReasonCreateContainer       = "CreateContainerError"
 	ReasonRunContainer          = "RunContainerError"
@@ -164,6 +165,7 @@ const (
 	EventFailedPreStopHook   = "FailedPreStopHook"
 	EventNetworkNotReady     = "NetworkNotReady"
 	EventErrImageNeverPull   = "ErrImageNeverPull"
+	EventInspectFailed       = "InspectFailed"
 )
 
 // Event is a pod event the caller records (type Normal or Warning).
@@ -194,6 +196,8 @@ const (
 var (
 	// ErrImageNeverPull: the image is absent and imagePullPolicy is Never.
 	ErrImageNeverPull = errors.New("image not present with pull policy Never")
+	// ErrInvalidImageName: the image is no valid reference.
+	ErrInvalidImageName = errors.New("invalid image name")
 	// ErrImagePullBackOff: a pull of the image failed recently; it is not
 	// retried before its back-off expires.
 	ErrImagePullBackOff = errors.New("image pull back-off")
