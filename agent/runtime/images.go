@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -22,13 +21,9 @@ type pulledImage struct {
 	size     uint64
 }
 
-// ValidImageName checks image as a reference the runtime can pull (a
-// normalized name, optional tag and digest); kubelet's InvalidImageName
-// otherwise.
-func ValidImageName(image string) error {
-	_, err := reference.ParseNormalizedNamed(image)
-	return err
-}
+// ValidImageName checks image as a reference the runtime can pull;
+// kubelet's InvalidImageName otherwise.
+func ValidImageName(image string) error { return imageref.Validate(image) }
 
 // pulledMessage is kubelet's Pulled event after a pull: the pull's own
 // time, the time including the wait for a pull slot, the image size when

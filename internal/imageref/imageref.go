@@ -55,3 +55,10 @@ func Normalize(image string) string {
 	}
 	return reference.TagNameOnly(ref).String()
 }
+
+// Validate checks image as a reference a runtime can pull (a normalized
+// name, optional tag and digest); kubelet reports InvalidImageName otherwise.
+func Validate(image string) error {
+	_, err := reference.ParseNormalizedNamed(image)
+	return err
+}
