@@ -204,6 +204,8 @@ func (p *pods) dispatchUpdates(ctx context.Context) {
 				// grace the API server gave.
 				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod,
 					GracePeriod: pod.DeletionGracePeriodSeconds})
+			case u.Op == sources.OpReconcile:
+				p.workers.Reconcile(ctx, pod)
 			default:
 				p.workers.Update(ctx, podworkers.Update{Type: podworkers.SyncPod, Pod: pod})
 			}

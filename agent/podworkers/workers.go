@@ -182,6 +182,46 @@ func (ws *Workers) statusChanged(pod *v1.Pod, st v1.PodStatus) {
 	}
 }
 
+// Reconcile takes a pod whose status alone changed in its source (mostly
+// the API server echoing a status write). kubelet does not sync a pod for
+// that: the worker's pod object is replaced, and the pod syncs only when a
+// condition named by one of its readiness gates changed (its Ready
+// condition depends on it) or when no worker runs it yet.
+func (ws *Workers) Reconcile(ctx context.Context, pod *v1.Pod) {
+	if pod == nil {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.ctx == nil {
+		ws.ctx = ctx
+	}
+	if w, ok := ws.workers[pod.UID]; ok && !w.rec.Terminating && !readinessGatesChanged(w.rec.Pod, pod) {
+		w.rec.Pod = pod
+		return
+	}
+	ws.updateLocked(ctx, Update{Type: SyncPod, Pod: pod})
+}
+
+// readinessGatesChanged reports whether a condition that one of the pod's
+// readiness gates names differs between old and new.
+func readinessGatesChanged(old, new *v1.Pod) bool {
+	cond := func(p *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	for _, g := range new.Spec.ReadinessGates {
+		if cond(old, g.ConditionType) != cond(new, g.ConditionType) {
+			return true
+		}
+	}
+	return false
+}
+
 // Wake asks the worker of uid for a sync soon (a lifecycle event).
 func (ws *Workers) Wake(uid types.UID) {
 	ws.mu.Lock()

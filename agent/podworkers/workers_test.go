@@ -475,3 +475,44 @@ func TestKillStatusFunc(t *testing.T) {
 		t.Fatalf("final status: %+v", last.st)
 	}
 }
+
+// A status-only change of the pod in its source (the API server echoing a
+// status write) replaces the worker's pod without a sync, as kubelet; a
+// change of a readiness gate's condition syncs.
+func TestReconcileSyncsOnlyForReadinessGates(t *testing.T) {
+	f := newFake()
+	ws, _ := New(Config{Syncer: f})
+	ctx := t.Context()
+	p := testPod("a", "", "")
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.inSync)
+	wait(t, f.syncDone)
+
+	echoed := p.DeepCopy()
+	echoed.Status.Phase = v1.PodRunning
+	echoed.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	ws.Reconcile(ctx, echoed)
+	select {
+	case <-f.inSync:
+		t.Fatal("a status-only reconcile synced the pod")
+	case <-time.After(200 * time.Millisecond):
+	}
+	var got *v1.Pod
+	for _, r := range ws.Pods() {
+		if r.Pod.UID == p.UID {
+			got = r.Pod
+		}
+	}
+	if got != echoed {
+		t.Errorf("the worker's pod object was not replaced by the reconciled one")
+	}
+
+	gated := echoed.DeepCopy()
+	gated.Status.Conditions = append(gated.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+	ws.Reconcile(ctx, gated)
+	wait(t, f.inSync)
+	if n := f.count("sync"); n != 2 {
+		t.Errorf("syncs = %d, want 2 (the first, then the readiness gate's change)", n)
+	}
+}
