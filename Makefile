@@ -4,6 +4,12 @@ GO ?= go
 BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X github.com/kernelet/kernelet/agent.Version=$(VERSION)
+# kernelet is built as the upstream kubelet is, static (CGO_ENABLED=0), and
+# with gRPC's `grpcnotrace` tag: without it grpc imports golang.org/x/net/trace,
+# whose html/template calls reflect's Method by name, which makes the linker
+# keep every exported method of every reachable type (108 MB binary instead of
+# 65 MB, ~20 MiB more RSS; see bench/footprint_test.go).
+KERNELET_TAGS := grpcnotrace
 # Stamp the VCS revision (kernelet_build_info) when building from a checkout.
 BUILDVCS := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo -buildvcs=true)
 E2E_TIMEOUT ?= 30m
@@ -23,7 +29,7 @@ help: ## list the targets
 
 build: ## build bin/kernelet, bin/testbox and the test tools
 	@mkdir -p $(BIN)
-	$(GO) build $(BUILDVCS) -ldflags '$(LDFLAGS)' -o $(BIN)/kernelet ./cmd/kernelet
+	CGO_ENABLED=0 $(GO) build $(BUILDVCS) -tags '$(KERNELET_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/kernelet ./cmd/kernelet
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w' -o $(BIN)/testbox ./test/testbox
 	$(GO) build -o $(BIN)/testenv ./hack/testenv
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck

@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	nodeinformers "k8s.io/client-go/informers/node/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,16 +26,15 @@ import (
 // informers over this node's pods and its Node, and the pod status
 // manager. It exists only with a kubeconfig.
 type cluster struct {
-	nodeName    string
-	clients     *kubeclient.Clients
-	podFactory  informers.SharedInformerFactory
-	nodeFactory informers.SharedInformerFactory
-	// svcFactory lists every service: containers get service variables.
-	svcFactory  informers.SharedInformerFactory
-	svcInformer cache.SharedIndexInformer
-	podInformer cache.SharedIndexInformer
-	nodeLister  corelisters.NodeLister
-	// rcInformer holds the RuntimeClasses (on svcFactory).
+	nodeName string
+	clients  *kubeclient.Clients
+	// podInformer watches this node's pods, nodeInformer its Node,
+	// svcInformer every service (containers get service variables). They
+	// are client-go's per-type informers: the shared informer factory
+	// would link an informer and lister for every API group.
+	podInformer, nodeInformer, svcInformer cache.SharedIndexInformer
+	nodeLister                             corelisters.NodeLister
+	// rcInformer holds the RuntimeClasses (runtimeClassName).
 	rcInformer cache.SharedIndexInformer
 	rcLister   nodelisters.RuntimeClassLister
 	status     *statuspods.Manager
@@ -44,21 +44,19 @@ type cluster struct {
 // talks to the API server before run.
 func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) {
 	c := &cluster{nodeName: nodeName, clients: clients}
-	c.podFactory = informers.NewSharedInformerFactoryWithOptions(clients.Main, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sources.NodePodsSelector(nodeName) }))
-	c.nodeFactory = informers.NewSharedInformerFactoryWithOptions(clients.Main, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	nsIndex := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	c.podInformer = coreinformers.NewFilteredPodInformer(clients.Main, metav1.NamespaceAll, 0, nsIndex,
+		func(o *metav1.ListOptions) { o.FieldSelector = sources.NodePodsSelector(nodeName) })
+	c.nodeInformer = coreinformers.NewFilteredNodeInformer(clients.Main, 0, nsIndex,
+		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
-		}))
-	c.svcFactory = informers.NewSharedInformerFactory(clients.Main, 0)
-	c.svcInformer = c.svcFactory.Core().V1().Services().Informer()
-	rcs := c.svcFactory.Node().V1().RuntimeClasses()
-	c.rcInformer, c.rcLister = rcs.Informer(), rcs.Lister()
-	podInf := c.podFactory.Core().V1().Pods()
-	c.podInformer = podInf.Informer()
-	c.nodeLister = c.nodeFactory.Core().V1().Nodes().Lister()
+		})
+	c.svcInformer = coreinformers.NewServiceInformer(clients.Main, metav1.NamespaceAll, 0, nsIndex)
+	c.nodeLister = corelisters.NewNodeLister(c.nodeInformer.GetIndexer())
+	c.rcInformer = nodeinformers.NewRuntimeClassInformer(clients.Main, 0, cache.Indexers{})
+	c.rcLister = nodelisters.NewRuntimeClassLister(c.rcInformer.GetIndexer())
 	var err error
-	c.status, err = statuspods.New(statuspods.Config{Client: clients.Main, Pods: podInf.Lister(),
+	c.status, err = statuspods.New(statuspods.Config{Client: clients.Main, Pods: corelisters.NewPodLister(c.podInformer.GetIndexer()),
 		NodeName: nodeName, NodeUID: c.nodeUID})
 	if err != nil {
 		return nil, err
@@ -95,15 +93,11 @@ func (c *cluster) run(ctx context.Context) {
 	}); err != nil {
 		log.Error(err, "Pod informer handler")
 	}
-	c.podFactory.Start(ctx.Done())
-	c.nodeFactory.Start(ctx.Done())
-	c.svcFactory.Start(ctx.Done())
 	var wg sync.WaitGroup
+	for _, inf := range []cache.SharedIndexInformer{c.podInformer, c.nodeInformer, c.svcInformer, c.rcInformer} {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
 	wg.Go(func() { c.status.Run(ctx) })
-	<-ctx.Done()
-	c.podFactory.Shutdown()
-	c.nodeFactory.Shutdown()
-	c.svcFactory.Shutdown()
 	wg.Wait()
 }
 

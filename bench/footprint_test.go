@@ -71,6 +71,7 @@ type footprint struct {
 	anon    int64   // RssAnon of the last sample
 	file    int64   // RssFile of the last sample
 	exe     int64   // Rss of the mappings of the agent's executable (smaps)
+	exeSecs exeSections
 	heap    float64 // go_memstats_heap_inuse_bytes, 0 when not read
 	startup time.Duration
 }
@@ -196,11 +197,13 @@ func reportFootprint(b *testing.B, kl, ke []footprint, settle time.Duration) {
 	b.Logf("footprint, idle with %d running pods (%v settled, %d samples %v apart): kernelet RSS %.1f MiB (max %.1f), kubelet %s RSS %.1f MiB (max %.1f); ratio %.2f× (max %.2f×), %s the goal ≤ 0.5×\n"+
 		"  Go heap in use: kernelet %.1f MiB, kubelet %.1f MiB; RSS anon/file: kernelet %.1f/%.1f MiB, kubelet %.1f/%.1f MiB; node Ready after: kernelet %v, kubelet %v\n"+
 		"  of the file part, the agent's executable: kernelet %.1f MiB, kubelet %.1f MiB\n"+
+		"  kernelet's executable: %v\n"+
+		"  kubelet's executable:  %v\n"+
 		"  VmRSS samples (MiB): kernelet %v, kubelet %v",
 		footprintPods, settle, footprintSamples, footprintEvery, kRSS, kMax, footprintKubeletVersion, lRSS, lMax, kRSS/lRSS, kMax/lMax, verdict,
 		kh, lh, mib(last(ke).anon), mib(last(ke).file), mib(last(kl).anon), mib(last(kl).file),
 		last(ke).startup.Round(time.Millisecond), last(kl).startup.Round(time.Millisecond),
-		mib(last(ke).exe), mib(last(kl).exe), mibs(last(ke).rss), mibs(last(kl).rss))
+		mib(last(ke).exe), mib(last(kl).exe), last(ke).exeSecs, last(kl).exeSecs, mibs(last(ke).rss), mibs(last(kl).rss))
 }
 
 // footprintAgent is one run of one agent binary as its own node.
@@ -267,6 +270,10 @@ func (a *footprintAgent) run(b *testing.B, settle time.Duration) footprint {
 	}
 	f.heap = a.heapInUse(b.Context())
 	f.exe = exeRSS(a.cmd.Process.Pid, a.bin)
+	var err error
+	if f.exeSecs, err = readExeSections(a.cmd.Process.Pid, a.bin); err != nil {
+		b.Logf("%s: executable sections: %v", a.name, err)
+	}
 	a.cleanup(b)
 	return f
 }

@@ -537,10 +537,14 @@ spec:
 	k.waitRunning(t, 60*time.Second, "hello")
 	pod := "hello-" + k.node
 	k.mirror(t, pod, "app")
-	b, err := k.admin.CoreV1().Pods("default").GetLogs(pod, &v1.PodLogOptions{Container: "app"}).DoRaw(t.Context())
-	if err != nil || !strings.HasPrefix(string(b), "hello conformance\n") {
-		t.Errorf("logs through the apiserver: %q %v", b, err)
-	}
+	// The container may be running before its first line reached the log.
+	waitFor(t, 30*time.Second, "logs through the apiserver", func() (bool, error) {
+		b, err := k.admin.CoreV1().Pods("default").GetLogs(pod, &v1.PodLogOptions{Container: "app"}).DoRaw(t.Context())
+		if err == nil && !strings.HasPrefix(string(b), "hello conformance\n") {
+			err = fmt.Errorf("logs %q", b)
+		}
+		return err == nil, err
+	})
 	out, err := k.kubectl(t.Context(), "", "exec", pod, "-c", "app", "--", "echo", "ok")
 	if err != nil || !strings.HasSuffix(out, "ok\n") {
 		t.Errorf("kubectl exec: %v %q", err, out)

@@ -5,8 +5,17 @@
 // SubjectAccessReview on the node (resource nodes, a subresource chosen by
 // the request path, the verb by the HTTP method).
 //
-// The building blocks are k8s.io/apiserver's delegating authenticator and
-// authorizer (with their caches); this package maps requests to
-// authorization attributes (a pure function) and writes kubelet's 401 and
-// 403 answers. It knows nothing of the endpoints it guards.
+// The building blocks are k8s.io/apiserver's request authenticators (x509
+// against a reloaded CA bundle, bearer token and WebSocket protocol, union,
+// authenticated group, anonymous) and token cache, composed as its
+// delegating authenticator composes them; the TokenReview and
+// SubjectAccessReview are sent with client-go's typed clients, retried on
+// transient errors and cached (apimachinery's LRU expiring cache) as
+// k8s.io/apiserver's webhook authenticator and authorizer do. The delegating
+// factories themselves are not used: their webhook package links CEL,
+// OpenTelemetry's SDK and exporter and the konnectivity dialer into the
+// binary (cmd/kernelet's TestFootprintDependencies keeps them out). This
+// package maps requests to authorization attributes (a pure function) and
+// writes kubelet's 401 and 403 answers. It knows nothing of the endpoints
+// it guards.
 package auth

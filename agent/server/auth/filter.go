@@ -8,11 +8,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	"k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -30,70 +34,72 @@ type Auth struct {
 const webhookTimeout = 10 * time.Second
 
 // webhookBackoff retries a failed review (k8s.io/apiserver's default).
-func webhookBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+func webhookBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
-// New builds the authenticator and authorizer cfg describes. A webhook
-// mode without a client is ErrNoClient; an unreadable client CA file is an
-// error. Run must be called for the client CA file to be reloaded.
+// New builds the authenticator and authorizer cfg describes, as kubelet
+// composes them: x509 client certificates, then bearer tokens through a
+// cached TokenReview (also in a WebSocket protocol header); an
+// authenticated user gets the group system:authenticated; anonymous
+// requests, when enabled, are system:anonymous. A webhook mode without a
+// client is ErrNoClient; an unreadable client CA file is an error. Run
+// must be called for the client CA file to be reloaded.
 func New(cfg Config) (*Auth, error) {
 	a := &Auth{nodeName: cfg.NodeName}
 	an := cfg.Authentication
-	dc := authenticatorfactory.DelegatingAuthenticatorConfig{
-		Anonymous:                &apiserverapi.AnonymousAuthConfig{Enabled: an.Anonymous.Enabled != nil && *an.Anonymous.Enabled},
-		CacheTTL:                 an.Webhook.CacheTTL.Duration,
-		TokenAccessReviewTimeout: webhookTimeout,
-		WebhookRetryBackoff:      webhookBackoff(),
-	}
-	if an.Webhook.Enabled != nil && *an.Webhook.Enabled {
-		if cfg.Client == nil {
-			return nil, fmt.Errorf("authentication.webhook.enabled: %w", ErrNoClient)
-		}
-		dc.TokenAccessReviewClient = cfg.Client.AuthenticationV1()
-	}
+	var authns []authenticator.Request
 	if f := an.X509.ClientCAFile; f != "" {
 		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", f)
 		if err != nil {
 			return nil, fmt.Errorf("authentication.x509.clientCAFile: %w", err)
 		}
 		a.clientCA = ca
-		dc.ClientCertificateCAContentProvider = ca
+		authns = append(authns, x509.NewDynamic(ca.VerifyOptions, x509.CommonNameUserConversion))
 	}
-	if !dc.Anonymous.Enabled && dc.TokenAccessReviewClient == nil && dc.ClientCertificateCAContentProvider == nil {
+	if an.Webhook.Enabled != nil && *an.Webhook.Enabled {
+		if cfg.Client == nil {
+			return nil, fmt.Errorf("authentication.webhook.enabled: %w", ErrNoClient)
+		}
+		reviewer := &tokenReviewer{client: cfg.Client.AuthenticationV1().TokenReviews(), backoff: webhookBackoff(), timeout: webhookTimeout}
+		ttl := an.Webhook.CacheTTL.Duration
+		tokens := tokencache.New(reviewer, false, ttl, ttl)
+		authns = append(authns, bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+	}
+	anonymousOn := an.Anonymous.Enabled != nil && *an.Anonymous.Enabled
+	switch {
+	case len(authns) > 0:
+		a.authn = group.NewAuthenticatedGroupAdder(union.New(authns...))
+		if anonymousOn {
+			a.authn = union.NewFailOnError(a.authn, anonymous.NewAuthenticator(nil))
+		}
+	case anonymousOn:
+		a.authn = anonymous.NewAuthenticator(nil)
+	default:
 		// No method at all: every request is unauthenticated.
 		a.authn = authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil })
-	} else {
-		authn, _, err := dc.New()
-		if err != nil {
-			return nil, fmt.Errorf("authenticator: %w", err)
-		}
-		a.authn = authn
 	}
 
 	az := cfg.Authorization
 	switch az.Mode {
 	case kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow:
-		a.authz = authorizerfactory.NewAlwaysAllowAuthorizer()
+		a.authz = alwaysAllow
 	case kubeletv1beta1.KubeletAuthorizationModeWebhook:
 		if cfg.Client == nil {
 			return nil, fmt.Errorf("authorization.mode Webhook: %w", ErrNoClient)
 		}
-		authz, err := authorizerfactory.DelegatingAuthorizerConfig{
-			SubjectAccessReviewClient: cfg.Client.AuthorizationV1(),
-			AllowCacheTTL:             az.Webhook.CacheAuthorizedTTL.Duration,
-			DenyCacheTTL:              az.Webhook.CacheUnauthorizedTTL.Duration,
-			WebhookRetryBackoff:       webhookBackoff(),
-		}.New()
-		if err != nil {
-			return nil, fmt.Errorf("authorizer: %w", err)
-		}
-		a.authz = authz
+		a.authz = newSARAuthorizer(cfg.Client.AuthorizationV1().SubjectAccessReviews(), webhookBackoff(),
+			az.Webhook.CacheAuthorizedTTL.Duration, az.Webhook.CacheUnauthorizedTTL.Duration)
 	default:
 		return nil, fmt.Errorf("authorization.mode: unknown mode %q", az.Mode)
 	}
 	return a, nil
 }
+
+// alwaysAllow is the AlwaysAllow mode.
+var alwaysAllow = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+})
 
 // Run reloads the client CA file when it changes, until ctx is done.
 func (a *Auth) Run(ctx context.Context) {

@@ -3,7 +3,8 @@ package auth
 import (
 	"errors"
 
-	"k8s.io/client-go/kubernetes"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -18,7 +19,14 @@ type Config struct {
 	// Client reaches the API server for TokenReview and
 	// SubjectAccessReview; nil in standalone mode, where webhook modes
 	// refuse to start (ErrNoClient).
-	Client kubernetes.Interface
+	Client Client
+}
+
+// Client is the part of the API server clientset the reviews use
+// (kubernetes.Interface has it).
+type Client interface {
+	AuthenticationV1() authenticationv1client.AuthenticationV1Interface
+	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
 }
 
 // ErrNoClient: a webhook mode is configured but there is no API server
