@@ -37,7 +37,13 @@ func TestPlanRotation(t *testing.T) {
 		"other files are not ours": {100, []string{"/logs/ns_pod_uid/app/1.log"}, p, Plan{}},
 		"max files 2": {2 << 20, []string{r("20261125-040000")}, Policy{MaxSize: 1 << 20, MaxFiles: 2},
 			Plan{Remove: []string{r("20261125-040000")}, RotateTo: r("20261125-050000")}},
-		"same second twice": {2 << 20, []string{r("20261125-050000")}, p, Plan{Compress: []string{r("20261125-050000")}}},
+		"same second twice: the sub-second name": {2 << 20, []string{r("20261125-050000")}, p,
+			Plan{Compress: []string{r("20261125-050000")}, RotateTo: r("20261125-050000.000000000")}},
+		"both names taken: no rotation, nothing removed": {2 << 20,
+			[]string{r("20261125-050000.000000000"), r("20261125-050000.gz")}, p, Plan{}},
+		"sub-second names sort after the second's first": {100,
+			[]string{r("20261125-050000.000000000"), r("20261125-050000.gz"), r("20261125-040000.gz")}, p,
+			Plan{Remove: []string{r("20261125-040000.gz")}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
