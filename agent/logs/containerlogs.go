@@ -89,7 +89,7 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain")
-	err = crilogs.ReadLogs(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
+	err = readLog(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
 	if err != nil && !fw.wrote {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -100,6 +100,18 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).V(2).Info("Reading container log", "pod", klog.KRef(ns, podName), "container", container, "err", err)
 	}
+}
+
+// readLog writes the log at path as o asks: the whole log through
+// CopyLog, the rest (follow, tail, limits, since, timestamps, a log not
+// in the CRI format) through k8s.io/cri-client's ReadLogs.
+func readLog(ctx context.Context, path, id string, o *crilogs.LogOptions, rs internalapi.RuntimeService, stdout, stderr io.Writer) error {
+	if plainRead(o) {
+		if err := CopyLog(klog.FromContext(ctx), path, stdout, stderr); !errors.Is(err, errNotCRI) {
+			return err
+		}
+	}
+	return crilogs.ReadLogs(ctx, path, id, o, rs, stdout, stderr)
 }
 
 func (s Source) runtime() internalapi.RuntimeService {
