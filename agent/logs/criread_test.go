@@ -26,7 +26,7 @@ func TestCopyLogMatchesReadLogs(t *testing.T) {
 		"plain": "2026-11-25T05:00:00.000000000Z stdout F one\n2026-11-25T05:00:01Z stderr F two\n",
 		"partial joined": "2026-11-25T05:00:00.1Z stdout P par\n2026-11-25T05:00:00.2Z stdout F tial\n" +
 			"2026-11-25T05:00:00.3Z stderr P \n2026-11-25T05:00:00.4Z stderr F x\n",
-		"extra tags":       "2026-11-25T05:00:00Z stdout F:x:y tagged\n2026-11-25T05:00:00Z stdout P:x cut\n",
+		"extra tags": "2026-11-25T05:00:00Z stdout F:x:y tagged\n2026-11-25T05:00:00Z stdout P:x cut\n",
 		"malformed skipped": "2026-11-25T05:00:00Z stdout F ok\nnot a line\n2026-11-25T05:00:00Z stdin F bad stream\n" +
 			"yesterday stdout F bad time\n2026-11-25T05:00:00Z stdout\n2026-11-25T05:00:00Z stdout F fine\n",
 		"unterminated":  "2026-11-25T05:00:00Z stdout F one\n2026-11-25T05:00:01Z stdout F no newline",
