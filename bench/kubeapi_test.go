@@ -41,7 +41,7 @@ import (
 const (
 	kubeAPILogBytes = 10 << 20
 	kubeAPIExecs    = 100
-	kubeAPILogReads = 3 // per round
+	kubeAPILogReads = 10 // per round
 )
 
 func BenchmarkKubeletAPI(b *testing.B) {
