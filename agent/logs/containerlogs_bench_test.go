@@ -52,7 +52,9 @@ func BenchmarkServeContainerLogs(b *testing.B) {
 		CreatedAt: 1, State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "app"}}}})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
-	src := Source{Pods: onePod{pod, v1.PodStatus{}}, Runtime: func() internalapi.RuntimeService { return rs }}
+	status := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://c1",
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
+	src := Source{Pods: onePod{pod, status}, Runtime: func() internalapi.RuntimeService { return rs }}
 	for name, h := range map[string]http.Handler{
 		"handler": src,
 		"reader": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,6 +75,9 @@ func BenchmarkServeContainerLogs(b *testing.B) {
 				}
 				n, _ := io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || n != (10<<20)/100*100 {
+					b.Fatalf("HTTP %d, %d bytes", resp.StatusCode, n)
+				}
 				b.SetBytes(n)
 			}
 		})

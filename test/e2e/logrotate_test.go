@@ -122,14 +122,16 @@ spec:
 	}
 	// kernelet rotates a log as soon as a write takes it over the size
 	// (inotify, at most one look per 20 ms): at about 6 MiB/s a rotated
-	// file is 1 MiB plus what one gap and one rotation let through. 2 MiB
-	// bounds it with room for a loaded machine.
+	// file is 1 MiB plus what one gap and one rotation let through
+	// (1.05–1.2 MiB seen; 1.5 MiB at a load average of 89 on 2 CPUs).
+	// 3 MiB bounds it with room for a loaded machine; checking the size
+	// once a second, as before, left files of about 6 MiB.
 	var largest int64
 	for _, size := range rotated {
 		largest = max(largest, size)
 	}
 	t.Logf("%d rotated files seen, the largest %d bytes uncompressed: %v", len(rotated), largest, rotated)
-	if largest > 2<<20 || maxCurrent > 2<<20 {
+	if largest > 3<<20 || maxCurrent > 3<<20 {
 		t.Errorf("a log reached %d bytes rotated, %d bytes current (containerLogMaxSize 1Mi)", largest, maxCurrent)
 	}
 	if largest == 0 {
