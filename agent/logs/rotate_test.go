@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	apitest "k8s.io/cri-api/pkg/apis/testing"
 )
 
@@ -104,5 +105,38 @@ func TestRotatorApply(t *testing.T) {
 	}
 	if _, err := os.Stat(old); !os.IsNotExist(err) {
 		t.Errorf("uncompressed file stays: %v", err)
+	}
+}
+
+// Written logs reported by the watch: one over the size is rotated (its
+// container found among the running ones), one that no running container
+// writes is left to the next full pass (no CRI calls on its next writes).
+func TestRotatorCheckWritten(t *testing.T) {
+	dir := t.TempDir()
+	log, stray := filepath.Join(dir, "0.log"), filepath.Join(dir, "stray.log")
+	for _, f := range []string{log, stray} {
+		if err := os.WriteFile(f, make([]byte, 100), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := apitest.NewFakeRuntimeService()
+	svc.SetFakeContainers([]*apitest.FakeContainer{{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", LogPath: log,
+		State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "app"}}}})
+	r := &Rotator{Runtime: svc, Policy: Policy{MaxSize: 10, MaxFiles: 3}}
+	ctx := context.Background()
+	r.checkSizes(ctx, []string{log, stray})
+	if !slices.Contains(svc.Called, "ReopenContainerLog") {
+		t.Errorf("no rotation: %v", svc.Called)
+	}
+	if rotated, _ := filepath.Glob(log + ".*"); len(rotated) != 1 {
+		t.Errorf("rotated files: %v", rotated)
+	}
+	if !r.failed[stray] {
+		t.Errorf("the stray log is not left to the full pass: %v", r.failed)
+	}
+	svc.Called = nil
+	r.checkSizes(ctx, []string{stray})
+	if len(svc.Called) != 0 {
+		t.Errorf("CRI calls for a log no container writes: %v", svc.Called)
 	}
 }

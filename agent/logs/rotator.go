@@ -49,6 +49,9 @@ type Rotator struct {
 
 	// paths are the running containers' log paths by container id.
 	paths map[string]string
+	// failed are the logs whose rotation failed since the last full pass:
+	// writes to them wait for that pass (no CRI calls on every write).
+	failed map[string]bool
 }
 
 // DefaultMinGap is the Rotator's default MinGap: a writer of 5 MiB/s adds
@@ -128,8 +131,9 @@ func (r *Rotator) watch(ctx context.Context) *logWatch {
 
 // checkSizes rotates the logs at paths (nil: every running container's)
 // that are over the size now. A log path not known from the last pass is
-// looked up once among the running containers; a container whose rotation
-// fails (it stopped, say) is left to the next full pass.
+// looked up once among the running containers; a log no running container
+// writes, or whose rotation fails (it stopped, say), is left to the next
+// full pass.
 func (r *Rotator) checkSizes(ctx context.Context, paths []string) {
 	if r.paths == nil {
 		r.paths = map[string]string{}
@@ -146,7 +150,9 @@ func (r *Rotator) checkSizes(ctx context.Context, paths []string) {
 		r.learnRunning(ctx, ids, over, true)
 	} else {
 		for _, p := range paths {
-			over[p] = ids[p]
+			if !r.failed[p] {
+				over[p] = ids[p]
+			}
 		}
 	}
 	unknown := false
@@ -160,12 +166,20 @@ func (r *Rotator) checkSizes(ctx context.Context, paths []string) {
 	if unknown && paths != nil {
 		r.learnRunning(ctx, ids, over, false)
 	}
+	fail := func(p string) {
+		if r.failed == nil {
+			r.failed = map[string]bool{}
+		}
+		r.failed[p] = true
+	}
 	for p, id := range over {
-		if id == "" {
+		if id == "" { // no running container writes it
+			fail(p)
 			continue
 		}
 		if err := r.rotate(ctx, id, p); err != nil {
 			delete(r.paths, id)
+			fail(p)
 			if ctx.Err() == nil {
 				klog.FromContext(ctx).V(2).Info("Container log rotation", "containerID", id, "err", err)
 			}
@@ -221,7 +235,7 @@ func (r *Rotator) Once(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	r.paths = map[string]string{}
+	r.paths, r.failed = map[string]string{}, nil
 	for i, c := range list {
 		if paths[i] != "" {
 			r.paths[c.Id] = paths[i]
