@@ -123,7 +123,7 @@ spec:
 	// kernelet rotates a log as soon as a write takes it over the size
 	// (inotify, at most one look per 20 ms): at about 6 MiB/s a rotated
 	// file is 1 MiB plus what one gap and one rotation let through
-	// (1.05–1.2 MiB seen; 1.5 MiB at a load average of 89 on 2 CPUs).
+	// (the largest per run 1.14–1.44 MiB, load average up to 89 on 2 CPUs).
 	// 3 MiB bounds it with room for a loaded machine; checking the size
 	// once a second, as before, left files of about 6 MiB.
 	var largest int64
