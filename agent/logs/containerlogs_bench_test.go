@@ -42,8 +42,9 @@ func benchLog(b *testing.B) string {
 	return p
 }
 
-// The handler's cost over the reader behind the same HTTPS server, in
-// process (the fake runtime answers the lookups): what the handler adds.
+// The handler (CopyLog for a whole log) against cri-client's ReadLogs
+// behind the same HTTPS server, in process (the fake runtime answers the
+// lookups), over HTTP/1.1 and HTTP/2.
 func BenchmarkServeContainerLogs(b *testing.B) {
 	path := benchLog(b)
 	labels := map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"}
@@ -55,16 +56,19 @@ func BenchmarkServeContainerLogs(b *testing.B) {
 	status := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://c1",
 		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
 	src := Source{Pods: onePod{pod, status}, Runtime: func() internalapi.RuntimeService { return rs }}
-	for name, h := range map[string]http.Handler{
-		"handler": src,
-		"reader": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			bw := bufio.NewWriterSize(w, 64<<10)
-			_ = crilogs.ReadLogs(r.Context(), path, "", &crilogs.LogOptions{}, rs, bw, bw)
-			_ = bw.Flush()
-		}),
-	} {
-		b.Run(name, func(b *testing.B) {
-			ts := httptest.NewUnstartedServer(h)
+	reader := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		_ = crilogs.ReadLogs(r.Context(), path, "", &crilogs.LogOptions{}, rs, bw, bw)
+		_ = bw.Flush()
+	})
+	for _, tc := range []struct {
+		name  string
+		h     http.Handler
+		http2 bool
+	}{{"handler", src, false}, {"handler-http2", src, true}, {"reader", reader, false}, {"reader-http2", reader, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ts := httptest.NewUnstartedServer(tc.h)
+			ts.EnableHTTP2 = tc.http2
 			ts.StartTLS()
 			defer ts.Close()
 			c := ts.Client()
