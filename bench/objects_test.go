@@ -99,11 +99,6 @@ func scrapeObjectCounts(ctx context.Context, admin kubernetes.Interface) (object
 			c.watchEnded += v
 		}
 	})
-	if os.Getenv("KERNELET_OBJECTS_DEBUG") != "" {
-		for _, name := range []string{"apiserver_request_total", "apiserver_longrunning_requests"} {
-			each(name, func(l map[string]string, v float64) { fmt.Println(name, l, v) })
-		}
-	}
 	each("apiserver_longrunning_requests", func(l map[string]string, v float64) {
 		if l["verb"] == "WATCH" && l["scope"] != "cluster" {
 			c.watchesOpen += v
