@@ -154,7 +154,8 @@ func (l agentPods) PodByName(namespace, name string) (*v1.Pod, v1.PodStatus, boo
 }
 
 // logSizeCheck is how often the running containers' log sizes are checked
-// between the full rotation passes of containerLogMonitorInterval.
+// between the full rotation passes of containerLogMonitorInterval when the
+// logs cannot be watched (no inotify).
 const logSizeCheck = 250 * time.Millisecond
 
 // rotateLogs rotates the running containers' logs by containerLogMaxSize,
@@ -178,6 +179,6 @@ func (a *Agent) rotateLogs(ctx context.Context) {
 	}
 	r := &logs.Rotator{Runtime: rs, Policy: logs.Policy{MaxSize: size.Value(), MaxFiles: int(*kc.ContainerLogMaxFiles)},
 		Interval: kc.ContainerLogMonitorInterval.Duration, Workers: int(*kc.ContainerLogMaxWorkers),
-		SizeCheck: logSizeCheck, Now: a.deps.Now}
+		LogsDir: kc.PodLogsDir, SizeCheck: logSizeCheck, Now: a.deps.Now}
 	r.Run(ctx)
 }

@@ -2,22 +2,18 @@ package logs
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	crilogs "k8s.io/cri-client/pkg/logs"
 	"k8s.io/klog/v2"
-	kubelettypes "k8s.io/kubelet/pkg/types"
 )
 
 // Prefix is the path of the endpoint: /containerLogs/{namespace}/{pod}/{container}.
@@ -89,7 +85,7 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/plain")
-	err = crilogs.ReadLogs(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
+	err = readLog(ctx, path, id, CRIOptions(opts, now()), rs, stdout, stderr)
 	if err != nil && !fw.wrote {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -100,6 +96,18 @@ func (s Source) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).V(2).Info("Reading container log", "pod", klog.KRef(ns, podName), "container", container, "err", err)
 	}
+}
+
+// readLog writes the log at path as o asks: the whole log through
+// CopyLog, the rest (follow, tail, limits, since, timestamps, a log not
+// in the CRI format) through k8s.io/cri-client's ReadLogs.
+func readLog(ctx context.Context, path, id string, o *crilogs.LogOptions, rs internalapi.RuntimeService, stdout, stderr io.Writer) error {
+	if plainRead(o) {
+		if err := CopyLog(klog.FromContext(ctx), path, stdout, stderr); !errors.Is(err, errNotCRI) {
+			return err
+		}
+	}
+	return crilogs.ReadLogs(ctx, path, id, o, rs, stdout, stderr)
 }
 
 func (s Source) runtime() internalapi.RuntimeService {
@@ -128,96 +136,81 @@ func hasContainer(pod *v1.Pod, name string) bool {
 	return false
 }
 
-// LogPath finds the log file of container of pod in the runtime: its
-// newest instance, or with previous the one before it; and that
-// instance's container ID. The errors are kubelet's texts.
+// LogPath finds the log file of container of pod as kubelet does: the
+// container instance named by the pod's status (ContainerLogID), its log
+// path from the runtime; and that instance's container ID. The errors are
+// kubelet's texts.
 func LogPath(ctx context.Context, rs internalapi.RuntimeService, pod *v1.Pod, status v1.PodStatus, container string, previous bool) (path, id string, err error) {
-	list, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
-		kubelettypes.KubernetesPodUIDLabel:        string(pod.UID),
-		kubelettypes.KubernetesContainerNameLabel: container,
-	}})
+	ref, err := ContainerLogID(pod.Name, status, container, previous)
 	if err != nil {
-		return "", "", fmt.Errorf("list containers: %w", err)
+		return "", "", err
 	}
-	c, ok := PickInstance(list, previous)
-	if id := lastTerminatedID(status, container); previous && id != "" {
-		// kubelet's choice: the container of the last termination the
-		// status reports (while a crash-looping container waits, that is
-		// the newest instance; older ones may have been collected).
-		c, ok = findInstance(list, id)
+	id = ref
+	if _, after, ok := strings.Cut(ref, "://"); ok {
+		id = after
 	}
-	if !ok {
-		if previous {
-			return "", "", fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
-		}
-		return "", "", fmt.Errorf("container %q in pod %q is waiting to start: %s", container, pod.Name, waitingReason(status, container))
-	}
-	st, err := rs.ContainerStatus(ctx, c.Id, false)
+	st, err := rs.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return "", "", fmt.Errorf("container %q status: %w", container, err)
 	}
 	if st.GetStatus().GetLogPath() == "" {
 		return "", "", fmt.Errorf("container %q in pod %q has no log file", container, pod.Name)
 	}
-	return st.GetStatus().GetLogPath(), c.Id, nil
+	return st.GetStatus().GetLogPath(), id, nil
 }
 
-// PickInstance chooses among the runtime instances of one container the
-// newest (by creation, then attempt), or with previous the one before it.
-func PickInstance(list []*runtimeapi.Container, previous bool) (*runtimeapi.Container, bool) {
-	sorted := slices.Clone(list)
-	slices.SortFunc(sorted, func(a, b *runtimeapi.Container) int {
-		if c := cmp.Compare(b.GetCreatedAt(), a.GetCreatedAt()); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.GetMetadata().GetAttempt(), a.GetMetadata().GetAttempt())
-	})
-	i := 0
-	if previous {
-		i = 1
-	}
-	if len(sorted) <= i {
-		return nil, false
-	}
-	return sorted[i], true
-}
-
-// lastTerminatedID is the runtime ID of the container of container's last
-// termination in status ("" when the status has none).
-func lastTerminatedID(status v1.PodStatus, container string) string {
-	for _, l := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses, status.EphemeralContainerStatuses} {
-		for _, cs := range l {
-			if t := cs.LastTerminationState.Terminated; cs.Name == container && t != nil && t.ContainerID != "" {
-				_, id, found := strings.Cut(t.ContainerID, "://")
-				if !found {
-					id = t.ContainerID
-				}
-				return id
+// ContainerLogID is the container ("<runtime>://<id>") whose log a request
+// for container of pod podName reads, from the pod's status as kubelet
+// chooses it: with previous the last terminated instance; else the
+// running one, else the terminated one, else the last terminated one;
+// errors with kubelet's texts for a container with no status or none of
+// these (waiting).
+func ContainerLogID(podName string, status v1.PodStatus, container string, previous bool) (string, error) {
+	var cs *v1.ContainerStatus
+	for _, l := range [][]v1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses} {
+		for i := range l {
+			if cs == nil && l[i].Name == container {
+				cs = &l[i]
 			}
 		}
 	}
-	return ""
-}
-
-// findInstance is the instance of list with ID id.
-func findInstance(list []*runtimeapi.Container, id string) (*runtimeapi.Container, bool) {
-	for _, c := range list {
-		if c.GetId() == id {
-			return c, true
-		}
+	if cs == nil {
+		return "", fmt.Errorf("container %q in pod %q is not available", container, podName)
 	}
-	return nil, false
-}
-
-func waitingReason(status v1.PodStatus, container string) string {
-	for _, l := range [][]v1.ContainerStatus{status.InitContainerStatuses, status.ContainerStatuses, status.EphemeralContainerStatuses} {
-		for _, cs := range l {
-			if cs.Name == container && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-				return cs.State.Waiting.Reason
-			}
+	last, state := cs.LastTerminationState.Terminated, cs.State
+	terminatedErr := fmt.Errorf("container %q in pod %q is terminated", container, podName)
+	switch {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return "", fmt.Errorf("previous terminated container %q in pod %q not found", container, podName)
 		}
+		return last.ContainerID, nil
+	case state.Running != nil:
+		return cs.ContainerID, nil
+	case state.Terminated != nil:
+		switch {
+		case state.Terminated.ContainerID != "":
+			return state.Terminated.ContainerID, nil
+		case last != nil && last.ContainerID != "":
+			return last.ContainerID, nil
+		}
+		return "", terminatedErr
+	case last != nil:
+		if last.ContainerID == "" {
+			return "", terminatedErr
+		}
+		return last.ContainerID, nil
+	case state.Waiting != nil:
+		reason := state.Waiting.Reason
+		switch reason {
+		case "ErrImagePull":
+			reason = "image can't be pulled"
+		case "ImagePullBackOff":
+			reason = "trying and failing to pull image"
+		}
+		return "", fmt.Errorf("container %q in pod %q is waiting to start: %s", container, podName, reason)
 	}
-	return "ContainerCreating"
+	return "", fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", container, podName)
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -50,8 +50,11 @@ func TestServeContainerLogs(t *testing.T) {
 			Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1}}},
 	})
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}, {Name: "side"}}}}
-	status := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "side", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}}
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}, {Name: "side"}, {Name: "late"}}}}
+	status := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{
+		{Name: "app", ContainerID: "containerd://c1", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://c1"}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "containerd://c0"}}},
+		{Name: "side", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}}
 	src := Source{Pods: onePod{pod, status}, Runtime: func() internalapi.RuntimeService { return rs },
 		Now: func() time.Time { return time.Date(2026, 11, 25, 5, 0, 1, 500000000, time.UTC) }}
 	cases := map[string]struct {
@@ -66,7 +69,8 @@ func TestServeContainerLogs(t *testing.T) {
 		"limit":         {"GET", "/containerLogs/default/web/app?limitBytes=5", 200, "one\np"},
 		"stdout only":   {"GET", "/containerLogs/default/web/app?stream=Stdout", 200, "one\nthree\n"},
 		"previous":      {"GET", "/containerLogs/default/web/app?previous=true", 200, "previous run\n"},
-		"waiting":       {"GET", "/containerLogs/default/web/side", 400, `container "side" in pod "web" is waiting to start: ImagePullBackOff`},
+		"waiting":       {"GET", "/containerLogs/default/web/side", 400, `container "side" in pod "web" is waiting to start: trying and failing to pull image`},
+		"no status":     {"GET", "/containerLogs/default/web/late", 400, `container "late" in pod "web" is not available`},
 		"no previous":   {"GET", "/containerLogs/default/web/side?previous=true", 400, `previous terminated container "side" in pod "web" not found`},
 		"unknown pod":   {"GET", "/containerLogs/default/nope/app", 404, `pod "nope" does not exist`},
 		"unknown ctr":   {"GET", "/containerLogs/default/web/nope", 404, `container "nope" not found in pod "web"`},

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -60,22 +60,44 @@ func TestParseOptions(t *testing.T) {
 	}
 }
 
-func TestPickInstance(t *testing.T) {
-	c := func(id string, created int64, attempt uint32) *runtimeapi.Container {
-		return &runtimeapi.Container{Id: id, CreatedAt: created, Metadata: &runtimeapi.ContainerMetadata{Attempt: attempt}}
+func TestContainerLogID(t *testing.T) {
+	term := func(id string) *v1.ContainerStateTerminated { return &v1.ContainerStateTerminated{ContainerID: id} }
+	st := func(cs v1.ContainerStatus) v1.PodStatus {
+		cs.Name = "app"
+		return v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{cs}}
 	}
-	list := []*runtimeapi.Container{c("a", 1, 0), c("c", 3, 2), c("b", 2, 1)}
-	if got, ok := PickInstance(list, false); !ok || got.Id != "c" {
-		t.Errorf("current = %v", got)
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+	waiting := func(r string) v1.ContainerState {
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r}}
 	}
-	if got, ok := PickInstance(list, true); !ok || got.Id != "b" {
-		t.Errorf("previous = %v", got)
+	cases := map[string]struct {
+		status   v1.PodStatus
+		previous bool
+		want     string // an ID, or the error
+	}{
+		"running":                 {st(v1.ContainerStatus{ContainerID: "cri://c2", State: running}), false, "cri://c2"},
+		"previous":                {st(v1.ContainerStatus{ContainerID: "cri://c2", State: running, LastTerminationState: v1.ContainerState{Terminated: term("cri://c1")}}), true, "cri://c1"},
+		"no previous":             {st(v1.ContainerStatus{ContainerID: "cri://c2", State: running}), true, `previous terminated container "app" in pod "web" not found`},
+		"terminated":              {st(v1.ContainerStatus{State: v1.ContainerState{Terminated: term("cri://c3")}}), false, "cri://c3"},
+		"terminated without id":   {st(v1.ContainerStatus{State: v1.ContainerState{Terminated: term("")}}), false, `container "app" in pod "web" is terminated`},
+		"back-off: the last exit": {st(v1.ContainerStatus{State: waiting("CrashLoopBackOff"), LastTerminationState: v1.ContainerState{Terminated: term("cri://c1")}}), false, "cri://c1"},
+		"waiting":                 {st(v1.ContainerStatus{State: waiting("ContainerCreating")}), false, `container "app" in pod "web" is waiting to start: ContainerCreating`},
+		"image back-off":          {st(v1.ContainerStatus{State: waiting("ImagePullBackOff")}), false, `container "app" in pod "web" is waiting to start: trying and failing to pull image`},
+		"image pull error":        {st(v1.ContainerStatus{State: waiting("ErrImagePull")}), false, `container "app" in pod "web" is waiting to start: image can't be pulled`},
+		"no state":                {st(v1.ContainerStatus{}), false, `container "app" in pod "web" is waiting to start - no logs yet`},
+		"no status":               {v1.PodStatus{}, false, `container "app" in pod "web" is not available`},
 	}
-	if _, ok := PickInstance(list[:1], true); ok {
-		t.Error("no previous instance expected")
-	}
-	if _, ok := PickInstance(nil, false); ok {
-		t.Error("no instance expected")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			id, err := ContainerLogID("web", tc.status, "app", tc.previous)
+			got := id
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("ContainerLogID = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -8,11 +8,15 @@ import (
 
 // Rotated-file naming, as kubelet names them: <log>.<timestamp>, and
 // <log>.<timestamp>.gz once compressed; .tmp marks a compression in
-// progress.
+// progress. A second rotation within the same second (a fast writer)
+// appends the nanoseconds (<log>.<timestamp>.<nanoseconds>), a name that
+// sorts after the first one of that second, so that rotation is not held
+// back to once a second as kubelet's names would.
 const (
-	RotationTimeFormat = "20060102-150405"
-	CompressedSuffix   = ".gz"
-	TempSuffix         = ".tmp"
+	RotationTimeFormat  = "20060102-150405"
+	SubSecondTimeFormat = RotationTimeFormat + ".000000000"
+	CompressedSuffix    = ".gz"
+	TempSuffix          = ".tmp"
 )
 
 // Policy is the rotation policy of the KubeletConfiguration.
@@ -62,7 +66,11 @@ func PlanRotation(path string, size int64, others []string, p Policy, now time.T
 	slices.SortFunc(rotated, func(a, b string) int {
 		return strings.Compare(strings.TrimSuffix(a, CompressedSuffix), strings.TrimSuffix(b, CompressedSuffix))
 	})
-	rotate := p.MaxSize > 0 && size > p.MaxSize
+	var to string
+	if p.MaxSize > 0 && size > p.MaxSize {
+		to = rotatedName(path, all, now)
+	}
+	rotate := to != ""
 	// Rotated files to keep: MaxFiles-1 beside the current log, one fewer
 	// when a rotation is about to add one.
 	keep := max(p.MaxFiles-1, 1)
@@ -81,11 +89,19 @@ func PlanRotation(path string, size int64, others []string, p Policy, now time.T
 		}
 		plan.Compress = append(plan.Compress, f)
 	}
-	if rotate {
-		to := path + "." + now.UTC().Format(RotationTimeFormat)
-		if !all[to] && !all[to+CompressedSuffix] {
-			plan.RotateTo = to
+	plan.RotateTo = to
+	return plan
+}
+
+// rotatedName is the name the log at path rotates to at now: kubelet's
+// name when free, else the sub-second one when free, else "" (no
+// rotation this time).
+func rotatedName(path string, taken map[string]bool, now time.Time) string {
+	for _, layout := range []string{RotationTimeFormat, SubSecondTimeFormat} {
+		to := path + "." + now.UTC().Format(layout)
+		if !taken[to] && !taken[to+CompressedSuffix] {
+			return to
 		}
 	}
-	return plan
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	apitest "k8s.io/cri-api/pkg/apis/testing"
 )
 
@@ -37,7 +38,13 @@ func TestPlanRotation(t *testing.T) {
 		"other files are not ours": {100, []string{"/logs/ns_pod_uid/app/1.log"}, p, Plan{}},
 		"max files 2": {2 << 20, []string{r("20261125-040000")}, Policy{MaxSize: 1 << 20, MaxFiles: 2},
 			Plan{Remove: []string{r("20261125-040000")}, RotateTo: r("20261125-050000")}},
-		"same second twice": {2 << 20, []string{r("20261125-050000")}, p, Plan{Compress: []string{r("20261125-050000")}}},
+		"same second twice: the sub-second name": {2 << 20, []string{r("20261125-050000")}, p,
+			Plan{Compress: []string{r("20261125-050000")}, RotateTo: r("20261125-050000.000000000")}},
+		"both names taken: no rotation, nothing removed": {2 << 20,
+			[]string{r("20261125-050000.000000000"), r("20261125-050000.gz")}, p, Plan{}},
+		"sub-second names sort after the second's first": {100,
+			[]string{r("20261125-050000.000000000"), r("20261125-050000.gz"), r("20261125-040000.gz")}, p,
+			Plan{Remove: []string{r("20261125-040000.gz")}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -98,5 +105,38 @@ func TestRotatorApply(t *testing.T) {
 	}
 	if _, err := os.Stat(old); !os.IsNotExist(err) {
 		t.Errorf("uncompressed file stays: %v", err)
+	}
+}
+
+// Written logs reported by the watch: one over the size is rotated (its
+// container found among the running ones), one that no running container
+// writes is left to the next full pass (no CRI calls on its next writes).
+func TestRotatorCheckWritten(t *testing.T) {
+	dir := t.TempDir()
+	log, stray := filepath.Join(dir, "0.log"), filepath.Join(dir, "stray.log")
+	for _, f := range []string{log, stray} {
+		if err := os.WriteFile(f, make([]byte, 100), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := apitest.NewFakeRuntimeService()
+	svc.SetFakeContainers([]*apitest.FakeContainer{{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1", LogPath: log,
+		State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "app"}}}})
+	r := &Rotator{Runtime: svc, Policy: Policy{MaxSize: 10, MaxFiles: 3}}
+	ctx := context.Background()
+	r.checkSizes(ctx, []string{log, stray})
+	if !slices.Contains(svc.Called, "ReopenContainerLog") {
+		t.Errorf("no rotation: %v", svc.Called)
+	}
+	if rotated, _ := filepath.Glob(log + ".*"); len(rotated) != 1 {
+		t.Errorf("rotated files: %v", rotated)
+	}
+	if !r.failed[stray] {
+		t.Errorf("the stray log is not left to the full pass: %v", r.failed)
+	}
+	svc.Called = nil
+	r.checkSizes(ctx, []string{stray})
+	if len(svc.Called) != 0 {
+		t.Errorf("CRI calls for a log no container writes: %v", svc.Called)
 	}
 }

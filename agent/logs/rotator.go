@@ -24,32 +24,53 @@ import (
 //
 // Where kubelet only looks every containerLogMonitorInterval (so that a
 // fast writer's rotated file can be many times containerLogMaxSize),
-// kernelet also checks every SizeCheck: one CRI list of the running
-// containers and a stat of each one's log, rotating a log as soon as it is
-// over the size. Rotated names have kubelet's one-second resolution, so a
-// rotated file holds at most about max(containerLogMaxSize, one second of
-// writing).
+// kernelet also reacts to the writes: an inotify watch of LogsDir reports
+// the live logs written (at most once per MinGap, writes coalescing in the
+// kernel meanwhile), and those over the size are rotated at once. A rotated
+// file then holds containerLogMaxSize plus what the container writes during
+// one MinGap and one rotation (a stat, a rename, a CRI call). Without
+// inotify, the known logs' sizes are polled every SizeCheck instead.
 type Rotator struct {
 	Runtime  internalapi.RuntimeService
 	Policy   Policy
 	Interval time.Duration
 	Workers  int
+	// LogsDir is the pod logs directory (<LogsDir>/<pod>/<container>/<n>.log)
+	// watched for writes; "" : no watch.
+	LogsDir string
+	// MinGap is the least time between two looks at written logs
+	// (0: DefaultMinGap).
+	MinGap time.Duration
 	// SizeCheck is how often the known logs' sizes are checked between
-	// full passes (0: only the full passes).
+	// full passes when the watch is unavailable (0: only the full passes).
 	SizeCheck time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	// paths are the running containers' log paths of the last full pass.
+	// paths are the running containers' log paths by container id.
 	paths map[string]string
+	// failed are the logs whose rotation failed since the last full pass:
+	// writes to them wait for that pass (no CRI calls on every write).
+	failed map[string]bool
 }
+
+// DefaultMinGap is the Rotator's default MinGap: a writer of 5 MiB/s adds
+// about 100 KiB per gap to a rotated file.
+const DefaultMinGap = 20 * time.Millisecond
 
 // Run rotates until ctx is done.
 func (r *Rotator) Run(ctx context.Context) {
 	t := time.NewTicker(r.Interval)
 	defer t.Stop()
+	w := r.watch(ctx)
+	if w != nil {
+		defer w.Close()
+	}
+	var changed <-chan struct{}
 	var fast <-chan time.Time
-	if r.SizeCheck > 0 {
+	if w != nil {
+		changed = w.Changed()
+	} else if r.SizeCheck > 0 {
 		ft := time.NewTicker(r.SizeCheck)
 		defer ft.Stop()
 		fast = ft.C
@@ -65,41 +86,129 @@ func (r *Rotator) Run(ctx context.Context) {
 			case <-t.C:
 				full = true
 			case <-fast:
-				r.checkSizes(ctx)
+				r.checkSizes(ctx, nil)
+			case <-changed:
+				if err := w.Err(); err != nil {
+					klog.FromContext(ctx).Error(err, "Container log watch ended; polling log sizes", "every", r.SizeCheck)
+					changed = nil
+					if r.SizeCheck > 0 {
+						ft := time.NewTicker(r.SizeCheck)
+						defer ft.Stop()
+						fast = ft.C
+					}
+					continue
+				}
+				paths, all := w.Take()
+				if all {
+					paths = nil
+				}
+				r.checkSizes(ctx, paths)
 			}
 		}
 	}
 }
 
-// checkSizes rotates the running containers' logs that are over the size
-// now (a container started since the last full pass is looked up once); a
-// container whose rotation fails (it stopped, say) is left to the next
+// watch starts the inotify watch of LogsDir, nil when there is none.
+func (r *Rotator) watch(ctx context.Context) *logWatch {
+	if r.LogsDir == "" {
+		return nil
+	}
+	gap := r.MinGap
+	if gap <= 0 {
+		gap = DefaultMinGap
+	}
+	if err := os.MkdirAll(r.LogsDir, 0o755); err != nil {
+		klog.FromContext(ctx).Error(err, "Container log watch off; polling log sizes", "every", r.SizeCheck)
+		return nil
+	}
+	w, err := newLogWatch(r.LogsDir, gap)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Container log watch off; polling log sizes", "every", r.SizeCheck)
+		return nil
+	}
+	return w
+}
+
+// checkSizes rotates the logs at paths (nil: every running container's)
+// that are over the size now. A log path not known from the last pass is
+// looked up once among the running containers; a log no running container
+// writes, or whose rotation fails (it stopped, say), is left to the next
 // full pass.
-func (r *Rotator) checkSizes(ctx context.Context) {
+func (r *Rotator) checkSizes(ctx context.Context, paths []string) {
 	if r.paths == nil {
 		r.paths = map[string]string{}
 	}
-	if list, err := r.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-	}); err == nil {
-		for _, c := range list {
-			if _, ok := r.paths[c.Id]; !ok {
-				if p, err := r.logPath(ctx, c.Id); err == nil && p != "" {
-					r.paths[c.Id] = p
-				}
+	over := map[string]string{} // path → container id ("" unknown)
+	ids := map[string]string{}
+	for id, p := range r.paths {
+		ids[p] = id
+	}
+	if paths == nil {
+		for id, p := range r.paths {
+			over[p] = id
+		}
+		r.learnRunning(ctx, ids, over, true)
+	} else {
+		for _, p := range paths {
+			if !r.failed[p] {
+				over[p] = ids[p]
 			}
 		}
 	}
-	for id, path := range r.paths {
-		fi, err := os.Stat(path)
-		if err != nil || fi.Size() <= r.Policy.MaxSize {
+	unknown := false
+	for p := range over {
+		if fi, err := os.Stat(p); err != nil || fi.Size() <= r.Policy.MaxSize {
+			delete(over, p)
+		} else if over[p] == "" {
+			unknown = true
+		}
+	}
+	if unknown && paths != nil {
+		r.learnRunning(ctx, ids, over, false)
+	}
+	fail := func(p string) {
+		if r.failed == nil {
+			r.failed = map[string]bool{}
+		}
+		r.failed[p] = true
+	}
+	for p, id := range over {
+		if id == "" { // no running container writes it
+			fail(p)
 			continue
 		}
-		if err := r.container(ctx, id); err != nil {
+		if err := r.rotate(ctx, id, p); err != nil {
 			delete(r.paths, id)
+			fail(p)
 			if ctx.Err() == nil {
 				klog.FromContext(ctx).V(2).Info("Container log rotation", "containerID", id, "err", err)
 			}
+		}
+	}
+}
+
+// learnRunning adds the running containers not in r.paths yet (their log
+// paths asked from the runtime) to r.paths, and to over where over has
+// their path, or every one when all (the check of every log).
+func (r *Rotator) learnRunning(ctx context.Context, ids, over map[string]string, all bool) {
+	list, err := r.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return
+	}
+	for _, c := range list {
+		if _, ok := r.paths[c.Id]; ok {
+			continue
+		}
+		p, err := r.logPath(ctx, c.Id)
+		if err != nil || p == "" {
+			continue
+		}
+		r.paths[c.Id] = p
+		ids[p] = c.Id
+		if _, ok := over[p]; ok || all {
+			over[p] = c.Id
 		}
 	}
 }
@@ -126,7 +235,7 @@ func (r *Rotator) Once(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	r.paths = map[string]string{}
+	r.paths, r.failed = map[string]string{}, nil
 	for i, c := range list {
 		if paths[i] != "" {
 			r.paths[c.Id] = paths[i]
@@ -141,15 +250,6 @@ func (r *Rotator) logPath(ctx context.Context, id string) (string, error) {
 		return "", fmt.Errorf("container %s: %w", id, err)
 	}
 	return st.GetStatus().GetLogPath(), nil
-}
-
-// container rotates container id's log, asking the runtime where it is.
-func (r *Rotator) container(ctx context.Context, id string) error {
-	path, err := r.logPath(ctx, id)
-	if err != nil || path == "" {
-		return err
-	}
-	return r.rotate(ctx, id, path)
 }
 
 // rotate applies the plan for container id's log at path.

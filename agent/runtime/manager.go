@@ -84,9 +84,9 @@ type PodVolumes interface {
 	SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, error)
 	// TearDown removes the volumes of pod uid once its containers are gone.
 	TearDown(ctx context.Context, uid types.UID) error
-	// SubPath returns the host path of subPath inside the volume at
-	// volumeHostPath, creating it when missing.
-	SubPath(volumeHostPath, subPath string) (string, error)
+	// SubPath returns the host path to mount for a subPath of pod's
+	// volume, creating it when missing.
+	SubPath(ctx context.Context, pod *v1.Pod, req SubPathRequest) (string, error)
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -495,7 +495,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	opts.Warn = func(reason, msg string) { r.warnFor(c.Name, reason, msg) }
 	if m.vols != nil {
-		opts.SubPath = m.vols.SubPath
+		opts.SubPath = func(req SubPathRequest) (string, error) { return m.vols.SubPath(ctx, pod, req) }
 	}
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))

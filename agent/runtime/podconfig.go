@@ -466,7 +466,7 @@ func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {
 func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	var errs []error
-	for _, vm := range c.VolumeMounts {
+	for idx, vm := range c.VolumeMounts {
 		i := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == vm.Name })
 		switch {
 		case i < 0:
@@ -488,8 +488,9 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env fu
 		}
 		if sub := subPath(vm, env); sub != "" {
 			var err error
-			if host, err = opts.SubPath(host, sub); err != nil {
-				errs = append(errs, fmt.Errorf("volume mount %q: %w", vm.Name, err))
+			if host, err = opts.SubPath(SubPathRequest{Container: c.Name, MountIndex: idx, Volume: vol.Name,
+				VolumeHostPath: host, SubPath: sub}); err != nil {
+				errs = append(errs, err) // kubelet's message, naming mount and container
 				continue
 			}
 		}

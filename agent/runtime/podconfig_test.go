@@ -541,7 +541,7 @@ func TestContainerMountsAndErrors(t *testing.T) {
 			Env:          []v1.EnvVar{{Name: "POD", Value: "p1"}},
 			VolumeMounts: []v1.VolumeMount{{Name: "scratch", MountPath: "/s", SubPathExpr: "logs/$(POD)"}}},
 			opts: ContainerOptions{VolumeHostPaths: map[string]string{"scratch": "/v"},
-				SubPath: func(vol, sub string) (string, error) { return vol + "/resolved/" + sub, nil }},
+				SubPath: func(r SubPathRequest) (string, error) { return r.VolumeHostPath + "/resolved/" + r.SubPath, nil }},
 			want: []*runtimeapi.Mount{{ContainerPath: "/s", HostPath: "/v/resolved/logs/p1"}}},
 		"no image": {c: v1.Container{Name: "c"}, wantErr: []string{`container "c" of pod p_ns(u): no image`}},
 	}

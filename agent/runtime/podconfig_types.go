@@ -136,10 +136,11 @@ type ContainerOptions struct {
 	// /etc/hosts unless the container mounts something there; "" mounts
 	// none.
 	EtcHostsHostPath string
-	// SubPath returns the host path of a volume mount's subPath (after
-	// subPathExpr expansion) inside the volume at volumeHostPath, creating
-	// it when missing (volume.PrepareSubPath); nil refuses subPaths.
-	SubPath func(volumeHostPath, subPath string) (string, error)
+	// SubPath returns the host path to mount for a volume mount's subPath
+	// (after subPathExpr expansion), creating it when missing
+	// (volume.Manager.SubPath); nil refuses subPaths. Its errors are the
+	// container's CreateContainerConfigError message as they are.
+	SubPath func(SubPathRequest) (string, error)
 	// ConfigMap and Secret look up the objects of the pod's namespace that
 	// env and envFrom reference (errors for missing ones match
 	// apierrors.IsNotFound); nil refuses such references.
@@ -187,3 +188,15 @@ func (e *UnsupportedError) Error() string {
 
 // Is makes errors.Is(err, ErrUnsupported) true.
 func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// SubPathRequest is one volume mount with a subPath or subPathExpr.
+type SubPathRequest struct {
+	// Container is the container's name; MountIndex the mount's index in
+	// its volumeMounts.
+	Container  string
+	MountIndex int
+	// Volume is the volume's name, VolumeHostPath its prepared host path.
+	Volume, VolumeHostPath string
+	// SubPath is the subPath, or the expanded subPathExpr.
+	SubPath string
+}

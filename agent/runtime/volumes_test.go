@@ -24,7 +24,9 @@ func (f *fakeVolumes) TearDown(_ context.Context, uid types.UID) error {
 	f.torn = append(f.torn, uid)
 	return nil
 }
-func (f *fakeVolumes) SubPath(vol, sub string) (string, error) { return vol + "/" + sub, nil }
+func (f *fakeVolumes) SubPath(_ context.Context, _ *v1.Pod, req SubPathRequest) (string, error) {
+	return req.VolumeHostPath + "/" + req.SubPath, nil
+}
 
 func TestSyncPodVolumes(t *testing.T) {
 	ctx := context.Background()

@@ -79,6 +79,12 @@ func userVisible(paths []string) []string {
 // WriteAtomic makes dir hold exactly payload in the atomic writer layout;
 // it changes nothing when dir already holds it. dir must exist.
 func WriteAtomic(dir string, payload map[string]FileProjection, now time.Time) error {
+	return writeAtomic(dir, payload, now, nil)
+}
+
+// writeAtomic is WriteAtomic calling setPerms (when not nil) once a new
+// version is written, before it is swapped in.
+func writeAtomic(dir string, payload map[string]FileProjection, now time.Time, setPerms func() error) error {
 	paths := make([]string, 0, len(payload))
 	for p := range payload {
 		if err := ValidatePayloadPath(p); err != nil {
@@ -97,6 +103,11 @@ func WriteAtomic(dir string, payload map[string]FileProjection, now time.Time) e
 	}
 	if err := writePayload(tsDir, paths, payload); err != nil {
 		return errors.Join(err, os.RemoveAll(tsDir))
+	}
+	if setPerms != nil {
+		if err := setPerms(); err != nil {
+			return errors.Join(err, os.RemoveAll(tsDir))
+		}
 	}
 	tmpLink := filepath.Join(dir, newDataDirName)
 	_ = os.Remove(tmpLink)

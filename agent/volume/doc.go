@@ -3,10 +3,13 @@
 // created (emptyDir on disk or tmpfs, hostPath with its type checks,
 // configMap, secret, downwardAPI and projected volumes written with
 // kubelet's atomic writer layout, service account tokens from the
-// TokenRequest API), keeps the API-backed ones up to date while the pod
-// runs (object changes, token rotation), tears them down after the
-// containers are gone and removes the leftovers of pods no one wants any
-// more (after a restart).
+// TokenRequest API; fsGroup ownership as kubelet's SetVolumeOwnership),
+// prepares subPath mounts (opened without following symlinks from the
+// volume root and bind-mounted under <uid>/volume-subpaths), keeps the
+// API-backed ones up to date while the pod runs (object changes, token
+// rotation), tears them down after the containers are gone (subPath bind
+// mounts first) and removes the leftovers of pods no one wants any more
+// (after a restart).
 //
 // The API objects come through the Objects and Tokens interfaces (ObjectManager
 // and TokenManager implement them over client-go; nil in standalone mode,

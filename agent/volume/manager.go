@@ -147,6 +147,10 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	if m.cfg.Tokens != nil {
 		m.cfg.Tokens.Forget(uid)
 	}
+	// The subPath bind mounts first: they pin the volumes' files.
+	if err := m.removeSubPaths(uid); err != nil {
+		return err
+	}
 	return m.removeVolumes(ctx, uid)
 }
 
@@ -223,7 +227,9 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 		if active {
 			continue
 		}
-		if _, err := os.Stat(m.VolumesDir(uid)); err != nil {
+		_, verr := os.Stat(m.VolumesDir(uid))
+		_, serr := os.Stat(filepath.Join(m.cfg.PodsDir, string(uid), subPathsDirName))
+		if verr != nil && serr != nil {
 			continue
 		}
 		klog.FromContext(ctx).Info("Removing volumes of an orphaned pod", "podUID", uid)

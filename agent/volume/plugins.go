@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -44,43 +45,50 @@ func EmptyDirSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource, nodeAllocatable int
 	return size
 }
 
+// setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory). A new
+// one gets emptyDirMode and, with an fsGroup, kubelet's volume ownership
+// (fsGroupChangePolicy honoured); one that exists already (the agent
+// restarted) is left as the pod made it, as kubelet leaves a ready one.
 func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolumeSource) (string, error) {
 	dir := m.VolumeDir(pod.UID, PluginEmptyDir, name)
+	_, err := os.Lstat(dir)
+	fresh := errors.Is(err, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
 	switch src.Medium {
 	case v1.StorageMediumDefault:
 	case v1.StorageMediumMemory:
-		if err := m.ensureTmpfs(dir, EmptyDirSize(pod, src, m.cfg.NodeAllocatable.Memory().Value())); err != nil {
+		mounted, err := m.ensureTmpfs(dir, EmptyDirSize(pod, src, m.cfg.NodeAllocatable.Memory().Value()))
+		if err != nil {
 			return "", err
 		}
+		fresh = fresh || mounted
 	default:
 		return "", fmt.Errorf("%w: emptyDir medium %q", ErrUnsupported, src.Medium)
 	}
-	mode := emptyDirMode
-	if g := fsGroup(pod); g != nil {
-		if err := os.Lchown(dir, -1, int(*g)); err != nil {
-			return "", fmt.Errorf("fsGroup: %w", err)
-		}
-		mode |= os.ModeSetgid
+	if !fresh {
+		return dir, nil
 	}
-	if err := os.Chmod(dir, mode); err != nil {
+	if err := os.Chmod(dir, emptyDirMode); err != nil {
 		return "", err
+	}
+	if g := fsGroup(pod); g != nil {
+		if err := SetOwnership(dir, *g, false, pod.Spec.SecurityContext.FSGroupChangePolicy); err != nil {
+			return "", err
+		}
 	}
 	return dir, nil
 }
 
-// ensureTmpfs mounts a tmpfs on dir unless one is there.
-func (m *Manager) ensureTmpfs(dir string, size int64) error {
-	mounted, err := m.mnt.IsMountPoint(dir)
-	if err != nil {
-		return err
+// ensureTmpfs mounts a tmpfs on dir unless one is there; mounted says it
+// did.
+func (m *Manager) ensureTmpfs(dir string, size int64) (mounted bool, err error) {
+	there, err := m.mnt.IsMountPoint(dir)
+	if err != nil || there {
+		return false, err
 	}
-	if mounted {
-		return nil
-	}
-	return m.mnt.MountTmpfs(dir, size)
+	return true, m.mnt.MountTmpfs(dir, size)
 }
 
 // FsUser is the user every container of pod runs as when they all set
@@ -180,14 +188,26 @@ func (m *Manager) writeVolume(pod *v1.Pod, plugin, name string, memory bool, pay
 		return "", err
 	}
 	if memory {
-		if err := m.ensureTmpfs(dir, 0); err != nil {
+		if _, err := m.ensureTmpfs(dir, 0); err != nil {
 			return "", err
 		}
 	}
-	if err := os.Chmod(dir, 0o755); err != nil {
+	mode := os.ModeDir | 0o755
+	g := fsGroup(pod)
+	var setPerms func() error
+	if g != nil {
+		// kubelet's ownership of a read-only volume, applied to the whole
+		// volume before a new version of the files is swapped in.
+		mode, _ = OwnershipMode(mode, true)
+		if err := os.Lchown(dir, -1, int(*g)); err != nil {
+			return "", fmt.Errorf("fsGroup: %w", err)
+		}
+		setPerms = func() error { return SetOwnership(dir, *g, true, nil) }
+	}
+	if err := os.Chmod(dir, mode); err != nil {
 		return "", err
 	}
-	if err := WriteAtomic(dir, WithFSGroup(payload, fsGroup(pod)), m.now()); err != nil {
+	if err := writeAtomic(dir, WithFSGroup(payload, g), m.now(), setPerms); err != nil {
 		return "", err
 	}
 	return dir, nil

@@ -174,7 +174,9 @@ func TestAgentVolumes(t *testing.T) {
 		}
 	}
 	mounts := mountsUnder(t, n.root)
-	wantMounts := []string{memDir, filepath.Join(vols, volume.PluginDownwardAPI, "info")}
+	subPaths := filepath.Join(n.root, "pods", string(pod.UID), "volume-subpaths", "scratch", "app")
+	wantMounts := []string{memDir, filepath.Join(vols, volume.PluginDownwardAPI, "info"),
+		filepath.Join(subPaths, "1"), filepath.Join(subPaths, "2")} // subPath bind mounts
 	for _, w := range wantMounts {
 		found := false
 		for _, m := range mounts {
@@ -194,6 +196,7 @@ func TestAgentVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, n, vols, 60*time.Second)
+	waitGone(t, n, filepath.Dir(filepath.Dir(subPaths)), 10*time.Second)
 	if _, err := os.Stat(filepath.Join(hostDir, "done")); err != nil {
 		t.Errorf("hostPath content after the pod went: %v", err)
 	}
@@ -224,5 +227,60 @@ func waitGone(t *testing.T, n *agentNode, path string, timeout time.Duration) {
 			t.Fatalf("%s still there after %v (mounts: %v)\nkernelet log:\n%s", path, timeout, mountsUnder(t, n.root), n.log(t))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A subPath that is a symlink out of its volume (made by an init container
+// inside an emptyDir, pointing at /etc: the host's, were it followed) is
+// refused: the container stays Waiting with CreateContainerConfigError and
+// kubelet's message, and nothing of the host is mounted.
+func TestAgentSubPathEscape(t *testing.T) {
+	cd := containerd.Shared(t)
+	n, _, _ := newAgentWithCleanup(t, cd)
+	volumeCleanup(t, n)
+	writeManifest(t, n.manifests, "esc.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: esc, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: plant
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command: ["/bin/sh", "-c", "ln -s /etc /data/escape && mkdir /data/fine"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  containers:
+  - name: app
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    command: ["/bin/sh", "-c", "exec sleep 3600"]
+    volumeMounts:
+    - {name: data, mountPath: /ok, subPath: fine}
+    - {name: data, mountPath: /host-etc, subPath: escape}
+  volumes:
+  - {name: data, emptyDir: {}}
+`, images.TestboxImage))
+	n.start(t)
+	msg := waitWaiting(t, n, "esc-"+n.node, "CreateContainerConfigError", 60*time.Second)
+	// kernelet prefixes every container config error with the container
+	// and pod; the rest is kubelet's message.
+	if want := `: failed to prepare subPath for volumeMount "data" of container "app"`; !strings.HasSuffix(msg, want) {
+		t.Errorf("message = %q, want it to end with %q", msg, want)
+	}
+	for _, m := range mountsUnder(t, n.root) {
+		if strings.Contains(m, "/volume-subpaths/data/app/1") {
+			t.Errorf("the escaping subPath is mounted: %s", m)
+		}
+	}
+	if err := os.Remove(filepath.Join(n.manifests, "esc.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	l, err := n.pods(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range l.Items {
+		waitGone(t, n, filepath.Join(n.root, "pods", string(p.UID), "volume-subpaths"), 60*time.Second)
 	}
 }
