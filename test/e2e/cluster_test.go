@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ type clusterNode struct {
 	is    internalapi.ImageManagerService
 }
 
+// clusterNodes counts the cluster nodes of this test binary.
+var clusterNodes atomic.Int32
+
 func newClusterNode(t *testing.T) *clusterNode {
 	t.Helper()
 	cd := containerd.Shared(t)
@@ -52,7 +56,10 @@ func newClusterNode(t *testing.T) *clusterNode {
 	}
 	n, rs, _ := newAgentWithCleanup(t, cd)
 	_, is := criClients(t, cd)
-	c := &clusterNode{agentNode: n, admin: admin, rs: rs, is: is, ns: strings.ToLower(env.RunID()) + "-cluster"}
+	// A namespace per cluster node: a test's namespace may still be
+	// terminating when the next test of the binary starts.
+	ns := fmt.Sprintf("%s-cluster%d", strings.ToLower(env.RunID()), clusterNodes.Add(1))
+	c := &clusterNode{agentNode: n, admin: admin, rs: rs, is: is, ns: ns}
 	n.namespaces = append(n.namespaces, c.ns) // agentCleanup kills what the runtime holds of them
 	kc, err := srv.NodeKubeconfig(n.node)
 	if err != nil {
