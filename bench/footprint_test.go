@@ -74,6 +74,7 @@ type footprint struct {
 	exeSecs exeSections
 	heap    float64 // go_memstats_heap_inuse_bytes, 0 when not read
 	startup time.Duration
+	cpu     float64 // CPU used while sampling, in cores (user + system)
 }
 
 func (f footprint) median() int64 {
@@ -189,19 +190,27 @@ func reportFootprint(b *testing.B, kl, ke []footprint, settle time.Duration) {
 		b.ReportMetric(kh, "kernelet_heap_MiB")
 		b.ReportMetric(lh, "kubelet_heap_MiB")
 	}
+	cpu := func(f footprint) float64 { return f.cpu * 1000 }
+	kCPU, lCPU := mean(ke, cpu), mean(kl, cpu)
+	b.ReportMetric(kCPU, "kernelet_cpu_millicores")
+	b.ReportMetric(lCPU, "kubelet_cpu_millicores")
+	if lCPU > 0 {
+		b.ReportMetric(kCPU/lCPU, "cpu_ratio")
+	}
 	verdict := "meets"
 	if kRSS/lRSS > 0.5 {
 		verdict = "misses"
 	}
 	last := func(fs []footprint) footprint { return fs[len(fs)-1] }
 	b.Logf("footprint, idle with %d running pods (%v settled, %d samples %v apart): kernelet RSS %.1f MiB (max %.1f), kubelet %s RSS %.1f MiB (max %.1f); ratio %.2f× (max %.2f×), %s the goal ≤ 0.5×\n"+
+		"  CPU while sampling (user+system): kernelet %.1f millicores, kubelet %.1f millicores\n"+
 		"  Go heap in use: kernelet %.1f MiB, kubelet %.1f MiB; RSS anon/file: kernelet %.1f/%.1f MiB, kubelet %.1f/%.1f MiB; node Ready after: kernelet %v, kubelet %v\n"+
 		"  of the file part, the agent's executable: kernelet %.1f MiB, kubelet %.1f MiB\n"+
 		"  kernelet's executable: %v\n"+
 		"  kubelet's executable:  %v\n"+
 		"  VmRSS samples (MiB): kernelet %v, kubelet %v",
 		footprintPods, settle, footprintSamples, footprintEvery, kRSS, kMax, footprintKubeletVersion, lRSS, lMax, kRSS/lRSS, kMax/lMax, verdict,
-		kh, lh, mib(last(ke).anon), mib(last(ke).file), mib(last(kl).anon), mib(last(kl).file),
+		kCPU, lCPU, kh, lh, mib(last(ke).anon), mib(last(ke).file), mib(last(kl).anon), mib(last(kl).file),
 		last(ke).startup.Round(time.Millisecond), last(kl).startup.Round(time.Millisecond),
 		mib(last(ke).exe), mib(last(kl).exe), last(ke).exeSecs, last(kl).exeSecs, mibs(last(ke).rss), mibs(last(kl).rss))
 }
@@ -252,6 +261,7 @@ func (a *footprintAgent) run(b *testing.B, settle time.Duration) footprint {
 	f.startup = a.waitNodeReady(b)
 	a.runPods(b)
 	time.Sleep(settle)
+	cpu0, t0 := procCPU(a.cmd.Process.Pid), time.Now()
 	for i := range footprintSamples {
 		if i > 0 {
 			time.Sleep(footprintEvery)
@@ -268,6 +278,7 @@ func (a *footprintAgent) run(b *testing.B, settle time.Duration) footprint {
 		f.rss = append(f.rss, st["VmRSS"])
 		f.anon, f.file = st["RssAnon"], st["RssFile"]
 	}
+	f.cpu = (procCPU(a.cmd.Process.Pid) - cpu0).Seconds() / time.Since(t0).Seconds()
 	f.heap = a.heapInUse(b.Context())
 	f.exe = exeRSS(a.cmd.Process.Pid, a.bin)
 	var err error

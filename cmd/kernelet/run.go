@@ -101,6 +101,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	setDefaultGOGC()
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "kernelet run: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return 2
