@@ -118,23 +118,8 @@ func BenchmarkFootprint(b *testing.B) {
 		b.Fatalf("CRI runtime client: %v", err)
 	}
 	b.Cleanup(func() { _ = rs.Close(context.Background()) })
-	settle := footprintSettle
-	if s := os.Getenv("KERNELET_FOOTPRINT_SETTLE"); s != "" {
-		if settle, err = time.ParseDuration(s); err != nil {
-			b.Fatalf("KERNELET_FOOTPRINT_SETTLE: %v", err)
-		}
-	}
-	ns := strings.ToLower(env.RunID()) + "-footprint"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := admin.CoreV1().Namespaces().Delete(c, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			b.Errorf("cleanup: delete namespace %s: %v", ns, err)
-		}
-	})
+	settle := envDuration(b, "KERNELET_FOOTPRINT_SETTLE", footprintSettle)
+	ns := benchNamespace(ctx, b, admin, "footprint")
 
 	var kl, ke []footprint
 	for i := range b.N {

@@ -126,6 +126,35 @@ func envInt(b *testing.B, name string, def int) int {
 	return def
 }
 
+// envDuration is $name as a duration, def when unset.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	if s := os.Getenv(name); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		return d
+	}
+	return def
+}
+
+// benchNamespace creates the namespace "<run id>-<suffix>" for a
+// benchmark's API pods and deletes it when the benchmark ends.
+func benchNamespace(ctx context.Context, b *testing.B, admin kubernetes.Interface, suffix string) string {
+	ns := strings.ToLower(env.RunID()) + "-" + suffix
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := admin.CoreV1().Namespaces().Delete(c, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			b.Errorf("cleanup: delete namespace %s: %v", ns, err)
+		}
+	})
+	return ns
+}
+
 func BenchmarkObjectStrategies(b *testing.B) {
 	env.RequireRoot(b)
 	cd := containerd.Shared(b)
@@ -141,23 +170,8 @@ func BenchmarkObjectStrategies(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = rs.Close(context.Background()) })
 	pods := envInt(b, "KERNELET_OBJECTS_PODS", objectPods)
-	window := objectsWindow
-	if s := os.Getenv("KERNELET_OBJECTS_WINDOW"); s != "" {
-		if window, err = time.ParseDuration(s); err != nil {
-			b.Fatalf("KERNELET_OBJECTS_WINDOW: %v", err)
-		}
-	}
-	ns := strings.ToLower(env.RunID()) + "-objects"
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := admin.CoreV1().Namespaces().Delete(c, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			b.Errorf("cleanup: delete namespace %s: %v", ns, err)
-		}
-	})
+	window := envDuration(b, "KERNELET_OBJECTS_WINDOW", objectsWindow)
+	ns := benchNamespace(ctx, b, admin, "objects")
 	for _, name := range []string{"cfg-a", "cfg-b"} {
 		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Data: map[string]string{"key": name}}, metav1.CreateOptions{}); err != nil {

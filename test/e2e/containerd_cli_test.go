@@ -57,13 +57,7 @@ func TestContainerdUpDownCLI(t *testing.T) {
 	t0 := time.Now()
 	out := testenv("containerd", "up", "--name", name, "--testbox", testbox)
 	upTime := time.Since(t0)
-	vars := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-			vars[k] = v
-		}
-	}
+	vars := parseExports(out)
 	if vars["CONTAINERD_STATE"] != sd || vars["CONTAINERD_ENDPOINT"] != "unix://"+filepath.Join(sd, "containerd.sock") {
 		t.Fatalf("up printed %q", out)
 	}
@@ -108,4 +102,16 @@ func TestContainerdUpDownCLI(t *testing.T) {
 	}
 	t.Logf("testenv containerd up returned in %v with containerd %d and registry %d running; down took %v",
 		upTime.Round(time.Millisecond), daemons["containerd.pid"].pid, daemons[containerd.RegistryPidFile].pid, downTime.Round(time.Millisecond))
+}
+
+// parseExports reads the `export K=V` lines `testenv containerd up` prints.
+func parseExports(out string) map[string]string {
+	vars := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
+			vars[k] = v
+		}
+	}
+	return vars
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -65,13 +64,7 @@ func TestReapKilledRun(t *testing.T) {
 	t0 := time.Now()
 	out := testenv("containerd", "up", "--testbox", filepath.Join(bin, "testbox"))
 	t.Logf("containerd up took %v", time.Since(t0).Round(time.Millisecond))
-	vars := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-			vars[k] = v
-		}
-	}
+	vars := parseExports(out)
 	if vars["CONTAINERD_STATE"] != sd {
 		t.Fatalf("containerd up printed %q", out)
 	}
