@@ -17,6 +17,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/volume"
@@ -52,6 +53,8 @@ type pods struct {
 	vols *volume.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
+	// probes runs the containers' probes (agent/probes.go).
+	probes *prober.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -121,6 +124,10 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
+	if err := p.startProbes(rs, a.registry); err != nil {
+		return err
+	}
+	defer p.probes.Stop()
 	p.syncOpt = setup.Sync
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
@@ -278,6 +285,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
+	p.probes.RemovePod(uid)
 }
 
 // retryMargin is added to a back-off expiry so that the sync it asks for
@@ -290,7 +298,9 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if err != nil {
 		return podworkers.SyncResult{}, err
 	}
-	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
+	opts := p.syncOpt
+	opts.Unhealthy = p.unhealthy(pod)
+	r := p.mgr.SyncPod(ctx, pod, st, opts)
 	p.recordEvents(pod, r.Events)
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
@@ -301,7 +311,8 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
-	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs})}
+	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, r.Waiting))}
+	p.probes.UpdatePod(pod, res.Status)
 	if at := r.Actions.RetryAt; !at.IsZero() {
 		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
 	}
@@ -328,7 +339,8 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
-	return runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs}), nil
+	p.probes.RemovePod(pod.UID) // nothing of it runs: no more probes
+	return runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, waiting)), nil
 }
 
 // KillPod implements podworkers.Syncer: the pod's containers and sandboxes

@@ -137,7 +137,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		m.backoff = NewBackoff(m.clock)
 	}
 	if m.hc == nil {
-		m.hc = &http.Client{Timeout: 10 * time.Second}
+		m.hc = hookClient()
 	}
 	if m.rmWait == 0 {
 		m.rmWait = 5 * time.Second
@@ -157,6 +157,10 @@ type SyncOptions struct {
 	// RestartCount, ImageRef, the image user, PodIPs and
 	// TerminationMessageHostPath.
 	Container ContainerOptions
+	// Unhealthy lists, by container ID, the running containers that
+	// failed their liveness or startup probe: the sync kills them and
+	// starts them again per the restart policy (KillUnhealthy).
+	Unhealthy map[string]Unhealthy
 }
 
 // Step is the outcome of one action of a sync or kill.
@@ -250,6 +254,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
+	a = KillUnhealthy(pod, st, a, opts.Unhealthy)
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
@@ -488,8 +493,10 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		if len(podIPs) > 0 {
 			host = podIPs[0]
 		}
-		if msg, err := m.runHook(ctx, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
-			r.warnFor(c.Name, EventFailedPostStartHook, msg)
+		if msg, err := m.runHook(ctx, pod, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
+			// As kubelet: the event does not carry the message (it may
+			// hold secrets); the container's waiting state does.
+			r.warnFor(c.Name, EventFailedPostStartHook, "PostStartHook failed")
 			cs := &ContainerStatus{ID: id, Name: c.Name, State: ContainerRunning}
 			m.killContainers(ctx, pod, map[string]KillInfo{id: {Name: c.Name, Reason: EventFailedPostStartHook,
 				Message: "FailedPostStartHook", Container: cs}}, nil, r)

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Unhealthy is a running container that failed its liveness or startup
+// probe (agent/prober says which).
+type Unhealthy struct {
+	// Probe is "liveness" or "startup".
+	Probe string
+	// Grace is the probe's terminationGracePeriodSeconds; nil: the pod's
+	// grace applies.
+	Grace *int64
+}
+
+// Kill reasons of containers that failed a probe (kubelet's).
+const (
+	KillReasonLivenessProbe = "LivenessProbe"
+	KillReasonStartupProbe  = "StartupProbe"
+)
+
+// ProbeKillMessage is the Killing event of a container that failed its
+// probe ("liveness" or "startup"), kubelet's text; restart says whether
+// it will be started again.
+func ProbeKillMessage(probe, container string, restart bool) string {
+	msg := fmt.Sprintf("Container %s failed %s probe", container, probe)
+	if restart {
+		msg += ", will be restarted"
+	}
+	return msg
+}
+
+// KillUnhealthy adds to a the kills of the running containers of the
+// current sandbox that failed a probe (unhealthy, by container ID), with
+// the probe's grace, and their restart unless the restart policy is Never
+// (sidecars always restart). It is pure; a is returned changed.
+func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[string]Unhealthy) PodActions {
+	if len(unhealthy) == 0 || a.KillPod || a.SandboxID == "" {
+		return a
+	}
+	for _, c := range st.Containers {
+		u, ok := unhealthy[c.ID]
+		if !ok || c.SandboxID != a.SandboxID || c.State != ContainerRunning || st.FindContainer(c.Name) != c {
+			continue
+		}
+		if _, killed := a.ContainersToKill[c.ID]; killed {
+			continue
+		}
+		idx, sidecar := -1, false
+		for i := range pod.Spec.Containers {
+			if pod.Spec.Containers[i].Name == c.Name {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			for i := range pod.Spec.InitContainers {
+				ic := &pod.Spec.InitContainers[i]
+				if ic.Name == c.Name && ic.RestartPolicy != nil && *ic.RestartPolicy == v1.ContainerRestartPolicyAlways {
+					idx, sidecar = i, true
+				}
+			}
+		}
+		if idx < 0 {
+			continue
+		}
+		restart := sidecar || pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		reason := KillReasonLivenessProbe
+		if u.Probe == "startup" {
+			reason = KillReasonStartupProbe
+		}
+		k := KillInfo{Name: c.Name, Reason: reason, Message: ProbeKillMessage(u.Probe, c.Name, restart), Container: c}
+		if u.Grace != nil {
+			g := time.Duration(max(*u.Grace, 0)) * time.Second
+			k.Grace = &g
+		}
+		if a.ContainersToKill == nil {
+			a.ContainersToKill = map[string]KillInfo{}
+		}
+		a.ContainersToKill[c.ID] = k
+		if !restart {
+			continue
+		}
+		if sidecar {
+			a.InitContainersToStart = appendOnce(a.InitContainersToStart, idx)
+		} else {
+			a.ContainersToStart = appendOnce(a.ContainersToStart, idx)
+		}
+	}
+	return a
+}
+
+func appendOnce(list []int, i int) []int {
+	for _, v := range list {
+		if v == i {
+			return list
+		}
+	}
+	return append(list, i)
+}
