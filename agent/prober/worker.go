@@ -82,7 +82,7 @@ func (w *worker) doProbe() bool {
 		return false // stopped meanwhile: the answer is moot
 	}
 	w.m.metrics.observe(pod, w.key.container, w.key.kind, outcome, w.m.clock.Since(start))
-	w.event(pod, outcome, output, err)
+	w.event(pod, outcome, output, err, podIP)
 	if r := w.state.Record(w.key.kind, w.probe, outcome); r != Unknown {
 		w.publish(pod, tick.ContainerID, r)
 	}
@@ -104,12 +104,12 @@ func (w *worker) publish(pod *v1.Pod, id string, r Result) {
 }
 
 // event records the Unhealthy or ProbeWarning event of one probe run.
-func (w *worker) event(pod *v1.Pod, o Outcome, output string, err error) {
+func (w *worker) event(pod *v1.Pod, o Outcome, output string, err error, podIP string) {
 	log := klog.FromContext(w.ctx)
 	var typ, reason, msg string
 	switch o {
 	case OutcomeFailure:
-		log.V(1).Info("Probe failed", "output", output)
+		log.V(1).Info("Probe failed", "podIP", podIP, "output", output)
 		typ, reason, msg = v1.EventTypeWarning, EventUnhealthy, UnhealthyMessage(w.key.kind, output)
 	case OutcomeUnknown:
 		log.V(1).Info("Probe errored", "err", err)

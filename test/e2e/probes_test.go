@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
 // TestProbes runs probes and lifecycle hooks on a kernelet node of the
@@ -30,6 +31,16 @@ func TestProbes(t *testing.T) {
 	t.Run("StartupDelaysLiveness", func(t *testing.T) { testProbeStartup(t, c) })
 	t.Run("GRPC", func(t *testing.T) { testProbeGRPC(t, c) })
 	t.Run("Hooks", func(t *testing.T) { testProbeHooks(t, c) })
+}
+
+// reachPods lets the agent (on the host) reach the pod network once a
+// pod-network sandbox exists: probes and hooks go to pod IPs.
+func reachPods(t *testing.T, c *clusterNode, runningPod string) {
+	t.Helper()
+	c.waitPhase(t, runningPod, v1.PodRunning, 60*time.Second)
+	if err := containerd.Shared(t).ReachPods(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func execProbe(period, failures int32, cmd ...string) *v1.Probe {
@@ -158,6 +169,7 @@ func testProbeReadinessHTTP(t *testing.T, c *clusterNode) {
 	p.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("web")}},
 		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 2}
 	pod := c.createPod(t, p)
+	reachPods(t, c, pod.Name)
 	c.waitStatus(t, pod.Name, "Ready", 60*time.Second, func(p *v1.Pod) bool {
 		return podReady(p) && containersReady(p) && firstStatus(p).Ready
 	})
@@ -208,6 +220,7 @@ func testProbeGRPC(t *testing.T, c *clusterNode) {
 	p.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9000, Service: &svc}},
 		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 2}
 	pod := c.createPod(t, p)
+	reachPods(t, c, pod.Name)
 	c.waitStatus(t, pod.Name, "Ready", 60*time.Second, podReady)
 	c.waitStatus(t, pod.Name, "not Ready after NOT_SERVING", 60*time.Second, func(p *v1.Pod) bool { return !podReady(p) })
 	c.waitEventMessage(t, pod, "Unhealthy", `Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`)
@@ -248,6 +261,7 @@ func testProbeHooks(t *testing.T, c *clusterNode) {
 	sp.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(8443)}},
 		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 1}
 	server := c.createPod(t, sp)
+	reachPods(t, c, server.Name)
 	ready := c.waitStatus(t, server.Name, "Ready", 60*time.Second, podReady)
 	ip := ready.Status.PodIP
 
