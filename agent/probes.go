@@ -3,9 +3,11 @@ package agent
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
@@ -24,7 +26,10 @@ func (p *pods) startProbes(rs internalapi.RuntimeService, reg prometheus.Registe
 		Event: func(pod *v1.Pod, container, typ, reason, msg string) {
 			p.recorder.Event(events.PodRef(pod, container), typ, reason, msg)
 		},
-		OnChange:  func(uid types.UID) { p.workers.Wake(uid) },
+		OnChange: func(uid types.UID) {
+			p.workers.Wake(uid)
+			p.terminatingReadiness(uid)
+		},
 		UserAgent: probeUserAgent(node.KubernetesVersion()),
 	})
 	if err := reg.Register(p.probes.Metrics()); err != nil {
@@ -65,4 +70,73 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 		Started: func(_ types.UID, name, id string) bool { return p.probes.Started(pod, name, id) },
 		Ready:   func(_ types.UID, name, id string) bool { return p.probes.Ready(pod, name, id) },
 	}
+}
+
+// terminatingReadiness reports the readiness the probes now say of a pod
+// that is terminating (its worker no longer syncs it): as kubelet, a
+// readiness probe that fails during the grace period makes the pod not
+// Ready.
+func (p *pods) terminatingReadiness(uid types.UID) {
+	if p.status == nil {
+		return
+	}
+	for _, r := range p.workers.Pods() {
+		if r.Pod.UID != uid || !r.Terminating {
+			continue
+		}
+		pod := r.Pod
+		st, changed := WithReadiness(r.Status, p.now(), func(name, id string) bool { return p.probes.Ready(pod, name, id) })
+		if changed {
+			p.status.SetStatus(pod, st)
+		}
+	}
+}
+
+// WithReadiness returns st with the ready field of its running
+// containers as ready says (by name and runtime container ID) and the
+// ContainersReady and Ready conditions that follow; changed tells whether
+// anything differs.
+func WithReadiness(st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
+	out := *st.DeepCopy()
+	changed := false
+	var unready []string
+	update := func(list []v1.ContainerStatus, sidecarsOnly bool) {
+		for i := range list {
+			cs := &list[i]
+			if cs.State.Running != nil {
+				id := cs.ContainerID
+				if j := strings.Index(id, "://"); j >= 0 {
+					id = id[j+3:]
+				}
+				if r := ready(cs.Name, id); r != cs.Ready {
+					cs.Ready, changed = r, true
+				}
+			}
+			if !cs.Ready && (!sidecarsOnly || cs.State.Running != nil) {
+				unready = append(unready, cs.Name)
+			}
+		}
+	}
+	update(out.InitContainerStatuses, true)
+	update(out.ContainerStatuses, false)
+	if !changed {
+		return st, false
+	}
+	for i := range out.Conditions {
+		c := &out.Conditions[i]
+		if c.Type != v1.ContainersReady && c.Type != v1.PodReady {
+			continue
+		}
+		was := c.Status
+		if len(unready) == 0 {
+			c.Status, c.Reason, c.Message = v1.ConditionTrue, "", ""
+		} else {
+			c.Status, c.Reason = v1.ConditionFalse, "ContainersNotReady"
+			c.Message = fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+		}
+		if c.Status != was {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+	}
+	return out, true
 }

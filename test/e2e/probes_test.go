@@ -31,6 +31,25 @@ func TestProbes(t *testing.T) {
 	t.Run("StartupDelaysLiveness", func(t *testing.T) { testProbeStartup(t, c) })
 	t.Run("GRPC", func(t *testing.T) { testProbeGRPC(t, c) })
 	t.Run("Hooks", func(t *testing.T) { testProbeHooks(t, c) })
+	t.Run("ReadinessWhileTerminating", func(t *testing.T) { testProbeTerminating(t, c) })
+}
+
+// A pod whose readiness probe fails during its grace period is reported
+// not Ready while it terminates.
+func testProbeTerminating(t *testing.T, c *clusterNode) {
+	p := shellPod("terminating", "trap 'rm -f /tmp/ready; sleep 15; exit 0' TERM; touch /tmp/ready; while true; do sleep 1; done")
+	grace := int64(30)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	p.Spec.Containers[0].ReadinessProbe = execProbe(1, 1, "cat", "/tmp/ready")
+	pod := c.createPod(t, p)
+	c.waitStatus(t, pod.Name, "Ready", 60*time.Second, podReady)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStatus(t, pod.Name, "not Ready while terminating", 30*time.Second, func(p *v1.Pod) bool {
+		return p.DeletionTimestamp != nil && !podReady(p) && !firstStatus(p).Ready
+	})
+	c.waitGone(t, pod.Name, pod.UID, 60*time.Second)
 }
 
 // reachPods lets the agent (on the host) reach the pod network once a
