@@ -146,9 +146,9 @@ func containerName(c *v1.Container) string {
 	return c.Name
 }
 
-// ProbeURL is the URL of an httpGet action for t: scheme (default http),
+// probeURL is the URL of an httpGet action for t: scheme (default http),
 // host, resolved port, path (with its query).
-func ProbeURL(g *v1.HTTPGetAction, t target) (*url.URL, error) {
+func probeURL(g *v1.HTTPGetAction, t target) (*url.URL, error) {
 	port, err := ResolvePort(g.Port, t.container)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func ProbeURL(g *v1.HTTPGetAction, t target) (*url.URL, error) {
 // host is followed, one to another host is a success with a warning; any
 // other status or a transport error fails.
 func (h *handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t target, timeout time.Duration) (Outcome, string, error) {
-	u, err := ProbeURL(g, t)
+	u, err := probeURL(g, t)
 	if err != nil {
 		return OutcomeUnknown, "", err
 	}
