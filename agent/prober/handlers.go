@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	criclient "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
+
+	"github.com/kernelet/kernelet/agent/runtime"
 )
 
 // maxBody is how much of an HTTP probe's response body is read (kubelet's
@@ -62,7 +64,7 @@ func (h *handlers) run(ctx context.Context, p *v1.Probe, t target) (Outcome, str
 	timeout := Timeout(p)
 	switch {
 	case p.Exec != nil:
-		return h.runExec(ctx, p.Exec.Command, t.containerID, timeout)
+		return h.runExec(ctx, ExpandCommand(p.Exec.Command, t.container), t.containerID, timeout)
 	case p.HTTPGet != nil:
 		return h.runHTTP(ctx, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
@@ -79,6 +81,30 @@ func (h *handlers) run(ctx context.Context, p *v1.Probe, t target) (Outcome, str
 		return h.runGRPC(ctx, net.JoinHostPort(t.podIP, strconv.Itoa(int(p.GRPC.Port))), service, timeout)
 	}
 	return OutcomeUnknown, "", errors.New("probe has no handler")
+}
+
+// ExpandCommand expands $(NAME) in an exec probe's command with the
+// container's env variables that have a literal value (as kubelet: no
+// valueFrom, no service variables).
+func ExpandCommand(cmd []string, c *v1.Container) []string {
+	if c == nil || len(c.Env) == 0 {
+		return cmd
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	lookup := func(name string) (string, bool) {
+		v, ok := env[name]
+		return v, ok
+	}
+	out := make([]string, len(cmd))
+	for i, s := range cmd {
+		out[i] = runtime.Expand(s, lookup)
+	}
+	return out
 }
 
 func hostOr(host, podIP string) string {

@@ -146,3 +146,11 @@ func TestExecProbe(t *testing.T) {
 		})
 	}
 }
+
+func TestExpandCommand(t *testing.T) {
+	c := &v1.Container{Env: []v1.EnvVar{{Name: "F", Value: "/tmp/health"}, {Name: "S", ValueFrom: &v1.EnvVarSource{}}}}
+	got := ExpandCommand([]string{"cat", "$(F)", "$(S)", "$$(F)"}, c)
+	if strings.Join(got, " ") != "cat /tmp/health $(S) $(F)" {
+		t.Fatalf("ExpandCommand = %q", got)
+	}
+}
