@@ -183,7 +183,7 @@ func testProbeLiveness(t *testing.T, c *clusterNode) {
 // A readiness httpGet probe makes the container and the pod Ready, and
 // not Ready once the workload answers 503.
 func testProbeReadinessHTTP(t *testing.T, c *clusterNode) {
-	p := apiTestPod("readiness", 2, "serve", "--http", ":8080", "--fail-after", "10s")
+	p := apiTestPod("readiness", 2, "serve", "--http", ":8080", "--fail-after", "20s")
 	p.Spec.Containers[0].Ports = []v1.ContainerPort{{Name: "web", ContainerPort: 8080}}
 	p.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("web")}},
 		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 2}
@@ -234,7 +234,7 @@ func testProbeStartup(t *testing.T, c *clusterNode) {
 // A grpc readiness probe against testbox's gRPC health server passes,
 // then fails once it answers NOT_SERVING.
 func testProbeGRPC(t *testing.T, c *clusterNode) {
-	p := apiTestPod("grpc", 2, "serve", "--grpc", ":9000", "--fail-after", "10s")
+	p := apiTestPod("grpc", 2, "serve", "--grpc", ":9000", "--fail-after", "20s")
 	svc := "kernelet"
 	p.Spec.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9000, Service: &svc}},
 		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 2}
