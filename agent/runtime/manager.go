@@ -254,7 +254,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
-	a = KillUnhealthy(pod, st, a, opts.Unhealthy)
+	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
@@ -422,7 +422,6 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) (*Waiting, error) {
-	prev := st.FindContainer(c.Name)
 	restartCount := nextRestartCount(st, c.Name)
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
@@ -476,8 +475,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
 	}
 	r.normalFor(c.Name, EventCreated, "Created container: "+c.Name)
-	if prev != nil && prev.State == ContainerExited {
-		// A restart: the next exit waits longer.
+	if prev := newestExited(st, c.Name); prev != nil {
+		// A restart (after an exit, or a kill by a failed probe, of a
+		// container that exited before): the next exit waits longer.
 		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.StartedAt, prev.FinishedAt)
 	}
 	if err := m.rs.StartContainer(ctx, id); err != nil {

@@ -37,8 +37,12 @@ func ProbeKillMessage(probe, container string, restart bool) string {
 // KillUnhealthy adds to a the kills of the running containers of the
 // current sandbox that failed a probe (unhealthy, by container ID), with
 // the probe's grace, and their restart unless the restart policy is Never
-// (sidecars always restart). It is pure; a is returned changed.
-func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[string]Unhealthy) PodActions {
+// (sidecars always restart). As kubelet's, the restart waits while the
+// previous exited instance of the container is still in CrashLoopBackOff
+// (backoff at now; nil: no back-off): then the container is only killed
+// and a.BackOff says until when. It is pure (backoff is only read); a is
+// returned changed.
+func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[string]Unhealthy, now time.Time, backoff BackoffChecker) PodActions {
 	if len(unhealthy) == 0 || a.KillPod || a.SandboxID == "" {
 		return a
 	}
@@ -81,7 +85,7 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 			a.ContainersToKill = map[string]KillInfo{}
 		}
 		a.ContainersToKill[c.ID] = k
-		if !restart {
+		if !restart || heldBack(pod, st, c.Name, now, backoff, &a) {
 			continue
 		}
 		if sidecar {
@@ -91,6 +95,37 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 		}
 	}
 	return a
+}
+
+// heldBack tells whether the restart of the container named name waits
+// for the back-off of its newest exited instance, recording the hold in a.
+func heldBack(pod *v1.Pod, st *PodStatus, name string, now time.Time, backoff BackoffChecker, a *PodActions) bool {
+	prev := newestExited(st, name)
+	if prev == nil || backoff == nil {
+		return false
+	}
+	held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: name}, prev.StartedAt, prev.FinishedAt, now)
+	if !held {
+		return false
+	}
+	if a.BackOff == nil {
+		a.BackOff = map[string]Waiting{}
+	}
+	a.BackOff[name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, name, pod.Name, pod.Namespace, pod.UID)}
+	if until := prev.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {
+		a.RetryAt = until
+	}
+	return true
+}
+
+// newestExited is the newest exited container named name, nil when none.
+func newestExited(st *PodStatus, name string) *ContainerStatus {
+	for _, c := range st.containersOf(name) {
+		if c.State == ContainerExited {
+			return c
+		}
+	}
+	return nil
 }
 
 func appendOnce(list []int, i int) []int {

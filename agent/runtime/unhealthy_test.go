@@ -39,7 +39,7 @@ func TestKillUnhealthy(t *testing.T) {
 			if len(a.ContainersToKill)+len(a.ContainersToStart)+len(a.InitContainersToStart) != 0 {
 				t.Fatalf("healthy pod has actions: %+v", a)
 			}
-			a = KillUnhealthy(pod, st, a, tc.unhealthy)
+			a = KillUnhealthy(pod, st, a, tc.unhealthy, time.Now(), nil)
 			var msg string
 			var g *time.Duration
 			for _, k := range a.ContainersToKill {
@@ -55,6 +55,34 @@ func TestKillUnhealthy(t *testing.T) {
 				t.Fatalf("start %v init %v", a.ContainersToStart, a.InitContainersToStart)
 			}
 		})
+	}
+}
+
+// A container killed by its liveness probe is restarted at once, unless
+// its previous exited instance is still backed off (as kubelet's).
+func TestKillUnhealthyBackOff(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	now := time.Unix(10000, 0)
+	sb := &SandboxStatus{ID: "sb", Ready: true, HostNetwork: true}
+	cur := &ContainerStatus{ID: "c2", SandboxID: "sb", Name: "app", State: ContainerRunning, Hash: HashContainer(&pod.Spec.Containers[0]), CreatedAt: now.Add(-5 * time.Second)}
+	old := &ContainerStatus{ID: "c1", SandboxID: "sb", Name: "app", State: ContainerExited, CreatedAt: now.Add(-30 * time.Second),
+		StartedAt: now.Add(-30 * time.Second), FinishedAt: now.Add(-6 * time.Second)}
+	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{cur, old}}
+	b := NewBackoff(nil)
+	key := BackoffKey{UID: pod.UID, Name: "app"}
+	unhealthy := map[string]Unhealthy{"c2": {Probe: "liveness"}}
+	// No back-off yet for c1: restart at once.
+	a := KillUnhealthy(pod, st, ComputePodActions(pod, st, now, b), unhealthy, now, b)
+	if len(a.ContainersToStart) != 1 || len(a.BackOff) != 0 {
+		t.Fatalf("first: start %v backoff %v", a.ContainersToStart, a.BackOff)
+	}
+	// Two restarts recorded before: the delay after c1 has grown to 20 s,
+	// and c1 exited 6 s ago: held.
+	b.Restarted(key, old.StartedAt, old.FinishedAt.Add(-time.Minute))
+	b.Restarted(key, old.StartedAt, old.FinishedAt.Add(-30*time.Second))
+	a = KillUnhealthy(pod, st, ComputePodActions(pod, st, now, b), unhealthy, now, b)
+	if len(a.ContainersToKill) != 1 || len(a.ContainersToStart) != 0 || a.BackOff["app"].Reason != ReasonCrashLoopBackOff || a.RetryAt.IsZero() {
+		t.Fatalf("held: kill %v start %v backoff %v retry %v", a.ContainersToKill, a.ContainersToStart, a.BackOff, a.RetryAt)
 	}
 }
 
