@@ -299,7 +299,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		return podworkers.SyncResult{}, err
 	}
 	opts := p.syncOpt
-	opts.Unhealthy = p.unhealthy(pod)
+	opts.Unhealthy, opts.NotStarted = p.unhealthy(pod), p.probes.NotStarted(pod)
 	r := p.mgr.SyncPod(ctx, pod, st, opts)
 	p.recordEvents(pod, r.Events)
 	p.mu.Lock()

@@ -230,6 +230,29 @@ func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
 	return out
 }
 
+// NotStarted lists, by container ID, the running containers of pod with
+// a startup probe that has not passed yet.
+func (m *Manager) NotStarted(pod *v1.Pod) map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[pod.UID]
+	if ps == nil {
+		return nil
+	}
+	var out map[string]bool
+	for name, cs := range ps.containers {
+		c := FindContainer(pod, name)
+		if c == nil || c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[cs.id] = true
+	}
+	return out
+}
+
 // set stores a result; it reports whether it changed.
 func (m *Manager) set(id string, k Kind, r Result) bool {
 	m.mu.Lock()

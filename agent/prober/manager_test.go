@@ -114,6 +114,12 @@ func TestManagerStartup(t *testing.T) {
 	if m.Started(pod, "app", "s1") || m.Ready(pod, "app", "s1") {
 		t.Fatal("started before the startup probe passed")
 	}
+	if !m.NotStarted(pod)["s1"] {
+		t.Fatalf("NotStarted = %v", m.NotStarted(pod))
+	}
 	up.Store(true)
 	waitUntil(t, "started", func() bool { return m.Started(pod, "app", "s1") && m.Ready(pod, "app", "s1") })
+	if len(m.NotStarted(pod)) != 0 {
+		t.Fatalf("NotStarted after the start: %v", m.NotStarted(pod))
+	}
 }

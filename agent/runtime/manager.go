@@ -161,6 +161,10 @@ type SyncOptions struct {
 	// failed their liveness or startup probe: the sync kills them and
 	// starts them again per the restart policy (KillUnhealthy).
 	Unhealthy map[string]Unhealthy
+	// NotStarted lists, by container ID, the running containers whose
+	// startup probe has not passed yet: an initializing pod waits for its
+	// sidecars among them (HoldForStartup).
+	NotStarted map[string]bool
 }
 
 // Step is the outcome of one action of a sync or kill.
@@ -255,6 +259,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
 	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
+	a = HoldForStartup(pod, st, a, opts.NotStarted)
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w

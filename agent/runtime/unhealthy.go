@@ -136,3 +136,43 @@ func appendOnce(list []int, i int) []int {
 	}
 	return append(list, i)
 }
+
+// HoldForStartup keeps a pod that is initializing from going past a
+// running sidecar (restartPolicy Always init container) with a startup
+// probe that has not passed yet (notStarted, by container ID): the init
+// containers after it and the app containers wait, as kubelet's. Once an
+// app container ran in the current sandbox it changes nothing. It is
+// pure; a is returned changed.
+func HoldForStartup(pod *v1.Pod, st *PodStatus, a PodActions, notStarted map[string]bool) PodActions {
+	if len(notStarted) == 0 || a.KillPod || a.SandboxID == "" {
+		return a
+	}
+	var current []*ContainerStatus
+	for _, c := range st.Containers {
+		if c.SandboxID == a.SandboxID {
+			current = append(current, c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if newest(current, pod.Spec.Containers[i].Name) != nil {
+			return a // initialized
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		s := newest(current, ic.Name)
+		if ic.StartupProbe == nil || ic.RestartPolicy == nil || *ic.RestartPolicy != v1.ContainerRestartPolicyAlways ||
+			s == nil || s.State != ContainerRunning || !notStarted[s.ID] {
+			continue
+		}
+		var keep []int
+		for _, j := range a.InitContainersToStart {
+			if j <= i {
+				keep = append(keep, j)
+			}
+		}
+		a.InitContainersToStart, a.ContainersToStart = keep, nil
+		return a
+	}
+	return a
+}

@@ -115,3 +115,24 @@ func TestToAPIStatusProbes(t *testing.T) {
 		})
 	}
 }
+
+// An initializing pod waits for a running sidecar whose startup probe has
+// not passed.
+func TestHoldForStartup(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, []string{"init"}, []string{"side"}, "app")
+	pod.Spec.InitContainers[0].StartupProbe = &v1.Probe{}
+	sb := &SandboxStatus{ID: "sb", Ready: true, HostNetwork: true}
+	side := &ContainerStatus{ID: "s1", SandboxID: "sb", Name: "side", State: ContainerRunning, Hash: HashContainer(&pod.Spec.InitContainers[0])}
+	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{side}}
+	a := ComputePodActions(pod, st, time.Now(), nil)
+	if len(a.InitContainersToStart) != 1 || a.InitContainersToStart[0] != 1 {
+		t.Fatalf("without the hold: init %v", a.InitContainersToStart)
+	}
+	held := HoldForStartup(pod, st, a, map[string]bool{"s1": true})
+	if len(held.InitContainersToStart) != 0 || len(held.ContainersToStart) != 0 {
+		t.Fatalf("held: init %v app %v", held.InitContainersToStart, held.ContainersToStart)
+	}
+	if got := HoldForStartup(pod, st, a, map[string]bool{"other": true}); len(got.InitContainersToStart) != 1 {
+		t.Fatalf("started sidecar held: %v", got.InitContainersToStart)
+	}
+}
