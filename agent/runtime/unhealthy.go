@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,19 +139,21 @@ func appendOnce(list []int, i int) []int {
 }
 
 // HoldForStartup keeps a pod that is initializing from going past a
-// running sidecar (restartPolicy Always init container) with a startup
-// probe that has not passed yet (notStarted, by container ID): the init
-// containers after it and the app containers wait, as kubelet's. Once an
-// app container ran in the current sandbox it changes nothing. It is
-// pure; a is returned changed.
+// sidecar (restartPolicy Always init container) with a startup probe that
+// is started by this sync or runs and has not passed its probe yet
+// (notStarted, by container ID): the init containers after it and the app
+// containers wait, as kubelet's. Once an app container ran in the current
+// sandbox it changes nothing. It is pure; a is returned changed.
 func HoldForStartup(pod *v1.Pod, st *PodStatus, a PodActions, notStarted map[string]bool) PodActions {
-	if len(notStarted) == 0 || a.KillPod || a.SandboxID == "" {
+	if a.KillPod && !a.CreateSandbox {
 		return a
 	}
 	var current []*ContainerStatus
-	for _, c := range st.Containers {
-		if c.SandboxID == a.SandboxID {
-			current = append(current, c)
+	if st != nil && a.SandboxID != "" {
+		for _, c := range st.Containers {
+			if c.SandboxID == a.SandboxID {
+				current = append(current, c)
+			}
 		}
 	}
 	for i := range pod.Spec.Containers {
@@ -160,9 +163,12 @@ func HoldForStartup(pod *v1.Pod, st *PodStatus, a PodActions, notStarted map[str
 	}
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
+		if ic.StartupProbe == nil || ic.RestartPolicy == nil || *ic.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			continue
+		}
 		s := newest(current, ic.Name)
-		if ic.StartupProbe == nil || ic.RestartPolicy == nil || *ic.RestartPolicy != v1.ContainerRestartPolicyAlways ||
-			s == nil || s.State != ContainerRunning || !notStarted[s.ID] {
+		starting := slices.Contains(a.InitContainersToStart, i)
+		if !starting && (s == nil || s.State != ContainerRunning || !notStarted[s.ID]) {
 			continue
 		}
 		var keep []int

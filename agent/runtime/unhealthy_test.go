@@ -135,4 +135,10 @@ func TestHoldForStartup(t *testing.T) {
 	if got := HoldForStartup(pod, st, a, map[string]bool{"other": true}); len(got.InitContainersToStart) != 1 {
 		t.Fatalf("started sidecar held: %v", got.InitContainersToStart)
 	}
+	// A new pod: the sidecar starts, nothing after it.
+	fresh := ComputePodActions(pod, nil, time.Now(), nil)
+	got := HoldForStartup(pod, nil, fresh, nil)
+	if !got.CreateSandbox || len(got.InitContainersToStart) != 1 || got.InitContainersToStart[0] != 0 || len(got.ContainersToStart) != 0 {
+		t.Fatalf("fresh pod: %+v (before: %+v)", got, fresh)
+	}
 }

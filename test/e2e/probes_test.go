@@ -32,6 +32,38 @@ func TestProbes(t *testing.T) {
 	t.Run("GRPC", func(t *testing.T) { testProbeGRPC(t, c) })
 	t.Run("Hooks", func(t *testing.T) { testProbeHooks(t, c) })
 	t.Run("ReadinessWhileTerminating", func(t *testing.T) { testProbeTerminating(t, c) })
+	t.Run("SidecarStartupProbe", func(t *testing.T) { testProbeSidecarStartup(t, c) })
+}
+
+// The app container of a pod waits until its sidecar's startup probe
+// passed.
+func testProbeSidecarStartup(t *testing.T, c *clusterNode) {
+	p := shellPod("sidecar-startup", "exec /testbox sleep")
+	always := v1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []v1.Container{{Name: "side", Image: p.Spec.Containers[0].Image, ImagePullPolicy: v1.PullIfNotPresent,
+		RestartPolicy: &always, Command: []string{"/bin/sh", "-c", "sleep 5; touch /tmp/up; exec /testbox sleep"},
+		StartupProbe: execProbe(1, 60, "cat", "/tmp/up")}}
+	pod := c.createPod(t, p)
+	sidecar := func(p *v1.Pod) v1.ContainerStatus {
+		if len(p.Status.InitContainerStatuses) == 0 {
+			return v1.ContainerStatus{}
+		}
+		return p.Status.InitContainerStatuses[0]
+	}
+	c.waitStatus(t, pod.Name, "sidecar running, not started; app waiting", 60*time.Second, func(p *v1.Pod) bool {
+		s := sidecar(p)
+		return s.State.Running != nil && s.Started != nil && !*s.Started && firstStatus(p).State.Waiting != nil
+	})
+	running := c.waitStatus(t, pod.Name, "app running", 60*time.Second, func(p *v1.Pod) bool { return firstStatus(p).State.Running != nil })
+	if s := sidecar(running); s.Started == nil || !*s.Started {
+		t.Fatalf("app running before the sidecar started: sidecar %+v", s)
+	}
+	// The sidecar cannot pass its probe before 5 s; API times are whole
+	// seconds.
+	side, app := sidecar(running).State.Running.StartedAt.Time, firstStatus(running).State.Running.StartedAt.Time
+	if app.Sub(side) < 4*time.Second {
+		t.Errorf("app started %v after the sidecar, before its startup probe could pass", app.Sub(side))
+	}
 }
 
 // A pod whose readiness probe fails during its grace period is reported
