@@ -19,6 +19,7 @@ import (
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/volume"
@@ -67,6 +68,9 @@ type pods struct {
 
 	// deadlines tracks activeDeadlineSeconds.
 	deadlines *deadlines
+
+	// probes runs the containers' probes (agent/probes.go).
+	probes *prober.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -143,6 +147,10 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
+	if err := p.startProbes(rs, a.registry); err != nil {
+		return err
+	}
+	defer p.probes.Stop()
 	p.syncOpt = setup.Sync
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
@@ -310,6 +318,7 @@ func (p *pods) forget(uid types.UID) {
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
 	p.deadlines.forget(uid)
+	p.probes.RemovePod(uid)
 }
 
 // retryMargin is added to a back-off expiry so that the sync it asks for
@@ -336,10 +345,12 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		p.mu.Lock()
 		waiting := p.waiting[pod.UID]
 		p.mu.Unlock()
-		out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+		out := runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, waiting))
 		return podworkers.SyncResult{Status: runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())}, nil
 	}
-	r := p.mgr.SyncPod(ctx, pod, st, p.syncOpt)
+	opts := p.syncOpt
+	opts.Unhealthy, opts.NotStarted = p.unhealthy(pod), p.probes.NotStarted(pod)
+	r := p.mgr.SyncPod(ctx, pod, st, opts)
 	p.recordEvents(pod, r.Events)
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
@@ -350,7 +361,8 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
-	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: r.Waiting, HostIPs: p.hostIPs})}
+	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, r.Waiting))}
+	p.probes.UpdatePod(pod, res.Status)
 	if at := r.Actions.RetryAt; !at.IsZero() {
 		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
 	}
@@ -380,7 +392,8 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
-	out := runtime.ToAPIStatus(pod, st, p.now(), runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs})
+	p.probes.RemovePod(pod.UID) // nothing of it runs: no more probes
+	out := runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, waiting))
 	if p.deadlines.isExceeded(pod.UID) {
 		out = runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -232,7 +233,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 		if pod != nil && pod.Status.PodIP != "" {
 			host = pod.Status.PodIP
 		}
-		if hmsg, err := m.runHook(hctx, id, spec, preStop, host, grace); err != nil {
+		if hmsg, err := m.runHook(hctx, pod, id, spec, preStop, host, grace); err != nil {
 			r.warnFor(k.Name, EventFailedPreStopHook, hmsg)
 		}
 		cancel()
@@ -250,27 +251,38 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 	return err
 }
 
-// runHook runs a lifecycle handler for container id: exec through
-// ExecSync, httpGet to host (or the handler's host), or sleep. It returns
-// kubelet's failure message with the error.
-func (m *Manager) runHook(ctx context.Context, id string, c *v1.Container, h *v1.LifecycleHandler, host string, timeout time.Duration) (string, error) {
+// runHook runs a lifecycle handler for container id (c, of pod; both may
+// be nil for an orphan): exec through ExecSync, httpGet (http or https,
+// certificates not verified) to host or the handler's host, or sleep. It
+// returns kubelet's failure message with the error. As kubelet's, an HTTP
+// hook fails on a transport error only, whatever the status code.
+func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, id string, c *v1.Container, h *v1.LifecycleHandler, host string, timeout time.Duration) (string, error) {
+	name := id
+	if c != nil {
+		name = c.Name
+	}
+	who := hookPodName(pod)
 	switch {
 	case h.Exec != nil:
 		out, errOut, err := m.rs.ExecSync(ctx, id, h.Exec.Command, timeout)
 		if err != nil {
-			msg := fmt.Sprintf("Exec lifecycle hook (%v) for Container %q failed - error: %v, message: %q", h.Exec.Command, id, err, string(out)+string(errOut))
+			msg := fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", h.Exec.Command, name, who, err, string(out)+string(errOut))
 			return msg, err
 		}
 		return "", nil
 	case h.HTTPGet != nil:
+		fail := func(err error) (string, error) {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, name, who, err), err
+		}
 		u, err := hookURL(h.HTTPGet, c, host)
 		if err != nil {
-			return fmt.Sprintf("HTTP lifecycle hook for Container %q failed - error: %v", id, err), err
+			return fail(err)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
-			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q failed - error: %v", h.HTTPGet.Path, id, err), err
+			return fail(err)
 		}
+		req.Header.Set("User-Agent", "kube-lifecycle/"+kubeMinor)
 		for _, hd := range h.HTTPGet.HTTPHeaders {
 			if strings.EqualFold(hd.Name, "host") {
 				req.Host = hd.Value
@@ -279,26 +291,43 @@ func (m *Manager) runHook(ctx context.Context, id string, c *v1.Container, h *v1
 			req.Header.Add(hd.Name, hd.Value)
 		}
 		resp, err := m.hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
-			_ = resp.Body.Close()
-			if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-				err = fmt.Errorf("HTTP status %d", resp.StatusCode)
-			}
-		}
 		if err != nil {
-			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q failed - error: %v", h.HTTPGet.Path, id, err), err
+			return fail(err)
 		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+		_ = resp.Body.Close()
 		return "", nil
 	case h.Sleep != nil:
 		select {
 		case <-ctx.Done():
+			err := errors.New("container terminated before sleep hook finished")
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v", h.Sleep.Seconds, name, who, err), err
 		case <-m.clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
 		}
 		return "", nil
 	}
-	err := errors.New("handler has no action")
-	return fmt.Sprintf("Lifecycle hook for Container %q failed - error: %v", id, err), err
+	err := fmt.Errorf("invalid handler: %v", h)
+	return fmt.Sprintf("Cannot run handler: %v", err), err
+}
+
+// kubeMinor is the Kubernetes version of the User-Agent of HTTP hooks.
+const kubeMinor = "1.37"
+
+// hookPodName is how hook messages name a pod: name_namespace(uid), as
+// kubelet's.
+func hookPodName(pod *v1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// hookClient runs httpGet hooks: a 10 s timeout, no proxy, https without
+// certificate verification (as kubelet).
+func hookClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // hooks do not verify, as kubelet's
+	}}
 }
 
 // hookURL is the URL of an httpGet handler: scheme, host (the handler's,

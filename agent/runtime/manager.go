@@ -147,7 +147,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		m.backoff = NewBackoff(m.clock)
 	}
 	if m.hc == nil {
-		m.hc = &http.Client{Timeout: 10 * time.Second}
+		m.hc = hookClient()
 	}
 	if m.rmWait == 0 {
 		m.rmWait = 5 * time.Second
@@ -167,6 +167,14 @@ type SyncOptions struct {
 	// RestartCount, ImageRef, the image user, PodIPs and
 	// TerminationMessageHostPath.
 	Container ContainerOptions
+	// Unhealthy lists, by container ID, the running containers that
+	// failed their liveness or startup probe: the sync kills them and
+	// starts them again per the restart policy (KillUnhealthy).
+	Unhealthy map[string]Unhealthy
+	// NotStarted lists, by container ID, the running containers whose
+	// startup probe has not passed yet: an initializing pod waits for its
+	// sidecars among them (HoldForStartup).
+	NotStarted map[string]bool
 }
 
 // Step is the outcome of one action of a sync or kill.
@@ -260,6 +268,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
+	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
+	a = HoldForStartup(pod, st, a, opts.NotStarted)
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
@@ -471,7 +481,6 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) (*Waiting, error) {
-	prev := st.FindContainer(c.Name)
 	restartCount := nextRestartCount(st, c.Name)
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
@@ -525,8 +534,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
 	}
 	r.normalFor(c.Name, EventCreated, "Created container: "+c.Name)
-	if prev != nil && prev.State == ContainerExited {
-		// A restart: the next exit waits longer.
+	if prev := newestExited(st, c.Name); prev != nil {
+		// A restart (after an exit, or a kill by a failed probe, of a
+		// container that exited before): the next exit waits longer.
 		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.StartedAt, prev.FinishedAt)
 	}
 	if err := m.rs.StartContainer(ctx, id); err != nil {
@@ -542,8 +552,10 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		if len(podIPs) > 0 {
 			host = podIPs[0]
 		}
-		if msg, err := m.runHook(ctx, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
-			r.warnFor(c.Name, EventFailedPostStartHook, msg)
+		if msg, err := m.runHook(ctx, pod, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
+			// As kubelet: the event does not carry the message (it may
+			// hold secrets); the container's waiting state does.
+			r.warnFor(c.Name, EventFailedPostStartHook, "PostStartHook failed")
 			cs := &ContainerStatus{ID: id, Name: c.Name, State: ContainerRunning}
 			m.killContainers(ctx, pod, map[string]KillInfo{id: {Name: c.Name, Reason: EventFailedPostStartHook,
 				Message: "FailedPostStartHook", Container: cs}}, nil, r)

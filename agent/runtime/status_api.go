@@ -20,6 +20,10 @@ type StatusInputs struct {
 	// Ready tells the readiness of running containers; nil: ready =
 	// running.
 	Ready ReadyFunc
+	// Started tells whether running containers passed their startup
+	// probe; nil: started = running. A container not started is not
+	// ready.
+	Started ReadyFunc
 	// HostIPs are the node's addresses; hostNetwork pods get them as pod
 	// IPs too.
 	HostIPs []string
@@ -190,9 +194,9 @@ func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInput
 	switch cur.State {
 	case ContainerRunning:
 		out.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cur.StartedAt)}
-		tr := true
-		out.Started = &tr
-		out.Ready = in.Ready == nil || in.Ready(pod.UID, c.Name, cur.ID)
+		started := in.Started == nil || in.Started(pod.UID, c.Name, cur.ID)
+		out.Started = &started
+		out.Ready = started && (in.Ready == nil || in.Ready(pod.UID, c.Name, cur.ID))
 	case ContainerExited:
 		term := terminated(cur, scheme)
 		if waiting {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -29,7 +28,7 @@ modes:
   alloc --mib N [--rate MiB/s] [--hold]
   fork --n N [--for D]
   write --mib N --file PATH [--sync]
-  serve --http ADDR | --tcp ADDR
+  serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
   exit --code N [--after D]
   fetch --url URL [--bearer-file F] [--ca-file F] [--post-data S]
 `
@@ -46,6 +45,9 @@ type config struct {
 	sync      bool          // write: fsync at the end
 	httpAddr  string        // serve
 	tcpAddr   string        // serve
+	httpsAddr string        // serve: HTTPS with a self-signed certificate
+	grpcAddr  string        // serve: the gRPC health service (h2c)
+	failAfter time.Duration // serve: from then on HTTP answers 503, gRPC NOT_SERVING (0: never)
 	exitCode  int           // exit
 	url       string        // fetch
 	bearer    string        // fetch: file holding a bearer token
@@ -83,6 +85,9 @@ func parse(args []string) (*config, error) {
 	case "serve":
 		fs.StringVar(&c.httpAddr, "http", "", "HTTP listen address")
 		fs.StringVar(&c.tcpAddr, "tcp", "", "TCP echo listen address")
+		fs.StringVar(&c.httpsAddr, "https", "", "HTTPS listen address (self-signed certificate)")
+		fs.StringVar(&c.grpcAddr, "grpc", "", "gRPC health service listen address (plaintext HTTP/2)")
+		fs.DurationVar(&c.failAfter, "fail-after", 0, "fail health checks from this long after the start (0: never)")
 	case "exit":
 		fs.IntVar(&c.exitCode, "code", -1, "exit status (0-255)")
 		fs.DurationVar(&c.duration, "after", 0, "delay before exiting")
@@ -135,8 +140,17 @@ func (c *config) validate() error {
 			return errors.New("--file is required")
 		}
 	case "serve":
-		if (c.httpAddr == "") == (c.tcpAddr == "") {
-			return errors.New("exactly one of --http and --tcp is required")
+		n := 0
+		for _, a := range []string{c.httpAddr, c.httpsAddr, c.grpcAddr, c.tcpAddr} {
+			if a != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			return errors.New("exactly one of --http, --https, --grpc and --tcp is required")
+		}
+		if c.failAfter < 0 {
+			return errors.New("--fail-after must be >= 0")
 		}
 	case "exit":
 		if c.exitCode < 0 || c.exitCode > 255 {
@@ -362,43 +376,47 @@ func (b *box) write(c *config) (int, error) {
 }
 
 func (b *box) serve(c *config) (int, error) {
-	addr := c.httpAddr
-	if addr == "" {
-		addr = c.tcpAddr
+	var addr, kind string
+	for _, a := range [][2]string{{c.httpAddr, "http"}, {c.httpsAddr, "https"}, {c.grpcAddr, "grpc"}, {c.tcpAddr, "tcp"}} {
+		if a[0] != "" {
+			addr, kind = a[0], a[1]
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return 1, fmt.Errorf("listen: %w", err)
 	}
 	done := make(chan error, 1)
-	if c.httpAddr != "" {
-		b.logf("testbox serve: pid=%d http=%s", os.Getpid(), ln.Addr())
-		srv := &http.Server{Handler: okHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { done <- srv.Serve(ln) }()
+	if kind == "tcp" {
+		b.logf("testbox serve: pid=%d tcp=%s", os.Getpid(), ln.Addr())
+		go func() { done <- echo(ln) }()
 		select {
 		case <-b.sigs:
-			_ = srv.Close()
+			_ = ln.Close()
 			return 0, nil
 		case err := <-done:
-			return 1, fmt.Errorf("serve http: %w", err)
+			return 1, fmt.Errorf("serve tcp: %w", err)
 		}
 	}
-	b.logf("testbox serve: pid=%d tcp=%s", os.Getpid(), ln.Addr())
-	go func() { done <- echo(ln) }()
+	srv, err := b.server(kind, c.failAfter)
+	if err != nil {
+		return 1, err
+	}
+	b.logf("testbox serve: pid=%d %s=%s", os.Getpid(), kind, ln.Addr())
+	go func() {
+		if kind == "https" {
+			done <- srv.ServeTLS(ln, "", "")
+		} else {
+			done <- srv.Serve(ln)
+		}
+	}()
 	select {
 	case <-b.sigs:
-		_ = ln.Close()
+		_ = srv.Close()
 		return 0, nil
 	case err := <-done:
-		return 1, fmt.Errorf("serve tcp: %w", err)
+		return 1, fmt.Errorf("serve %s: %w", kind, err)
 	}
-}
-
-func okHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok")
-	})
 }
 
 // echo accepts connections until ln is closed and echoes what each sends.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +18,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // TestMain lets the tests run this test binary as testbox itself (for fork,
@@ -57,6 +63,8 @@ func TestParse(t *testing.T) {
 		"serve tcp":       {args: []string{"serve", "--tcp", "127.0.0.1:9"}, want: &config{mode: "serve", tcpAddr: "127.0.0.1:9"}},
 		"serve both":      {args: []string{"serve", "--http", ":1", "--tcp", ":2"}, wantErr: true},
 		"serve neither":   {args: []string{"serve"}, wantErr: true},
+		"serve grpc":      {args: []string{"serve", "--grpc", ":9000", "--fail-after", "5s"}, want: &config{mode: "serve", grpcAddr: ":9000", failAfter: 5 * time.Second}},
+		"serve two kinds": {args: []string{"serve", "--https", ":1", "--grpc", ":2"}, wantErr: true},
 		"exit":            {args: []string{"exit", "--code", "3", "--after", "1s"}, want: &config{mode: "exit", exitCode: 3, duration: time.Second}},
 		"exit no code":    {args: []string{"exit"}, wantErr: true},
 		"exit code range": {args: []string{"exit", "--code", "256"}, wantErr: true},
@@ -462,4 +470,78 @@ func parentOf(t *testing.T, pid int) int {
 	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
+}
+
+// serve --grpc answers the gRPC health protocol: SERVING, then NOT_SERVING
+// once --fail-after passed.
+func TestServeGRPCHealth(t *testing.T) {
+	out, sigs, done := start(t, "serve", "--grpc", "127.0.0.1:0", "--fail-after", "2s")
+	addr := listenAddr(t, out.next(t), "grpc")
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	check := func() healthpb.HealthCheckResponse_ServingStatus {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "svc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetStatus()
+	}
+	if s := check(); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("status %v, want SERVING", s)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for check() != healthpb.HealthCheckResponse_NOT_SERVING {
+		if time.Now().After(deadline) {
+			t.Fatal("never NOT_SERVING after --fail-after")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sigs <- syscall.SIGTERM
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
+	}
+}
+
+// serve --https answers over TLS with a self-signed certificate and logs
+// each request; --fail-after turns it to 503.
+func TestServeHTTPSFailAfter(t *testing.T) {
+	out, sigs, done := start(t, "serve", "--https", "127.0.0.1:0", "--fail-after", "1s")
+	addr := listenAddr(t, out.next(t), "https")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test server
+	resp, err := client.Get("https://" + addr + "/hook?x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if line := out.next(t); !strings.Contains(line, "GET /hook?x=1") {
+		t.Fatalf("request log %q", line)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get("https://" + addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never 503 after --fail-after")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sigs <- syscall.SIGTERM
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
+	}
 }

@@ -15,7 +15,12 @@
 //	                                         itself); on SIGTERM stop them and exit 0
 //	testbox write --mib N --file PATH [--sync]
 //	                                         write N MiB to PATH (fsync with --sync), exit 0
-//	testbox serve --http ADDR | --tcp ADDR   HTTP: 200 "ok" on / and /healthz; TCP: echo
+//	testbox serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
+//	                                         HTTP(S): 200 "ok" on every path (HTTPS with a
+//	                                         self-signed certificate), each request logged;
+//	                                         gRPC: the grpc.health.v1 Check service (plaintext
+//	                                         HTTP/2), SERVING; TCP: echo. From D after the start
+//	                                         on, HTTP(S) answers 503 and gRPC NOT_SERVING
 //	testbox exit --code N [--after D]        exit N after D (at once on SIGTERM)
 //
 // Exit status 2 means a usage error, 1 a failure of the mode itself.

@@ -1,0 +1,307 @@
+package prober
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// resultKey names one probe result: a container (by ID) and a kind.
+type resultKey struct {
+	containerID string
+	kind        Kind
+}
+
+// workerKey names one worker: a probe of a container of a pod, by name.
+type workerKey struct {
+	uid       types.UID
+	container string
+	kind      Kind
+}
+
+// podState is what the Manager knows of a pod: its spec and, by container
+// name, its newest container as the last status said.
+type podState struct {
+	pod        *v1.Pod
+	containers map[string]containerState
+	podIP      string
+}
+
+type containerState struct {
+	id        string
+	running   bool
+	startedAt time.Time
+}
+
+// Manager runs the probe workers of every pod it is told about and keeps
+// their results. It is safe for concurrent use.
+type Manager struct {
+	cfg     Config
+	clock   clock.WithTicker
+	h       *handlers
+	metrics *Metrics
+	start   time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	pods    map[types.UID]*podState
+	workers map[workerKey]*worker
+	results map[resultKey]Result
+}
+
+// New returns a Manager; Stop ends its workers.
+func New(cfg Config) *Manager {
+	m := &Manager{cfg: cfg, clock: cfg.Clock, h: newHandlers(cfg.Exec, cfg.UserAgent), metrics: NewMetrics(),
+		pods: map[types.UID]*podState{}, workers: map[workerKey]*worker{}, results: map[resultKey]Result{}}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
+	}
+	m.start = m.clock.Now()
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m
+}
+
+// Metrics is the Manager's prober_probe_* collector, for the agent's
+// registry.
+func (m *Manager) Metrics() *Metrics { return m.metrics }
+
+// Stop ends every worker and waits for them.
+func (m *Manager) Stop() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+// trimScheme turns a status containerID ("containerd://abc") into the
+// runtime's ID.
+func trimScheme(id string) string {
+	if i := strings.Index(id, "://"); i >= 0 {
+		return id[i+3:]
+	}
+	return id
+}
+
+// UpdatePod tells the Manager pod's spec and status (after a sync): it
+// starts a worker for each probe of pod's containers (and restartable
+// init containers) that has none, and stops those of probes gone from
+// the spec.
+func (m *Manager) UpdatePod(pod *v1.Pod, st v1.PodStatus) {
+	ps := &podState{pod: pod, containers: map[string]containerState{}, podIP: st.PodIP}
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, cs := range list {
+			c := containerState{id: trimScheme(cs.ContainerID)}
+			if r := cs.State.Running; r != nil {
+				c.running, c.startedAt = true, r.StartedAt.Time
+			}
+			ps.containers[cs.Name] = c
+		}
+	}
+	wanted := map[workerKey]*v1.Probe{}
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			for _, k := range Kinds {
+				if p := Spec(&list[i], k); p != nil {
+					wanted[workerKey{uid: pod.UID, container: list[i].Name, kind: k}] = p
+				}
+			}
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.pods[pod.UID] = ps
+	for k, w := range m.workers {
+		if k.uid != pod.UID {
+			continue
+		}
+		if p, ok := wanted[k]; !ok || !sameProbe(p, w.probe) {
+			w.stop()
+			delete(m.workers, k)
+		}
+	}
+	for k, p := range wanted {
+		if _, ok := m.workers[k]; ok {
+			continue
+		}
+		w := newWorker(m, k, p, pod)
+		m.workers[k] = w
+		m.wg.Go(func() { w.run() })
+	}
+}
+
+// sameProbe tells whether two probe specs are the same (a change restarts
+// the worker).
+func sameProbe(a, b *v1.Probe) bool {
+	return a.String() == b.String()
+}
+
+// RemovePod stops the workers of pod uid and forgets its results.
+func (m *Manager) RemovePod(uid types.UID) {
+	m.mu.Lock()
+	ps := m.pods[uid]
+	delete(m.pods, uid)
+	for k, w := range m.workers {
+		if k.uid == uid {
+			w.stop()
+			delete(m.workers, k)
+		}
+	}
+	if ps != nil {
+		for _, c := range ps.containers {
+			for _, k := range Kinds {
+				delete(m.results, resultKey{c.id, k})
+			}
+		}
+	}
+	m.mu.Unlock()
+	if ps != nil {
+		m.metrics.forget(ps.pod)
+	}
+}
+
+// result is the current result of a probe of container id.
+func (m *Manager) result(id string, k Kind) Result {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.results[resultKey{id, k}]
+}
+
+// Started tells whether the running container id (named name) of pod has
+// started: without a startup probe at once, with one once it succeeded.
+func (m *Manager) Started(pod *v1.Pod, name, id string) bool {
+	c := FindContainer(pod, name)
+	if c == nil {
+		return true
+	}
+	return Started(c.StartupProbe != nil, m.result(id, Startup))
+}
+
+// Ready tells whether the running container id (named name) of pod is
+// ready: started, and without a readiness probe at once, with one once it
+// succeeded and until it fails.
+func (m *Manager) Ready(pod *v1.Pod, name, id string) bool {
+	c := FindContainer(pod, name)
+	if c == nil {
+		return true
+	}
+	started := Started(c.StartupProbe != nil, m.result(id, Startup))
+	return Ready(started, c.ReadinessProbe != nil, m.result(id, Readiness))
+}
+
+// Unhealthy lists, by container ID, the containers of pod that failed
+// their liveness or startup probe.
+func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[pod.UID]
+	if ps == nil {
+		return nil
+	}
+	var out map[string]Unhealthy
+	for name, cs := range ps.containers {
+		c := FindContainer(pod, name)
+		if c == nil || cs.id == "" {
+			continue
+		}
+		for _, k := range []Kind{Startup, Liveness} {
+			if m.results[resultKey{cs.id, k}] != Failure {
+				continue
+			}
+			if out == nil {
+				out = map[string]Unhealthy{}
+			}
+			u := Unhealthy{Kind: k}
+			if p := Spec(c, k); p != nil {
+				u.Grace = p.TerminationGracePeriodSeconds
+			}
+			out[cs.id] = u
+			break
+		}
+	}
+	return out
+}
+
+// NotStarted lists, by container ID, the running containers of pod with
+// a startup probe that has not passed yet.
+func (m *Manager) NotStarted(pod *v1.Pod) map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[pod.UID]
+	if ps == nil {
+		return nil
+	}
+	var out map[string]bool
+	for name, cs := range ps.containers {
+		c := FindContainer(pod, name)
+		if c == nil || c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[cs.id] = true
+	}
+	return out
+}
+
+// set stores a result; it reports whether it changed.
+func (m *Manager) set(id string, k Kind, r Result) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := resultKey{id, k}
+	if m.results[key] == r {
+		return false
+	}
+	m.results[key] = r
+	return true
+}
+
+// forgetContainer drops the result of kind k of a replaced container.
+func (m *Manager) forgetContainer(id string, k Kind) {
+	m.mu.Lock()
+	delete(m.results, resultKey{id, k})
+	m.mu.Unlock()
+}
+
+// tick is what the worker k sees now; ok is false when its pod is gone.
+func (m *Manager) tick(k workerKey) (t Tick, pod *v1.Pod, podIP string, ok bool) {
+	m.mu.Lock()
+	ps := m.pods[k.uid]
+	if ps == nil {
+		m.mu.Unlock()
+		return Tick{}, nil, "", false
+	}
+	cs := ps.containers[k.container]
+	pod, podIP = ps.pod, ps.podIP
+	m.mu.Unlock()
+	t = Tick{ContainerID: cs.id, Running: cs.running, StartedAt: cs.startedAt, Now: m.clock.Now(),
+		Deleting: pod.DeletionTimestamp != nil, NeverRestart: pod.Spec.RestartPolicy == v1.RestartPolicyNever}
+	if cs.id != "" {
+		t.Started = m.Started(pod, k.container, cs.id)
+	}
+	return t, pod, podIP, true
+}
+
+// trigger asks the other workers of a container for a probe now (its
+// startup probe just succeeded).
+func (m *Manager) trigger(uid types.UID, container string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range []Kind{Readiness, Liveness} {
+		if w := m.workers[workerKey{uid, container, k}]; w != nil {
+			select {
+			case w.now <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

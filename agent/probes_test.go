@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestWithReadiness(t *testing.T) {
+	st := v1.PodStatus{
+		ContainerStatuses: []v1.ContainerStatus{
+			{Name: "app", ContainerID: "containerd://a1", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+			{Name: "done", ContainerID: "containerd://d1", Ready: false, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}},
+		},
+		Conditions: []v1.PodCondition{{Type: v1.ContainersReady, Status: v1.ConditionTrue}, {Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: v1.PodScheduled, Status: v1.ConditionTrue}},
+	}
+	now := time.Unix(100, 0)
+	out, changed := WithReadiness(st, now, func(name, id string) bool { return !(name == "app" && id == "a1") })
+	if !changed || out.ContainerStatuses[0].Ready {
+		t.Fatalf("changed %v, statuses %+v", changed, out.ContainerStatuses)
+	}
+	for _, c := range out.Conditions[:2] {
+		if c.Status != v1.ConditionFalse || c.Message != "containers with unready status: [app done]" || !c.LastTransitionTime.Time.Equal(now) {
+			t.Fatalf("condition %+v", c)
+		}
+	}
+	if !st.ContainerStatuses[0].Ready {
+		t.Fatal("the input was changed")
+	}
+	if _, changed := WithReadiness(st, now, func(string, string) bool { return true }); changed {
+		t.Fatal("changed with the same readiness")
+	}
+	if got := probeUserAgent("v1.37.2"); got != "kube-probe/1.37" {
+		t.Fatalf("probeUserAgent = %q", got)
+	}
+}
