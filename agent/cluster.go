@@ -109,7 +109,7 @@ var errServicesNotRead = errors.New("services have not yet been read at least on
 // RuntimeClasses were listed once (else it would be refused as missing).
 var errRuntimeClassesNotRead = errors.New("RuntimeClasses have not yet been read at least once")
 
-// runtimeClass is a RuntimeClass by name (runtime.RuntimeClassGetter).
+// runtimeClass is a RuntimeClass by name (podconfig.RuntimeClassGetter).
 func (c *cluster) runtimeClass(name string) (*nodev1.RuntimeClass, error) {
 	if !c.rcInformer.HasSynced() {
 		return nil, errRuntimeClassesNotRead

@@ -21,6 +21,7 @@ import (
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
@@ -111,7 +112,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	var services func() ([]*v1.Service, error)
-	var runtimeClasses runtime.RuntimeClassGetter
+	var runtimeClasses podconfig.RuntimeClassGetter
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
 	}
@@ -467,7 +468,7 @@ func (a *Agent) admitHandlers(alloc podworkers.Allocatable) ([]podworkers.AdmitH
 		podworkers.NodeName(a.node),
 		podworkers.NodePorts(),
 		podworkers.Taints(a.node),
-		podworkers.Validate(runtime.ValidatePodForRuntime),
+		podworkers.Validate(podconfig.ValidatePodForRuntime),
 	}
 	return append(hs, a.deps.AdmitHandlers...), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
@@ -66,18 +67,18 @@ func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []st
 	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
 		qosCfg.PodPidsLimit = *kc.PodPidsLimit
 	}
-	cpu := runtime.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
+	cpu := podconfig.CPUOptions{CPUCFSQuotaPeriod: kc.CPUCFSQuotaPeriod.Duration}
 	if kc.CPUCFSQuota != nil && !*kc.CPUCFSQuota {
 		cpu.DisableCPUCFSQuota = true
 	}
-	seccomp := runtime.SeccompOptions{SeccompProfileRoot: filepath.Join(rootDir, "seccomp")}
+	seccomp := podconfig.SeccompOptions{SeccompProfileRoot: filepath.Join(rootDir, "seccomp")}
 	if kc.SeccompDefault != nil {
 		seccomp.SeccompDefault = *kc.SeccompDefault
 	}
 	sync := runtime.SyncOptions{
-		Sandbox: runtime.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
+		Sandbox: podconfig.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
 			NodeIPs: nodeIPs, CPUOptions: cpu, SeccompOptions: seccomp},
-		Container: runtime.ContainerOptions{HostIPs: nodeIPs, NodeMemoryCapacity: c.MemoryBytes,
+		Container: podconfig.ContainerOptions{HostIPs: nodeIPs, NodeMemoryCapacity: c.MemoryBytes,
 			NodeAllocatable: v1.ResourceList{
 				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
 				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},

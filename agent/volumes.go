@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/apiobjects"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/volume"
 )
@@ -23,14 +24,14 @@ func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*
 	var vm *volume.Manager
 	var objs runtime.EnvObjects
 	if a.clients != nil && a.clients.Main != nil {
-		strategy := volume.Strategy(a.opts.Config.Kubelet.ConfigMapAndSecretChangeDetectionStrategy)
-		om := volume.NewObjectManager(a.clients.Main, strategy, func() {
+		strategy := apiobjects.Strategy(a.opts.Config.Kubelet.ConfigMapAndSecretChangeDetectionStrategy)
+		om := apiobjects.NewObjectManager(a.clients.Main, strategy, func() {
 			if vm != nil {
 				vm.Changed()
 			}
 		})
 		cfg.Objects, objs = om, om
-		cfg.Tokens = volume.NewTokenManager(a.clients.Main, nil)
+		cfg.Tokens = apiobjects.NewTokenManager(a.clients.Main, nil)
 	}
 	vm, err := volume.NewManager(cfg)
 	return vm, objs, err

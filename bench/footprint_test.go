@@ -24,7 +24,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
@@ -560,7 +560,7 @@ func (a *footprintAgent) cleanup(b *testing.B) {
 	} else {
 		b.Errorf("cleanup: list pods: %v", err)
 	}
-	nsSel := &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodNamespace: a.ns}}
+	nsSel := &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodNamespace: a.ns}}
 	running := func() bool {
 		select {
 		case <-a.exited:

@@ -28,6 +28,7 @@ import (
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
@@ -394,7 +395,7 @@ func (e *podStartEnv) waitStarted(ctx context.Context, pods []*podStart) error {
 			return fmt.Errorf("list containers: %w", err)
 		}
 		for _, c := range cs {
-			p := byName[c.GetLabels()[kruntime.LabelPodName]]
+			p := byName[c.GetLabels()[podconfig.LabelPodName]]
 			if p == nil || !p.started.IsZero() {
 				continue
 			}
@@ -512,7 +513,7 @@ func (e *podStartEnv) direct(ctx context.Context, p *podStart) error {
 	if err != nil {
 		return err
 	}
-	sel := map[string]string{kruntime.LabelPodUID: string(pod.UID)}
+	sel := map[string]string{podconfig.LabelPodUID: string(pod.UID)}
 	if _, err := e.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}); err != nil {
 		return err
 	}
@@ -525,7 +526,7 @@ func (e *podStartEnv) direct(ctx context.Context, p *podStart) error {
 	}
 	sbOpts := e.dSync.Sandbox
 	sbOpts.CgroupParent = parent
-	sbCfg, err := kruntime.SandboxConfig(pod, sbOpts)
+	sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
 	if err != nil {
 		return err
 	}
@@ -562,7 +563,7 @@ func (e *podStartEnv) direct(ctx context.Context, p *podStart) error {
 	if err := os.WriteFile(opts.TerminationMessageHostPath, nil, 0o666); err != nil {
 		return err
 	}
-	cfg, err := kruntime.ContainerConfig(pod, c, opts)
+	cfg, err := podconfig.ContainerConfig(pod, c, opts)
 	if err != nil {
 		return err
 	}

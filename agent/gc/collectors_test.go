@@ -20,7 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -45,9 +45,9 @@ func newFakeCRI() *fakeCRI {
 }
 
 func podLabels(uid, name string) map[string]string {
-	l := map[string]string{runtime.LabelPodUID: uid, runtime.LabelPodName: "pod-" + uid, runtime.LabelPodNamespace: "default"}
+	l := map[string]string{podconfig.LabelPodUID: uid, podconfig.LabelPodName: "pod-" + uid, podconfig.LabelPodNamespace: "default"}
 	if name != "" {
-		l[runtime.LabelContainerName] = name
+		l[podconfig.LabelContainerName] = name
 	}
 	return l
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // ContainerGCConfig wires a ContainerGC.
@@ -131,7 +131,7 @@ func (g *ContainerGC) list(ctx context.Context) ([]Container, []Sandbox, error) 
 	}
 	var ctrs []Container
 	for _, c := range rcs {
-		info, _ := runtime.ParseContainer(c.GetLabels(), c.GetAnnotations())
+		info, _ := podconfig.ParseContainer(c.GetLabels(), c.GetAnnotations())
 		if info.PodUID == "" || info.ContainerName == "" {
 			continue
 		}
@@ -142,7 +142,7 @@ func (g *ContainerGC) list(ctx context.Context) ([]Container, []Sandbox, error) 
 	}
 	var sbs []Sandbox
 	for _, sb := range rsbs {
-		info, err := runtime.ParseSandboxLabels(sb.GetLabels())
+		info, err := podconfig.ParseSandboxLabels(sb.GetLabels())
 		if err != nil {
 			continue
 		}
@@ -231,7 +231,7 @@ func (g *ContainerGC) removePodLogDirs(ctx context.Context, ctrs []Container, sb
 }
 
 // PodLogDirUID is the pod UID of a pod log directory name
-// (<namespace>_<name>_<uid>, runtime.PodLogDir).
+// (<namespace>_<name>_<uid>, podconfig.PodLogDir).
 func PodLogDirUID(name string) (types.UID, bool) {
 	parts := strings.Split(name, "_")
 	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {

@@ -74,7 +74,7 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 	})
 }
 
-// Validate admits a pod when validate (runtime.ValidatePodForRuntime) has
+// Validate admits a pod when validate (podconfig.ValidatePodForRuntime) has
 // nothing against it.
 func Validate(validate func(*v1.Pod) error) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {

@@ -18,7 +18,7 @@ import (
 	criclient "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // maxBody is how much of an HTTP probe's response body is read (kubelet's
@@ -102,7 +102,7 @@ func ExpandCommand(cmd []string, c *v1.Container) []string {
 	}
 	out := make([]string, len(cmd))
 	for i, s := range cmd {
-		out[i] = runtime.Expand(s, lookup)
+		out[i] = podconfig.Expand(s, lookup)
 	}
 	return out
 }

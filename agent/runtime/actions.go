@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // PodActions is what one sync of a pod must do, computed by
@@ -300,7 +301,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 					blocked = true // wait until it has started
 				}
 			case s.State == ContainerRunning:
-				if s.Hash != HashContainer(ic) {
+				if s.Hash != podconfig.HashContainer(ic) {
 					kill(s, KillReasonChanged, fmt.Sprintf("Init container %s definition changed, will be restarted", ic.Name))
 					a.InitContainersToStart = append(a.InitContainersToStart, i)
 				}
@@ -366,7 +367,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, n
 			}
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		case s.State == ContainerRunning:
-			if s.Hash != HashContainer(c) {
+			if s.Hash != podconfig.HashContainer(c) {
 				kill(s, KillReasonChanged, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}

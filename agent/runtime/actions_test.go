@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -35,7 +37,7 @@ func ctr(pod *v1.Pod, id, name string, state ContainerState, exit int32, created
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].Name == name {
-				c.Hash = HashContainer(&cs[i])
+				c.Hash = podconfig.HashContainer(&cs[i])
 			}
 		}
 	}
@@ -104,8 +106,8 @@ func TestComputePodActions(t *testing.T) {
 			want: PodActions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: "sandbox is not ready", ContainersToStart: []int{1}}},
 		{name: "onFailure: a succeeded container of an old sandbox is not started again", pod: twoOnFailure,
 			st: st(twoOnFailure, []*SandboxStatus{readySandbox(), {ID: "sb0", HostNetwork: true}},
-				&ContainerStatus{ID: "c2", SandboxID: "sb1", Name: "app2", State: ContainerRunning, Hash: HashContainer(&twoOnFailure.Spec.Containers[1]), CreatedAt: t0},
-				&ContainerStatus{ID: "c1", SandboxID: "sb0", Name: "app", State: ContainerExited, ExitCode: 0, Hash: HashContainer(&twoOnFailure.Spec.Containers[0]), CreatedAt: t0.Add(-time.Minute)}),
+				&ContainerStatus{ID: "c2", SandboxID: "sb1", Name: "app2", State: ContainerRunning, Hash: podconfig.HashContainer(&twoOnFailure.Spec.Containers[1]), CreatedAt: t0},
+				&ContainerStatus{ID: "c1", SandboxID: "sb0", Name: "app", State: ContainerExited, ExitCode: 0, Hash: podconfig.HashContainer(&twoOnFailure.Spec.Containers[0]), CreatedAt: t0.Add(-time.Minute)}),
 			want: PodActions{SandboxID: "sb1"}},
 		{name: "always: exited 0 restarts", pod: app, st: st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 0, long)),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},

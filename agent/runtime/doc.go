@@ -1,15 +1,31 @@
 // Package runtime is kernelet's side of the CRI: it connects to the
-// container runtime (containerd) through k8s.io/cri-client and answers what
-// the runtime is and whether it is ready. The pod actions built on it live
-// here too as they land.
+// container runtime (containerd) through k8s.io/cri-client (runtime.go),
+// answers what the runtime is and whether it is ready, and runs pods on it.
+// It owns:
+//   - what to do for a pod, decided purely from its spec and its runtime
+//     status (actions.go: ComputePodActions; unhealthy.go: containers
+//     killed for failed probes; deadline.go: the status of a pod past
+//     activeDeadlineSeconds, the agent deciding when);
+//   - doing it (manager.go: SyncPod creates the sandbox, pulls images,
+//     writes the managed /etc/hosts and termination-message files, asks
+//     the volume manager for the pod's volumes and starts init, sidecar,
+//     regular and ephemeral containers, running postStart hooks;
+//     manager_cgroups.go: the pod cgroup; kill.go: KillPod with preStop
+//     hooks, grace periods and sidecars stopped last);
+//   - image pulls per imagePullPolicy with kubelet's reasons, a bound on
+//     parallel pulls and pull secrets (images.go, pullsecrets.go), and the
+//     CrashLoopBackOff and image pull back-off (backoff.go);
+//   - the runtime's view of a pod and its API status (status.go:
+//     GetPodStatus; status_api.go: ToAPIStatus, ephemeralContainerStatuses;
+//     termmsg.go: termination messages from the file or the log tail);
+//   - the oom_score_adj containers really got (oomscore.go) and the
+//     cgroup id → pod/container resolver (resolver.go).
 //
-// Pod spec features decided here: ephemeral containers (actions.go: started
-// once in a running sandbox, never restarted; manager.go: in the target's
-// pid namespace; status_api.go: ephemeralContainerStatuses), the sandbox's
-// runtime handler from runtimeClassName (runtimeclass.go), image pulls per
-// imagePullPolicy with kubelet's reasons and a bound on parallel pulls
-// (images.go), and the status of a pod past activeDeadlineSeconds
-// (deadline.go; the agent decides when, from the pod's start).
+// The configs it hands the runtime are built by package
+// agent/runtime/podconfig (pure: sandbox and container configs, DNS, env,
+// labels and the spec hash, /etc/hosts content, runtime handler,
+// admission validation); the volumes come from package agent/volume
+// through the PodVolumes interface.
 //
 // It must not read cgroups or kernel state itself; that is package cgroups.
 package runtime

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 func withDebug(pod *v1.Pod, target string) *v1.Pod {
@@ -61,31 +60,5 @@ func TestEphemeralDoesNotKeepPodRunning(t *testing.T) {
 	}
 	if len(s.EphemeralContainerStatuses) != 1 || s.EphemeralContainerStatuses[0].State.Running == nil || s.EphemeralContainerStatuses[0].Ready {
 		t.Errorf("ephemeral statuses = %+v, want one running, not ready", s.EphemeralContainerStatuses)
-	}
-}
-
-func TestContainerNamespacesTarget(t *testing.T) {
-	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
-	shared := pod.DeepCopy()
-	tr := true
-	shared.Spec.ShareProcessNamespace = &tr
-	tests := []struct {
-		name    string
-		pod     *v1.Pod
-		target  string
-		wantPid runtimeapi.NamespaceMode
-		wantID  string
-	}{
-		{"no target", pod, "", runtimeapi.NamespaceMode_CONTAINER, ""},
-		{"target", pod, "c1", runtimeapi.NamespaceMode_TARGET, "c1"},
-		{"pod shares its pid namespace", shared, "c1", runtimeapi.NamespaceMode_POD, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ns := containerNamespaces(tt.pod, tt.target)
-			if ns.Pid != tt.wantPid || ns.TargetId != tt.wantID {
-				t.Errorf("pid = %s target %q, want %s %q", ns.Pid, ns.TargetId, tt.wantPid, tt.wantID)
-			}
-		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 )
 
@@ -101,10 +102,10 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 	}
 	var errs []error
 	if st.Name != "" && st.Namespace != "" {
-		errs = append(errs, os.RemoveAll(PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))
+		errs = append(errs, os.RemoveAll(podconfig.PodLogDir(m.logs, st.Namespace, st.Name, string(st.UID))))
 	}
 	podDir := filepath.Join(m.pods, string(st.UID))
-	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")), os.RemoveAll(filepath.Join(podDir, etcHostsFile)))
+	errs = append(errs, os.RemoveAll(filepath.Join(podDir, "containers")), os.RemoveAll(filepath.Join(podDir, podconfig.EtcHostsFile)))
 	if err := os.Remove(podDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
 	}

@@ -16,6 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // ManagerConfig wires a Manager.
@@ -24,7 +26,7 @@ type ManagerConfig struct {
 	Images  internalapi.ImageManagerService
 	// Cgroups makes and removes pod cgroups (required).
 	Cgroups PodCgroups
-	// PodLogsDir is podLogsDir; "" means DefaultPodLogsDir.
+	// PodLogsDir is podLogsDir; "" means podconfig.DefaultPodLogsDir.
 	PodLogsDir string
 	// PodsDir holds per-pod directories (<PodsDir>/<uid>), where the
 	// termination-message files live; "" means /var/lib/kubelet/pods.
@@ -37,8 +39,8 @@ type ManagerConfig struct {
 	// pods whose images are present start meanwhile.
 	ParallelPulls int
 	// RuntimeClasses looks up the RuntimeClass a pod names (a lister);
-	// nil: standalone (see RuntimeHandler).
-	RuntimeClasses RuntimeClassGetter
+	// nil: standalone (see podconfig.RuntimeHandler).
+	RuntimeClasses podconfig.RuntimeClassGetter
 	// Clock drives back-offs and timings; nil means the real clock.
 	Clock clock.Clock
 	// Backoff is the CrashLoopBackOff and image pull state; nil makes one
@@ -64,7 +66,7 @@ type ManagerConfig struct {
 	// nil refuses such references (standalone).
 	Objects EnvObjects
 	// Services lists the services whose variables containers get
-	// (ServiceEnv); an error (the list was never read) holds the
+	// (podconfig.ServiceEnv); an error (the list was never read) holds the
 	// container back. nil: no service variables (standalone).
 	Services func() ([]*v1.Service, error)
 }
@@ -86,7 +88,7 @@ type PodVolumes interface {
 	TearDown(ctx context.Context, uid types.UID) error
 	// SubPath returns the host path to mount for a subPath of pod's
 	// volume, creating it when missing.
-	SubPath(ctx context.Context, pod *v1.Pod, req SubPathRequest) (string, error)
+	SubPath(ctx context.Context, pod *v1.Pod, req podconfig.SubPathRequest) (string, error)
 }
 
 // DefaultPodsDir is where per-pod directories live by default.
@@ -112,7 +114,7 @@ type Manager struct {
 	objs    EnvObjects
 	hosts   string
 	svcs    func() ([]*v1.Service, error)
-	rcs     RuntimeClassGetter
+	rcs     podconfig.RuntimeClassGetter
 	pulls   pullSlots
 
 	pullMu       sync.Mutex
@@ -132,7 +134,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
 		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), pullFailures: map[BackoffKey]time.Time{}}
 	if m.logs == "" {
-		m.logs = DefaultPodLogsDir
+		m.logs = podconfig.DefaultPodLogsDir
 	}
 	if m.pods == "" {
 		m.pods = DefaultPodsDir
@@ -162,11 +164,11 @@ func (m *Manager) Backoff() *Backoff { return m.backoff }
 type SyncOptions struct {
 	// Sandbox is the base of the sandbox options; SyncPod sets Attempt,
 	// CgroupParent and PodLogsDir.
-	Sandbox SandboxOptions
+	Sandbox podconfig.SandboxOptions
 	// Container is the base of the container options; SyncPod sets
 	// RestartCount, ImageRef, the image user, PodIPs and
 	// TerminationMessageHostPath.
-	Container ContainerOptions
+	Container podconfig.ContainerOptions
 	// Unhealthy lists, by container ID, the running containers that
 	// failed their liveness or startup probe: the sync kills them and
 	// starts them again per the restart policy (KillUnhealthy).
@@ -320,13 +322,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	}
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
-		sbCfg, err := SandboxConfig(pod, sbOpts)
+		sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
 		if err == nil {
 			err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
 		}
 		handler := m.handler
 		if err == nil {
-			if h, herr := RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
+			if h, herr := podconfig.RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
 				handler, err = h, herr
 			}
 		}
@@ -351,7 +353,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	if pod.Spec.HostNetwork || len(podIPs) == 0 {
 		podIPs = opts.Container.HostIPs
 	}
-	sbCfg, err := SandboxConfig(pod, sbOpts)
+	sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
 	if err != nil {
 		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		return r
@@ -381,7 +383,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 // startRecorded starts c and records the step (and the Waiting state of a
 // failed start) in r; false when it failed.
 func (m *Manager) startRecorded(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
-	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) bool {
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) bool {
 	w, err := m.startContainer(ctx, pod, c, st, sandboxID, sbCfg, podIPs, base, r)
 	if w != nil {
 		r.mu.Lock()
@@ -398,7 +400,7 @@ func (m *Manager) startRecorded(ctx context.Context, pod *v1.Pod, c *v1.Containe
 // of its target container when it names one (kubelet's RunContainerError
 // when the target never ran).
 func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, ec *v1.EphemeralContainer, st *PodStatus, sandboxID string,
-	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) bool {
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) bool {
 	c := (*v1.Container)(&ec.EphemeralContainerCommon)
 	if t := ec.TargetContainerName; t != "" {
 		r.mu.Lock()
@@ -420,7 +422,7 @@ func (m *Manager) startEphemeral(ctx context.Context, pod *v1.Pod, ec *v1.Epheme
 	return m.startRecorded(ctx, pod, c, st, sandboxID, sbCfg, podIPs, base, r)
 }
 
-// writeEtcHosts writes the pod's managed hosts file (EtcHosts) into its
+// writeEtcHosts writes the pod's managed hosts file (podconfig.EtcHosts) into its
 // directory and returns its path.
 func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain string) (string, error) {
 	var node []byte
@@ -430,7 +432,7 @@ func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain stri
 			return "", err
 		}
 	}
-	content, err := EtcHosts(pod, podIPs, clusterDomain, node)
+	content, err := podconfig.EtcHosts(pod, podIPs, clusterDomain, node)
 	if err != nil {
 		return "", err
 	}
@@ -438,7 +440,7 @@ func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain stri
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, etcHostsFile)
+	path := filepath.Join(dir, podconfig.EtcHostsFile)
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		return "", err
 	}
@@ -480,7 +482,7 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
-	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base ContainerOptions, r *SyncResult) (*Waiting, error) {
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) (*Waiting, error) {
 	restartCount := nextRestartCount(st, c.Name)
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
@@ -495,7 +497,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 		}
 		links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-		opts.ServiceEnv = ServiceEnv(svcs, pod.Namespace, links)
+		opts.ServiceEnv = podconfig.ServiceEnv(svcs, pod.Namespace, links)
 	}
 	if m.objs != nil {
 		ns := pod.Namespace
@@ -504,7 +506,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	opts.Warn = func(reason, msg string) { r.warnFor(c.Name, reason, msg) }
 	if m.vols != nil {
-		opts.SubPath = func(req SubPathRequest) (string, error) { return m.vols.SubPath(ctx, pod, req) }
+		opts.SubPath = func(req podconfig.SubPathRequest) (string, error) { return m.vols.SubPath(ctx, pod, req) }
 	}
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
@@ -520,7 +522,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	opts.TerminationMessageHostPath = termFile
-	cfg, err := ContainerConfig(pod, c, opts)
+	cfg, err := podconfig.ContainerConfig(pod, c, opts)
 	if err != nil {
 		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err

@@ -13,7 +13,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 )
 
@@ -68,7 +70,7 @@ func TestManagerSyncAndKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := m.SyncPod(ctx, pod, st, SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+	r := m.SyncPod(ctx, pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestManagerSyncAndKill(t *testing.T) {
 	if !cg.pods[pod.UID] {
 		t.Fatal("pod cgroup not ensured")
 	}
-	logDir := PodLogDir(m.logs, pod.Namespace, pod.Name, string(pod.UID))
+	logDir := podconfig.PodLogDir(m.logs, pod.Namespace, pod.Name, string(pod.UID))
 	if _, err := os.Stat(filepath.Join(logDir, "init1")); err != nil {
 		t.Fatalf("container log dir: %v", err)
 	}
@@ -314,8 +316,8 @@ func TestStopTimeoutOverride(t *testing.T) {
 	}{
 		"pod grace":            {30, nil, 30},
 		"pod grace below min":  {1, nil, 2},
-		"override 0":           {30, ptr(int64(0)), 0},
-		"override 1 below min": {30, ptr(int64(1)), 1},
+		"override 0":           {30, ptr.To(int64(0)), 0},
+		"override 1 below min": {30, ptr.To(int64(1)), 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -155,7 +156,7 @@ func (s *OOMScores) Observe(ctx context.Context, pod *v1.Pod, st *PodStatus, mem
 		if spec == nil {
 			continue
 		}
-		requested := ContainerOOMScoreAdj(pod, spec, memoryCapacity)
+		requested := podconfig.ContainerOOMScoreAdj(pod, spec, memoryCapacity)
 		a, err := read(ctx, id, requested)
 		if err != nil {
 			log.V(4).Info("oom_score_adj not read", "container", name, "containerID", id, "err", err)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // A pod with a regular init container whose sandbox died gets a new one,
@@ -24,7 +26,7 @@ func TestSandboxDiedWithInitContainer(t *testing.T) {
 		}
 		st2 := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{{ID: "sb2", Attempt: 1, Ready: true, HostNetwork: true}, {ID: "sb1", HostNetwork: true}},
 			Containers: []*ContainerStatus{
-				{ID: "i2", SandboxID: "sb2", Name: "init1", State: ContainerRunning, Hash: HashContainer(&pod.Spec.InitContainers[0]), CreatedAt: t0},
+				{ID: "i2", SandboxID: "sb2", Name: "init1", State: ContainerRunning, Hash: podconfig.HashContainer(&pod.Spec.InitContainers[0]), CreatedAt: t0},
 				ctr(pod, "a1", "app", ContainerExited, 137, t0.Add(-time.Minute)), ctr(pod, "i1", "init1", ContainerExited, 0, t0.Add(-2*time.Minute))}}
 		if a2 := ComputePodActions(pod, st2, t0, nil); a2.KillPod {
 			t.Errorf("%s: init phase in a new sandbox is killed: %+v", pol, a2)
@@ -41,7 +43,7 @@ func TestRebootWithInitContainer(t *testing.T) {
 	pod.Spec.InitContainers[0].ImagePullPolicy = v1.PullIfNotPresent
 	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
 	f.images["img:1"] = true
-	opts := SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}}
+	opts := SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}}
 	sync := func() *SyncResult {
 		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 		if err != nil {
@@ -108,7 +110,7 @@ func TestSidecarPreStopWithinGrace(t *testing.T) {
 	f.images["img:1"] = true
 	for range 2 {
 		st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
-		if err := m.SyncPod(ctx, pod, st, SyncOptions{Container: ContainerOptions{HostIPs: []string{"10.0.0.1"}}}).Err(); err != nil {
+		if err := m.SyncPod(ctx, pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -103,7 +104,7 @@ func (r *CgroupResolver) refresh(ctx context.Context) error {
 		return err
 	}
 	for _, sb := range sbs {
-		info, err := ParseSandboxLabels(sb.GetLabels())
+		info, err := podconfig.ParseSandboxLabels(sb.GetLabels())
 		if err != nil {
 			continue
 		}
@@ -117,7 +118,7 @@ func (r *CgroupResolver) refresh(ctx context.Context) error {
 	}
 	for _, c := range ctrs {
 		// Unreadable annotations do not matter here: only the identity.
-		info, _ := ParseContainer(c.GetLabels(), c.GetAnnotations())
+		info, _ := podconfig.ParseContainer(c.GetLabels(), c.GetAnnotations())
 		if info.PodUID == "" || info.ContainerName == "" {
 			continue
 		}

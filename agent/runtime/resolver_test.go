@@ -5,14 +5,15 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/oom"
 )
 
 func TestCgroupResolver(t *testing.T) {
 	f := newFakeCRI()
-	podLabels := map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "1234-5678"}
+	podLabels := map[string]string{podconfig.LabelPodName: "web", podconfig.LabelPodNamespace: "default", podconfig.LabelPodUID: "1234-5678"}
 	f.sbs["sb1"] = &runtimeapi.PodSandboxStatus{Id: "sb1", Labels: podLabels}
-	ctrLabels := map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "1234-5678", LabelContainerName: "app"}
+	ctrLabels := map[string]string{podconfig.LabelPodName: "web", podconfig.LabelPodNamespace: "default", podconfig.LabelPodUID: "1234-5678", podconfig.LabelContainerName: "app"}
 	f.ctrs["c0ffee"] = &runtimeapi.ContainerStatus{Id: "c0ffee", Labels: ctrLabels}
 	f.ctrPod["c0ffee"] = "sb1"
 	r := NewCgroupResolver(f)

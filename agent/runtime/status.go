@@ -10,13 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // GetPodStatus reads the runtime's view of pod uid: its sandboxes and
 // containers found by the pod UID label, each with its full status.
 // Objects that vanish between the list and the status call are left out.
 func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
-	sel := map[string]string{LabelPodUID: string(uid)}
+	sel := map[string]string{podconfig.LabelPodUID: string(uid)}
 	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
@@ -75,7 +77,7 @@ func (m *Manager) ListPods(ctx context.Context) ([]*PodStatus, error) {
 // pods sorted by namespace, name and UID.
 func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtimeapi.Container) []*PodStatus {
 	byUID := map[types.UID]*PodStatus{}
-	get := func(info SandboxInfo) *PodStatus {
+	get := func(info podconfig.SandboxInfo) *PodStatus {
 		uid := types.UID(info.PodUID)
 		p := byUID[uid]
 		if p == nil {
@@ -85,7 +87,7 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 		return p
 	}
 	for _, sb := range sbs {
-		info, err := ParseSandboxLabels(sb.GetLabels())
+		info, err := podconfig.ParseSandboxLabels(sb.GetLabels())
 		if err != nil {
 			continue
 		}
@@ -96,14 +98,14 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 		})
 	}
 	for _, c := range ctrs {
-		ci, err := ParseContainer(c.GetLabels(), c.GetAnnotations())
+		ci, err := podconfig.ParseContainer(c.GetLabels(), c.GetAnnotations())
 		if ci.PodUID == "" || ci.ContainerName == "" {
 			continue
 		}
 		if err != nil {
 			klog.FromContext(ctx).V(4).Info("container annotations", "id", c.Id, "err", err)
 		}
-		p := get(SandboxInfo{PodName: ci.PodName, PodNamespace: ci.PodNamespace, PodUID: ci.PodUID})
+		p := get(podconfig.SandboxInfo{PodName: ci.PodName, PodNamespace: ci.PodNamespace, PodUID: ci.PodUID})
 		p.Containers = append(p.Containers, &ContainerStatus{
 			ID: c.Id, SandboxID: c.PodSandboxId, Name: ci.ContainerName,
 			Image: c.GetImage().GetImage(), ImageRef: c.ImageRef, State: stateFromCRI(c.State),
@@ -196,7 +198,7 @@ func sandboxFromCRI(s *runtimeapi.PodSandboxStatus) *SandboxStatus {
 }
 
 func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) *ContainerStatus {
-	ci, err := ParseContainer(s.GetLabels(), s.GetAnnotations())
+	ci, err := podconfig.ParseContainer(s.GetLabels(), s.GetAnnotations())
 	if err != nil {
 		klog.FromContext(ctx).V(4).Info("container labels", "id", s.GetId(), "err", err)
 	}

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 func TestKillUnhealthy(t *testing.T) {
@@ -32,7 +34,7 @@ func TestKillUnhealthy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pod := testPod(tc.policy, nil, []string{"side"}, "app")
 			running := func(id string, c *v1.Container) *ContainerStatus {
-				return &ContainerStatus{ID: id, SandboxID: "sb", Name: c.Name, State: ContainerRunning, Hash: HashContainer(c)}
+				return &ContainerStatus{ID: id, SandboxID: "sb", Name: c.Name, State: ContainerRunning, Hash: podconfig.HashContainer(c)}
 			}
 			st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{running("c-app", &pod.Spec.Containers[0]), running("c-side", &pod.Spec.InitContainers[0])}}
 			a := ComputePodActions(pod, st, time.Now(), nil)
@@ -64,7 +66,7 @@ func TestKillUnhealthyBackOff(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
 	now := time.Unix(10000, 0)
 	sb := &SandboxStatus{ID: "sb", Ready: true, HostNetwork: true}
-	cur := &ContainerStatus{ID: "c2", SandboxID: "sb", Name: "app", State: ContainerRunning, Hash: HashContainer(&pod.Spec.Containers[0]), CreatedAt: now.Add(-5 * time.Second)}
+	cur := &ContainerStatus{ID: "c2", SandboxID: "sb", Name: "app", State: ContainerRunning, Hash: podconfig.HashContainer(&pod.Spec.Containers[0]), CreatedAt: now.Add(-5 * time.Second)}
 	old := &ContainerStatus{ID: "c1", SandboxID: "sb", Name: "app", State: ContainerExited, CreatedAt: now.Add(-30 * time.Second),
 		StartedAt: now.Add(-30 * time.Second), FinishedAt: now.Add(-6 * time.Second)}
 	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{cur, old}}
@@ -122,7 +124,7 @@ func TestHoldForStartup(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, []string{"init"}, []string{"side"}, "app")
 	pod.Spec.InitContainers[0].StartupProbe = &v1.Probe{}
 	sb := &SandboxStatus{ID: "sb", Ready: true, HostNetwork: true}
-	side := &ContainerStatus{ID: "s1", SandboxID: "sb", Name: "side", State: ContainerRunning, Hash: HashContainer(&pod.Spec.InitContainers[0])}
+	side := &ContainerStatus{ID: "s1", SandboxID: "sb", Name: "side", State: ContainerRunning, Hash: podconfig.HashContainer(&pod.Spec.InitContainers[0])}
 	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{side}}
 	a := ComputePodActions(pod, st, time.Now(), nil)
 	if len(a.InitContainersToStart) != 1 || a.InitContainersToStart[0] != 1 {

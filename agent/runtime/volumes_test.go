@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // fakeVolumes sets up volumes from a table; setUpErr fails SetUp.
@@ -24,7 +26,7 @@ func (f *fakeVolumes) TearDown(_ context.Context, uid types.UID) error {
 	f.torn = append(f.torn, uid)
 	return nil
 }
-func (f *fakeVolumes) SubPath(_ context.Context, _ *v1.Pod, req SubPathRequest) (string, error) {
+func (f *fakeVolumes) SubPath(_ context.Context, _ *v1.Pod, req podconfig.SubPathRequest) (string, error) {
 	return req.VolumeHostPath + "/" + req.SubPath, nil
 }
 
@@ -65,7 +67,7 @@ func TestSyncPodVolumes(t *testing.T) {
 	}
 	hosts := false
 	for _, mt := range mounts {
-		hosts = hosts || mt.ContainerPath == EtcHostsPath
+		hosts = hosts || mt.ContainerPath == podconfig.EtcHostsPath
 	}
 	if !hosts {
 		t.Errorf("mounts = %v, want the managed /etc/hosts", mounts)

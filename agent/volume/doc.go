@@ -11,9 +11,10 @@
 // mounts first) and removes the leftovers of pods no one wants any more
 // (after a restart).
 //
-// The API objects come through the Objects and Tokens interfaces (ObjectManager
-// and TokenManager implement them over client-go; nil in standalone mode,
-// where only emptyDir, hostPath and downwardAPI volumes work). What a
+// The API objects come through the Objects and Tokens interfaces (package
+// apiobjects's ObjectManager and TokenManager implement them over
+// client-go; nil in standalone mode, where only emptyDir, hostPath and
+// downwardAPI volumes work). What a
 // volume's files should be (payloads, modes, token refresh decisions) is
 // computed by pure functions; the writes and mounts sit beside them.
 // It must not talk to the container runtime.

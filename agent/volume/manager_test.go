@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kernelet/kernelet/agent/apiobjects"
 )
 
 // fakeMounter records tmpfs mounts without mounting.
@@ -69,7 +71,7 @@ func TestManagerSetUpTearDown(t *testing.T) {
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "ns"},
 		Data: map[string]string{"ca.crt": "CA"}})
 	toks := &fakeTokens{}
-	objs := NewObjectManager(client, StrategyWatch, nil)
+	objs := apiobjects.NewObjectManager(client, apiobjects.StrategyWatch, nil)
 	m, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Objects: objs, Tokens: toks, Mounter: mnt})
 	if err != nil {
 		t.Fatal(err)

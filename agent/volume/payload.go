@@ -9,7 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // fileMode is the mode of an item: its own when set, else def.
@@ -167,7 +167,7 @@ func resourceValue(pod *v1.Pod, ref *v1.ResourceFieldSelector, nodeAllocatable v
 	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if list[i].Name == ref.ContainerName {
-				return runtime.ResourceFieldRefValue(pod, &list[i], ref, nodeAllocatable)
+				return podconfig.ResourceFieldRefValue(pod, &list[i], ref, nodeAllocatable)
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // subPathsDirName is where a pod's subPath bind mounts live, kubelet's:
@@ -69,7 +69,7 @@ func (m *Manager) SubPathDir(uid types.UID, volume, container string, index int)
 // runtime mounts. Like kubelet's, a subPath of a configMap, secret,
 // downwardAPI or projected volume names one version of the file: later
 // updates of the volume do not reach it.
-func (m *Manager) SubPath(ctx context.Context, pod *v1.Pod, req runtime.SubPathRequest) (string, error) {
+func (m *Manager) SubPath(ctx context.Context, pod *v1.Pod, req podconfig.SubPathRequest) (string, error) {
 	if err := ValidateSubPath(req.SubPath); err != nil {
 		return "", err
 	}

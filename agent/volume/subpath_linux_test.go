@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env"
 )
 
@@ -103,7 +103,7 @@ func TestManagerSubPath(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	req := runtime.SubPathRequest{Container: "app", MountIndex: 0, Volume: "data", VolumeHostPath: vol, SubPath: "a/b"}
+	req := podconfig.SubPathRequest{Container: "app", MountIndex: 0, Volume: "data", VolumeHostPath: vol, SubPath: "a/b"}
 	dir, err := m.SubPath(ctx, pod, req)
 	if err != nil || dir != m.SubPathDir(pod.UID, "data", "app", 0) {
 		t.Fatalf("SubPath(a/b) = %q, %v", dir, err)

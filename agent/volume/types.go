@@ -30,7 +30,7 @@ type Objects interface {
 }
 
 // PodObjects is an Objects that is told which pods reference which objects,
-// so that it can watch exactly those (ObjectManager).
+// so that it can watch exactly those (apiobjects.ObjectManager).
 type PodObjects interface {
 	Objects
 	// RegisterPod starts following the objects pod references (volumes,

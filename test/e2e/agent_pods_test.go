@@ -23,6 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
@@ -328,7 +329,7 @@ func agentGet(t *testing.T, url string) string {
 // pod uid.
 func podObjects(t *testing.T, rs internalapi.RuntimeService, uid types.UID) ([]*runtimeapi.Container, []*runtimeapi.PodSandbox) {
 	t.Helper()
-	sel := map[string]string{kruntime.LabelPodUID: string(uid)}
+	sel := map[string]string{podconfig.LabelPodUID: string(uid)}
 	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func runningContainers(t *testing.T, rs internalapi.RuntimeService, uids []types
 	t.Helper()
 	var ids []string
 	for _, uid := range uids {
-		cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(uid)}})
+		cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(uid)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -533,7 +534,7 @@ func TestAgentPods(t *testing.T) {
 			t.Errorf("containers changed across the restart: before %v, after %v", before, after)
 		}
 		for _, uid := range uids {
-			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(uid)}})
+			sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(uid)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -574,7 +575,7 @@ func TestAgentPods(t *testing.T) {
 				t.Errorf("cgroup dirs left: %v", dirs)
 			}
 		}
-		if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
+		if _, err := os.Stat(podconfig.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
 			t.Errorf("log dir left: %v", err)
 		}
 		n.waitRunning(t, time.Second, "besteffort", "burstable", "guaranteed", "sleeper2")
@@ -687,7 +688,7 @@ spec:
 	if cs := jobPod.Status.InitContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
 		t.Errorf("sidecar of the finished pod: %+v", cs)
 	}
-	sel := map[string]string{kruntime.LabelPodUID: string(jobPod.UID)}
+	sel := map[string]string{podconfig.LabelPodUID: string(jobPod.UID)}
 	sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil || len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Errorf("sandbox of the finished pod: %+v, %v (want one, stopped)", sbs, err)
@@ -717,7 +718,7 @@ spec:
 	// The sandbox of a pod with an init container dies (as after a node
 	// reboot): a new sandbox, init again, the app again.
 	wi := waitPod("withinit", 20*time.Second, "withinit Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	sbs, err = rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(wi.UID)}})
+	sbs, err = rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(wi.UID)}})
 	if err != nil || len(sbs) != 1 {
 		t.Fatalf("sandboxes of withinit: %v, %v", sbs, err)
 	}
@@ -759,7 +760,7 @@ spec:
 				if len(cs) != 0 || len(sbs) != 0 {
 					t.Errorf("pod %s left the pod list with %d containers, %d sandboxes still there", p.Name, len(cs), len(sbs))
 				}
-				if _, err := os.Stat(kruntime.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
+				if _, err := os.Stat(podconfig.PodLogDir(n.logs, p.Namespace, p.Name, string(p.UID))); !os.IsNotExist(err) {
 					t.Errorf("pod %s left the pod list with its log dir still there: %v", p.Name, err)
 				}
 			}

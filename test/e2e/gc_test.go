@@ -17,7 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
 	"github.com/kernelet/kernelet/test/env/containerd"
@@ -84,7 +84,7 @@ func TestContainerGCCrashLoop(t *testing.T) {
 		pod = p
 		return p.Status.ContainerStatuses[0].RestartCount >= 2, nil
 	})
-	podLogs := kruntime.PodLogDir(n.logs, pod.Namespace, pod.Name, string(pod.UID))
+	podLogs := podconfig.PodLogDir(n.logs, pod.Namespace, pod.Name, string(pod.UID))
 	// Container GC runs every second: soon at most the newest dead
 	// container stays beside the current one, and the oldest log is gone.
 	var last string
@@ -291,13 +291,13 @@ func TestRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sb := range sbs {
-		if strings.HasSuffix(sb.Labels[kruntime.LabelPodName], "-"+n.node) {
-			t.Errorf("sandbox %s of %s left", sb.Id, sb.Labels[kruntime.LabelPodName])
+		if strings.HasSuffix(sb.Labels[podconfig.LabelPodName], "-"+n.node) {
+			t.Errorf("sandbox %s of %s left", sb.Id, sb.Labels[podconfig.LabelPodName])
 		}
 	}
 	for _, c := range ctrs {
-		if strings.HasSuffix(c.Labels[kruntime.LabelPodName], "-"+n.node) {
-			t.Errorf("container %s of %s left", c.Id, c.Labels[kruntime.LabelPodName])
+		if strings.HasSuffix(c.Labels[podconfig.LabelPodName], "-"+n.node) {
+			t.Errorf("container %s of %s left", c.Id, c.Labels[podconfig.LabelPodName])
 		}
 	}
 	if dirs := cgroupfs.PodDirs(n.cgroupRoot + "/kubepods"); len(dirs) > 0 {

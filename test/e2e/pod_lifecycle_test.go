@@ -18,6 +18,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/qos"
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
@@ -133,7 +134,7 @@ func (l *lifecycle) syncUntil(t *testing.T, m *kruntime.Manager, pod *v1.Pod, ti
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not reached in %v; phase %s, containers %+v, init %+v", what, timeout, api.Phase, api.ContainerStatuses, api.InitContainerStatuses)
 		}
-		r := m.SyncPod(t.Context(), pod, st, kruntime.SyncOptions{Container: kruntime.ContainerOptions{HostIPs: lifecycleHostIPs}})
+		r := m.SyncPod(t.Context(), pod, st, kruntime.SyncOptions{Container: podconfig.ContainerOptions{HostIPs: lifecycleHostIPs}})
 		if err := r.Err(); err != nil {
 			t.Logf("sync: %v", err)
 		}
@@ -159,7 +160,7 @@ func running(api v1.PodStatus, _ *kruntime.PodStatus) bool {
 func (l *lifecycle) checkGone(t *testing.T, pod *v1.Pod) {
 	t.Helper()
 	ctx := t.Context()
-	sel := map[string]string{kruntime.LabelPodUID: string(pod.UID)}
+	sel := map[string]string{podconfig.LabelPodUID: string(pod.UID)}
 	if sbs, err := l.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}); err != nil || len(sbs) != 0 {
 		t.Errorf("sandboxes left: %d, %v", len(sbs), err)
 	}
@@ -170,7 +171,7 @@ func (l *lifecycle) checkGone(t *testing.T, pod *v1.Pod) {
 	if dirs := cgroupfs.PodDirs(cg); len(dirs) != 0 {
 		t.Errorf("cgroup dirs left: %v", dirs)
 	}
-	if _, err := os.Stat(kruntime.PodLogDir(l.logs, pod.Namespace, pod.Name, string(pod.UID))); !os.IsNotExist(err) {
+	if _, err := os.Stat(podconfig.PodLogDir(l.logs, pod.Namespace, pod.Name, string(pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("log dir left: %v", err)
 	}
 }
@@ -471,7 +472,7 @@ func testLifecycleKillGrace(t *testing.T) {
 	pod := lifecyclePod("lc-grace", v1.RestartPolicyAlways, grace, "trap-term", "--exit-after", "500ms")
 	l.run(t, m, pod)
 	l.syncUntil(t, m, pod, 30*time.Second, "Running", running)
-	criWaitFile(t, filepath.Join(kruntime.PodLogDir(l.logs, pod.Namespace, pod.Name, string(pod.UID)), "app", "0.log"), "testbox trap-term: pid=")
+	criWaitFile(t, filepath.Join(podconfig.PodLogDir(l.logs, pod.Namespace, pod.Name, string(pod.UID)), "app", "0.log"), "testbox trap-term: pid=")
 	st := l.status(t, m, pod)
 	start := time.Now()
 	r := m.KillPod(t.Context(), pod, st, nil)
@@ -497,7 +498,7 @@ func testLifecycleRecovery(t *testing.T) {
 		// An agent restart: a fresh Manager, status rebuilt from labels.
 		fresh := l.manager(t)
 		st := l.status(t, fresh, pod)
-		r := fresh.SyncPod(t.Context(), pod, st, kruntime.SyncOptions{Container: kruntime.ContainerOptions{HostIPs: lifecycleHostIPs}})
+		r := fresh.SyncPod(t.Context(), pod, st, kruntime.SyncOptions{Container: podconfig.ContainerOptions{HostIPs: lifecycleHostIPs}})
 		if err := r.Err(); err != nil || len(r.Started) != 0 || !r.Actions.Empty() {
 			t.Errorf("sync of a running pod: started %v, actions %+v, steps %+v, err %v", r.Started, r.Actions, r.Steps, err)
 		}

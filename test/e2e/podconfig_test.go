@@ -20,7 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kernelet/kernelet/agent/qos"
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
@@ -145,7 +145,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if got := qos.Class(pod); got != class {
 		t.Fatalf("qos.Class = %v, want %v", got, class)
 	}
-	if err := kruntime.ValidatePodForRuntime(pod); err != nil {
+	if err := podconfig.ValidatePodForRuntime(pod); err != nil {
 		t.Fatalf("ValidatePodForRuntime: %v", err)
 	}
 	c := &pod.Spec.Containers[0]
@@ -154,7 +154,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	// termination message file.
 	parent := cgroupfs.PodParent(t, pod.Name, 256<<20)
 	logsDir := t.TempDir()
-	sbCfg, err := kruntime.SandboxConfig(pod, kruntime.SandboxOptions{
+	sbCfg, err := podconfig.SandboxConfig(pod, podconfig.SandboxOptions{
 		CgroupParent: parent, PodLogsDir: logsDir, ResolvConf: resolv,
 		Warn: func(reason, msg string) { t.Logf("warning %s: %s", reason, msg) },
 	})
@@ -171,7 +171,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if err := os.WriteFile(termFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctrCfg, err := kruntime.ContainerConfig(pod, c, kruntime.ContainerOptions{
+	ctrCfg, err := podconfig.ContainerConfig(pod, c, podconfig.ContainerOptions{
 		NodeMemoryCapacity:         capacity,
 		TerminationMessageHostPath: termFile,
 		HostIPs:                    []string{"127.0.0.1"},
@@ -259,12 +259,12 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 
 	// Labels and annotations survive the runtime and parse back.
 	st := resp.GetStatus()
-	ci, err := kruntime.ParseContainer(st.GetLabels(), st.GetAnnotations())
+	ci, err := podconfig.ParseContainer(st.GetLabels(), st.GetAnnotations())
 	if err != nil {
 		t.Errorf("ParseContainer: %v", err)
 	}
 	if ci.PodUID != string(pod.UID) || ci.PodName != pod.Name || ci.PodNamespace != pod.Namespace || ci.ContainerName != c.Name ||
-		ci.Hash != kruntime.HashContainer(c) || ci.RestartCount != 0 || ci.TerminationGracePeriod == nil || *ci.TerminationGracePeriod != 2 ||
+		ci.Hash != podconfig.HashContainer(c) || ci.RestartCount != 0 || ci.TerminationGracePeriod == nil || *ci.TerminationGracePeriod != 2 ||
 		len(ci.Ports) != 1 || ci.Ports[0].ContainerPort != 8080 {
 		t.Errorf("parsed container = %+v", ci)
 	}
@@ -272,7 +272,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if err != nil {
 		t.Fatal(err)
 	}
-	si, err := kruntime.ParseSandboxLabels(sb.GetStatus().GetLabels())
+	si, err := podconfig.ParseSandboxLabels(sb.GetStatus().GetLabels())
 	if err != nil || si.PodUID != string(pod.UID) || sb.GetStatus().GetLabels()["app"] != "podconfig" ||
 		sb.GetStatus().GetAnnotations()["kernelet.test/note"] != pod.Annotations["kernelet.test/note"] {
 		t.Errorf("sandbox labels %v annotations %v (%v)", sb.GetStatus().GetLabels(), sb.GetStatus().GetAnnotations(), err)
@@ -292,11 +292,11 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if err := rs.RemovePodSandbox(ctx, podID); err != nil {
 		t.Fatalf("RemovePodSandbox: %v", err)
 	}
-	pods, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(pod.UID)}})
+	pods, err := rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(pod.UID)}})
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("sandboxes left: %v, %v", pods, err)
 	}
-	ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kruntime.LabelPodUID: string(pod.UID)}})
+	ctrs, err := rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(pod.UID)}})
 	if err != nil || len(ctrs) != 0 {
 		t.Fatalf("containers left: %v, %v", ctrs, err)
 	}

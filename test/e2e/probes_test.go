@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
@@ -289,7 +289,7 @@ func mustGet(t *testing.T, c *clusterNode, name string) *v1.Pod {
 // containerLog reads what container wrote of pod, from the node's pod
 // logs directory.
 func (c *clusterNode) containerLog(pod *v1.Pod, container string) (string, error) {
-	files, err := filepath.Glob(filepath.Join(kruntime.PodLogDir(c.logs, pod.Namespace, pod.Name, string(pod.UID)), container, "*.log"))
+	files, err := filepath.Glob(filepath.Join(podconfig.PodLogDir(c.logs, pod.Namespace, pod.Name, string(pod.UID)), container, "*.log"))
 	if err != nil || len(files) == 0 {
 		return "", errors.Join(err, errors.New("no log file"))
 	}

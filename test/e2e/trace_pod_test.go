@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	kruntime "github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
 	"github.com/kernelet/kernelet/test/env/containerd"
@@ -91,7 +91,7 @@ func TestTraceOOMPod(t *testing.T) {
 	}
 
 	parent := cgroupfs.PodParent(t, pod.Name, 256<<20)
-	sbCfg, err := kruntime.SandboxConfig(pod, kruntime.SandboxOptions{CgroupParent: parent, PodLogsDir: t.TempDir()})
+	sbCfg, err := podconfig.SandboxConfig(pod, podconfig.SandboxOptions{CgroupParent: parent, PodLogsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestTraceOOMPod(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(sbCfg.LogDirectory, c.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctrCfg, err := kruntime.ContainerConfig(pod, c, kruntime.ContainerOptions{NodeMemoryCapacity: memTotal(t)})
+	ctrCfg, err := podconfig.ContainerConfig(pod, c, podconfig.ContainerOptions{NodeMemoryCapacity: memTotal(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

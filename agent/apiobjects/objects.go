@@ -1,4 +1,4 @@
-package volume
+package apiobjects
 
 import (
 	"context"
@@ -162,7 +162,7 @@ func NewObjectManager(client kubernetes.Interface, strategy Strategy, onChange f
 		pods: map[types.UID][]ObjectRef{}, watches: map[ObjectRef]*objectWatch{}, cache: map[ObjectRef]cachedObject{}}
 }
 
-// RegisterPod implements PodObjects.
+// RegisterPod implements volume.PodObjects.
 func (m *ObjectManager) RegisterPod(pod *v1.Pod) {
 	refs := PodReferences(pod)
 	m.mu.Lock()
@@ -190,7 +190,7 @@ func (m *ObjectManager) RegisterPod(pod *v1.Pod) {
 	m.release(old)
 }
 
-// UnregisterPod implements PodObjects.
+// UnregisterPod implements volume.PodObjects.
 func (m *ObjectManager) UnregisterPod(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -283,7 +283,7 @@ func immutable(obj any) bool {
 	return false
 }
 
-// ConfigMap implements Objects.
+// ConfigMap implements volume.Objects and runtime.EnvObjects.
 func (m *ObjectManager) ConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
 	obj, err := m.get(ctx, ObjectRef{Kind: KindConfigMap, Namespace: namespace, Name: name})
 	if err != nil {
@@ -292,7 +292,7 @@ func (m *ObjectManager) ConfigMap(ctx context.Context, namespace, name string) (
 	return obj.(*v1.ConfigMap), nil
 }
 
-// Secret implements Objects.
+// Secret implements volume.Objects and runtime.EnvObjects.
 func (m *ObjectManager) Secret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
 	obj, err := m.get(ctx, ObjectRef{Kind: KindSecret, Namespace: namespace, Name: name})
 	if err != nil {

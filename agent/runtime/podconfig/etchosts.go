@@ -1,4 +1,4 @@
-package runtime
+package podconfig
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 // EtcHostsPath is where a container sees the pod's managed hosts file.
 const EtcHostsPath = "/etc/hosts"
 
-// etcHostsFile is the name of the managed hosts file in the pod directory.
-const etcHostsFile = "etc-hosts"
+// EtcHostsFile is the name of the managed hosts file in the pod directory.
+const EtcHostsFile = "etc-hosts"
 
 // managedHosts are the fixed entries of a managed hosts file, kubelet's.
 const managedHosts = `# Kubernetes-managed hosts file.

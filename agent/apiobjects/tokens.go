@@ -1,4 +1,4 @@
-package volume
+package apiobjects
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func ServiceAccountName(pod *v1.Pod) string {
 	return "default"
 }
 
-// Token implements Tokens. When a refresh fails the cached token is
+// Token implements volume.Tokens. When a refresh fails the cached token is
 // returned while it has not expired.
 func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, error) {
 	key := tokenKey{namespace: pod.Namespace, serviceAccount: ServiceAccountName(pod), audience: audience,
@@ -109,7 +109,7 @@ func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, 
 	return c.token, nil
 }
 
-// Forget implements Tokens.
+// Forget implements volume.Tokens.
 func (m *TokenManager) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

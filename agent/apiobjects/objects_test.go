@@ -1,4 +1,4 @@
-package volume
+package apiobjects
 
 import (
 	"context"
@@ -12,10 +12,21 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
+// kubeRootCA is the projected volume's part of the kube-api-access volume
+// the ServiceAccount admission plugin adds that references an object.
+func kubeRootCA() v1.Volume {
+	return v1.Volume{Name: "kube-api-access-abcde", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		}}}}
+}
+
 func TestPodReferences(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: v1.PodSpec{
 		ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}},
-		Volumes: []v1.Volume{kubeAPIAccess(),
+		Volumes: []v1.Volume{kubeRootCA(),
 			{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}}},
 		InitContainers: []v1.Container{{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "envcm"}}}}}},
 		Containers: []v1.Container{{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{
