@@ -269,6 +269,7 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 			return
 		case <-time.After(period):
 		}
+		p.mgr.Backoff().GC() // kubelet's housekeeping: expired CrashLoopBackOff entries
 		if !p.sources.SeenAllSources() {
 			continue
 		}
@@ -425,7 +426,6 @@ func (p *pods) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 			return err
 		}
 	}
-	p.mgr.Backoff().Forget(pod.UID)
 	p.oomScores.Forget(pod.UID) // nothing of it runs: no annotation, no series
 	return nil
 }
