@@ -33,9 +33,8 @@ func (k BackoffKey) String() string { return string(k.UID) + "_" + k.Name }
 //     last failure. The default expiry: 2×300 s after the last failure the
 //     delay starts over.
 //
-// Expired entries are collected by GC (kubelet: crash-loop entries at
-// housekeeping, pull entries after each successful pull). It is safe for
-// concurrent use.
+// Expired entries are collected by GC at housekeeping and, for pulls, after
+// each successful pull (kubelet's). It is safe for concurrent use.
 type Backoff struct {
 	crash *flowcontrol.Backoff
 	image *flowcontrol.Backoff
@@ -109,7 +108,10 @@ func (b *Backoff) PullFailed(uid types.UID, image, reason, message string) {
 
 // PullSucceeded collects the expired pull back-offs (kubelet does after
 // every successful pull).
-func (b *Backoff) PullSucceeded() {
+func (b *Backoff) PullSucceeded() { b.gcPulls() }
+
+// gcPulls drops the pull back-offs that expired, and their errors.
+func (b *Backoff) gcPulls() {
 	b.image.GC()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,8 +124,14 @@ func (b *Backoff) PullSucceeded() {
 
 // GC drops the crash-loop entries of containers whose last restart was
 // more than 10 minutes ago: they can no longer delay anything (kubelet
-// collects them at every housekeeping).
-func (b *Backoff) GC() { b.crash.GC() }
+// collects them at every housekeeping). Expired pull back-offs go too
+// (kubelet only collects them after a successful pull; an expired one no
+// longer holds a pull, so nothing else changes), so that pods that are
+// gone leave nothing behind.
+func (b *Backoff) GC() {
+	b.crash.GC()
+	b.gcPulls()
+}
 
 // podFullName is kubelet's <name>_<namespace>(<uid>) form used in messages.
 func podFullName(name, namespace string, uid types.UID) string {

@@ -119,6 +119,13 @@ func TestBackoffImagePull(t *testing.T) {
 	if held, _ := b.PullHeld("uid-1", img); held {
 		t.Fatalf("after the reset: held longer than %v", BackoffInitial)
 	}
+	// Housekeeping collects expired pull back-offs too.
+	b.PullFailed("uid-3", img, ReasonErrImagePull, "not found")
+	clk.Step(2*BackoffMax + time.Millisecond)
+	b.GC()
+	if d := b.image.Get(imageKey("uid-3", img)); d != 0 || len(b.pullErrs) != 0 {
+		t.Fatalf("GC kept an expired pull back-off (%v, %v)", d, b.pullErrs)
+	}
 }
 
 func TestBackoffMessages(t *testing.T) {
