@@ -268,7 +268,7 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 	})
 }
 
-// housekeeping collects expired CrashLoopBackOff entries (kubelet's) and,
+// housekeeping collects expired back-off entries (as kubelet's) and,
 // once every source has delivered its pods, kills every pod the runtime
 // holds that no source wants (nor a worker runs): pods removed while the
 // agent was down.
