@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
@@ -219,25 +221,12 @@ func (a *Agent) Addrs() map[string]string {
 // to 10 s, logging the first failure and every 10th after it.
 func (a *Agent) connectRuntime(ctx context.Context, endpoint string, timeout time.Duration) {
 	log := klog.FromContext(ctx).WithValues("endpoint", endpoint)
-	delay := time.Second
-	for attempt := 0; ; attempt++ {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		rt, err := a.deps.ConnectRuntime(cctx, endpoint, timeout)
+	retry := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
+	attempt := 0
+	_ = retry.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+		err := a.dialRuntime(ctx, endpoint, timeout)
 		if err == nil {
-			var info *runtime.Info
-			info, err = rt.Info(cctx)
-			cancel()
-			if info != nil {
-				log.Info("Connected to container runtime", "runtime", info.RuntimeName, "version", info.RuntimeVersion, "conditions", info.Conditions)
-				a.mu.Lock()
-				a.rt, a.rtErr = rt, nil
-				a.mu.Unlock()
-				a.runtimeSet.Do(func() { close(a.runtimeUp) })
-				return
-			}
-			_ = rt.Close(ctx)
-		} else {
-			cancel()
+			return true, nil
 		}
 		a.mu.Lock()
 		a.rtErr = err
@@ -245,13 +234,35 @@ func (a *Agent) connectRuntime(ctx context.Context, endpoint string, timeout tim
 		if attempt%10 == 0 {
 			log.Error(err, "Container runtime not reachable; retrying", "attempt", attempt+1)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 10*time.Second)
+		attempt++
+		return false, nil
+	})
+}
+
+// dialRuntime connects to the runtime once and, when it answers Info,
+// makes it the agent's runtime.
+func (a *Agent) dialRuntime(ctx context.Context, endpoint string, timeout time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rt, err := a.deps.ConnectRuntime(cctx, endpoint, timeout)
+	if err != nil {
+		return err
 	}
+	info, err := rt.Info(cctx)
+	if info == nil {
+		_ = rt.Close(ctx)
+		if err == nil {
+			err = errors.New("the runtime answered no version")
+		}
+		return err
+	}
+	klog.FromContext(ctx).Info("Connected to container runtime", "endpoint", endpoint, "runtime", info.RuntimeName,
+		"version", info.RuntimeVersion, "conditions", info.Conditions)
+	a.mu.Lock()
+	a.rt, a.rtErr = rt, nil
+	a.mu.Unlock()
+	a.runtimeSet.Do(func() { close(a.runtimeUp) })
+	return nil
 }
 
 func (a *Agent) runtimeHealthy(ctx context.Context) error {

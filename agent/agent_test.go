@@ -111,8 +111,11 @@ func TestAgentServesAndStops(t *testing.T) {
 	}
 
 	code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz")
-	if code != 500 || !strings.Contains(body, "[-]runtime failed: container runtime not ready: Test: down") {
+	if code != 500 || !strings.Contains(body, "[-]runtime failed: reason withheld") {
 		t.Errorf("healthz with runtime down = %d %q", code, body)
+	}
+	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz/runtime"); code != 500 || !strings.Contains(body, "container runtime not ready: Test: down") {
+		t.Errorf("healthz/runtime with runtime down = %d %q", code, body)
 	}
 	fr.ready.Store(true)
 	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz"); code != 200 || body != "ok" {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
@@ -256,59 +257,63 @@ func (p *pods) dispatchEvents(ctx context.Context) {
 	}
 }
 
-// cleanupOrphans kills, once every source has delivered its pods, every
-// pod the runtime holds that no source wants (nor a worker runs): pods
-// removed while the agent was down.
+// cleanupOrphans runs housekeeping every period (2 s when not set), each
+// pass period after the previous one ended, until ctx ends.
 func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 	if period <= 0 {
 		period = 2 * time.Second
 	}
+	_ = wait.Backoff{Duration: period}.DelayFunc().Until(ctx, false, true, func(ctx context.Context) (bool, error) {
+		p.housekeeping(ctx)
+		return false, nil
+	})
+}
+
+// housekeeping collects expired back-off entries (as kubelet's) and,
+// once every source has delivered its pods, kills every pod the runtime
+// holds that no source wants (nor a worker runs): pods removed while the
+// agent was down.
+func (p *pods) housekeeping(ctx context.Context) {
+	p.mgr.Backoff().GC()
+	if !p.sources.SeenAllSources() {
+		return
+	}
+	listed, err := p.mgr.ListPods(ctx)
+	if err != nil {
+		return
+	}
 	log := klog.FromContext(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(period):
-		}
-		if !p.sources.SeenAllSources() {
+	wanted := map[types.UID]bool{}
+	for _, pod := range p.sources.Pods() {
+		wanted[pod.UID] = true
+	}
+	p.cleanupVolumes(ctx, wanted, listed)
+	for _, st := range runtime.Orphans(listed, wanted) {
+		if p.workers.Known(st.UID) {
 			continue
 		}
-		listed, err := p.mgr.ListPods(ctx)
-		if err != nil {
+		p.mu.Lock()
+		busy := p.killing[st.UID]
+		p.killing[st.UID] = true
+		p.mu.Unlock()
+		if busy {
 			continue
 		}
-		wanted := map[types.UID]bool{}
-		for _, pod := range p.sources.Pods() {
-			wanted[pod.UID] = true
-		}
-		p.cleanupVolumes(ctx, wanted, listed)
-		for _, st := range runtime.Orphans(listed, wanted) {
-			if p.workers.Known(st.UID) {
-				continue
-			}
-			p.mu.Lock()
-			busy := p.killing[st.UID]
-			p.killing[st.UID] = true
-			p.mu.Unlock()
-			if busy {
-				continue
-			}
-			go func() {
-				defer func() {
-					p.mu.Lock()
-					delete(p.killing, st.UID)
-					p.mu.Unlock()
-				}()
-				full, err := p.mgr.GetPodStatus(ctx, st.UID, st.Name, st.Namespace)
-				if err != nil {
-					full = st
-				}
-				log.Info("Killing orphaned pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
-				if err := p.mgr.KillPod(ctx, nil, full, nil).Err(); err != nil {
-					log.Error(err, "Kill orphaned pod", "podUID", st.UID)
-				}
+		go func() {
+			defer func() {
+				p.mu.Lock()
+				delete(p.killing, st.UID)
+				p.mu.Unlock()
 			}()
-		}
+			full, err := p.mgr.GetPodStatus(ctx, st.UID, st.Name, st.Namespace)
+			if err != nil {
+				full = st
+			}
+			log.Info("Killing orphaned pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
+			if err := p.mgr.KillPod(ctx, nil, full, nil).Err(); err != nil {
+				log.Error(err, "Kill orphaned pod", "podUID", st.UID)
+			}
+		}()
 	}
 }
 
@@ -426,7 +431,6 @@ func (p *pods) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 			return err
 		}
 	}
-	p.mgr.Backoff().Forget(pod.UID)
 	p.oomScores.Forget(pod.UID) // nothing of it runs: no annotation, no series
 	return nil
 }

@@ -3,13 +3,14 @@ package podworkers
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"math"
 	"sort"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -275,19 +276,18 @@ func (ws *Workers) Pods() []PodRecord {
 // pods terminated).
 func (ws *Workers) Wait() { ws.wg.Wait() }
 
-func (ws *Workers) backoff(fails int) time.Duration {
-	d := ws.cfg.BackoffInitial
-	for i := 1; i < fails && d < ws.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, ws.cfg.BackoffMax)
-	return d + time.Duration(rand.Int64N(int64(d)/2+1))
+// retry is the back-off of a worker's retries of a failed sync, stop or
+// kill: BackoffInitial doubling up to BackoffMax, each delay plus up to
+// half of it as jitter. Each retry loop takes a fresh one.
+func (ws *Workers) retry() *utilwait.Backoff {
+	return &utilwait.Backoff{Duration: ws.cfg.BackoffInitial, Factor: 2, Jitter: 0.5, Cap: ws.cfg.BackoffMax, Steps: math.MaxInt32}
 }
 
 // run is the worker's loop: one sync, kill or cleanup at a time.
 func (ws *Workers) run(ctx context.Context, w *worker) {
 	log := klog.FromContext(ctx)
 	fails := 0
+	retry := ws.retry()
 	var delay time.Duration
 	for first := true; ; first = false {
 		if !first {
@@ -330,11 +330,13 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 				fails++
 				log.Error(err, "Sync pod failed; retrying", "failures", fails)
+				delay = retry.Step()
+			} else {
+				delay = retry.Duration // a cancelled sync does not move the back-off on
 			}
-			delay = ws.backoff(fails)
 			continue
 		}
-		fails = 0
+		fails, retry = 0, ws.retry()
 		delay = ws.cfg.SyncFrequency
 		if res.RetryAfter > 0 && res.RetryAfter < delay {
 			delay = res.RetryAfter
@@ -355,6 +357,7 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
 	log := klog.FromContext(ctx)
 	log.V(2).Info("Pod finished; stopping it", "phase", w.rec.Status.Phase)
+	retry := ws.retry()
 	for fails := 1; ; fails++ {
 		ws.mu.Lock()
 		pod := w.rec.Pod
@@ -378,7 +381,7 @@ func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
 		case <-ctx.Done():
 			return nil
 		case <-w.wake:
-		case <-ws.clock.After(ws.backoff(fails)):
+		case <-ws.clock.After(retry.Step()):
 		}
 		ws.mu.Lock()
 		u := w.pending
@@ -441,6 +444,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		ws.statusChanged(pod, w.rec.Status)
 		ws.mu.Unlock()
 	}
+	retry := ws.retry()
 	for fails := 1; ; fails++ {
 		err := ws.cfg.Syncer.KillPod(ctx, pod, u.GracePeriod)
 		if err == nil {
@@ -453,7 +457,7 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ws.clock.After(ws.backoff(fails)):
+		case <-ws.clock.After(retry.Step()):
 		}
 	}
 	if err := ws.cfg.Syncer.CleanupPod(ctx, pod); err != nil {

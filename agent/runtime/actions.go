@@ -76,10 +76,11 @@ func (a PodActions) Empty() bool {
 		len(a.EphemeralContainersToStart) == 0 && len(a.ContainersToKill) == 0
 }
 
-// BackoffChecker answers whether a restart is still held back (Backoff
-// implements it).
+// BackoffChecker answers whether the restart of a container whose newest
+// instance exited at exit is still held back, and the delay that applies
+// (Backoff implements it, at its clock: the Manager's, which gives now).
 type BackoffChecker interface {
-	Held(k BackoffKey, started, exit, now time.Time) (bool, time.Duration)
+	Held(k BackoffKey, exit time.Time) (bool, time.Duration)
 }
 
 // ComputePodActions decides what a sync of pod must do given its runtime
@@ -128,7 +129,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 			a.CreateSandbox = false
 			return a
 		}
-		computeContainers(pod, st, nil, now, backoff, &a)
+		computeContainers(pod, st, nil, backoff, &a)
 		return a
 	}
 	a.SandboxID = sb.ID
@@ -141,7 +142,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 				Message: fmt.Sprintf("Container %s belongs to an old sandbox, it will be killed", c.Name)}
 		}
 	}
-	initialized := computeContainers(pod, st, current, now, backoff, &a)
+	initialized := computeContainers(pod, st, current, backoff, &a)
 	if initialized && a.InitFailed == "" && len(a.ContainersToStart) == 0 && len(a.BackOff) == 0 && keptRunning(pod, current, a) == 0 {
 		// Initialized, and the regular containers are done for good: the
 		// pod stops — sidecars and sandbox too — instead of idling.
@@ -241,14 +242,14 @@ func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
 
 // computeContainers fills the init and app container actions, with
 // current the containers of the sandbox in use (nil for a new sandbox).
-func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, now time.Time, backoff BackoffChecker, a *PodActions) (initialized bool) {
+func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, backoff BackoffChecker, a *PodActions) (initialized bool) {
 	// restart decides for an exited container whether to restart now,
 	// recording a CrashLoopBackOff hold.
 	restart := func(c *ContainerStatus) bool {
 		if backoff == nil {
 			return true
 		}
-		held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.StartedAt, c.FinishedAt, now)
+		held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.FinishedAt)
 		if held {
 			a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
 			if until := c.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {

@@ -169,7 +169,7 @@ func TestComputePodActions(t *testing.T) {
 				bo := NewBackoff(clocktesting.NewFakeClock(t0))
 				if tc.crashedBefore {
 					// An earlier instance exited and was restarted at once.
-					bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app"}, t0.Add(-time.Hour), t0.Add(-time.Hour+time.Second))
+					bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app"}, t0.Add(-time.Hour+time.Second))
 				}
 				b = bo
 			}

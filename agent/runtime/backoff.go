@@ -2,137 +2,135 @@ package runtime
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
-// BackoffKey identifies what is backed off: a container of a pod, or (Name
-// "image:<image>") an image pull of a pod.
+// BackoffKey identifies a container of a pod whose restarts are backed off.
 type BackoffKey struct {
 	UID  types.UID
 	Name string
 }
 
-// imageKey is the back-off key of pulls of image for pod uid.
-func imageKey(uid types.UID, image string) BackoffKey {
-	return BackoffKey{UID: uid, Name: imageKeyPrefix + image}
-}
+// String is the key's flowcontrol id.
+func (k BackoffKey) String() string { return string(k.UID) + "_" + k.Name }
 
-const imageKeyPrefix = "image:"
-
-func (k BackoffKey) isImage() bool { return strings.HasPrefix(k.Name, imageKeyPrefix) }
-
-// Backoff is kubelet's CrashLoopBackOff bookkeeping: a container that
-// exited for the first time is restarted at once; after its next exit it
-// waits Initial, twice as long before each further restart, at most Max; a
-// container that ran at least Reset before exiting starts over (restarted
-// at once). The same type paces image pulls, where the first retry already
-// waits Initial (kubelet's ErrImagePull, then ImagePullBackOff). It is safe
-// for concurrent use.
+// Backoff is kubelet's two back-offs, both client-go's flowcontrol.Backoff
+// (10 s doubling to 300 s, no jitter) as kubelet builds them:
+//
+//   - CrashLoopBackOff, per container: a container that exited is restarted
+//     at once the first time; each restart (Restarted, called before the
+//     container is pulled, created and started, failed or not) moves the
+//     delay on, so the next exit waits 10 s, then 20 s, ... 300 s, counted
+//     from the exit. An exit more than 10 minutes after the last restart
+//     starts over (kubelet's HasExpiredFunc: the container ran cleanly).
+//   - ImagePullBackOff, per pod and image: every failed pull moves the delay
+//     on; a pull is refused while less than the delay has passed since the
+//     last failure. The default expiry: 2×300 s after the last failure the
+//     delay starts over.
+//
+// Expired entries are collected by GC at housekeeping and, for pulls, after
+// each successful pull (kubelet's). It is safe for concurrent use.
 type Backoff struct {
-	Initial, Max, Reset time.Duration
+	crash *flowcontrol.Backoff
+	image *flowcontrol.Backoff
 
-	clock   clock.PassiveClock
-	mu      sync.Mutex
-	entries map[BackoffKey]*backoffEntry
+	// pullErrs is the last pull error of each backed-off image key, which
+	// the ImagePullBackOff waiting message repeats (kubelet's).
+	mu       sync.Mutex
+	pullErrs map[string]string
 }
 
-type backoffEntry struct {
-	// delay is the delay that was waited before the last restart (or
-	// pull); exit the exit (or failure) time it answered.
-	delay time.Duration
-	exit  time.Time
-	// touched is when the entry last changed, for GC.
-	touched time.Time
-}
-
-// NewBackoff returns kubelet's back-off (10 s doubling to 300 s, reset
-// after 10 min of running) on clk; nil means the real clock.
-func NewBackoff(clk clock.PassiveClock) *Backoff {
+// NewBackoff returns kubelet's back-offs on clk; nil means the real clock.
+func NewBackoff(clk clock.Clock) *Backoff {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Backoff{Initial: BackoffInitial, Max: BackoffMax, Reset: BackoffReset, clock: clk,
-		entries: map[BackoffKey]*backoffEntry{}}
-}
-
-// Delay is how long to wait after exit (a container's finish time, or a
-// failed pull) before restarting, for a run that began at started (zero:
-// unknown, e.g. a pull). It does not change the state.
-func (b *Backoff) Delay(k BackoffKey, started, exit time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.delayLocked(k, started, exit)
-}
-
-func (b *Backoff) delayLocked(k BackoffKey, started, exit time.Time) time.Duration {
-	e := b.entries[k]
-	first := time.Duration(0)
-	if k.isImage() {
-		first = b.Initial
+	crash := flowcontrol.NewBackOff(BackoffInitial, BackoffMax)
+	crash.Clock = clk
+	crash.HasExpiredFunc = func(exit, lastRestart time.Time, _ time.Duration) bool {
+		return exit.Sub(lastRestart) > BackoffReset
 	}
-	switch {
-	case e == nil:
-		return first
-	case !started.IsZero() && exit.Sub(started) >= b.Reset:
-		return first
-	case exit.Equal(e.exit):
-		return e.delay
-	case e.delay == 0:
-		return b.Initial
+	image := flowcontrol.NewBackOff(BackoffInitial, BackoffMax)
+	image.Clock = clk
+	return &Backoff{crash: crash, image: image, pullErrs: map[string]string{}}
+}
+
+// Held tells whether the restart of the container k, whose newest instance
+// exited at exit, must still wait (at the back-off's clock), and the delay
+// that applies (kubelet's IsInBackOffSince and Get).
+func (b *Backoff) Held(k BackoffKey, exit time.Time) (bool, time.Duration) {
+	id := k.String()
+	return b.crash.IsInBackOffSince(id, exit), b.crash.Get(id)
+}
+
+// Restarted records that the container k, whose newest instance exited at
+// exit, is being restarted: the next exit waits longer, or the delay starts
+// over when exit came more than 10 minutes after the last restart.
+func (b *Backoff) Restarted(k BackoffKey, exit time.Time) {
+	b.crash.Next(k.String(), exit)
+}
+
+// imageKey is the back-off id of pulls of image for pod uid (kubelet's).
+func imageKey(uid types.UID, image string) string { return string(uid) + "_" + image }
+
+// PullHeld tells whether a pull of image for pod uid must still wait, with
+// the waiting message of ImagePullBackOff: kubelet's text followed by the
+// last pull error.
+func (b *Backoff) PullHeld(uid types.UID, image string) (bool, string) {
+	key := imageKey(uid, image)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.image.IsInBackOffSinceUpdate(key, b.image.Clock.Now()) {
+		delete(b.pullErrs, key)
+		return false, ""
 	}
-	return min(2*e.delay, b.Max)
+	msg := ImagePullBackOffMessage(image)
+	if e, ok := b.pullErrs[key]; ok {
+		msg += ": " + e
+	}
+	return true, msg
 }
 
-// Held tells whether a restart after exit must still wait at now, and the
-// delay that applies.
-func (b *Backoff) Held(k BackoffKey, started, exit, now time.Time) (bool, time.Duration) {
-	d := b.Delay(k, started, exit)
-	return now.Sub(exit) < d, d
+// PullFailed records a failed pull of image for pod uid, with the reason
+// and message of its ErrImagePull state.
+func (b *Backoff) PullFailed(uid types.UID, image, reason, message string) {
+	key := imageKey(uid, image)
+	b.image.Next(key, b.image.Clock.Now())
+	b.mu.Lock()
+	b.pullErrs[key] = reason + ": " + message
+	b.mu.Unlock()
 }
 
-// Restarted records that the container (or pull) that exited (failed) at
-// exit is being retried, so the next exit waits longer.
-func (b *Backoff) Restarted(k BackoffKey, started, exit time.Time) {
+// PullSucceeded collects the expired pull back-offs (kubelet does after
+// every successful pull).
+func (b *Backoff) PullSucceeded() { b.gcPulls() }
+
+// gcPulls drops the pull back-offs that expired, and their errors.
+func (b *Backoff) gcPulls() {
+	b.image.GC()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d := b.delayLocked(k, started, exit)
-	b.entries[k] = &backoffEntry{delay: d, exit: exit, touched: b.clock.Now()}
-}
-
-// Forget drops the state of every key of pod uid (the pod is gone).
-func (b *Backoff) Forget(uid types.UID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for k := range b.entries {
-		if k.UID == uid {
-			delete(b.entries, k)
+	for key := range b.pullErrs {
+		if b.image.Get(key) == 0 {
+			delete(b.pullErrs, key)
 		}
 	}
 }
 
-// GC drops entries untouched for longer than twice Max plus Reset: they
-// can no longer delay anything.
+// GC drops the crash-loop entries of containers whose last restart was
+// more than 10 minutes ago: they can no longer delay anything (kubelet
+// collects them at every housekeeping). Expired pull back-offs go too
+// (kubelet only collects them after a successful pull; an expired one no
+// longer holds a pull, so nothing else changes), so that pods that are
+// gone leave nothing behind.
 func (b *Backoff) GC() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := b.clock.Now()
-	for k, e := range b.entries {
-		if now.Sub(e.touched) > 2*b.Max+b.Reset {
-			delete(b.entries, k)
-		}
-	}
-}
-
-// Len is the number of keys with state.
-func (b *Backoff) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.entries)
+	b.crash.GC()
+	b.gcPulls()
 }
 
 // podFullName is kubelet's <name>_<namespace>(<uid>) form used in messages.
@@ -152,8 +150,8 @@ func BackOffEventMessage(container, podName, podNamespace string, uid types.UID)
 	return fmt.Sprintf("Back-off restarting failed container %s in pod %s", container, podFullName(podName, podNamespace, uid))
 }
 
-// ImagePullBackOffMessage is the Waiting message (and BackOff event) of a
-// container whose image pull is backed off (kubelet's text).
+// ImagePullBackOffMessage is the BackOff event of a container whose image
+// pull is backed off, and the start of its Waiting message (kubelet's text).
 func ImagePullBackOffMessage(image string) string {
 	return fmt.Sprintf("Back-off pulling image %q", image)
 }

@@ -16,66 +16,115 @@ func TestBackoffSequence(t *testing.T) {
 	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second}
 	for i, w := range want {
 		// The container runs 1 s and exits.
-		started := clk.Now()
 		clk.Step(time.Second)
 		exit := clk.Now()
-		held, d := b.Held(k, started, exit, clk.Now())
+		held, d := b.Held(k, exit)
 		if d != w || held != (w > 0) {
 			t.Fatalf("exit %d: held=%v delay=%v, want delay %v", i+1, held, d, w)
 		}
 		if w == 0 {
-			b.Restarted(k, started, exit)
+			b.Restarted(k, exit)
 			continue
 		}
 		clk.Step(w - time.Millisecond)
-		if held, _ := b.Held(k, started, exit, clk.Now()); !held {
+		if held, _ := b.Held(k, exit); !held {
 			t.Fatalf("exit %d: released %v early", i+1, time.Millisecond)
 		}
 		clk.Step(time.Millisecond)
-		if held, _ := b.Held(k, started, exit, clk.Now()); held {
+		if held, _ := b.Held(k, exit); held {
 			t.Fatalf("exit %d: still held after %v", i+1, w)
 		}
 		// Asking again for the same exit does not double the delay.
-		if d := b.Delay(k, started, exit); d != w {
-			t.Fatalf("exit %d: repeated Delay = %v, want %v", i+1, d, w)
+		if _, d := b.Held(k, exit); d != w {
+			t.Fatalf("exit %d: repeated Held delay = %v, want %v", i+1, d, w)
 		}
-		b.Restarted(k, started, exit)
+		b.Restarted(k, exit)
 	}
-	// A run of 10 minutes resets the back-off: restarted at once again.
-	started := clk.Now()
+	// An exit exactly 10 minutes after the last restart is still backed
+	// off (kubelet's strict "more than 10 minutes")...
 	clk.Step(BackoffReset)
-	if d := b.Delay(k, started, clk.Now()); d != 0 {
-		t.Fatalf("after a 10 min run: delay %v, want an immediate restart", d)
+	if held, d := b.Held(k, clk.Now()); !held || d != BackoffMax {
+		t.Fatalf("exit 10 min after the restart: held=%v delay %v, want %v", held, d, BackoffMax)
 	}
-	b.Restarted(k, started, clk.Now())
-	started = clk.Now()
+	// ... one later resets the back-off: restarted at once again.
+	clk.Step(time.Millisecond)
+	exit := clk.Now()
+	if held, _ := b.Held(k, exit); held {
+		t.Fatalf("after a run of more than 10 min: held, want an immediate restart")
+	}
+	b.Restarted(k, exit)
 	clk.Step(time.Second)
-	if d := b.Delay(k, started, clk.Now()); d != BackoffInitial {
-		t.Fatalf("after reset and another crash: delay %v, want %v", d, BackoffInitial)
+	if held, d := b.Held(k, clk.Now()); !held || d != BackoffInitial {
+		t.Fatalf("after reset and another crash: held=%v delay %v, want %v", held, d, BackoffInitial)
 	}
 	// Other containers and pods are independent.
-	if d := b.Delay(BackoffKey{UID: "uid-1", Name: "other"}, started, clk.Now()); d != 0 {
-		t.Fatalf("other container: %v", d)
+	if held, d := b.Held(BackoffKey{UID: "uid-1", Name: "other"}, clk.Now()); held || d != 0 {
+		t.Fatalf("other container: held=%v delay %v", held, d)
 	}
-	// Image pulls: the first retry already waits Initial, then doubles.
-	ik := imageKey("uid-1", "registry.kernelet.test/missing:v1")
-	if d := b.Delay(ik, time.Time{}, clk.Now()); d != BackoffInitial {
-		t.Fatalf("first pull retry: %v, want %v", d, BackoffInitial)
+	if held, _ := b.Held(BackoffKey{UID: "uid-2", Name: "app"}, clk.Now()); held {
+		t.Fatal("same container of another pod: held")
 	}
-	b.Restarted(ik, time.Time{}, clk.Now())
-	clk.Step(BackoffInitial)
-	if d := b.Delay(ik, time.Time{}, clk.Now()); d != 2*BackoffInitial {
-		t.Fatalf("second pull retry: %v, want %v", d, 2*BackoffInitial)
-	}
-	b.Forget("uid-1")
-	if b.Len() != 0 {
-		t.Fatalf("Forget left %d entries", b.Len())
-	}
-	b.Restarted(k, started, clk.Now())
-	clk.Step(2*BackoffMax + BackoffReset + time.Second)
+	// GC keeps an entry younger than 10 min after its restart, drops an
+	// older one.
 	b.GC()
-	if b.Len() != 0 {
-		t.Fatalf("GC left %d entries", b.Len())
+	if b.crash.Get(k.String()) == 0 {
+		t.Fatal("GC dropped a live entry")
+	}
+	clk.Step(BackoffReset)
+	b.GC()
+	if d := b.crash.Get(k.String()); d != 0 {
+		t.Fatalf("GC left an expired entry (%v)", d)
+	}
+}
+
+func TestBackoffImagePull(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBackoff(clk)
+	const img = "registry.kernelet.test/missing:v1"
+	if held, _ := b.PullHeld("uid-1", img); held {
+		t.Fatal("first pull held")
+	}
+	// Kubelet's: the first retry after a failure already waits 10 s, then
+	// 20 s, ... counted from each failure; the waiting message repeats the
+	// last error.
+	for i, w := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second} {
+		b.PullFailed("uid-1", img, ReasonErrImagePull, "not found")
+		clk.Step(w - time.Millisecond)
+		held, msg := b.PullHeld("uid-1", img)
+		if want := `Back-off pulling image "` + img + `": ErrImagePull: not found`; !held || msg != want {
+			t.Fatalf("retry %d after %v: held=%v %q, want held %q", i+1, w-time.Millisecond, held, msg, want)
+		}
+		clk.Step(time.Millisecond)
+		if held, _ := b.PullHeld("uid-1", img); held {
+			t.Fatalf("retry %d: still held after %v", i+1, w)
+		}
+	}
+	// Other pods pulling the same image are independent.
+	if held, _ := b.PullHeld("uid-2", img); held {
+		t.Fatal("other pod held")
+	}
+	// More than 2×300 s after the last failure the delay starts over, and
+	// a successful pull collects the expired entry.
+	b.PullFailed("uid-1", img, ReasonErrImagePull, "not found")
+	clk.Step(2*BackoffMax + time.Millisecond)
+	b.PullSucceeded()
+	if d := b.image.Get(imageKey("uid-1", img)); d != 0 {
+		t.Fatalf("expired pull back-off kept (%v)", d)
+	}
+	if len(b.pullErrs) != 0 {
+		t.Fatalf("pull errors kept: %v", b.pullErrs)
+	}
+	b.PullFailed("uid-1", img, ReasonErrImagePull, "not found")
+	clk.Step(BackoffInitial)
+	if held, _ := b.PullHeld("uid-1", img); held {
+		t.Fatalf("after the reset: held longer than %v", BackoffInitial)
+	}
+	// Housekeeping collects expired pull back-offs too.
+	b.PullFailed("uid-3", img, ReasonErrImagePull, "not found")
+	clk.Step(2*BackoffMax + time.Millisecond)
+	b.GC()
+	if d := b.image.Get(imageKey("uid-3", img)); d != 0 || len(b.pullErrs) != 0 {
+		t.Fatalf("GC kept an expired pull back-off (%v, %v)", d, b.pullErrs)
 	}
 }
 

@@ -91,37 +91,25 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImageNeverPull)
 		}
 	}
-	key := imageKey(pod.UID, c.Image)
-	now := m.clock.Now()
-	m.pullMu.Lock()
-	last, failed := m.pullFailures[key]
-	m.pullMu.Unlock()
-	if failed {
-		if held, _ := m.backoff.Held(key, time.Time{}, last, now); held {
-			w := &Waiting{Reason: ReasonImagePullBackOff, Message: ImagePullBackOffMessage(c.Image)}
-			r.normalFor(c.Name, EventBackOff, w.Message)
-			r.warnFor(c.Name, EventFailed, "Error: "+ReasonImagePullBackOff)
-			return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImagePullBackOff)
-		}
-		m.backoff.Restarted(key, time.Time{}, last)
+	if held, msg := m.backoff.PullHeld(pod.UID, c.Image); held {
+		w := &Waiting{Reason: ReasonImagePullBackOff, Message: msg}
+		r.normalFor(c.Name, EventBackOff, ImagePullBackOffMessage(c.Image))
+		r.warnFor(c.Name, EventFailed, "Error: "+ReasonImagePullBackOff)
+		return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrImagePullBackOff)
 	}
 	r.normalFor(c.Name, EventPulling, fmt.Sprintf("Pulling image %q", c.Image))
 	start := m.clock.Now()
 	ref, pulling, err := m.pull(ctx, pod, spec, sbCfg, r)
 	if err != nil {
-		m.pullMu.Lock()
-		m.pullFailures[key] = m.clock.Now()
-		m.pullMu.Unlock()
 		// The event names the image; the waiting message is the runtime's
 		// error as it is (kubelet's split).
 		w := &Waiting{Reason: ReasonErrImagePull, Message: err.Error()}
+		m.backoff.PullFailed(pod.UID, c.Image, w.Reason, w.Message)
 		r.warnFor(c.Name, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		r.warnFor(c.Name, EventFailed, "Error: "+ReasonErrImagePull)
 		return pulledImage{}, w, fmt.Errorf("pull %s: %w", c.Image, err)
 	}
-	m.pullMu.Lock()
-	delete(m.pullFailures, key)
-	m.pullMu.Unlock()
+	m.backoff.PullSucceeded()
 	total := m.clock.Since(start).Round(time.Millisecond)
 	p, ok, err := present()
 	if err != nil || !ok {

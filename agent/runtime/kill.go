@@ -110,14 +110,6 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
 	}
 	r.step(ActionRemoveLogs, string(st.UID), errors.Join(errs...), "")
-	m.backoff.Forget(st.UID)
-	m.pullMu.Lock()
-	for k := range m.pullFailures {
-		if k.UID == st.UID {
-			delete(m.pullFailures, k)
-		}
-	}
-	m.pullMu.Unlock()
 	return r
 }
 

@@ -117,9 +117,6 @@ type Manager struct {
 	rcs     podconfig.RuntimeClassGetter
 	pulls   pullSlots
 
-	pullMu       sync.Mutex
-	pullFailures map[BackoffKey]time.Time
-
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
 	netErr error
@@ -132,7 +129,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), pullFailures: map[BackoffKey]time.Time{}}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls)}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -484,6 +481,11 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) (*Waiting, error) {
 	restartCount := nextRestartCount(st, c.Name)
+	if prev := newestExited(st, c.Name); prev != nil {
+		// A restart (after an exit, or a kill by a failed probe): the next
+		// exit waits longer, whether this start succeeds or not (kubelet's).
+		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.FinishedAt)
+	}
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
 		return w, err
@@ -536,11 +538,6 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainer, Message: err.Error()}, err
 	}
 	r.normalFor(c.Name, EventCreated, "Created container: "+c.Name)
-	if prev := newestExited(st, c.Name); prev != nil {
-		// A restart (after an exit, or a kill by a failed probe, of a
-		// container that exited before): the next exit waits longer.
-		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.StartedAt, prev.FinishedAt)
-	}
 	if err := m.rs.StartContainer(ctx, id); err != nil {
 		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 		return &Waiting{Reason: ReasonRunContainer, Message: err.Error()}, err

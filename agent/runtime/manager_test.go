@@ -156,10 +156,11 @@ func TestManagerImagePolicy(t *testing.T) {
 				t.Errorf("pulled %v, want %v", pulled, tc.pulled)
 			}
 			if tc.pullErr != nil {
-				// The next attempt is held back.
+				// The next attempt is held back; the message repeats the
+				// pull's error (kubelet's).
 				st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 				r := m.SyncPod(ctx, pod, st, SyncOptions{})
-				if w := r.Waiting["app"]; w.Reason != ReasonImagePullBackOff || w.Message != `Back-off pulling image "img:1"` {
+				if w := r.Waiting["app"]; w.Reason != ReasonImagePullBackOff || w.Message != `Back-off pulling image "img:1": ErrImagePull: `+tc.pullErr.Error() {
 					t.Errorf("second sync waiting %+v", w)
 				}
 			}

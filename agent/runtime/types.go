@@ -184,8 +184,9 @@ const (
 	MinimumGracePeriod            = 2 * time.Second
 )
 
-// CrashLoopBackOff timing (kubelet's): first delay, cap, and how long a
-// container must have run for its back-off to start over.
+// CrashLoopBackOff timing (kubelet's): first delay, cap, and how long
+// after its last restart a container must exit for its back-off to start
+// over.
 const (
 	BackoffInitial = 10 * time.Second
 	BackoffMax     = 300 * time.Second

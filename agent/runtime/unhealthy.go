@@ -86,7 +86,7 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 			a.ContainersToKill = map[string]KillInfo{}
 		}
 		a.ContainersToKill[c.ID] = k
-		if !restart || heldBack(pod, st, c.Name, now, backoff, &a) {
+		if !restart || heldBack(pod, st, c.Name, backoff, &a) {
 			continue
 		}
 		if sidecar {
@@ -100,12 +100,12 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 
 // heldBack tells whether the restart of the container named name waits
 // for the back-off of its newest exited instance, recording the hold in a.
-func heldBack(pod *v1.Pod, st *PodStatus, name string, now time.Time, backoff BackoffChecker, a *PodActions) bool {
+func heldBack(pod *v1.Pod, st *PodStatus, name string, backoff BackoffChecker, a *PodActions) bool {
 	prev := newestExited(st, name)
 	if prev == nil || backoff == nil {
 		return false
 	}
-	held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: name}, prev.StartedAt, prev.FinishedAt, now)
+	held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: name}, prev.FinishedAt)
 	if !held {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
@@ -70,7 +71,7 @@ func TestKillUnhealthyBackOff(t *testing.T) {
 	old := &ContainerStatus{ID: "c1", SandboxID: "sb", Name: "app", State: ContainerExited, CreatedAt: now.Add(-30 * time.Second),
 		StartedAt: now.Add(-30 * time.Second), FinishedAt: now.Add(-6 * time.Second)}
 	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{cur, old}}
-	b := NewBackoff(nil)
+	b := NewBackoff(clocktesting.NewFakeClock(now))
 	key := BackoffKey{UID: pod.UID, Name: "app"}
 	unhealthy := map[string]Unhealthy{"c2": {Probe: "liveness"}}
 	// No back-off yet for c1: restart at once.
@@ -80,8 +81,8 @@ func TestKillUnhealthyBackOff(t *testing.T) {
 	}
 	// Two restarts recorded before: the delay after c1 has grown to 20 s,
 	// and c1 exited 6 s ago: held.
-	b.Restarted(key, old.StartedAt, old.FinishedAt.Add(-time.Minute))
-	b.Restarted(key, old.StartedAt, old.FinishedAt.Add(-30*time.Second))
+	b.Restarted(key, old.FinishedAt.Add(-time.Minute))
+	b.Restarted(key, old.FinishedAt.Add(-30*time.Second))
 	a = KillUnhealthy(pod, st, ComputePodActions(pod, st, now, b), unhealthy, now, b)
 	if len(a.ContainersToKill) != 1 || len(a.ContainersToStart) != 0 || a.BackOff["app"].Reason != ReasonCrashLoopBackOff || a.RetryAt.IsZero() {
 		t.Fatalf("held: kill %v start %v backoff %v retry %v", a.ContainersToKill, a.ContainersToStart, a.BackOff, a.RetryAt)

@@ -1,7 +1,10 @@
 // Package server serves the agent's HTTP endpoints: /healthz (with named
-// checks, kubelet's verbose format), /metrics (Prometheus), /configz (the
-// effective configuration, as kubelet serves it) and /status (kernelet's
-// own summary that `kernelet status` prints).
+// checks, through k8s.io/apiserver's healthz as kubelet's: reasons only at
+// /healthz/<check> and in the log, ?verbose, ?exclude), /metrics
+// (Prometheus), /configz (the effective configuration, as kubelet serves
+// it; component-base's configz is a process-wide registry, which several
+// agents in one test process cannot share) and /status (kernelet's own
+// summary that `kernelet status` prints).
 //
 // It also builds the kubelet API's muxes (SecureHandler for address:port,
 // ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration

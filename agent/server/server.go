@@ -7,53 +7,22 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/klog/v2"
+	"k8s.io/apiserver/pkg/server/healthz"
 )
 
-// HealthzHandler serves /healthz and /healthz/<check>. Healthy: 200 "ok"
-// (with ?verbose, one "[+]name ok" line per check). Unhealthy: 500 listing
-// every check, "[-]name failed: reason" for the failing ones.
+// HealthzHandler serves /healthz and /healthz/<check> (k8s.io/apiserver's
+// healthz, as kubelet).
 func HealthzHandler(checks []HealthCheck) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		serveChecks(w, r, checks)
-	})
-	for _, c := range checks {
-		mux.HandleFunc("/healthz/"+c.Name, func(w http.ResponseWriter, r *http.Request) {
-			serveChecks(w, r, []HealthCheck{c})
-		})
+	hcs := make([]healthz.HealthChecker, len(checks))
+	for i, c := range checks {
+		hcs[i] = healthz.NamedCheck(c.Name, c.Check)
 	}
+	healthz.InstallHandler(mux, hcs...)
 	return mux
-}
-
-func serveChecks(w http.ResponseWriter, r *http.Request, checks []HealthCheck) {
-	var b strings.Builder
-	failed := false
-	for _, c := range checks {
-		if err := c.Check(r); err != nil {
-			failed = true
-			fmt.Fprintf(&b, "[-]%s failed: %v\n", c.Name, err)
-			klog.FromContext(r.Context()).V(2).Info("Health check failed", "check", c.Name, "err", err)
-		} else {
-			fmt.Fprintf(&b, "[+]%s ok\n", c.Name)
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if failed {
-		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "%shealthz check failed\n", b.String())
-		return
-	}
-	if _, verbose := r.URL.Query()["verbose"]; verbose {
-		fmt.Fprintf(w, "%shealthz check passed\n", b.String())
-		return
-	}
-	fmt.Fprint(w, "ok")
 }
 
 // Handler serves the agent API: /healthz, /metrics, /configz, /status, /pods.

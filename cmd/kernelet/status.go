@@ -50,6 +50,7 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "kernelet status: agent at %s not reachable: %v\n", base, err)
 		return 1
 	}
+	health = failureReasons(ctx, get, base, health)
 	_, body, err := get(ctx, base+"/status")
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet status: %v\n", err)
@@ -73,6 +74,24 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 	}
 	return exitForHealth(code)
+}
+
+// failureReasons replaces each "reason withheld" of a /healthz answer
+// (kubelet's format keeps reasons out of it) with the reason the check's
+// own path /healthz/<check> gives.
+func failureReasons(ctx context.Context, get func(context.Context, string) (int, string, error), base, health string) string {
+	lines := strings.Split(health, "\n")
+	for i, l := range lines {
+		name, ok := strings.CutSuffix(strings.TrimPrefix(l, "[-]"), " failed: reason withheld")
+		if !ok || !strings.HasPrefix(l, "[-]") {
+			continue
+		}
+		if _, body, err := get(ctx, base+"/healthz/"+name); err == nil {
+			reason := strings.TrimSpace(strings.TrimPrefix(body, "internal server error: "))
+			lines[i] = "[-]" + name + " failed: " + reason
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func exitForHealth(code int) int {
