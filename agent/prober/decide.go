@@ -47,8 +47,10 @@ type Tick struct {
 	// ContainerID is the newest container of the name ("": none yet).
 	ContainerID string
 	Running     bool
-	StartedAt   time.Time
-	Now         time.Time
+	// Exited: the container terminated (not merely created or unknown).
+	Exited    bool
+	StartedAt time.Time
+	Now       time.Time
 	// Started tells whether the container passed its startup probe (or
 	// has none).
 	Started bool
@@ -97,7 +99,7 @@ func (s *State) Next(k Kind, p *v1.Probe, t Tick) (step Step, reset bool, publis
 		return StepWait, reset, Unknown
 	}
 	if !t.Running {
-		if t.NeverRestart {
+		if t.NeverRestart && t.Exited {
 			return StepStop, reset, Unknown // it will not come back
 		}
 		return StepWait, reset, Unknown

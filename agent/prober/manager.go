@@ -35,6 +35,7 @@ type podState struct {
 type containerState struct {
 	id        string
 	running   bool
+	exited    bool // the container (id) terminated
 	startedAt time.Time
 }
 
@@ -100,6 +101,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, st v1.PodStatus) {
 			if r := cs.State.Running; r != nil {
 				c.running, c.startedAt = true, r.StartedAt.Time
 			}
+			c.exited = cs.State.Terminated != nil
 			ps.containers[cs.Name] = c
 		}
 	}
@@ -254,15 +256,38 @@ func (m *Manager) NotStarted(pod *v1.Pod) map[string]bool {
 }
 
 // set stores a result; it reports whether it changed.
-func (m *Manager) set(id string, k Kind, r Result) bool {
+// A worker that was stopped (its pod removed, its probe changed) sets
+// nothing: its pod's results are gone and must stay gone.
+func (m *Manager) set(w *worker, id string, k Kind, r Result) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.workers[w.key] != w {
+		return false
+	}
 	key := resultKey{id, k}
 	if m.results[key] == r {
 		return false
 	}
 	m.results[key] = r
 	return true
+}
+
+// current tells whether w is still the worker of its key (not stopped by
+// RemovePod or a changed probe).
+func (m *Manager) current(w *worker) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workers[w.key] == w
+}
+
+// forgetWorker drops w from the workers when it ended on its own (its
+// container exited for good), so that a later UpdatePod may start a new one.
+func (m *Manager) forgetWorker(w *worker) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[w.key] == w {
+		delete(m.workers, w.key)
+	}
 }
 
 // forgetContainer drops the result of kind k of a replaced container.
@@ -283,7 +308,7 @@ func (m *Manager) tick(k workerKey) (t Tick, pod *v1.Pod, podIP string, ok bool)
 	cs := ps.containers[k.container]
 	pod, podIP = ps.pod, ps.podIP
 	m.mu.Unlock()
-	t = Tick{ContainerID: cs.id, Running: cs.running, StartedAt: cs.startedAt, Now: m.clock.Now(),
+	t = Tick{ContainerID: cs.id, Running: cs.running, Exited: cs.exited, StartedAt: cs.startedAt, Now: m.clock.Now(),
 		Deleting: pod.DeletionTimestamp != nil, NeverRestart: pod.Spec.RestartPolicy == v1.RestartPolicyNever}
 	if cs.id != "" {
 		t.Started = m.Started(pod, k.container, cs.id)

@@ -32,6 +32,7 @@ func newWorker(m *Manager, k workerKey, p *v1.Probe, pod *v1.Pod) *worker {
 // pods found when the agent starts begin at a random point of their first
 // period, so that they do not all probe at once; later ones at once.
 func (w *worker) run() {
+	defer w.m.forgetWorker(w)
 	period := Period(w.probe)
 	if w.m.clock.Since(w.m.start) < period {
 		select {
@@ -78,7 +79,7 @@ func (w *worker) doProbe() bool {
 	c := FindContainer(pod, w.key.container)
 	start := w.m.clock.Now()
 	outcome, output, err := w.m.h.run(w.ctx, w.probe, target{podIP: podIP, containerID: tick.ContainerID, container: c})
-	if w.ctx.Err() != nil {
+	if w.ctx.Err() != nil || !w.m.current(w) {
 		return false // stopped meanwhile: the answer is moot
 	}
 	w.m.metrics.observe(pod, w.key.container, w.key.kind, outcome, w.m.clock.Since(start))
@@ -91,7 +92,7 @@ func (w *worker) doProbe() bool {
 
 // publish stores a result and, when it changed, wakes the pod's worker.
 func (w *worker) publish(pod *v1.Pod, id string, r Result) {
-	if !w.m.set(id, w.key.kind, r) {
+	if !w.m.set(w, id, w.key.kind, r) {
 		return
 	}
 	klog.FromContext(w.ctx).V(2).Info("Probe result changed", "containerID", id, "result", r)
