@@ -287,3 +287,21 @@ func TestManagerNear(t *testing.T) {
 		n.evicted = nil
 	}
 }
+
+// Pods without stats rank first but free an unknown amount: one decision
+// evicts one of them, not all (review finding; kubelet evicts one a loop).
+func TestManagerOneStatlessPodPerDecision(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	a, b, c := mkPod("no-stats-a"), mkPod("no-stats-b"), mkPod("no-stats-c")
+	big := mkPod("big")
+	n := &fakeNode{capacity: 1024 * mi, pods: []*v1.Pod{a, b, c, big}, usage: map[types.UID]int64{}}
+	n.set(big, 1000, true) // 24 MiB available; a, b, c have no cgroup stats
+	m := newTestManager(t, n, clk, hard(SignalAllocatableMemoryAvailable, "100Mi"))
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 {
+		t.Fatalf("one decision evicted %v, want one pod", n.evicted)
+	}
+}

@@ -129,6 +129,12 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			"usage", usageFor(t.Signal, ps), "remaining", remaining)
 		remaining -= usageFor(t.Signal, ps)
 		m.started(pod, t.Signal, e.Message, now)
+		if !hasStats {
+			// What it frees is unknown: count it as enough for this
+			// decision (one pod, as kubelet) rather than evicting every
+			// pod without stats; the next decision measures again.
+			break
+		}
 	}
 	if !announced {
 		log.V(2).Info("Eviction manager: threshold met, but no pod may be evicted", "signal", t.Signal)
