@@ -97,6 +97,11 @@ func (p *pods) terminatingReadiness(uid types.UID) {
 // ContainersReady and Ready conditions that follow; changed tells whether
 // anything differs.
 func WithReadiness(st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
+	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		// A terminal pod (finished, evicted, past its deadline) keeps the
+		// conditions its end gave it, whatever a probe says meanwhile.
+		return st, false
+	}
 	out := *st.DeepCopy()
 	changed := false
 	var unready []string

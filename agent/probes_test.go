@@ -31,6 +31,11 @@ func TestWithReadiness(t *testing.T) {
 	if _, changed := WithReadiness(st, now, func(string, string) bool { return true }); changed {
 		t.Fatal("changed with the same readiness")
 	}
+	failed := *st.DeepCopy()
+	failed.Phase = v1.PodFailed // evicted: its conditions were set at the kill
+	if out, changed := WithReadiness(failed, now, func(string, string) bool { return false }); changed || !out.ContainerStatuses[0].Ready {
+		t.Fatal("a terminal pod's status was rewritten by a readiness change")
+	}
 	if got := probeUserAgent("v1.37.2"); got != "kube-probe/1.37" {
 		t.Fatalf("probeUserAgent = %q", got)
 	}

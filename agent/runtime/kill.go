@@ -316,10 +316,12 @@ func hookPodName(pod *v1.Pod) string {
 }
 
 // hookClient runs httpGet hooks: a 10 s timeout, no proxy, https without
-// certificate verification (as kubelet).
+// certificate verification (as kubelet), and no idle connections kept to
+// pods that may be gone the next moment.
 func hookClient() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // hooks do not verify, as kubelet's
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // hooks do not verify, as kubelet's
+		DisableKeepAlives: true,
 	}}
 }
 
