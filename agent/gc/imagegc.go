@@ -61,6 +61,10 @@ type ImageGC struct {
 	mu      sync.Mutex
 	records map[string]*ImageRecord
 	sandbox string // the runtime's sandbox image, once read
+
+	// runMu serialises the collections (the periodic one and on-demand
+	// calls): two at once would remove and count the same images twice.
+	runMu sync.Mutex
 }
 
 // NewImageGC returns an image collector; its maximum-age clock starts now.
@@ -165,6 +169,8 @@ func usedByName(img *runtimeapi.Image, used map[string]bool) bool {
 // it is below the low threshold. Falling short records
 // FreeDiskSpaceFailed on the node and is an error.
 func (g *ImageGC) GarbageCollect(ctx context.Context) error {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
 	log := klog.FromContext(ctx)
 	recs, err := g.Detect(ctx)
 	if err != nil {
@@ -213,6 +219,8 @@ func (g *ImageGC) GarbageCollect(ctx context.Context) error {
 // whatever the disk usage: what the eviction manager calls under image
 // filesystem pressure.
 func (g *ImageGC) DeleteUnusedImages(ctx context.Context) error {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
 	klog.FromContext(ctx).Info("Attempting to delete unused images")
 	recs, err := g.Detect(ctx)
 	if err != nil {
