@@ -22,13 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	remote "k8s.io/cri-client/pkg"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
-	"github.com/kernelet/kernelet/test/env/containerd"
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
@@ -106,18 +104,8 @@ func BenchmarkFootprint(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("the footprint benchmark runs the kubelet and kernelet: needs root")
 	}
-	cd := containerd.Shared(b)
-	srv := apiserver.Shared(b)
-	admin, err := srv.AdminClient()
-	if err != nil {
-		b.Fatal(err)
-	}
+	cd, srv, admin, rs := benchCluster(b)
 	ctx := b.Context()
-	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(cd.Endpoint()).WithConnectionTimeout(10 * time.Second).Build(ctx)
-	if err != nil {
-		b.Fatalf("CRI runtime client: %v", err)
-	}
-	b.Cleanup(func() { _ = rs.Close(context.Background()) })
 	settle := envDuration(b, "KERNELET_FOOTPRINT_SETTLE", footprintSettle)
 	ns := benchNamespace(ctx, b, admin, "footprint")
 

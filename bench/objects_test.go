@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -138,6 +139,24 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	return def
 }
 
+// benchCluster is a benchmark's shared containerd and API server, an admin
+// client of the latter and a CRI runtime client of the former (closed when
+// the benchmark ends).
+func benchCluster(b *testing.B) (*containerd.Instance, *apiserver.Server, kubernetes.Interface, internalapi.RuntimeService) {
+	cd := containerd.Shared(b)
+	srv := apiserver.Shared(b)
+	admin, err := srv.AdminClient()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(cd.Endpoint()).WithConnectionTimeout(10 * time.Second).Build(b.Context())
+	if err != nil {
+		b.Fatalf("CRI runtime client: %v", err)
+	}
+	b.Cleanup(func() { _ = rs.Close(context.Background()) })
+	return cd, srv, admin, rs
+}
+
 // benchNamespace creates the namespace "<run id>-<suffix>" for a
 // benchmark's API pods and deletes it when the benchmark ends.
 func benchNamespace(ctx context.Context, b *testing.B, admin kubernetes.Interface, suffix string) string {
@@ -157,18 +176,8 @@ func benchNamespace(ctx context.Context, b *testing.B, admin kubernetes.Interfac
 
 func BenchmarkObjectStrategies(b *testing.B) {
 	env.RequireRoot(b)
-	cd := containerd.Shared(b)
-	srv := apiserver.Shared(b)
-	admin, err := srv.AdminClient()
-	if err != nil {
-		b.Fatal(err)
-	}
+	cd, srv, admin, rs := benchCluster(b)
 	ctx := b.Context()
-	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(cd.Endpoint()).WithConnectionTimeout(10 * time.Second).Build(ctx)
-	if err != nil {
-		b.Fatalf("CRI runtime client: %v", err)
-	}
-	b.Cleanup(func() { _ = rs.Close(context.Background()) })
 	pods := envInt(b, "KERNELET_OBJECTS_PODS", objectPods)
 	window := envDuration(b, "KERNELET_OBJECTS_WINDOW", objectsWindow)
 	ns := benchNamespace(ctx, b, admin, "objects")
