@@ -170,8 +170,12 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	if listed, err := mgr.ListPods(ctx); err == nil {
-		log.Info("Pods found in the runtime at start", "count", len(listed))
+	// The first relist happens before the pods are published (a.pods):
+	// the pleg health check goes from "no pod lifecycle yet" (ok) to a
+	// PLEG that has relisted, never through "pleg has yet to be
+	// successful" in between, and the first syncs find the cache filled.
+	if n, ok := pl.Relist(ctx); ok {
+		log.Info("Pods found in the runtime at start", "count", n)
 	}
 	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName), extraSources...)
 	if err != nil {

@@ -130,22 +130,22 @@ func (p *PLEG) stream(ctx context.Context) {
 
 // Relist lists the runtime once, updates the cache and emits the events of
 // what changed since the previous relist.
-func (p *PLEG) Relist(ctx context.Context) {
+func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	log := klog.FromContext(ctx)
 	start := p.clock.Now()
-	pods, err := p.cfg.Lister.ListPods(ctx)
+	listed, err := p.cfg.Lister.ListPods(ctx)
 	p.relistDuration.Observe(p.clock.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error(err, "PLEG relist failed")
 		}
-		return
+		return 0, false
 	}
 	p.mu.Lock()
 	p.lastOK = start
 	prev := p.previous
-	cur := make(map[types.UID]*runtime.PodStatus, len(pods))
-	for _, st := range pods {
+	cur := make(map[types.UID]*runtime.PodStatus, len(listed))
+	for _, st := range listed {
 		cur[st.UID] = st
 	}
 	p.previous = cur
@@ -171,6 +171,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 			log.Info("PLEG event channel full; event dropped", "podUID", e.UID, "event", e.Type)
 		}
 	}
+	return len(listed), true
 }
 
 // Healthy fails, with kubelet's messages, before the first successful

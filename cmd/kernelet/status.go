@@ -86,7 +86,13 @@ func failureReasons(ctx context.Context, get func(context.Context, string) (int,
 		if !ok || !strings.HasPrefix(l, "[-]") {
 			continue
 		}
-		if _, body, err := get(ctx, base+"/healthz/"+name); err == nil {
+		code, body, err := get(ctx, base+"/healthz/"+name)
+		switch {
+		case err != nil:
+		case code == http.StatusOK:
+			// It passed by the time its reason was asked for.
+			lines[i] = "[-]" + name + " failed (passes again now)"
+		default:
 			reason := strings.TrimSpace(strings.TrimPrefix(body, "internal server error: "))
 			lines[i] = "[-]" + name + " failed: " + reason
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,25 @@ func TestPrintPodProblems(t *testing.T) {
 	printPodProblems(&b, pods[3:])
 	if b.Len() != 0 {
 		t.Errorf("no problems must print nothing, got %q", b.String())
+	}
+}
+
+// failureReasons asks each failed check for its reason; one that passes by
+// then is said to pass again, not to have failed with "ok".
+func TestFailureReasons(t *testing.T) {
+	get := func(_ context.Context, url string) (int, string, error) {
+		switch {
+		case strings.HasSuffix(url, "/healthz/runtime"):
+			return 500, "internal server error: runtime not ready\n", nil
+		case strings.HasSuffix(url, "/healthz/pleg"):
+			return 200, "ok", nil
+		}
+		return 404, "", nil
+	}
+	in := "[+]ping ok\n[-]runtime failed: reason withheld\n[-]pleg failed: reason withheld\nhealthz check failed\n"
+	got := failureReasons(context.Background(), get, "http://x", in)
+	want := "[+]ping ok\n[-]runtime failed: runtime not ready\n[-]pleg failed (passes again now)\nhealthz check failed\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }
