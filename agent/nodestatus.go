@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernelet/kernelet/internal/kubeversion"
+
 	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -30,7 +32,7 @@ func (a *Agent) newNodeController() (*node.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := node.KubeletVersion(node.KubernetesVersion(), Version)
+	kv, err := node.KubeletVersion(kubeversion.Get(), Version)
 	if err != nil {
 		return nil, err
 	}

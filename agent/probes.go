@@ -14,7 +14,6 @@ import (
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/status/events"
-	"github.com/kernelet/kernelet/status/node"
 )
 
 // startProbes makes the prober: exec probes through rs, events through
@@ -30,23 +29,12 @@ func (p *pods) startProbes(rs internalapi.RuntimeService, reg prometheus.Registe
 			p.workers.Wake(uid)
 			p.terminatingReadiness(uid)
 		},
-		UserAgent: probeUserAgent(node.KubernetesVersion()),
 	})
 	if err := reg.Register(p.probes.Metrics()); err != nil {
 		p.probes.Stop()
 		return fmt.Errorf("prober metrics: %w", err)
 	}
 	return nil
-}
-
-// probeUserAgent is kubelet's probe User-Agent for a Kubernetes version
-// ("v1.37.2" → "kube-probe/1.37").
-func probeUserAgent(kubeVersion string) string {
-	v := strings.TrimPrefix(kubeVersion, "v")
-	if parts := strings.SplitN(v, ".", 3); len(parts) >= 2 {
-		v = parts[0] + "." + parts[1]
-	}
-	return "kube-probe/" + v
 }
 
 // unhealthy is what the prober says of pod's containers, for the sync:

@@ -8,17 +8,17 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	criclient "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/httpget"
+	"github.com/kernelet/kernelet/internal/kubeversion"
 )
 
 // maxBody is how much of an HTTP probe's response body is read (kubelet's
@@ -45,7 +45,7 @@ type handlers struct {
 
 func newHandlers(exec ExecFunc, userAgent string) *handlers {
 	if userAgent == "" {
-		userAgent = "kube-probe/1.37"
+		userAgent = httpget.UserAgent("kube-probe", kubeversion.Get())
 	}
 	tr := &http.Transport{
 		// As kubelet: no certificate check, no proxy, a new connection
@@ -68,7 +68,7 @@ func (h *handlers) run(ctx context.Context, p *v1.Probe, t target) (Outcome, str
 	case p.HTTPGet != nil:
 		return h.runHTTP(ctx, p.HTTPGet, t, timeout)
 	case p.TCPSocket != nil:
-		port, err := ResolvePort(p.TCPSocket.Port, t.container)
+		port, err := httpget.ResolvePort(p.TCPSocket.Port, t.container)
 		if err != nil {
 			return OutcomeUnknown, "", err
 		}
@@ -139,68 +139,11 @@ func (h *handlers) runExec(ctx context.Context, cmd []string, id string, timeout
 	return OutcomeUnknown, "", err
 }
 
-// ResolvePort is the number of port: a number, or the named port of c.
-func ResolvePort(port intstr.IntOrString, c *v1.Container) (int, error) {
-	n := port.IntValue()
-	if port.StrVal != "" {
-		if v, err := strconv.Atoi(port.StrVal); err == nil {
-			n = v
-		} else {
-			n = 0
-			if c != nil {
-				for _, cp := range c.Ports {
-					if cp.Name == port.StrVal {
-						n = int(cp.ContainerPort)
-					}
-				}
-			}
-			if n == 0 {
-				return 0, fmt.Errorf("couldn't find port: %s in container %s", port.StrVal, containerName(c))
-			}
-		}
-	}
-	if n <= 0 || n > 65535 {
-		return 0, fmt.Errorf("invalid port number: %d", n)
-	}
-	return n, nil
-}
-
-func containerName(c *v1.Container) string {
-	if c == nil {
-		return ""
-	}
-	return c.Name
-}
-
-// probeURL is the URL of an httpGet action for t: scheme (default http),
-// host, resolved port, path (with its query).
-func probeURL(g *v1.HTTPGetAction, t target) (*url.URL, error) {
-	port, err := ResolvePort(g.Port, t.container)
-	if err != nil {
-		return nil, err
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	u, err := url.Parse(path)
-	if err != nil {
-		u = &url.URL{Path: path}
-	}
-	if u.Path != "" && !strings.HasPrefix(u.Path, "/") {
-		u.Path = "/" + u.Path
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(hostOr(g.Host, t.podIP), strconv.Itoa(port))
-	return u, nil
-}
-
 // runHTTP runs an httpGet probe: 2xx succeeds; a redirect to the same
 // host is followed, one to another host is a success with a warning; any
 // other status or a transport error fails.
 func (h *handlers) runHTTP(ctx context.Context, g *v1.HTTPGetAction, t target, timeout time.Duration) (Outcome, string, error) {
-	u, err := probeURL(g, t)
+	u, err := httpget.URL(g, t.container, t.podIP)
 	if err != nil {
 		return OutcomeUnknown, "", err
 	}

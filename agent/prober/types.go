@@ -88,7 +88,8 @@ type Config struct {
 	// pod whose probe results changed: its worker should sync soon.
 	OnChange func(uid types.UID)
 	// UserAgent is the User-Agent of httpGet and grpc probes; "" means
-	// "kube-probe/1.37".
+	// kube-probe/<minor> of the Kubernetes release kernelet is built
+	// against (httpget.UserAgent of kubeversion.Get).
 	UserAgent string
 	// Clock drives periods and delays; nil means the real clock.
 	Clock clock.WithTicker

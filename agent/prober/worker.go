@@ -78,7 +78,7 @@ func (w *worker) doProbe() bool {
 	}
 	c := FindContainer(pod, w.key.container)
 	start := w.m.clock.Now()
-	outcome, output, err := w.m.h.run(w.ctx, w.probe, target{podIP: podIP, containerID: tick.ContainerID, container: c})
+	outcome, output, err := w.runWithRetries(target{podIP: podIP, containerID: tick.ContainerID, container: c})
 	if w.ctx.Err() != nil || !w.m.current(w) {
 		return false // stopped meanwhile: the answer is moot
 	}
@@ -88,6 +88,27 @@ func (w *worker) doProbe() bool {
 		w.publish(pod, tick.ContainerID, r)
 	}
 	return true
+}
+
+// maxProbeRetries is how many times a probe that errors (its outcome is
+// unknown: an exec that could not run, an unresolvable port) is tried in
+// one period before the error counts, as kubelet's.
+const maxProbeRetries = 3
+
+// runWithRetries runs the probe until it gives an answer, at most
+// maxProbeRetries times.
+func (w *worker) runWithRetries(t target) (Outcome, string, error) {
+	var (
+		outcome Outcome
+		output  string
+		err     error
+	)
+	for range maxProbeRetries {
+		if outcome, output, err = w.m.h.run(w.ctx, w.probe, t); outcome != OutcomeUnknown || w.ctx.Err() != nil {
+			break
+		}
+	}
+	return outcome, output, err
 }
 
 // publish stores a result and, when it changed, wakes the pod's worker.

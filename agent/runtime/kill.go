@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/httpget"
 )
 
 // isNotFound tells whether a CRI error says the object is gone (done).
@@ -226,7 +226,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 		if pod != nil && pod.Status.PodIP != "" {
 			host = pod.Status.PodIP
 		}
-		if hmsg, err := m.runHook(hctx, pod, id, spec, preStop, host, grace); err != nil {
+		if hmsg, err := m.runHook(hctx, pod, id, spec, preStop, host, grace, func(reason, msg string) { r.warnFor(k.Name, reason, msg) }); err != nil {
 			r.warnFor(k.Name, EventFailedPreStopHook, hmsg)
 		}
 		cancel()
@@ -248,8 +248,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 // be nil for an orphan): exec through ExecSync, httpGet (http or https,
 // certificates not verified) to host or the handler's host, or sleep. It
 // returns kubelet's failure message with the error. As kubelet's, an HTTP
-// hook fails on a transport error only, whatever the status code.
-func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, id string, c *v1.Container, h *v1.LifecycleHandler, host string, timeout time.Duration) (string, error) {
+// hook fails on a transport error only, whatever the status code; an
+// https hook a plain-HTTP server answers is retried over http, and warn
+// records the LifecycleHTTPFallback event when that retry works.
+func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, id string, c *v1.Container, h *v1.LifecycleHandler, host string, timeout time.Duration, warn func(reason, msg string)) (string, error) {
 	name := id
 	if c != nil {
 		name = c.Name
@@ -267,28 +269,25 @@ func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, id string, c *v1.Con
 		fail := func(err error) (string, error) {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, name, who, err), err
 		}
-		u, err := hookURL(h.HTTPGet, c, host)
+		u, err := httpget.URL(h.HTTPGet, c, host)
 		if err != nil {
 			return fail(err)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return fail(err)
-		}
-		req.Header.Set("User-Agent", "kube-lifecycle/"+kubeMinor)
-		for _, hd := range h.HTTPGet.HTTPHeaders {
-			if strings.EqualFold(hd.Name, "host") {
-				req.Host = hd.Value
-				continue
+		err = m.hookGet(ctx, u, h.HTTPGet.HTTPHeaders, true)
+		if u.Scheme == "https" && httpget.IsHTTPResponseToHTTPS(err) {
+			// As kubelet: an https hook answered by a plain-HTTP server
+			// is retried over http (hooks once ignored the scheme), and a
+			// retry that works is only a warning.
+			klog.FromContext(ctx).V(1).Info("HTTPS lifecycle hook got an HTTP response, retrying with HTTP", "pod", who, "container", name, "host", u.Host)
+			plain := *u
+			plain.Scheme = "http"
+			if err = m.hookGet(ctx, &plain, h.HTTPGet.HTTPHeaders, false); err == nil && warn != nil {
+				warn(httpget.EventLifecycleHTTPFallback, httpget.FallbackMessage(u.Host))
 			}
-			req.Header.Add(hd.Name, hd.Value)
 		}
-		resp, err := m.hc.Do(req)
 		if err != nil {
 			return fail(err)
 		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
-		_ = resp.Body.Close()
 		return "", nil
 	case h.Sleep != nil:
 		select {
@@ -302,9 +301,6 @@ func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, id string, c *v1.Con
 	err := fmt.Errorf("invalid handler: %v", h)
 	return fmt.Sprintf("Cannot run handler: %v", err), err
 }
-
-// kubeMinor is the Kubernetes version of the User-Agent of HTTP hooks.
-const kubeMinor = "1.37"
 
 // hookPodName is how hook messages name a pod: name_namespace(uid), as
 // kubelet's.
@@ -325,36 +321,32 @@ func hookClient() *http.Client {
 	}}
 }
 
-// hookURL is the URL of an httpGet handler: scheme, host (the handler's,
-// else host), port (a number or a named container port) and path.
-func hookURL(g *v1.HTTPGetAction, c *v1.Container, host string) (string, error) {
-	if g.Host != "" {
-		host = g.Host
+// hookGet sends one httpGet hook request to u with the handler's headers
+// (a Host header sets the request's host) and drains a little of the
+// answer; only a transport error fails, whatever the status code.
+// withAuth false drops an Authorization header (the http retry of an
+// https hook, as kubelet).
+func (m *Manager) hookGet(ctx context.Context, u *url.URL, headers []v1.HTTPHeader, withAuth bool) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
 	}
-	port := g.Port.IntValue()
-	if g.Port.StrVal != "" {
-		if p, err := strconv.Atoi(g.Port.StrVal); err == nil {
-			port = p
-		} else if c != nil {
-			for _, cp := range c.Ports {
-				if cp.Name == g.Port.StrVal {
-					port = int(cp.ContainerPort)
-				}
-			}
+	req.Header.Set("User-Agent", m.hookUA)
+	for _, hd := range headers {
+		switch {
+		case strings.EqualFold(hd.Name, "host"):
+			req.Host = hd.Value
+		case !withAuth && strings.EqualFold(hd.Name, "authorization"):
+		default:
+			req.Header.Add(hd.Name, hd.Value)
 		}
 	}
-	if port <= 0 || port > 65535 {
-		return "", fmt.Errorf("invalid port %s", g.Port.String())
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path, nil
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+	return resp.Body.Close()
 }
 
 // TerminationOrder splits the containers to kill: regular ones (app

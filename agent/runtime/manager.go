@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/httpget"
+	"github.com/kernelet/kernelet/internal/kubeversion"
 )
 
 // ManagerConfig wires a Manager.
@@ -108,6 +110,7 @@ type Manager struct {
 	clock   clock.Clock
 	backoff *Backoff
 	hc      *http.Client
+	hookUA  string
 	rmWait  time.Duration
 	proc    string
 	vols    PodVolumes
@@ -145,6 +148,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if m.backoff == nil {
 		m.backoff = NewBackoff(m.clock)
 	}
+	m.hookUA = httpget.UserAgent("kube-lifecycle", kubeversion.Get())
 	if m.hc == nil {
 		m.hc = hookClient()
 	}
@@ -551,7 +555,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		if len(podIPs) > 0 {
 			host = podIPs[0]
 		}
-		if msg, err := m.runHook(ctx, pod, id, c, c.Lifecycle.PostStart, host, 0); err != nil {
+		if msg, err := m.runHook(ctx, pod, id, c, c.Lifecycle.PostStart, host, 0, func(reason, msg string) { r.warnFor(c.Name, reason, msg) }); err != nil {
 			// As kubelet: the event does not carry the message (it may
 			// hold secrets); the container's waiting state does.
 			r.warnFor(c.Name, EventFailedPostStartHook, "PostStartHook failed")

@@ -3,6 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/httpget"
+	"github.com/kernelet/kernelet/internal/kubeversion"
 )
 
 // fakeCgroups records pod cgroups; removal fails busy the first busy
@@ -206,26 +211,41 @@ func TestGracePeriod(t *testing.T) {
 	}
 }
 
-func TestHookURL(t *testing.T) {
-	c := &v1.Container{Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
-	tests := []struct {
-		name string
-		g    v1.HTTPGetAction
-		want string
-		err  bool
-	}{
-		{"number", v1.HTTPGetAction{Path: "/hook", Port: intstr.FromInt32(80)}, "http://10.0.0.2:80/hook", false},
-		{"named", v1.HTTPGetAction{Path: "x", Port: intstr.FromString("http"), Scheme: v1.URISchemeHTTPS}, "https://10.0.0.2:8080/x", false},
-		{"host", v1.HTTPGetAction{Host: "::1", Port: intstr.FromInt32(9)}, "http://[::1]:9/", false},
-		{"unknown name", v1.HTTPGetAction{Port: intstr.FromString("nope")}, "", true},
+// An https httpGet hook that a plain-HTTP server answers is retried over
+// http, as kubelet does, without the Authorization header; a retry that
+// works is a LifecycleHTTPFallback warning, not a failure. Hooks send
+// kube-lifecycle/<minor> as their User-Agent.
+func TestHookHTTPSFallback(t *testing.T) {
+	type seen struct{ ua, auth, custom string }
+	got := make(chan seen, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.UserAgent(), r.Header.Get("Authorization"), r.Header.Get("X-Hook")}
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().(*net.TCPAddr)
+	m, _, _ := newFakeManager(t)
+	h := &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Scheme: v1.URISchemeHTTPS, Port: intstr.FromString("web"), Path: "/start",
+		HTTPHeaders: []v1.HTTPHeader{{Name: "Authorization", Value: "Bearer x"}, {Name: "X-Hook", Value: "1"}}}}
+	c := &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "web", ContainerPort: int32(addr.Port)}}}
+	var events []string
+	msg, err := m.runHook(t.Context(), nil, "id", c, h, "127.0.0.1", 0, func(reason, msg string) { events = append(events, reason+": "+msg) })
+	if err != nil {
+		t.Fatalf("runHook = %q, %v", msg, err)
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := hookURL(&tc.g, c, "10.0.0.2")
-			if (err != nil) != tc.err || got != tc.want {
-				t.Errorf("got %q %v, want %q", got, err, tc.want)
-			}
-		})
+	s := <-got
+	if want := httpget.UserAgent("kube-lifecycle", kubeversion.Get()); s.ua != want || s.auth != "" || s.custom != "1" {
+		t.Errorf("the http retry sent User-Agent %q Authorization %q X-Hook %q; want %q, none, 1", s.ua, s.auth, s.custom, want)
+	}
+	want := "LifecycleHTTPFallback: request to HTTPS lifecycle hook " + addr.String() + " got HTTP response, retry with HTTP succeeded"
+	if len(events) != 1 || events[0] != want {
+		t.Errorf("events %q, want [%q]", events, want)
+	}
+
+	// Nothing listening: the hook fails with kubelet's message.
+	srv.Close()
+	msg, err = m.runHook(t.Context(), nil, "id", c, h, "127.0.0.1", 0, nil)
+	if err == nil || !strings.HasPrefix(msg, `HTTP lifecycle hook (/start) for Container "app" in Pod "" failed - error: `) {
+		t.Errorf("a hook to a closed port: %q, %v", msg, err)
 	}
 }
 

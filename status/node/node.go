@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
@@ -34,26 +33,6 @@ var defaultLabels = []string{v1.LabelHostname, v1.LabelOSStable, v1.LabelArchSta
 // MaxNamesPerImage is how many names of one image the status lists
 // (kubelet's limit).
 const MaxNamesPerImage = 5
-
-// DefaultKubernetesVersion is the Kubernetes version kernelet reports when
-// the build does not tell which k8s.io/kubelet module it was built with.
-const DefaultKubernetesVersion = "v1.37.2"
-
-// KubernetesVersion is the Kubernetes release whose API kernelet was built
-// against: the k8s.io/kubelet module's v0.X.Y read as v1.X.Y, or
-// DefaultKubernetesVersion.
-func KubernetesVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/kubelet" && strings.HasPrefix(d.Version, "v0.") {
-				if v, err := utilversion.ParseSemantic("v1." + strings.TrimPrefix(d.Version, "v0.")); err == nil {
-					return "v" + v.String()
-				}
-			}
-		}
-	}
-	return DefaultKubernetesVersion
-}
 
 var buildMetaInvalid = regexp.MustCompile(`[^0-9A-Za-z-]+`)
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernelet/kernelet/internal/kubeversion"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -86,7 +88,7 @@ func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, re
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
-	version, err := node.KubeletVersion(node.KubernetesVersion(), "v0.0.0-e2e")
+	version, err := node.KubeletVersion(kubeversion.Get(), "v0.0.0-e2e")
 	if err != nil {
 		t.Fatal(err)
 	}
