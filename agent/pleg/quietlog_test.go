@@ -29,3 +29,19 @@ func TestQuietErrors(t *testing.T) {
 		t.Errorf("at -v=2 the quiet error must not be written, got %q", lines)
 	}
 }
+
+// The quiet line names the caller's file, not the wrapper's.
+func TestQuietErrorsCaller(t *testing.T) {
+	var lines []string
+	l := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 4, LogCaller: funcr.All})
+	quietErrors(l, 4).WithValues("k", "v").Error(errors.New("unimplemented"), "failed to receive")
+	quietErrors(l, 4).Info("plain")
+	if len(lines) != 2 {
+		t.Fatalf("got %q", lines)
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, `"file"="quietlog_test.go"`) {
+			t.Errorf("line %q does not name the caller's file", line)
+		}
+	}
+}
