@@ -183,7 +183,7 @@ func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return os.RemoveAll(root)
+	return errors.Join(os.RemoveAll(root), os.RemoveAll(filepath.Join(m.cfg.PodsDir, string(uid), "plugins")))
 }
 
 // removeVolumeDir unmounts dir when it is a mount point and removes it;

@@ -211,3 +211,47 @@ func TestTokenFileOwnership(t *testing.T) {
 		}
 	}
 }
+
+// An emptyDir whose first set-up stopped after its directory was made
+// (the agent crashed, a mount failed) still gets emptyDirMode the next
+// time; one that was set up completely is left as the pod made it, and
+// TearDown leaves no ready marker behind.
+func TestEmptyDirSetUpAfterPartialFirstAttempt(t *testing.T) {
+	root := t.TempDir()
+	m, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid1"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}}}
+	dir := m.VolumeDir(pod.UID, PluginEmptyDir, "scratch")
+	if err := os.MkdirAll(dir, 0o750); err != nil { // what the failed attempt left
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.SetUp(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o777 {
+		t.Fatalf("emptyDir after a half-done first set-up: mode %v, %v; want 0777", info.Mode(), err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil { // the pod's own change
+		t.Fatal(err)
+	}
+	m2, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.SetUp(ctx, pod); err != nil { // the agent restarted
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("a ready emptyDir was changed on restart: mode %v, %v; want the pod's 0700", info.Mode(), err)
+	}
+	if err := m2.TearDown(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(filepath.Join(root, "pods", "uid1")); err != nil || len(entries) != 0 {
+		t.Errorf("pod dir after TearDown holds %v (%v), want nothing", entries, err)
+	}
+}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/qos"
 )
@@ -45,13 +47,16 @@ func EmptyDirSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource, nodeAllocatable int
 	return size
 }
 
-// setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory). A new
-// one gets emptyDirMode and, with an fsGroup, kubelet's volume ownership
-// (fsGroupChangePolicy honoured); one that exists already (the agent
-// restarted) is left as the pod made it, as kubelet leaves a ready one.
+// setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory). Until
+// its set-up completed once (the ready marker, see readyMarker), it gets
+// emptyDirMode and, with an fsGroup, kubelet's volume ownership
+// (fsGroupChangePolicy honoured), also when an earlier attempt failed
+// half-way; a ready one (the agent restarted) is left as the pod made it,
+// as kubelet leaves a ready one.
 func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolumeSource) (string, error) {
 	dir := m.VolumeDir(pod.UID, PluginEmptyDir, name)
-	_, err := os.Lstat(dir)
+	marker := m.readyMarker(pod.UID, PluginEmptyDir, name)
+	_, err := os.Lstat(marker)
 	fresh := errors.Is(err, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
@@ -78,7 +83,28 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 			return "", err
 		}
 	}
+	if err := markReady(marker); err != nil {
+		return "", err
+	}
 	return dir, nil
+}
+
+// readyMarker is the file that says volume name of plugin was set up
+// completely once: <pods dir>/<uid>/plugins/<plugin>/<name>/ready, beside
+// the volume rather than in it (the pod owns the volume's content).
+func (m *Manager) readyMarker(uid types.UID, plugin, name string) string {
+	return filepath.Join(m.cfg.PodsDir, string(uid), "plugins", plugin, name, "ready")
+}
+
+// markReady writes the ready marker.
+func markReady(marker string) error {
+	if err := os.MkdirAll(filepath.Dir(marker), 0o750); err != nil {
+		return fmt.Errorf("volume ready marker: %w", err)
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return fmt.Errorf("volume ready marker: %w", err)
+	}
+	return nil
 }
 
 // ensureTmpfs mounts a tmpfs on dir unless one is there; mounted says it
