@@ -73,18 +73,18 @@ func (p *pods) terminatingReadiness(uid types.UID) {
 			continue
 		}
 		pod := r.Pod
-		st, changed := WithReadiness(r.Status, p.now(), func(name, id string) bool { return p.probes.Ready(pod, name, id) })
+		st, changed := WithReadiness(pod, r.Status, p.now(), func(name, id string) bool { return p.probes.Ready(pod, name, id) })
 		if changed {
 			p.status.SetStatus(pod, st)
 		}
 	}
 }
 
-// WithReadiness returns st with the ready field of its running
+// WithReadiness returns st with the ready field of pod's running
 // containers as ready says (by name and runtime container ID) and the
-// ContainersReady and Ready conditions that follow; changed tells whether
-// anything differs.
-func WithReadiness(st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
+// ContainersReady and Ready conditions that follow (runtime.Readiness, as
+// the status is made); changed tells whether anything differs.
+func WithReadiness(pod *v1.Pod, st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
 	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
 		// A terminal pod (finished, evicted, past its deadline) keeps the
 		// conditions its end gave it, whatever a probe says meanwhile.
@@ -92,40 +92,34 @@ func WithReadiness(st v1.PodStatus, now time.Time, ready func(name, id string) b
 	}
 	out := *st.DeepCopy()
 	changed := false
-	var unready []string
-	update := func(list []v1.ContainerStatus, sidecarsOnly bool) {
+	for _, list := range [][]v1.ContainerStatus{out.InitContainerStatuses, out.ContainerStatuses} {
 		for i := range list {
 			cs := &list[i]
-			if cs.State.Running != nil {
-				id := cs.ContainerID
-				if j := strings.Index(id, "://"); j >= 0 {
-					id = id[j+3:]
-				}
-				if r := ready(cs.Name, id); r != cs.Ready {
-					cs.Ready, changed = r, true
-				}
+			if cs.State.Running == nil {
+				continue
 			}
-			if !cs.Ready && (!sidecarsOnly || cs.State.Running != nil) {
-				unready = append(unready, cs.Name)
+			id := cs.ContainerID
+			if j := strings.Index(id, "://"); j >= 0 {
+				id = id[j+3:]
+			}
+			if r := ready(cs.Name, id); r != cs.Ready {
+				cs.Ready, changed = r, true
 			}
 		}
 	}
-	update(out.InitContainerStatuses, true)
-	update(out.ContainerStatuses, false)
 	if !changed {
 		return st, false
 	}
+	ok, reason, msg := runtime.Readiness(out.Phase, runtime.UnreadyContainers(pod, &out))
 	for i := range out.Conditions {
 		c := &out.Conditions[i]
 		if c.Type != v1.ContainersReady && c.Type != v1.PodReady {
 			continue
 		}
 		was := c.Status
-		if len(unready) == 0 {
-			c.Status, c.Reason, c.Message = v1.ConditionTrue, "", ""
-		} else {
-			c.Status, c.Reason = v1.ConditionFalse, "ContainersNotReady"
-			c.Message = fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+		c.Status, c.Reason, c.Message = v1.ConditionTrue, "", ""
+		if !ok {
+			c.Status, c.Reason, c.Message = v1.ConditionFalse, reason, msg
 		}
 		if c.Status != was {
 			c.LastTransitionTime = metav1.NewTime(now)

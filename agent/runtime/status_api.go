@@ -125,30 +125,53 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		initialized = v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue, Reason: "PodCompleted", LastTransitionTime: t}
 	}
 	out.Conditions = append(out.Conditions, initialized)
-	var unready []string
-	for i, cs := range out.InitContainerStatuses {
-		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	for _, cs := range out.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	ready := len(unready) == 0
-	reason, msg := "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
-	switch out.Phase {
-	case v1.PodSucceeded:
-		ready, reason, msg = false, "PodCompleted", ""
-	case v1.PodFailed:
-		ready, reason, msg = false, "PodFailed", ""
-	}
+	ready, reason, msg := Readiness(out.Phase, UnreadyContainers(pod, &out))
 	out.Conditions = append(out.Conditions,
 		cond(v1.ContainersReady, ready, reason, msg),
 		cond(v1.PodReady, ready, reason, msg),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t})
 	return out
+}
+
+// UnreadyContainers are the containers that keep a pod from being ready,
+// as kubelet counts them: its sidecars (restartable init containers) and
+// its containers whose status is not ready, in that order.
+func UnreadyContainers(pod *v1.Pod, st *v1.PodStatus) []string {
+	sidecar := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+			sidecar[pod.Spec.InitContainers[i].Name] = true
+		}
+	}
+	var unready []string
+	for _, cs := range st.InitContainerStatuses {
+		if sidecar[cs.Name] && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	return unready
+}
+
+// Readiness is the status, reason and message of the ContainersReady and
+// Ready conditions (before readiness gates) of a pod in phase with the
+// unready containers given: kubelet's ContainersNotReady, PodCompleted and
+// PodFailed.
+func Readiness(phase v1.PodPhase, unready []string) (ready bool, reason, msg string) {
+	switch phase {
+	case v1.PodSucceeded:
+		return false, "PodCompleted", ""
+	case v1.PodFailed:
+		return false, "PodFailed", ""
+	}
+	if len(unready) == 0 {
+		return true, "", ""
+	}
+	return false, "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
 }
 
 // terminated converts an exited container.
