@@ -110,7 +110,7 @@ func (m *Manager) waitForCleanup(ctx context.Context, pods []*v1.Pod) {
 	deadline := m.clock.Now().Add(KubeletCleanupTimeout)
 	for {
 		st, err := m.podStats(ctx, pods)
-		if err == nil && len(st) == 0 {
+		if err == nil && !slices.ContainsFunc(pods, func(p *v1.Pod) bool { _, ok := st[p.UID]; return ok }) {
 			return
 		}
 		if !m.clock.Now().Before(deadline) {

@@ -47,13 +47,13 @@ const OpGreaterThan Operator = "GreaterThan"
 // threshold is met (when the KerneletConfiguration's psiNodeCondition is
 // on), with the reasons and messages below.
 const (
-	ConditionPSIPressure       v1.NodeConditionType = "kernelet.io/PSIPressure"
-	ReasonPSIPressure                               = "KerneletHasPSIPressure"
-	ReasonNoPSIPressure                             = "KerneletHasNoPSIPressure"
-	MessagePSIPressure                              = "kernelet observes pressure stall above a PSI threshold"
-	MessageNoPSIPressure                            = "kernelet observes pressure stall below every PSI threshold"
-	psiScale                                        = 10000 // an observation counts hundredths of a percent
-	psiSentenceFmt                                  = "Pressure %s: %s, threshold: %s. "
+	ConditionPSIPressure v1.NodeConditionType = "kernelet.io/PSIPressure"
+	ReasonPSIPressure                         = "KerneletHasPSIPressure"
+	ReasonNoPSIPressure                       = "KerneletHasNoPSIPressure"
+	MessagePSIPressure                        = "kernelet observes pressure stall above a PSI threshold"
+	MessageNoPSIPressure                      = "kernelet observes pressure stall below every PSI threshold"
+	psiScale                                  = 10000 // an observation counts hundredths of a percent
+	psiSentenceFmt                            = "Pressure %s: %s, threshold: %s. "
 )
 
 // PSI reports whether s is a PSI signal.
