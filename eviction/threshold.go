@@ -29,6 +29,9 @@ func ParseThresholds(c Config) ([]Threshold, field.ErrorList) {
 	for _, key := range sortedKeys(c.MinimumReclaim) {
 		p := c.path(FieldMinimumReclaim).Key(key)
 		sig, ok := c.checkSignal(p, key, &errs)
+		if !ok && c.PSI != sig.PSI() && (sig.PSI() || sig.Known()) {
+			continue // the other document's signal: its value follows that document's rules
+		}
 		v, err := c.parseValue(c.MinimumReclaim[key])
 		if err != nil {
 			errs = append(errs, field.Invalid(p, c.MinimumReclaim[key], err.Error()))
@@ -97,6 +100,9 @@ func (c Config) parseGroup(p *field.Path, m map[string]string, errs *field.Error
 	for _, key := range sortedKeys(m) {
 		kp := p.Key(key)
 		sig, ok := c.checkSignal(kp, key, errs)
+		if !ok && c.PSI != sig.PSI() && (sig.PSI() || sig.Known()) {
+			continue // the other document's signal: its value follows that document's rules
+		}
 		v, err := c.parseValue(m[key])
 		if err != nil {
 			*errs = append(*errs, field.Invalid(kp, m[key], err.Error()))
