@@ -87,6 +87,9 @@ func ParseWith(file string, data []byte, o Options, kerneletData []byte) (*Confi
 		return &Config{File: file, Warnings: warnings}, &Error{File: file, Errs: errs, KerneletFile: o.KerneletFile, KerneletErrs: kerneletErrs}
 	}
 	cfg, err := finish(file, kc, kern, warnings, o)
+	if in.kernelet != nil {
+		cfg.KerneletFrom = in.kerneletFile
+	}
 	// Errors of decoding come first, then those of the values that decoded.
 	var verr *Error
 	if errors.As(err, &verr) {
@@ -125,6 +128,7 @@ func FromDefaultsWith(o Options, kerneletData []byte) (*Config, error) {
 		}
 	}
 	cfg, err := finish("", kc, kern, warnings, o)
+	cfg.KerneletFrom = o.KerneletFile
 	var verr *Error
 	if errors.As(err, &verr) {
 		kerrs = append(kerrs, verr.KerneletErrs...)

@@ -45,6 +45,9 @@ type Config struct {
 	// KerneletFile is the separate file Kernelet came from
 	// (--kernelet-config), "" when none.
 	KerneletFile string
+	// KerneletFrom is the file the KerneletConfiguration document was read
+	// from (File or KerneletFile); "" when kernelet's defaults apply.
+	KerneletFrom string
 	// Thresholds are the eviction thresholds parsed from Kubelet, then the
 	// PSI thresholds of Kernelet.
 	Thresholds []eviction.Threshold
