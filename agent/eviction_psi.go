@@ -18,6 +18,8 @@ func hasPSIThresholds(ths []eviction.Threshold) bool {
 
 // psiStats are the avg10 values the PSI signals observe from p.
 func psiStats(p cgroups.PressureStats) *eviction.PSIStats {
-	v := func(l cgroups.PressureLine) eviction.PSIValue { return eviction.PSIValue{Known: l.Known, Avg10: l.Avg10} }
+	v := func(l cgroups.PressureLine) eviction.PSIValue {
+		return eviction.PSIValue{Known: l.Known, Avg10: l.Avg10}
+	}
 	return &eviction.PSIStats{MemorySome: v(p.Memory.Some), MemoryFull: v(p.Memory.Full), IOFull: v(p.IO.Full), CPUSome: v(p.CPU.Some)}
 }

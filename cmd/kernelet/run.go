@@ -39,9 +39,9 @@ type runFlags struct {
 	evictionTick, evictionCooldown time.Duration
 	evictionMode, kerneletConfig   string
 	evictionDryRun                 bool
-	set          map[string]bool
-	gc           gcFlags
-	runOnce      runOnceFlags
+	set                            map[string]bool
+	gc                             gcFlags
+	runOnce                        runOnceFlags
 }
 
 var (
