@@ -68,10 +68,14 @@ func (e errorString) Error() string { return string(e) }
 // `kernelet status` lists it as the pod the decision would evict, with
 // kubelet's message, kernelet_eviction_dry_run_pods counts it and
 // MemoryPressure turns True, but the pod keeps running through many
-// decisions, with no Evicted event and no kubelet_evictions.
+// decisions, with no Evicted event and no kubelet_evictions. The same
+// document sets a PSI threshold on kubepods (99%, never met here) and
+// psiNodeCondition: the agent observes kubepods' PSI and the Node gets
+// kernelet.io/PSIPressure=False.
 func TestEvictionDryRun(t *testing.T) {
 	c := newEvictionNode(t)
-	c.appendConfig(t, "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nevictionDryRun: true\n")
+	c.appendConfig(t, "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nevictionDryRun: true\n"+
+		"evictionHard: {kubepods.memory.pressure.some.avg10: \"99%\"}\npsiNodeCondition: true\n")
 	c.start(t)
 	c.waitNodeReady(t)
 	ooms := watchKubepodsOOM(t, c)
@@ -125,5 +129,20 @@ func TestEvictionDryRun(t *testing.T) {
 	t.Logf("kernelet status:\n%s", grepLines(string(out), "  "))
 	if n := ooms.count(); n != 0 {
 		t.Fatalf("the kernel OOM killer ran %d times in kubepods", n)
+	}
+	// kubepods' PSI is read at each decision (on a hybrid host from the
+	// unified tree), and the PSI condition reaches the Node.
+	st, err := c.evictionStatus(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range st.Thresholds {
+		if ts.Signal == eviction.SignalKubepodsMemoryPressureSome && (!ts.PSI || !ts.Observed || ts.Quantity != 9900) {
+			t.Errorf("PSI threshold status %+v", ts)
+		}
+	}
+	cd := c.waitCondition(t, eviction.ConditionPSIPressure, v1.ConditionFalse, 10*time.Second)
+	if cd.Reason != eviction.ReasonNoPSIPressure || cd.Message != eviction.MessageNoPSIPressure {
+		t.Errorf("PSI condition %+v", cd)
 	}
 }
