@@ -46,14 +46,19 @@ const OpGreaterThan Operator = "GreaterThan"
 // ConditionPSIPressure is kernelet's own node condition, set while a PSI
 // threshold is met (when the KerneletConfiguration's psiNodeCondition is
 // on), with the reasons and messages below.
+const ConditionPSIPressure v1.NodeConditionType = "kernelet.io/PSIPressure"
+
+// The reasons and messages of ConditionPSIPressure.
 const (
-	ConditionPSIPressure v1.NodeConditionType = "kernelet.io/PSIPressure"
-	ReasonPSIPressure                         = "KerneletHasPSIPressure"
-	ReasonNoPSIPressure                       = "KerneletHasNoPSIPressure"
-	MessagePSIPressure                        = "kernelet observes pressure stall above a PSI threshold"
-	MessageNoPSIPressure                      = "kernelet observes pressure stall below every PSI threshold"
-	psiScale                                  = 10000 // an observation counts hundredths of a percent
-	psiSentenceFmt                            = "Pressure %s: %s, threshold: %s. "
+	ReasonPSIPressure    = "KerneletHasPSIPressure"
+	ReasonNoPSIPressure  = "KerneletHasNoPSIPressure"
+	MessagePSIPressure   = "kernelet observes pressure stall above a PSI threshold"
+	MessageNoPSIPressure = "kernelet observes pressure stall below every PSI threshold"
+)
+
+const (
+	psiScale       = 10000 // an observation counts hundredths of a percent
+	psiSentenceFmt = "Pressure %s: %s, threshold: %s. "
 )
 
 // PSI reports whether s is a PSI signal.
