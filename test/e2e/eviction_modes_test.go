@@ -146,3 +146,45 @@ func TestEvictionDryRun(t *testing.T) {
 		t.Errorf("PSI condition %+v", cd)
 	}
 }
+
+// TestEvictionKubeletMode: the same node run with `--eviction-mode
+// kubelet` (the flag another helper's benchmark uses): no kernel
+// notifications are watched, decisions come every 10 s, and a Guaranteed
+// pod holding 470 MiB under its own limit is evicted by one of them, with
+// kubelet's message, the kubelet_evictions counter and the stats age
+// histogram; `kernelet status` names the mode.
+func TestEvictionKubeletMode(t *testing.T) {
+	c := newEvictionNode(t)
+	c.extraArgs = append(c.extraArgs, "--eviction-mode", "kubelet")
+	c.start(t)
+	c.waitNodeReady(t)
+	ooms := watchKubepodsOOM(t, c)
+
+	c.createPod(t, withMemory(apiTestPod("hog", 1, "alloc", "--mib", "470", "--rate", "100", "--hold"), "", "500Mi"))
+	c.waitPhase(t, "hog", v1.PodRunning, 30*time.Second)
+	running := time.Now()
+	failed := c.waitPhase(t, "hog", v1.PodFailed, 60*time.Second)
+	t.Logf("hog seen Failed %v after it was seen Running (kubelet mode: one decision every 10 s)", time.Since(running).Round(time.Millisecond))
+	msg := regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: 64Mi, available: [0-9]+(Ki|Mi)?\. $`)
+	checkEvicted(t, failed, msg)
+	m := c.metrics(t)
+	for _, want := range []string{
+		`kubelet_evictions{eviction_signal="allocatableMemory.available"} 1`,
+		`kubelet_eviction_stats_age_seconds_count{eviction_signal="allocatableMemory.available"}`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, grepLines(m, "eviction"))
+		}
+	}
+	log := c.log(t)
+	if !strings.Contains(log, "Eviction: kubelet mode, no kernel notifications") || strings.Contains(log, "kernel notifications wake the manager") {
+		t.Errorf("kernel notifications in kubelet mode:\n%s", grepLines(log, "Eviction"))
+	}
+	out, _ := exec.Command(c.bin, "status", "--server", c.url("")).CombinedOutput()
+	if !strings.Contains(string(out), "mode: kubelet (one pod per decision, no kernel wake-ups)") {
+		t.Errorf("kernelet status:\n%s", out)
+	}
+	if n := ooms.count(); n != 0 {
+		t.Fatalf("the kernel OOM killer ran %d times in kubepods", n)
+	}
+}
