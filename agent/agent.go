@@ -27,6 +27,7 @@ import (
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/events"
 	"github.com/kernelet/kernelet/status/node"
 )
@@ -295,7 +296,11 @@ func (a *Agent) Status(ctx context.Context) Status {
 		st.Mode = "api-server"
 	}
 	for _, th := range cfg.Thresholds {
-		s := string(th.Signal) + "<" + th.Value.String()
+		op := "<"
+		if th.Operator == eviction.OpGreaterThan {
+			op = ">"
+		}
+		s := string(th.Signal) + op + th.Value.String()
 		if !th.Hard() {
 			s += " for " + th.GracePeriod.String()
 		}

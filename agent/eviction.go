@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -31,6 +33,7 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	}
 	es := &evictionStats{r: r, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), cgroupRoot: kc.CgroupRoot,
 		rootDir: a.opts.RootDir, allocatable: allocatableMemory, p: p}
+	p.evictionStats = es
 	metrics := eviction.NewMetrics()
 	if err := a.registry.Register(metrics); err != nil {
 		return nil, fmt.Errorf("eviction metrics: %w", err)
@@ -38,12 +41,24 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	if t := a.deps.EvictionTick; t < 0 {
 		return nil, fmt.Errorf("eviction tick %v: must not be negative", t)
 	}
+	kern := &a.opts.Config.Kernelet
+	tick := kern.EvictionTick.Duration
+	if a.deps.EvictionTick > 0 {
+		tick = a.deps.EvictionTick
+	}
+	es.psi = hasPSIThresholds(a.opts.Config.Thresholds)
+	p.memcgArmer = newMemcgArmer(h, es.kubepods, a.opts.Config.Thresholds)
 	return eviction.NewManager(eviction.ManagerConfig{
 		Thresholds:               a.opts.Config.Thresholds,
 		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriod:        int64(kc.EvictionMaxPodGracePeriod),
-		Tick:                     a.deps.EvictionTick,
+		Tick:                     tick,
+		Cooldown:                 kern.EvictionCooldown.Duration,
+		Mode:                     eviction.Mode(kern.EvictionMode),
+		DryRun:                   kern.EvictionDryRun,
 		Stats:                    es.read,
+		PodStats:                 es.pods,
+		Decided:                  p.memcgArmer.decided,
 		ActivePods:               p.activePods,
 		Evict:                    p.evict,
 		ThresholdMet: func(res v1.ResourceName) {
@@ -91,6 +106,7 @@ type evictionStats struct {
 	rootDir     string
 	allocatable int64
 	p           *pods
+	psi         bool // PSI thresholds exist: read the node's and kubepods' PSI
 }
 
 func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, error) {
@@ -103,14 +119,23 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 	if m := ns.Memory; m.CapacityBytes.Known && m.WorkingSetBytes.Known {
 		capacity = int64(m.CapacityBytes.V)
 		ws := int64(m.WorkingSetBytes.V)
-		out.Memory = &eviction.MemoryStats{Capacity: capacity, WorkingSet: ws,
+		out.Memory = &eviction.MemoryStats{Capacity: capacity, WorkingSet: ws, InactiveFile: int64(m.InactiveFileBytes.Or(0)),
 			Available: eviction.MemoryAvailable(capacity, ws, int64(m.SwapFreeBytes.Or(0)))}
 	}
 	var cs cgroups.CgroupStats
-	if err := s.r.Cgroup(ctx, s.kubepods, cgroups.StatMemory, &cs); err == nil && cs.Memory.WorkingSetBytes.Known {
+	mask := cgroups.StatMemory
+	if s.psi {
+		mask |= cgroups.StatPressure
+		out.NodePressure = psiStats(ns.Pressure)
+	}
+	if err := s.r.Cgroup(ctx, s.kubepods, mask, &cs); err == nil && cs.Memory.WorkingSetBytes.Known {
 		limit := kubepodsCapacity(cs.Memory.LimitBytes, capacity, s.allocatable)
 		ws := int64(cs.Memory.WorkingSetBytes.V)
-		out.Allocatable = &eviction.MemoryStats{Capacity: limit, WorkingSet: ws, Available: eviction.MemoryAvailable(limit, ws, 0)}
+		out.Allocatable = &eviction.MemoryStats{Capacity: limit, WorkingSet: ws, InactiveFile: int64(cs.Memory.InactiveFileBytes.Or(0)),
+			Available: eviction.MemoryAvailable(limit, ws, 0)}
+	}
+	if s.psi {
+		out.KubepodsPressure = psiStats(cs.Pressure)
 	}
 	if pid := ns.PIDs; pid.AvailablePIDs.Known {
 		c := min(pid.PidMax.Or(0), pid.ThreadsMax.Or(0))
@@ -120,9 +145,16 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 		out.NodeFs = &eviction.FsStats{CapacityBytes: int64(fs.CapacityBytes), AvailableBytes: int64(fs.AvailableBytes),
 			Inodes: int64(fs.Inodes.Or(0)), InodesFree: int64(fs.InodesFree.Or(0))}
 	}
+	out.Pods, _ = s.pods(ctx, pods)
+	return out, nil
+}
+
+// pods reads the stats of pods, at the moment a met threshold needs them.
+func (s *evictionStats) pods(ctx context.Context, pods []*v1.Pod) (map[types.UID]eviction.PodStats, error) {
+	out := map[types.UID]eviction.PodStats{}
 	for _, pod := range pods {
 		if ps, ok := s.pod(ctx, pod); ok {
-			out.Pods[pod.UID] = ps
+			out[pod.UID] = ps
 		}
 	}
 	return out, nil
@@ -168,18 +200,20 @@ func (s *evictionStats) pod(ctx context.Context, pod *v1.Pod) (eviction.PodStats
 // watchEvictionSignals wakes the manager on the kernel's notifications
 // about the memory the thresholds watch, until ctx ends: v1 memcg usage
 // thresholds of kubepods (allocatableMemory.available) and of the root
-// (memory.available) set at capacity − threshold (and an earlier warning
-// at capacity − 2 × threshold), OOM of kubepods (v1 oom_control, v2
+// (memory.available) set at capacity − threshold + inactive page cache
+// (and an earlier warning at capacity − 2 × threshold + inactive), re-armed
+// after each decision (memcgArmer), OOM of kubepods (v1 oom_control, v2
 // memory.events), and a PSI trigger on kubepods' memory pressure. A watch
 // the host cannot offer is logged and skipped: the tick still decides.
-func (a *Agent) watchEvictionSignals(ctx context.Context, h *cgroups.Hierarchies, m *eviction.Manager, allocatableMemory int64) {
+// Every goroutine it starts runs in wg. Kubelet mode starts none.
+func (a *Agent) watchEvictionSignals(ctx context.Context, wg *sync.WaitGroup, h *cgroups.Hierarchies, p *pods) {
 	log := klog.FromContext(ctx)
-	kubepods := cgroups.KubepodsCgroup(a.opts.Config.Kubelet.CgroupRoot)
-	r, err := cgroups.NewReader(h)
-	if err != nil {
-		log.Info("Eviction: no kernel notifications, deciding on the tick only", "err", err)
+	m := p.evictions
+	if a.opts.Config.Kernelet.EvictionMode == string(eviction.ModeKubelet) {
+		log.Info("Eviction: kubelet mode, no kernel notifications", "tick", a.opts.Config.Kernelet.EvictionTick.Duration)
 		return
 	}
+	kubepods := cgroups.KubepodsCgroup(a.opts.Config.Kubelet.CgroupRoot)
 	var started int
 	pump := func(what string, events <-chan struct{}, err error) {
 		if err != nil {
@@ -189,47 +223,20 @@ func (a *Agent) watchEvictionSignals(ctx context.Context, h *cgroups.Hierarchies
 			return
 		}
 		started++
-		go func() {
+		wg.Go(func() {
 			for range events {
 				m.Wake()
 			}
-		}()
+		})
 	}
-	if mem := h.V1["memory"]; mem != nil {
-		var ns cgroups.NodeStats
-		_ = r.Node(ctx, &ns)
-		var kp cgroups.CgroupStats
-		_ = r.Cgroup(ctx, kubepods, cgroups.StatMemory, &kp)
-		limit := kubepodsCapacity(kp.Memory.LimitBytes, int64(ns.Memory.CapacityBytes.Or(0)), allocatableMemory)
-		for _, t := range a.opts.Config.Thresholds {
-			var dir string
-			var capacity int64
-			switch t.Signal {
-			case eviction.SignalAllocatableMemoryAvailable:
-				dir, _ = mem.Dir(kubepods)
-				capacity = limit
-			case eviction.SignalMemoryAvailable:
-				dir, _ = mem.Dir("/")
-				capacity = int64(ns.Memory.CapacityBytes.Or(0))
-			default:
-				continue
-			}
-			q := eviction.Quantity(t.Value, capacity)
-			var at []uint64
-			for _, v := range []int64{capacity - q, capacity - 2*q} {
-				if v > 0 {
-					at = append(at, uint64(v))
-				}
-			}
-			if dir == "" || len(at) == 0 {
-				continue
-			}
-			w, err := cgroups.WatchMemoryThresholds(ctx, dir, at...)
-			pump(fmt.Sprintf("memcg usage thresholds %v of %s", at, dir), wakeups(w), err)
+	if p.memcgArmer != nil {
+		if stats, err := p.evictionStats.read(ctx, nil); err == nil {
+			p.memcgArmer.start(ctx, wg, m.Wake, stats)
+			started++
 		}
 	}
 	oomW, err := cgroups.WatchOOM(ctx, h, kubepods)
-	pump("oom of "+kubepods, wakeups(oomW), err)
+	pump("oom of "+kubepods, wakeups(wg, oomW), err)
 	if file, err := cgroups.PressureFile(h, kubepods, "memory"); err == nil {
 		pw, err := cgroups.WatchPressure(ctx, file, cgroups.PressureTrigger{Kind: cgroups.TriggerSome,
 			Stall: 50 * time.Millisecond, Window: time.Second})
@@ -237,32 +244,36 @@ func (a *Agent) watchEvictionSignals(ctx context.Context, h *cgroups.Hierarchies
 		if pw != nil {
 			w = pw.Watcher
 		}
-		pump("psi trigger on "+file, wakeups(w), err)
+		pump("psi trigger on "+file, wakeups(wg, w), err)
 	}
 	log.Info("Eviction: kernel notifications wake the manager", "watches", started)
 }
 
 // wakeups turns a watcher's events into bare wake-ups (nil for a nil
-// watcher).
-func wakeups[E any](w *cgroups.Watcher[E]) <-chan struct{} {
+// watcher); its goroutine runs in wg.
+func wakeups[E any](wg *sync.WaitGroup, w *cgroups.Watcher[E]) <-chan struct{} {
 	if w == nil {
 		return nil
 	}
 	ch := make(chan struct{})
-	go func() {
+	wg.Go(func() {
 		defer close(ch)
 		for range w.Events() {
 			ch <- struct{}{}
 		}
-	}()
+	})
 	return ch
 }
 
 // evictionAdmit is the eviction manager's admission, kubelet's first
 // admit handler: under pressure, pods are rejected with reason Evicted.
-func evictionAdmit(m *eviction.Manager) podworkers.AdmitHandler {
+func evictionAdmit(m *eviction.Manager, psiCondition bool) podworkers.AdmitHandler {
 	return podworkers.AdmitFunc(func(attrs podworkers.AdmitAttributes) podworkers.AdmitResult {
-		r := eviction.Admit(m.Conditions(), attrs.Pod, qos.Class(attrs.Pod) == cgroups.BestEffort)
+		conds := m.Conditions()
+		if !psiCondition { // kernelet's PSI condition is off: not a node condition, no admission effect
+			conds = slices.DeleteFunc(conds, func(c v1.NodeConditionType) bool { return c == eviction.ConditionPSIPressure })
+		}
+		r := eviction.Admit(conds, attrs.Pod, qos.Class(attrs.Pod) == cgroups.BestEffort)
 		return podworkers.AdmitResult{Admit: r.Admit, Reason: r.Reason, Message: r.Message}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 )
 
@@ -87,6 +88,10 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 		}
 	}
 	if p != nil && p.evictions != nil {
+		if a.opts.Config.Kernelet.PSINodeCondition {
+			psi := false
+			in.PSIPressure = &psi
+		}
 		for _, c := range p.evictions.Conditions() {
 			switch c {
 			case v1.NodeMemoryPressure:
@@ -95,6 +100,10 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 				in.DiskPressure = true
 			case v1.NodePIDPressure:
 				in.PIDPressure = true
+			case eviction.ConditionPSIPressure:
+				if in.PSIPressure != nil {
+					*in.PSIPressure = true
+				}
 			}
 		}
 	}

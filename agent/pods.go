@@ -67,6 +67,10 @@ type pods struct {
 	// evictions is the eviction manager (set before the first pod is
 	// admitted).
 	evictions *eviction.Manager
+	// evictionStats reads what it decides on; memcgArmer re-arms its v1
+	// usage notifications after each decision (nil without v1 memory).
+	evictionStats *evictionStats
+	memcgArmer    *memcgArmer
 
 	// deadlines tracks activeDeadlineSeconds.
 	deadlines *deadlines
@@ -145,7 +149,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	admit = append([]podworkers.AdmitHandler{evictionAdmit(p.evictions)}, admit...)
+	admit = append([]podworkers.AdmitHandler{evictionAdmit(p.evictions, a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
@@ -196,7 +200,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
-	a.watchEvictionSignals(ctx, h, p.evictions, alloc.MemoryBytes)
+	a.watchEvictionSignals(ctx, &wg, h, p)
 	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
 	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
 	p.dispatchUpdates(ctx)

@@ -58,8 +58,9 @@ type Deps struct {
 	// PLEGPeriod and PLEGThreshold are the relist period and the health
 	// threshold; 0 means kubelet's 1 s and 3 min.
 	PLEGPeriod, PLEGThreshold time.Duration
-	// EvictionTick is the eviction manager's fallback decision period
-	// between kernel notifications; 0 means eviction.DefaultTick (1 s).
+	// EvictionTick overrides the eviction manager's fallback decision
+	// period between kernel notifications (tests); 0 keeps the
+	// KerneletConfiguration's evictionTick.
 	EvictionTick time.Duration
 	// HousekeepingPeriod is how often pods no source wants are looked
 	// for; 0 means 2 s.

@@ -19,7 +19,7 @@ type AdmitResult struct {
 // Admit decides, as kubelet does, whether pod (bestEffort: of QoS class
 // BestEffort) may start on a node with the pressure conditions: without
 // any, or a critical pod, yes; under
-// MemoryPressure alone, every pod but a BestEffort one that does not
+// MemoryPressure alone (or with kernelet's PSI condition), every pod but a BestEffort one that does not
 // tolerate the node.kubernetes.io/memory-pressure:NoSchedule taint; under
 // any other pressure, no. A rejection has reason Evicted and the message
 // "The node had condition: [<conditions>]. ".
@@ -27,7 +27,10 @@ func Admit(conditions []v1.NodeConditionType, pod *v1.Pod, bestEffort bool) Admi
 	if len(conditions) == 0 || IsCritical(pod) {
 		return AdmitResult{Admit: true}
 	}
-	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
+	memoryOnly := !slices.ContainsFunc(conditions, func(c v1.NodeConditionType) bool {
+		return c != v1.NodeMemoryPressure && c != ConditionPSIPressure // kernelet's PSI condition admits as MemoryPressure
+	})
+	if memoryOnly {
 		if !bestEffort {
 			return AdmitResult{Admit: true}
 		}

@@ -226,6 +226,8 @@ func TestAdmit(t *testing.T) {
 		"disk pressure, Burstable":    {disk, burst, false, false, "The node had condition: [MemoryPressure DiskPressure]. "},
 		"disk pressure, critical":     {disk, crit, true, true, ""},
 		"memory pressure, mirror":     {mem, mirror, true, true, ""},
+		"psi pressure, BestEffort":    {[]v1.NodeConditionType{ConditionPSIPressure}, be, true, false, "The node had condition: [kernelet.io/PSIPressure]. "},
+		"psi pressure, Burstable":     {[]v1.NodeConditionType{v1.NodeMemoryPressure, ConditionPSIPressure}, burst, false, true, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

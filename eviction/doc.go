@@ -2,6 +2,17 @@
 // observes, the thresholds it compares them with, the ranking of pods, the
 // admission of new pods under pressure, and the manager that decides.
 //
+// Beyond kubelet's signals it observes PSI (psi.go): the avg10 of the
+// node's and kubepods' memory/io/cpu pressure lines, whose thresholds come
+// from the KerneletConfiguration (ParseThresholds with Config.PSI), are met
+// when ABOVE their value (OpGreaterThan) and set kernelet's
+// kernelet.io/PSIPressure condition. The manager has two modes (mode.go):
+// kernelet's and kubelet's (one pod per 10 s decision, no wake-ups, a wait
+// for the evicted pod's cleanup), and a dry run that only lists, logs and
+// exports what it would evict. With PodStats set it reads the node first
+// and pods only when a threshold is met; Decided lets the agent re-arm v1
+// usage notifications at UsageThresholds (rearm.go).
+//
 // The split follows kubelet's: types and thresholds (types.go,
 // threshold.go: ParseThresholds turns the KubeletConfiguration eviction
 // maps into typed Threshold values, reporting every bad entry by its field

@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -76,6 +77,18 @@ type ManagerConfig struct {
 	ThresholdMet func(resource v1.ResourceName)
 	// Metrics are updated when set (optional).
 	Metrics *Metrics
+
+	// Mode is ModeKernelet ("" too) or ModeKubelet (mode.go).
+	Mode Mode
+	// DryRun: decide, log, export and show the pods a decision would
+	// evict, but never call Evict (nor ThresholdMet).
+	DryRun bool
+	// PodStats reads the pods' stats only; when set, Stats is called with
+	// no pods and the pods are read only when a threshold is met (optional).
+	PodStats func(ctx context.Context, pods []*v1.Pod) (map[types.UID]PodStats, error)
+	// Decided is called after each decision with the stats it used, e.g.
+	// to re-arm kernel notifications (optional).
+	Decided func(ctx context.Context, stats Stats)
 }
 
 // pending is a pod evicted for a signal whose memory is not freed yet.
@@ -102,6 +115,8 @@ type Manager struct {
 	lastDecision  time.Time
 	pending       map[Signal]map[types.UID]pending
 	evicted       []Record
+	dryRun        []DryRunEviction // the last decision's, in dry-run mode
+	cleanup       []*v1.Pod        // kubelet mode: evicted by the last decision
 }
 
 // Record is one eviction the manager started.
@@ -118,8 +133,17 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Stats == nil || cfg.ActivePods == nil || cfg.Evict == nil {
 		return nil, errors.New("eviction manager: Stats, ActivePods and Evict are required")
 	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeKernelet
+	}
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, fmt.Errorf("eviction manager: %w", err)
+	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = DefaultTick
+		if cfg.Mode == ModeKubelet {
+			cfg.Tick = KubeletModeTick
+		}
 	}
 	if cfg.NearTick <= 0 {
 		cfg.NearTick = DefaultNearTick
@@ -135,7 +159,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 }
 
 // Wake asks for a decision now (a kernel notification); it never blocks.
+// Kubelet mode ignores it.
 func (m *Manager) Wake() {
+	if m.cfg.Mode == ModeKubelet {
+		return
+	}
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -150,8 +178,11 @@ func (m *Manager) Run(ctx context.Context) {
 		if err := m.Synchronize(ctx); err != nil && ctx.Err() == nil {
 			log.V(2).Info("Eviction manager: no decision", "err", err)
 		}
+		if m.cfg.Mode == ModeKubelet {
+			m.waitForCleanup(ctx, m.takeCleanup())
+		}
 		d := m.cfg.Tick
-		if m.near() {
+		if m.cfg.Mode != ModeKubelet && m.near() {
 			d = min(d, m.cfg.NearTick)
 		}
 		t := m.clock.NewTimer(d)
@@ -176,6 +207,12 @@ func (m *Manager) near() bool {
 	}
 	for _, t := range m.cfg.Thresholds {
 		o, ok := m.observations[t.Signal]
+		if ok && t.Operator == OpGreaterThan {
+			if 2*o.Available > ThresholdQuantity(t, o) {
+				return true
+			}
+			continue
+		}
 		if ok && o.Available < 2*(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)) {
 			return true
 		}
@@ -192,14 +229,24 @@ func (m *Manager) Conditions() []v1.NodeConditionType {
 
 // Synchronize makes one decision with stats read now.
 func (m *Manager) Synchronize(ctx context.Context) error {
+	m.startDecision()
+	defer m.endDecision()
 	active := m.cfg.ActivePods()
-	stats, err := m.cfg.Stats(ctx, append(slices.Clone(active), m.pendingPods()...))
+	all := append(slices.Clone(active), m.pendingPods()...)
+	read := all
+	if m.cfg.PodStats != nil {
+		read = nil // node signals first; pods only when a threshold is met
+	}
+	stats, err := m.cfg.Stats(ctx, read)
 	if err != nil {
 		return err
 	}
 	now := m.clock.Now()
 	obs := Observe(stats)
 	actionable := m.update(obs, now)
+	if m.cfg.Decided != nil {
+		m.cfg.Decided(ctx, stats)
+	}
 	if m.cfg.Metrics != nil {
 		for _, t := range actionable {
 			m.cfg.Metrics.statsAge(t.Signal, now.Sub(stats.Time))
@@ -207,6 +254,11 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	}
 	if len(actionable) == 0 {
 		return nil
+	}
+	if m.cfg.PodStats != nil {
+		if stats.Pods, err = m.cfg.PodStats(ctx, all); err != nil {
+			return fmt.Errorf("pod stats: %w", err)
+		}
 	}
 	return m.reclaim(ctx, ByEvictionPriority(actionable), obs, stats, active, now)
 }

@@ -45,6 +45,10 @@ func Message(resource v1.ResourceName, pod *v1.Pod, stats PodStats, hasStats boo
 		if ResourceOf(t.Signal) != resource || !ok {
 			continue
 		}
+		if t.Operator == OpGreaterThan {
+			fmt.Fprintf(&b, psiSentenceFmt, t.Signal, FormatPSI(o.Available), t.Value.String())
+			break
+		}
 		q := formatQuantity(ThresholdQuantity(t, o))
 		if t.Value.Quantity != nil {
 			q = t.Value.Quantity.String()

@@ -19,13 +19,21 @@ func Quantity(v Value, capacity int64) int64 {
 }
 
 // ThresholdQuantity is the threshold's amount on an observation.
-func ThresholdQuantity(t Threshold, o Observation) int64 { return Quantity(t.Value, o.Capacity) }
+func ThresholdQuantity(t Threshold, o Observation) int64 {
+	if t.Operator == OpGreaterThan {
+		return psiQuantity(t.Value)
+	}
+	return Quantity(t.Value, o.Capacity)
+}
 
 // MinReclaimQuantity is the threshold's minimum reclaim on an observation
 // (0 without one).
 func MinReclaimQuantity(t Threshold, o Observation) int64 {
 	if t.MinReclaim == nil {
 		return 0
+	}
+	if t.Operator == OpGreaterThan {
+		return psiQuantity(*t.MinReclaim)
 	}
 	return Quantity(*t.MinReclaim, o.Capacity)
 }
@@ -38,6 +46,12 @@ func ThresholdsMet(ths []Threshold, obs Observations, enforceMinReclaim bool) []
 	for _, t := range ths {
 		o, ok := obs[t.Signal]
 		if !ok {
+			continue
+		}
+		if t.Operator == OpGreaterThan {
+			if psiMet(t, o, enforceMinReclaim) {
+				out = append(out, t)
+			}
 			continue
 		}
 		q := ThresholdQuantity(t, o)
@@ -120,10 +134,13 @@ func MetGracePeriod(ths []Threshold, first FirstObserved, now time.Time) []Thres
 }
 
 // The node conditions eviction sets, in the order kubelet lists them.
-var pressureConditions = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure}
+var pressureConditions = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, ConditionPSIPressure}
 
 // ConditionOf is the node condition a signal's threshold sets.
 func ConditionOf(s Signal) v1.NodeConditionType {
+	if s.PSI() {
+		return ConditionPSIPressure
+	}
 	switch s {
 	case SignalMemoryAvailable, SignalAllocatableMemoryAvailable:
 		return v1.NodeMemoryPressure
@@ -137,6 +154,9 @@ func ConditionOf(s Signal) v1.NodeConditionType {
 // ResourceOf is the resource a signal's eviction reclaims, as named in
 // kubelet's messages and events.
 func ResourceOf(s Signal) v1.ResourceName {
+	if s.PSI() {
+		return resourceOfPSI(s)
+	}
 	switch s {
 	case SignalMemoryAvailable, SignalAllocatableMemoryAvailable:
 		return v1.ResourceMemory

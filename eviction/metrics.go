@@ -11,6 +11,7 @@ import (
 type Metrics struct {
 	evictions *prometheus.CounterVec
 	statsAgeH *prometheus.HistogramVec
+	dryRun    *prometheus.GaugeVec
 }
 
 // NewMetrics returns the metrics, to register and hand to the manager.
@@ -25,6 +26,10 @@ func NewMetrics() *Metrics {
 			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"eviction_signal"}),
+		dryRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "kernelet", Name: "eviction_dry_run_pods",
+			Help: "Pods the latest eviction decision would evict in dry-run mode, by eviction signal",
+		}, []string{"eviction_signal"}),
 	}
 }
 
@@ -32,12 +37,23 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.evictions.Describe(ch)
 	m.statsAgeH.Describe(ch)
+	m.dryRun.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.evictions.Collect(ch)
 	m.statsAgeH.Collect(ch)
+	m.dryRun.Collect(ch)
+}
+
+// setDryRun exports how many pods the latest dry-run decision would
+// evict per signal (the others back to zero).
+func (m *Metrics) setDryRun(counts map[Signal]int) {
+	m.dryRun.Reset()
+	for s, n := range counts {
+		m.dryRun.WithLabelValues(string(s)).Set(float64(n))
+	}
 }
 
 func (m *Metrics) statsAge(s Signal, age time.Duration) {

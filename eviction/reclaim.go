@@ -29,6 +29,9 @@ func (m *Manager) reclaim(ctx context.Context, ths []Threshold, obs Observations
 // threshold: its amount plus its minimum reclaim minus what is available
 // (at least 1 while the threshold is met).
 func Deficit(t Threshold, o Observation) int64 {
+	if t.Operator == OpGreaterThan {
+		return 1 // a stall has no amount to reclaim: one pod at a time
+	}
 	return max(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)-o.Available, 1)
 }
 
@@ -36,6 +39,9 @@ func Deficit(t Threshold, o Observation) int64 {
 func usageFor(s Signal, ps PodStats) int64 {
 	if ResourceOf(s) == "pids" {
 		return ps.Processes
+	}
+	if s.PSI() {
+		return max(ps.MemoryWorkingSet, 1)
 	}
 	return ps.MemoryWorkingSet
 }
@@ -103,8 +109,9 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 	remaining := need - freeing
 	res := ResourceOf(t.Signal)
 	announced := false
+	limit, count := maxPodsPerDecision(m.cfg.Mode), 0
 	for _, pod := range ranked {
-		if remaining <= 0 {
+		if remaining <= 0 || count == limit {
 			break
 		}
 		if IsCritical(pod) || m.isPending(pod.UID) {
@@ -114,15 +121,25 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			announced = true
 			log.Info("Eviction manager: attempting to reclaim", "resourceName", res, "signal", t.Signal,
 				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing)
-			if m.cfg.ThresholdMet != nil {
+			if m.cfg.ThresholdMet != nil && !m.cfg.DryRun {
 				m.cfg.ThresholdMet(res)
 			}
 		}
 		ps, hasStats := stats.Pods[pod.UID]
 		e := Eviction{Signal: t.Signal, Resource: res, GracePeriod: GracePeriod(t, m.cfg.MaxPodGracePeriod, pod),
 			Message: Message(res, pod, ps, hasStats, met, obs)}
+		count++
+		if m.cfg.DryRun {
+			m.wouldEvict(ctx, pod, e, now)
+			remaining -= usageFor(t.Signal, ps)
+			if !hasStats {
+				break
+			}
+			continue
+		}
 		if err := m.cfg.Evict(ctx, pod, e); err != nil {
 			log.Error(err, "Eviction manager: evicting pod failed", "pod", klog.KObj(pod))
+			count--
 			continue
 		}
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
@@ -152,7 +169,11 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
 	if m.pending[s] == nil {
 		m.pending[s] = map[types.UID]pending{}
 	}
-	m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
+	if m.cfg.Mode == ModeKubelet {
+		m.cleanup = append(m.cleanup, pod) // kubelet waits for it instead
+	} else {
+		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
+	}
 	m.evicted = append(m.evicted, Record{Time: now, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 		UID: pod.UID, Signal: s, Message: msg})
 	if len(m.evicted) > maxRecords {

@@ -20,6 +20,9 @@ type Stats struct {
 	PIDs *PIDStats
 	// NodeFs is the filesystem of the agent's root dir (nodefs.*).
 	NodeFs *FsStats
+	// NodePressure and KubepodsPressure are the PSI of the node
+	// (/proc/pressure) and of kubepods (the PSI signals).
+	NodePressure, KubepodsPressure *PSIStats
 	// Pods are the running pods' usage, by UID; a pod without an entry has
 	// no stats (and ranks first, as in kubelet).
 	Pods map[types.UID]PodStats
@@ -32,6 +35,9 @@ type MemoryStats struct {
 	Capacity int64
 	// WorkingSet is usage − inactive_file.
 	WorkingSet int64
+	// InactiveFile is the inactive page cache counted in usage but not in
+	// the working set (v1 usage thresholds are re-armed with it).
+	InactiveFile int64
 	// Available is what the signal observes: Capacity − WorkingSet (plus
 	// the unused swap for the node), floored at 0.
 	Available int64
@@ -88,6 +94,7 @@ func Observe(s Stats) Observations {
 			obs[SignalNodeFsInodesFree] = Observation{Available: f.InodesFree, Capacity: f.Inodes, Time: s.Time}
 		}
 	}
+	observePSI(obs, s.NodePressure, s.KubepodsPressure, s)
 	return obs
 }
 

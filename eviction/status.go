@@ -18,6 +18,12 @@ type Status struct {
 	LastDecision time.Time `json:"lastDecision"`
 	// Evictions are the latest evictions, oldest first.
 	Evictions []Record `json:"evictions,omitempty"`
+	// Mode is the eviction mode; DryRun is on when nothing is evicted.
+	Mode   Mode `json:"mode,omitempty"`
+	DryRun bool `json:"dryRun,omitempty"`
+	// WouldEvict are the pods the latest decision would have evicted in
+	// dry-run mode.
+	WouldEvict []DryRunEviction `json:"wouldEvict,omitempty"`
 }
 
 // ThresholdStatus is one threshold against its observed signal.
@@ -32,17 +38,23 @@ type ThresholdStatus struct {
 	Quantity int64 `json:"quantity,omitempty"`
 	// Met: the threshold is met for its grace period (acted on).
 	Met bool `json:"met,omitempty"`
+	// ObservedAt is when the signal was read (its age in `kernelet status`).
+	ObservedAt time.Time `json:"observedAt,omitempty"`
+	// PSI: Available and Quantity are stalls in hundredths of a percent.
+	PSI bool `json:"psi,omitempty"`
 }
 
 // Status returns the manager's state.
 func (m *Manager) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := Status{Conditions: slices.Clone(m.conditions), LastDecision: m.lastDecision, Evictions: slices.Clone(m.evicted)}
+	st := Status{Conditions: slices.Clone(m.conditions), LastDecision: m.lastDecision, Evictions: slices.Clone(m.evicted),
+		Mode: m.cfg.Mode, DryRun: m.cfg.DryRun, WouldEvict: slices.Clone(m.dryRun)}
 	for _, t := range m.cfg.Thresholds {
-		ts := ThresholdStatus{Signal: t.Signal, Threshold: t.Value.String(), Soft: !t.Hard(), Met: containsThreshold(m.met, t)}
+		ts := ThresholdStatus{Signal: t.Signal, Threshold: t.Value.String(), Soft: !t.Hard(), Met: containsThreshold(m.met, t),
+			PSI: t.Operator == OpGreaterThan}
 		if o, ok := m.observations[t.Signal]; ok {
-			ts.Observed, ts.Available, ts.Quantity = true, o.Available, ThresholdQuantity(t, o)
+			ts.Observed, ts.Available, ts.Quantity, ts.ObservedAt = true, o.Available, ThresholdQuantity(t, o), o.Time
 		}
 		st.Thresholds = append(st.Thresholds, ts)
 	}

@@ -27,9 +27,12 @@ func ParseThresholds(c Config) ([]Threshold, field.ErrorList) {
 	var errs field.ErrorList
 	minReclaim := map[Signal]*Value{}
 	for _, key := range sortedKeys(c.MinimumReclaim) {
-		p := field.NewPath(FieldMinimumReclaim).Key(key)
-		sig, ok := checkSignal(p, key, &errs)
-		v, err := parseValue(c.MinimumReclaim[key])
+		p := c.path(FieldMinimumReclaim).Key(key)
+		sig, ok := c.checkSignal(p, key, &errs)
+		if !ok && c.PSI != sig.PSI() && (sig.PSI() || sig.Known()) {
+			continue // the other document's signal: its value follows that document's rules
+		}
+		v, err := c.parseValue(c.MinimumReclaim[key])
 		if err != nil {
 			errs = append(errs, field.Invalid(p, c.MinimumReclaim[key], err.Error()))
 			continue
@@ -40,7 +43,7 @@ func ParseThresholds(c Config) ([]Threshold, field.ErrorList) {
 	}
 
 	var out []Threshold
-	hard := parseGroup(field.NewPath(FieldHard), c.Hard, &errs)
+	hard := c.parseGroup(c.path(FieldHard), c.Hard, &errs)
 	for _, t := range hard {
 		t.MinReclaim = minReclaim[t.Signal]
 		out = append(out, t)
@@ -59,16 +62,16 @@ func ParseThresholds(c Config) ([]Threshold, field.ErrorList) {
 	}
 
 	for _, key := range sortedKeys(c.SoftGracePeriod) {
-		p := field.NewPath(FieldSoftGracePeriod).Key(key)
-		checkSignal(p, key, &errs)
+		p := c.path(FieldSoftGracePeriod).Key(key)
+		c.checkSignal(p, key, &errs)
 		if _, ok := c.Soft[key]; !ok {
 			errs = append(errs, field.Invalid(p, c.SoftGracePeriod[key],
 				fmt.Sprintf("grace period given for signal %q, which has no evictionSoft threshold", key)))
 		}
 	}
-	for _, t := range parseGroup(field.NewPath(FieldSoft), c.Soft, &errs) {
+	for _, t := range c.parseGroup(c.path(FieldSoft), c.Soft, &errs) {
 		key := string(t.Signal)
-		p := field.NewPath(FieldSoftGracePeriod).Key(key)
+		p := c.path(FieldSoftGracePeriod).Key(key)
 		raw, ok := c.SoftGracePeriod[key]
 		if !ok {
 			errs = append(errs, field.Required(p, fmt.Sprintf("soft eviction threshold %q needs a grace period", key)))
@@ -92,12 +95,15 @@ func ParseThresholds(c Config) ([]Threshold, field.ErrorList) {
 
 // parseGroup parses one map of signal → value into thresholds without
 // grace periods, skipping switched-off and bad entries.
-func parseGroup(p *field.Path, m map[string]string, errs *field.ErrorList) []Threshold {
+func (c Config) parseGroup(p *field.Path, m map[string]string, errs *field.ErrorList) []Threshold {
 	var out []Threshold
 	for _, key := range sortedKeys(m) {
 		kp := p.Key(key)
-		sig, ok := checkSignal(kp, key, errs)
-		v, err := parseValue(m[key])
+		sig, ok := c.checkSignal(kp, key, errs)
+		if !ok && c.PSI != sig.PSI() && (sig.PSI() || sig.Known()) {
+			continue // the other document's signal: its value follows that document's rules
+		}
+		v, err := c.parseValue(m[key])
 		if err != nil {
 			*errs = append(*errs, field.Invalid(kp, m[key], err.Error()))
 			continue
@@ -105,18 +111,30 @@ func parseGroup(p *field.Path, m map[string]string, errs *field.ErrorList) []Thr
 		if !ok || v == nil {
 			continue
 		}
-		out = append(out, Threshold{Signal: sig, Operator: OpLessThan, Value: *v})
+		out = append(out, Threshold{Signal: sig, Operator: c.operator(), Value: *v})
 	}
 	return out
 }
 
-func checkSignal(p *field.Path, key string, errs *field.ErrorList) (Signal, bool) {
+func (c Config) checkSignal(p *field.Path, key string, errs *field.ErrorList) (Signal, bool) {
 	s := Signal(key)
-	if s.Known() {
+	known := Signals
+	if c.PSI {
+		known = PSISignals
+	}
+	if slices.Contains(known, s) {
 		return s, true
 	}
-	names := make([]string, len(Signals))
-	for i, k := range Signals {
+	switch {
+	case !c.PSI && s.PSI():
+		*errs = append(*errs, field.Invalid(p, key, "a PSI signal: set it in the KerneletConfiguration ("+KerneletAPIVersion+"); kubelet rejects it here"))
+		return s, false
+	case c.PSI && s.Known():
+		*errs = append(*errs, field.Invalid(p, key, "a kubelet signal: set it in the KubeletConfiguration"))
+		return s, false
+	}
+	names := make([]string, len(known))
+	for i, k := range known {
 		names[i] = string(k)
 	}
 	*errs = append(*errs, field.NotSupported(p, key, names))

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Signal names a resource whose shortage triggers eviction, as written in
@@ -98,6 +99,12 @@ type Config struct {
 	// equal to each memory.available hard threshold; kubelet does so when
 	// enforceNodeAllocatable contains "pods".
 	MirrorAllocatable bool
+	// PSI: the maps are the KerneletConfiguration's, which hold PSI signals
+	// only (values are percentages of stalled time, met when above).
+	PSI bool
+	// Path is the field path the map field names hang under (nil: the top
+	// level of the document).
+	Path *field.Path
 }
 
 // DefaultHard is kubelet's default evictionHard on Linux.

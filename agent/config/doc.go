@@ -1,6 +1,9 @@
 // Package config loads kernelet's configuration file — a KubeletConfiguration
-// (kubelet.config.k8s.io/v1beta1) — applies kernelet's defaults, and validates
-// every field kernelet acts on.
+// (kubelet.config.k8s.io/v1beta1), optionally followed by kernelet's own
+// KerneletConfiguration document (kernelet.io/v1alpha1, kernelet*.go; or in
+// a file of its own) — applies kernelet's defaults, and validates every
+// field kernelet acts on. The kernelet document gets the same decoding
+// (decodeStrict) and its errors are rooted at KerneletConfiguration.
 //
 // Decoding follows kubelet: a strict pass names every unknown or duplicate
 // field as a warning, then the file is decoded leniently. Invalid values are

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,52 +21,145 @@ import (
 // command-line flags, which win over the file.
 type Override func(*kubeletv1beta1.KubeletConfiguration)
 
-// Load reads a KubeletConfiguration file, applies the overrides and the
-// defaults, and validates it. The returned error is an *Error listing every
-// invalid value; warnings for unknown and duplicate fields come back in
-// Config.Warnings either way.
+// Options are what a configuration is loaded with besides its file.
+type Options struct {
+	// Overrides change the KubeletConfiguration, KerneletOverrides the
+	// KerneletConfiguration (flags, which win over the files).
+	Overrides         []Override
+	KerneletOverrides []KerneletOverride
+	// KerneletFile holds the KerneletConfiguration on its own
+	// (--kernelet-config); "" when none.
+	KerneletFile string
+}
+
+// Load reads a configuration file — a KubeletConfiguration, optionally
+// followed by a KerneletConfiguration document —, applies the overrides
+// and the defaults, and validates it. The returned error is an *Error
+// listing every invalid value; warnings for unknown and duplicate fields
+// come back in Config.Warnings either way.
 func Load(path string, overrides ...Override) (*Config, error) {
+	return LoadWith(path, Options{Overrides: overrides})
+}
+
+// LoadWith is Load with Options: kernelet overrides and a separate
+// KerneletConfiguration file.
+func LoadWith(path string, o Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(path, data, overrides...)
+	var kdata []byte
+	if o.KerneletFile != "" {
+		if kdata, err = os.ReadFile(o.KerneletFile); err != nil {
+			return nil, fmt.Errorf("read kernelet config: %w", err)
+		}
+	}
+	return ParseWith(path, data, o, kdata)
 }
 
 // Parse is Load over bytes already read; file names them in messages.
 func Parse(file string, data []byte, overrides ...Override) (*Config, error) {
-	kc, warnings, errs := decode(file, data)
-	if kc == nil {
-		return &Config{File: file, Warnings: warnings}, &Error{File: file, Errs: errs}
+	return ParseWith(file, data, Options{Overrides: overrides}, nil)
+}
+
+// ParseWith is LoadWith over bytes already read: data is the
+// configuration file, kerneletData the content of o.KerneletFile (nil
+// without one).
+func ParseWith(file string, data []byte, o Options, kerneletData []byte) (*Config, error) {
+	in, docErrs := splitConfig(file, data, o.KerneletFile, kerneletData)
+	kc, warnings, errs := decode(file, in.kubelet)
+	errs = append(docErrs, errs...)
+	var kerneletErrs field.ErrorList
+	kern := &KerneletConfiguration{}
+	if in.kernelet != nil {
+		k, kw, kerrs := decodeKernelet(in.kerneletFile, *in.kernelet)
+		warnings = append(warnings, kw...)
+		if k != nil {
+			kern = k
+		}
+		if in.kerneletFile == file {
+			errs = append(errs, kerrs...)
+		} else {
+			kerneletErrs = kerrs
+		}
 	}
-	cfg, err := finish(file, kc, warnings, overrides)
-	if len(errs) == 0 {
-		return cfg, err
+	if kc == nil {
+		return &Config{File: file, Warnings: warnings}, &Error{File: file, Errs: errs, KerneletFile: o.KerneletFile, KerneletErrs: kerneletErrs}
+	}
+	cfg, err := finish(file, kc, kern, warnings, o)
+	if in.kernelet != nil {
+		cfg.KerneletFrom = in.kerneletFile
 	}
 	// Errors of decoding come first, then those of the values that decoded.
 	var verr *Error
 	if errors.As(err, &verr) {
 		errs = append(errs, verr.Errs...)
+		kerneletErrs = append(kerneletErrs, verr.KerneletErrs...)
 	}
-	return cfg, &Error{File: file, Errs: errs}
+	if len(errs) == 0 && len(kerneletErrs) == 0 {
+		return cfg, nil
+	}
+	return cfg, &Error{File: file, Errs: errs, KerneletFile: o.KerneletFile, KerneletErrs: kerneletErrs}
 }
 
 // FromDefaults is the configuration of an agent started without a file:
 // kernelet's defaults with the overrides applied, validated.
 func FromDefaults(overrides ...Override) (*Config, error) {
-	kc := &kubeletv1beta1.KubeletConfiguration{}
-	kc.APIVersion, kc.Kind = APIVersion, Kind
-	return finish("", kc, nil, overrides)
+	return FromDefaultsWith(Options{Overrides: overrides}, nil)
 }
 
-func finish(file string, kc *kubeletv1beta1.KubeletConfiguration, warnings []Warning, overrides []Override) (*Config, error) {
-	for _, o := range overrides {
-		o(kc)
+// FromDefaultsWith is FromDefaults with Options; kerneletData is the
+// content of o.KerneletFile (nil without one).
+func FromDefaultsWith(o Options, kerneletData []byte) (*Config, error) {
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	kc.APIVersion, kc.Kind = APIVersion, Kind
+	kern := &KerneletConfiguration{}
+	var warnings []Warning
+	var kerrs field.ErrorList
+	if o.KerneletFile != "" {
+		docs := splitDocuments(kerneletData)
+		if len(docs) != 1 {
+			kerrs = append(kerrs, field.Invalid(field.NewPath("--kernelet-config"), o.KerneletFile,
+				fmt.Sprintf("must hold exactly one KerneletConfiguration document, not %d", len(docs))))
+		} else if k, kw, errs := decodeKernelet(o.KerneletFile, docs[0]); k != nil {
+			kern, warnings, kerrs = k, kw, errs
+		} else {
+			warnings, kerrs = kw, errs
+		}
+	}
+	cfg, err := finish("", kc, kern, warnings, o)
+	cfg.KerneletFrom = o.KerneletFile
+	var verr *Error
+	if errors.As(err, &verr) {
+		kerrs = append(kerrs, verr.KerneletErrs...)
+	}
+	if verr == nil && len(kerrs) == 0 {
+		return cfg, err
+	}
+	out := &Error{KerneletFile: o.KerneletFile, KerneletErrs: kerrs}
+	if verr != nil {
+		out.Errs = verr.Errs
+	}
+	return cfg, out
+}
+
+func finish(file string, kc *kubeletv1beta1.KubeletConfiguration, kern *KerneletConfiguration, warnings []Warning, o Options) (*Config, error) {
+	for _, ov := range o.Overrides {
+		ov(kc)
+	}
+	for _, ov := range o.KerneletOverrides {
+		ov(kern)
 	}
 	SetDefaults(kc)
-	cfg := &Config{File: file, Kubelet: *kc, Warnings: warnings}
-	if errs := Validate(cfg); len(errs) > 0 {
-		return cfg, &Error{File: file, Errs: errs}
+	SetKerneletDefaults(kern)
+	cfg := &Config{File: file, Kubelet: *kc, Kernelet: *kern, KerneletFile: o.KerneletFile, Warnings: warnings}
+	errs := Validate(cfg)
+	kerrs := ValidateKernelet(cfg)
+	if o.KerneletFile == "" {
+		errs, kerrs = append(errs, kerrs...), nil
+	}
+	if len(errs) > 0 || len(kerrs) > 0 {
+		return cfg, &Error{File: file, Errs: errs, KerneletFile: o.KerneletFile, KerneletErrs: kerrs}
 	}
 	return cfg, nil
 }
@@ -82,24 +176,45 @@ func Default() *Config {
 // decode turns YAML or JSON into a KubeletConfiguration. Duplicate and unknown
 // fields become warnings; values of the wrong type become errors, one per
 // top-level field, so that every one of them is reported.
-func decode(file string, data []byte) (*kubeletv1beta1.KubeletConfiguration, []Warning, field.ErrorList) {
+func decode(file string, doc document) (*kubeletv1beta1.KubeletConfiguration, []Warning, field.ErrorList) {
+	kc := &kubeletv1beta1.KubeletConfiguration{}
+	warnings, errs, ok := decodeStrict(file, doc, kc, nil, APIVersion, Kind)
+	if !ok {
+		return nil, warnings, errs
+	}
+	return kc, warnings, errs
+}
+
+// childPath is name under root, or a top-level path when root is nil.
+func childPath(root *field.Path, name string) *field.Path {
+	if root == nil {
+		return field.NewPath(name)
+	}
+	return root.Child(name)
+}
+
+// decodeStrict decodes one document into out (a pointer to a config
+// struct) as decode describes; error paths hang under root (nil: the top
+// level). ok is false when nothing could be decoded.
+func decodeStrict(file string, doc document, out any, root *field.Path, apiVersion, kind string) ([]Warning, field.ErrorList, bool) {
+	data := doc.data
 	var errs field.ErrorList
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil, field.ErrorList{field.Required(field.NewPath("kind"), "the file is empty")}
+		return nil, field.ErrorList{field.Required(childPath(root, "kind"), "the file is empty")}, false
 	}
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &root); err != nil {
-		return nil, nil, field.ErrorList{field.Invalid(field.NewPath("<document>"), "", "not valid YAML or JSON: "+err.Error())}
+	var yroot yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &yroot); err != nil {
+		return nil, field.ErrorList{field.Invalid(childPath(root, "<document>"), "", "not valid YAML or JSON: "+err.Error())}, false
 	}
-	warnings := duplicateFields(file, &root)
+	warnings := duplicateFields(file, &yroot, doc.firstLine-1)
 
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, warnings, field.ErrorList{field.Invalid(field.NewPath("<document>"), "", "not valid YAML or JSON: "+err.Error())}
+		return warnings, field.ErrorList{field.Invalid(childPath(root, "<document>"), "", "not valid YAML or JSON: "+err.Error())}, false
 	}
 	var top map[string]jsonRaw
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &top); err != nil {
-		return nil, warnings, field.ErrorList{field.Invalid(field.NewPath("<document>"), "", "the top level must be a mapping of fields")}
+		return warnings, field.ErrorList{field.Invalid(childPath(root, "<document>"), "", "the top level must be a mapping of fields")}, false
 	}
 
 	var tm struct {
@@ -107,49 +222,55 @@ func decode(file string, data []byte) (*kubeletv1beta1.KubeletConfiguration, []W
 		Kind       string `json:"kind"`
 	}
 	_ = sigsjson.UnmarshalCaseSensitivePreserveInts(js, &tm)
-	if tm.APIVersion != APIVersion {
-		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), tm.APIVersion, "must be "+APIVersion))
+	if tm.APIVersion != apiVersion {
+		errs = append(errs, field.Invalid(childPath(root, "apiVersion"), tm.APIVersion, "must be "+apiVersion))
 	}
-	if tm.Kind != Kind {
-		errs = append(errs, field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+Kind))
+	if tm.Kind != kind {
+		errs = append(errs, field.Invalid(childPath(root, "kind"), tm.Kind, "must be "+kind))
 	}
 
-	kc := &kubeletv1beta1.KubeletConfiguration{}
-	strictErrs, err := sigsjson.UnmarshalStrict(js, kc, sigsjson.DisallowUnknownFields)
+	ok := true
+	strictErrs, err := sigsjson.UnmarshalStrict(js, out, sigsjson.DisallowUnknownFields)
 	if err != nil {
 		// A value of the wrong type must not hide the rest: name every such
 		// field, then decode the document without them so that unknown
 		// fields and the other values are still checked.
-		typeErrs, rest := typeErrors(top)
+		typeErrs, rest := typeErrors(top, out, root)
 		errs = append(errs, typeErrs...)
-		kc = &kubeletv1beta1.KubeletConfiguration{}
-		strictErrs, err = sigsjson.UnmarshalStrict(rest, kc, sigsjson.DisallowUnknownFields)
+		reflect.ValueOf(out).Elem().SetZero()
+		strictErrs, err = sigsjson.UnmarshalStrict(rest, out, sigsjson.DisallowUnknownFields)
 		if err != nil {
-			kc = nil
+			ok = false
 			if len(typeErrs) == 0 {
-				errs = append(errs, field.Invalid(field.NewPath("<document>"), "", err.Error()))
+				errs = append(errs, field.Invalid(childPath(root, "<document>"), "", err.Error()))
 			}
 		}
 	}
 	for _, se := range strictErrs {
-		warnings = append(warnings, unknownFieldWarning(file, &root, se))
+		w := unknownFieldWarning(file, &yroot, se)
+		if w.Line > 0 {
+			w.Line += doc.firstLine - 1
+		}
+		warnings = append(warnings, w)
 	}
 	slices.SortStableFunc(warnings, func(a, b Warning) int { return a.Line - b.Line })
-	return kc, warnings, errs
+	return warnings, errs, ok
 }
 
-// typeErrors decodes the top-level fields one by one and returns an error for
-// each whose value has the wrong type, and the document without those fields.
-func typeErrors(top map[string]jsonRaw) (field.ErrorList, []byte) {
+// typeErrors decodes the top-level fields one by one into a new value of
+// out's type and returns an error for each whose value has the wrong
+// type, and the document without those fields.
+func typeErrors(top map[string]jsonRaw, out any, root *field.Path) (field.ErrorList, []byte) {
 	var errs field.ErrorList
 	var rest bytes.Buffer
 	rest.WriteByte('{')
+	typ := reflect.TypeOf(out).Elem()
 	for _, name := range sortedKeys(top) {
 		key, _ := json.Marshal(name)
 		one := []byte(`{` + string(key) + `:` + string(top[name]) + `}`)
-		var probe kubeletv1beta1.KubeletConfiguration
-		if _, ferr := sigsjson.UnmarshalStrict(one, &probe); ferr != nil {
-			errs = append(errs, field.Invalid(field.NewPath(name), rawValue(top[name]), typeReason(ferr)))
+		probe := reflect.New(typ).Interface()
+		if _, ferr := sigsjson.UnmarshalStrict(one, probe); ferr != nil {
+			errs = append(errs, field.Invalid(childPath(root, name), rawValue(top[name]), typeReason(ferr)))
 			continue
 		}
 		if rest.Len() > 1 {
@@ -190,7 +311,7 @@ func typeReason(err error) string {
 
 // duplicateFields walks every mapping of the document and names keys that
 // appear more than once (the last value wins, as in kubelet's lenient pass).
-func duplicateFields(file string, n *yamlv3.Node) []Warning {
+func duplicateFields(file string, n *yamlv3.Node, lineOffset int) []Warning {
 	var out []Warning
 	var walk func(n *yamlv3.Node, path string)
 	walk = func(n *yamlv3.Node, path string) {
@@ -209,8 +330,8 @@ func duplicateFields(file string, n *yamlv3.Node) []Warning {
 				k := n.Content[i]
 				p := joinPath(path, k.Value)
 				if first, dup := seen[k.Value]; dup {
-					out = append(out, Warning{File: file, Line: k.Line, Field: p,
-						Msg: fmt.Sprintf("duplicate field (first at line %d; the last value is used)", first)})
+					out = append(out, Warning{File: file, Line: k.Line + lineOffset, Field: p,
+						Msg: fmt.Sprintf("duplicate field (first at line %d; the last value is used)", first+lineOffset)})
 				} else {
 					seen[k.Value] = k.Line
 				}

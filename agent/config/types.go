@@ -39,16 +39,32 @@ type Config struct {
 	File string
 	// Kubelet is the effective KubeletConfiguration, defaults applied.
 	Kubelet kubeletv1beta1.KubeletConfiguration
-	// Thresholds are the eviction thresholds parsed from Kubelet.
+	// Kernelet is the effective KerneletConfiguration, defaults applied
+	// (an empty document when the file has none).
+	Kernelet KerneletConfiguration
+	// KerneletFile is the separate file Kernelet came from
+	// (--kernelet-config), "" when none.
+	KerneletFile string
+	// KerneletFrom is the file the KerneletConfiguration document was read
+	// from (File or KerneletFile); "" when kernelet's defaults apply.
+	KerneletFrom string
+	// Thresholds are the eviction thresholds parsed from Kubelet, then the
+	// PSI thresholds of Kernelet.
 	Thresholds []eviction.Threshold
 	// Warnings are the non-fatal problems found while loading.
 	Warnings []Warning
 }
 
-// Error is every invalid value of one file, reported together.
+// Error is every invalid value of the configuration, reported together:
+// those of File (the KerneletConfiguration document's too when it is in
+// File), then those of KerneletFile.
 type Error struct {
 	File string
 	Errs field.ErrorList
+	// KerneletFile and KerneletErrs: a separate KerneletConfiguration file
+	// (--kernelet-config) and its invalid values.
+	KerneletFile string
+	KerneletErrs field.ErrorList
 }
 
 func (e *Error) Error() string {
@@ -57,9 +73,12 @@ func (e *Error) Error() string {
 	if name == "" {
 		name = "configuration"
 	}
-	fmt.Fprintf(&b, "%s: %d invalid value(s):", name, len(e.Errs))
+	fmt.Fprintf(&b, "%s: %d invalid value(s):", name, len(e.Errs)+len(e.KerneletErrs))
 	for _, fe := range e.Errs {
 		fmt.Fprintf(&b, "\n  %s: %s", name, fe.Error())
+	}
+	for _, fe := range e.KerneletErrs {
+		fmt.Fprintf(&b, "\n  %s: %s", e.KerneletFile, fe.Error())
 	}
 	return b.String()
 }

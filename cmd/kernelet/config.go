@@ -19,8 +19,9 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 	fs := flag.NewFlagSet("config validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	kernelet := fs.String("kernelet-config", "", "a separate KerneletConfiguration file (kernelet.io/v1alpha1), as `kernelet run --kernelet-config`")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kernelet config validate [--quiet] FILE")
+		fmt.Fprintln(stderr, "usage: kernelet config validate [--quiet] [--kernelet-config KFILE] FILE")
 		fs.PrintDefaults()
 	}
 	if len(args) == 0 || args[0] != "validate" {
@@ -34,7 +35,7 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		fs.Usage()
 		return 2
 	}
-	cfg, err := config.Load(fs.Arg(0))
+	cfg, err := config.LoadWith(fs.Arg(0), config.Options{KerneletFile: *kernelet})
 	if cfg != nil {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
@@ -57,6 +58,23 @@ func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "error: render effective config: %v\n", err)
 		return 1
 	}
+	kout, err := yaml.Marshal(cfg.Kernelet)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: render effective config: %v\n", err)
+		return 1
+	}
 	fmt.Fprintf(stdout, "# effective configuration of %s (kernelet defaults applied)\n%s", fs.Arg(0), out)
+	fmt.Fprintf(stdout, "---\n# kernelet's own settings (%s)\n%s", kerneletSource(cfg), kout)
 	return 0
+}
+
+// kerneletSource says where the KerneletConfiguration came from.
+func kerneletSource(cfg *config.Config) string {
+	switch cfg.KerneletFrom {
+	case "":
+		return "no KerneletConfiguration document: kernelet's defaults"
+	case cfg.File:
+		return "the second document of " + cfg.File
+	}
+	return cfg.KerneletFrom
 }

@@ -33,12 +33,15 @@ type runFlags struct {
 	nodeLabels                                            string
 	runtimeEndpoint, podManifestPath, manifestURL         string
 	port, healthzPort                                     int
-	// evictionTick is kernelet's own: the eviction manager's fallback
-	// decision period between kernel notifications.
-	evictionTick time.Duration
-	set          map[string]bool
-	gc           gcFlags
-	runOnce      runOnceFlags
+	// kernelet's own (flags of the KerneletConfiguration): the eviction
+	// manager's fallback decision period between kernel notifications,
+	// its mode, dry run and cooldown, and the file of the document.
+	evictionTick, evictionCooldown time.Duration
+	evictionMode, kerneletConfig   string
+	evictionDryRun                 bool
+	set                            map[string]bool
+	gc                             gcFlags
+	runOnce                        runOnceFlags
 }
 
 var (
@@ -58,7 +61,11 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
 	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
 	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
-	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own: how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI)")
+	fs.StringVar(&f.kerneletConfig, "kernelet-config", "", "kernelet's own settings: a KerneletConfiguration file (kernelet.io/v1alpha1), unless --config has it as its second document")
+	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own (evictionTick): how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI); 10s in kubelet mode")
+	fs.StringVar(&f.evictionMode, "eviction-mode", string(eviction.ModeKernelet), "kernelet's own (evictionMode): kernelet (kernel wake-ups, deficit-sized evictions) or kubelet (one pod per 10 s decision, for comparison)")
+	fs.BoolVar(&f.evictionDryRun, "eviction-dry-run", false, "kernelet's own (evictionDryRun): log, export and show in `kernelet status` the pods eviction would evict; never kill")
+	fs.DurationVar(&f.evictionCooldown, "eviction-cooldown", eviction.DefaultCooldown, "kernelet's own (evictionCooldown): how long evicted pods at most count as freeing their memory")
 	f.gc.register(fs)
 	f.runOnce.register(fs)
 	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
@@ -85,6 +92,25 @@ func (f *runFlags) overrides() []config.Override {
 	}
 	if f.set["healthz-port"] {
 		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { p := int32(f.healthzPort); kc.HealthzPort = &p })
+	}
+	return out
+}
+
+// kerneletOverrides turns the flags of kernelet's own settings that were
+// set into overrides of the KerneletConfiguration.
+func (f *runFlags) kerneletOverrides() []config.KerneletOverride {
+	var out []config.KerneletOverride
+	if f.set["eviction-tick"] {
+		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionTick.Duration = f.evictionTick })
+	}
+	if f.set["eviction-mode"] {
+		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionMode = f.evictionMode })
+	}
+	if f.set["eviction-dry-run"] {
+		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionDryRun = f.evictionDryRun })
+	}
+	if f.set["eviction-cooldown"] {
+		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionCooldown.Duration = f.evictionCooldown })
 	}
 	return out
 }
@@ -137,7 +163,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels}
 	f.gc.apply(&opts)
-	a, err := agent.New(opts, agent.Deps{EvictionTick: f.evictionTick})
+	a, err := agent.New(opts, agent.Deps{})
 	if err != nil {
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
@@ -145,7 +171,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger.Info("Starting kernelet", "version", agent.Version, "revision", agent.Revision(), "node", nodeName,
-		"config", cfg.File, "runtimeEndpoint", kc.ContainerRuntimeEndpoint, "rootDir", f.rootDir)
+		"config", cfg.File, "kerneletConfig", cfg.KerneletFrom, "evictionMode", cfg.Kernelet.EvictionMode,
+		"evictionDryRun", cfg.Kernelet.EvictionDryRun, "runtimeEndpoint", kc.ContainerRuntimeEndpoint, "rootDir", f.rootDir)
 	go func() {
 		<-ctx.Done()
 		logger.Info("Shutting down on signal")
@@ -167,10 +194,17 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 		cfg *config.Config
 		err error
 	)
+	o := config.Options{Overrides: f.overrides(), KerneletOverrides: f.kerneletOverrides(), KerneletFile: f.kerneletConfig}
 	if f.config != "" {
-		cfg, err = config.Load(f.config, f.overrides()...)
+		cfg, err = config.LoadWith(f.config, o)
 	} else {
-		cfg, err = config.FromDefaults(f.overrides()...)
+		var kdata []byte
+		if f.kerneletConfig != "" {
+			if kdata, err = os.ReadFile(f.kerneletConfig); err != nil {
+				return nil, []string{fmt.Sprintf("read kernelet config: %v", err)}
+			}
+		}
+		cfg, err = config.FromDefaultsWith(o, kdata)
 	}
 	var problems []string
 	var ce *config.Error

@@ -372,18 +372,50 @@ func printEviction(w io.Writer, e *eviction.Status) {
 		conds = fmt.Sprint(e.Conditions)
 	}
 	fmt.Fprintf(w, "Pressure:    %s (decided %s ago)\n", conds, time.Since(e.LastDecision).Round(time.Millisecond))
+	if mode := evictionMode(e); mode != "" {
+		fmt.Fprintf(w, "  mode: %s\n", mode)
+	}
 	for _, t := range e.Thresholds {
-		obs := "not observed"
-		if t.Observed {
-			obs = fmt.Sprintf("available %d, threshold %d", t.Available, t.Quantity)
-		}
-		met := ""
-		if t.Met {
-			met = " MET"
-		}
-		fmt.Fprintf(w, "  %s<%s: %s%s\n", t.Signal, t.Threshold, obs, met)
+		fmt.Fprintf(w, "  %s\n", thresholdLine(t))
 	}
 	for _, r := range e.Evictions {
 		fmt.Fprintf(w, "  evicted %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
 	}
+	for _, r := range e.WouldEvict {
+		fmt.Fprintf(w, "  would evict %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
+	}
+}
+
+// evictionMode describes a mode other than kernelet's default, or "".
+func evictionMode(e *eviction.Status) string {
+	var parts []string
+	if e.Mode != "" && e.Mode != eviction.ModeKernelet {
+		parts = append(parts, string(e.Mode)+" (one pod per decision, no kernel wake-ups)")
+	}
+	if e.DryRun {
+		parts = append(parts, "dry run (nothing is evicted)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// thresholdLine is one threshold against its observed signal: signal,
+// operator and threshold, the observed value (percent of stalled time
+// for PSI signals), the threshold's amount, the observation's age.
+func thresholdLine(t eviction.ThresholdStatus) string {
+	op, obs := "<", "not observed"
+	switch {
+	case t.PSI && t.Observed:
+		op, obs = ">", fmt.Sprintf("stalled %s, threshold %s", eviction.FormatPSI(t.Available), eviction.FormatPSI(t.Quantity))
+	case t.PSI:
+		op = ">"
+	case t.Observed:
+		obs = fmt.Sprintf("available %d, threshold %d", t.Available, t.Quantity)
+	}
+	if t.Observed && !t.ObservedAt.IsZero() {
+		obs += fmt.Sprintf(" (read %s ago)", time.Since(t.ObservedAt).Round(time.Millisecond))
+	}
+	if t.Met {
+		obs += " MET"
+	}
+	return fmt.Sprintf("%s%s%s: %s", t.Signal, op, t.Threshold, obs)
 }

@@ -20,7 +20,12 @@ func TestPrintEviction(t *testing.T) {
 		Thresholds: []eviction.ThresholdStatus{
 			{Signal: eviction.SignalAllocatableMemoryAvailable, Threshold: "64Mi", Observed: true, Available: 1000, Quantity: 67108864, Met: true},
 			{Signal: eviction.SignalPIDAvailable, Threshold: "10%"},
+			{Signal: eviction.SignalKubepodsMemoryPressureSome, Threshold: "20%", PSI: true, Observed: true, Available: 3520, Quantity: 2000,
+				Met: true, ObservedAt: time.Now()},
 		},
+		Mode: eviction.ModeKubelet, DryRun: true,
+		WouldEvict: []eviction.DryRunEviction{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "q"},
+			Signal: eviction.SignalKubepodsMemoryPressureSome, Message: "The node was low on resource: memory. "}},
 		Evictions: []eviction.Record{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 			Signal: eviction.SignalAllocatableMemoryAvailable, Message: "The node was low on resource: memory. "}},
 	})
@@ -29,6 +34,9 @@ func TestPrintEviction(t *testing.T) {
 		"Pressure:    [MemoryPressure] (decided ",
 		"  allocatableMemory.available<64Mi: available 1000, threshold 67108864 MET\n",
 		"  pid.available<10%: not observed\n",
+		"  mode: kubelet (one pod per decision, no kernel wake-ups), dry run (nothing is evicted)\n",
+		"  kubepods.memory.pressure.some.avg10>20%: stalled 35.2%, threshold 20% (read ",
+		"  would evict ns/q (kubepods.memory.pressure.some.avg10) at 2026-11-25T07:00:00Z: The node was low on resource: memory. \n",
 		"  evicted ns/p (allocatableMemory.available) at 2026-11-25T07:00:00Z: The node was low on resource: memory. \n",
 	} {
 		if !strings.Contains(got, want) {

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // The CRI runtime condition types (runtimeapi.RuntimeReady, NetworkReady).
@@ -53,6 +55,10 @@ var pressureTexts = map[v1.NodeConditionType][2]conditionText{
 	v1.NodePIDPressure: {
 		{"KubeletHasSufficientPID", "kubelet has sufficient PID available", EventNodeHasSufficientPID},
 		{"KubeletHasInsufficientPID", "kubelet has insufficient PID available", EventNodeHasInsufficientPID},
+	},
+	eviction.ConditionPSIPressure: {
+		{eviction.ReasonNoPSIPressure, eviction.MessageNoPSIPressure, eviction.ReasonNoPSIPressure},
+		{eviction.ReasonPSIPressure, eviction.MessagePSIPressure, eviction.ReasonPSIPressure},
 	},
 }
 
@@ -132,7 +138,11 @@ func Conditions(status *v1.NodeStatus, in Inputs, now time.Time) []string {
 		{v1.NodeMemoryPressure, in.MemoryPressure},
 		{v1.NodeDiskPressure, in.DiskPressure},
 		{v1.NodePIDPressure, in.PIDPressure},
+		{eviction.ConditionPSIPressure, in.PSIPressure != nil && *in.PSIPressure},
 	} {
+		if p.typ == eviction.ConditionPSIPressure && in.PSIPressure == nil {
+			continue
+		}
 		i, st := 0, v1.ConditionFalse
 		if p.pressure {
 			i, st = 1, v1.ConditionTrue

@@ -102,6 +102,10 @@ type Inputs struct {
 	// MemoryPressure, DiskPressure and PIDPressure are the eviction
 	// manager's verdicts; false until it exists.
 	MemoryPressure, DiskPressure, PIDPressure bool
+	// PSIPressure is kernelet's own kernelet.io/PSIPressure condition
+	// (a PSI eviction threshold met); nil leaves the condition out (the
+	// KerneletConfiguration's psiNodeCondition is off).
+	PSIPressure *bool
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation

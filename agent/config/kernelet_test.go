@@ -1,0 +1,139 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kernelet/kernelet/eviction"
+)
+
+func TestLoadKerneletSecondDocument(t *testing.T) {
+	cfg, err := Load("testdata/kernelet-second-document.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+	k := cfg.Kernelet
+	if k.EvictionMode != "kubelet" || !k.EvictionDryRun || k.EvictionCooldown.Duration != 5*time.Second || !k.PSINodeCondition {
+		t.Errorf("kernelet document not kept: %+v", k)
+	}
+	if k.EvictionTick.Duration != eviction.KubeletModeTick {
+		t.Errorf("kubelet mode's default tick %v", k.EvictionTick.Duration)
+	}
+	var sigs []string
+	for _, th := range cfg.Thresholds {
+		sigs = append(sigs, string(th.Signal)+" "+string(th.Operator)+" "+th.Value.String())
+	}
+	want := "memory.available LessThan 100Mi|allocatableMemory.available LessThan 100Mi|" +
+		"kubepods.memory.pressure.some.avg10 GreaterThan 20%|memory.pressure.full.avg10 GreaterThan 10%"
+	if got := strings.Join(sigs, "|"); got != want {
+		t.Errorf("thresholds\n got %s\nwant %s", got, want)
+	}
+	// The defaults of a file without the document.
+	cfg, err = Load("testdata/kubelet-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := cfg.Kernelet; k.EvictionMode != "kernelet" || k.EvictionTick.Duration != time.Second ||
+		k.EvictionCooldown.Duration != 10*time.Second || k.EvictionDryRun || k.Kind != KerneletKind {
+		t.Errorf("kernelet defaults %+v", k)
+	}
+}
+
+func TestLoadKerneletErrors(t *testing.T) {
+	cfg, err := Load("testdata/kernelet-bad.yaml")
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *Error, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"testdata/kernelet-bad.yaml: 7 invalid value(s):",
+		`testdata/kernelet-bad.yaml: evictionHard[memory.pressure.some.avg10]: Invalid value: "memory.pressure.some.avg10": a PSI signal: set it in the KerneletConfiguration (kernelet.io/v1alpha1); kubelet rejects it here`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionDryRun: Invalid value: "yes please": wrong type or format`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionMode: Unsupported value: "fast": supported values: "kernelet", "kubelet"`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionTick: Invalid value: "-1s": must be greater than zero`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionHard[memory.available]: Invalid value: "memory.available": a kubelet signal: set it in the KubeletConfiguration`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionHard[io.pressure.full.avg10]: Invalid value: "120%": must be above 0% and below 100%`,
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionSoftGracePeriod[cpu.pressure.some.avg10]: Required value: soft eviction threshold "cpu.pressure.some.avg10" needs a grace period`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in\n%s", want, msg)
+		}
+	}
+	var warns []string
+	for _, w := range cfg.Warnings {
+		warns = append(warns, w.String())
+	}
+	wantWarns := "testdata/kernelet-bad.yaml:16: KerneletConfiguration.psiNodeConditon: unknown field (ignored)\n" +
+		"testdata/kernelet-bad.yaml:17: KerneletConfiguration.evictionMode: duplicate field (first at line 8; the last value is used)"
+	if got := strings.Join(warns, "\n"); got != wantWarns {
+		t.Errorf("warnings\n%s\nwant\n%s", got, wantWarns)
+	}
+}
+
+func TestKerneletDocumentPlacement(t *testing.T) {
+	kubelet := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	kern := "apiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\n"
+	cases := map[string]struct{ data, want string }{
+		"kernelet first":   {kern + "---\n" + kubelet, `<document 1>: Invalid value: "KerneletConfiguration": the KubeletConfiguration must be the first document (kubelet reads only the first)`},
+		"kernelet alone":   {kern, "the KubeletConfiguration must be the first document"},
+		"two kernelet":     {kubelet + "---\n" + kern + "---\n" + kern, "<document 3>: Invalid value: \"\": a second KerneletConfiguration"},
+		"another kind":     {kubelet + "---\napiVersion: v1\nkind: Pod\n", "<document 2>: Invalid value: \"\": only a KerneletConfiguration (kernelet.io/v1alpha1) may follow the KubeletConfiguration"},
+		"wrong apiVersion": {kubelet + "---\napiVersion: kernelet.io/v1\nkind: KerneletConfiguration\n", `KerneletConfiguration.apiVersion: Invalid value: "kernelet.io/v1": must be kernelet.io/v1alpha1`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.data))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestKerneletConfigFileAndOverrides(t *testing.T) {
+	data, err := os.ReadFile("testdata/kernelet-alone.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{KerneletFile: "testdata/kernelet-alone.yaml",
+		KerneletOverrides: []KerneletOverride{func(k *KerneletConfiguration) { k.EvictionMode = "kubelet" }}}
+	cfg, err := FromDefaultsWith(o, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Kernelet.EvictionDryRun || cfg.Kernelet.EvictionMode != "kubelet" || cfg.KerneletFile != o.KerneletFile {
+		t.Errorf("kernelet file or override not applied: %+v", cfg.Kernelet)
+	}
+	last := cfg.Thresholds[len(cfg.Thresholds)-1]
+	if last.Signal != eviction.SignalKubepodsMemoryPressureFull {
+		t.Errorf("PSI threshold missing: %v", cfg.Thresholds)
+	}
+	// Errors of the separate file are reported under its name.
+	o.KerneletOverrides = []KerneletOverride{func(k *KerneletConfiguration) { k.EvictionCooldown.Duration = -time.Second }}
+	_, err = LoadWith("testdata/kubelet-config.yaml", o)
+	if err == nil || !strings.Contains(err.Error(), "\n  testdata/kernelet-alone.yaml: KerneletConfiguration.evictionCooldown: Invalid value: \"-1s\": must be greater than zero") {
+		t.Errorf("error of the kernelet file: %v", err)
+	}
+	// The same document in both places.
+	_, err = LoadWith("testdata/kernelet-second-document.yaml", Options{KerneletFile: "testdata/kernelet-alone.yaml"})
+	if err == nil || !strings.Contains(err.Error(), "the KerneletConfiguration is given twice") {
+		t.Errorf("twice: %v", err)
+	}
+}
+
+func TestDeployConfigLoads(t *testing.T) {
+	cfg, err := Load("../../deploy/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+}

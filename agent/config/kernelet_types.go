@@ -1,0 +1,58 @@
+package config
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The API group, version and kind of kernelet's own configuration
+// document: the settings kubelet has no field for. It is the second YAML
+// document of the configuration file (kubelet reads only the first, so
+// the file stays loadable by kubelet) or a file of its own
+// (--kernelet-config).
+const (
+	KerneletAPIVersion = "kernelet.io/v1alpha1"
+	KerneletKind       = "KerneletConfiguration"
+)
+
+// KerneletConfiguration is kernelet's own configuration document.
+type KerneletConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// EvictionMode is "kernelet" (default: decide on kernel notifications
+	// and every evictionTick, evict as many pods as the deficit needs) or
+	// "kubelet" (kubelet's behaviour, for comparison: one pod per decision
+	// every 10 s, no kernel wake-ups).
+	EvictionMode string `json:"evictionMode,omitempty"`
+	// EvictionDryRun: decide, but only log, export
+	// (kernelet_eviction_dry_run_pods) and show in `kernelet status` the
+	// pods that would be evicted; never kill.
+	EvictionDryRun bool `json:"evictionDryRun,omitempty"`
+	// EvictionTick is the fallback decision period between kernel
+	// notifications. Default 1s (10s in kubelet mode).
+	EvictionTick metav1.Duration `json:"evictionTick,omitempty"`
+	// EvictionCooldown bounds how long evicted pods count as freeing
+	// their memory (until their cgroup is gone). Default 10s.
+	EvictionCooldown metav1.Duration `json:"evictionCooldown,omitempty"`
+
+	// EvictionHard, EvictionSoft, EvictionSoftGracePeriod and
+	// EvictionMinimumReclaim are the PSI thresholds, as kubelet's maps but
+	// keyed by PSI signal (memory.pressure.some.avg10,
+	// memory.pressure.full.avg10, io.pressure.full.avg10,
+	// cpu.pressure.some.avg10 for the node; the same with the "kubepods."
+	// prefix for the pods' cgroup), valued in percent of stalled time
+	// ("20%"); met when the stall is above the value.
+	EvictionHard            map[string]string `json:"evictionHard,omitempty"`
+	EvictionSoft            map[string]string `json:"evictionSoft,omitempty"`
+	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+	EvictionMinimumReclaim  map[string]string `json:"evictionMinimumReclaim,omitempty"`
+
+	// PSINodeCondition adds the node condition kernelet.io/PSIPressure
+	// (reasons KerneletHasPSIPressure / KerneletHasNoPSIPressure), True
+	// while a PSI threshold is met; admission then treats it as
+	// MemoryPressure. Off by default.
+	PSINodeCondition bool `json:"psiNodeCondition,omitempty"`
+}
+
+// KerneletOverride changes a decoded KerneletConfiguration before
+// defaults and validation: command-line flags, which win over the file.
+type KerneletOverride func(*KerneletConfiguration)
