@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -23,7 +24,7 @@ import (
 // newEvictionManager builds the eviction manager of the pod side: stats
 // read from the cgroups at each decision, pods killed through the pod
 // workers, events through the agent's recorder.
-func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableMemory int64) (*eviction.Manager, error) {
+func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableMemory int64, rs internalapi.RuntimeService) (*eviction.Manager, error) {
 	kc := &a.opts.Config.Kubelet
 	r, err := cgroups.NewReader(h)
 	if err != nil {
@@ -31,6 +32,8 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	}
 	es := &evictionStats{r: r, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), cgroupRoot: kc.CgroupRoot,
 		rootDir: a.opts.RootDir, allocatable: allocatableMemory, p: p}
+	es.storage = &storageStats{runtime: rs, images: p.images, rootDir: a.opts.RootDir, podLogsDir: kc.PodLogsDir,
+		vols: p.vols, status: func(uid types.UID) *runtime.PodStatus { st, _ := p.pleg.Cache().Get(uid); return st }}
 	metrics := eviction.NewMetrics()
 	if err := a.registry.Register(metrics); err != nil {
 		return nil, fmt.Errorf("eviction metrics: %w", err)
@@ -50,7 +53,10 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 			a.recorder.Event(events.NodeRef(a.opts.NodeName), v1.EventTypeWarning, eviction.EventThresholdMet,
 				eviction.ThresholdMetMessage(res))
 		},
-		Metrics: metrics,
+		Metrics:                       metrics,
+		LocalStorageCapacityIsolation: kc.LocalStorageCapacityIsolation == nil || *kc.LocalStorageCapacityIsolation,
+		DeleteAllUnusedContainers:     func(ctx context.Context) error { return p.containerGC.DeleteAllUnusedContainers(ctx) },
+		DeleteUnusedImages:            func(ctx context.Context) error { return p.imageGC.DeleteUnusedImages(ctx) },
 	})
 }
 
@@ -77,7 +83,7 @@ func (p *pods) evict(ctx context.Context, pod *v1.Pod, e eviction.Eviction) erro
 	msg := e.Message
 	p.workers.Update(ctx, podworkers.Update{Type: podworkers.KillPod, Pod: pod, GracePeriod: e.GracePeriod,
 		Reason: eviction.Reason, Message: msg,
-		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatus(st, msg, p.now()) }})
+		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatusOf(st, e, p.now()) }})
 	p.recorder.Event(events.PodRef(pod, ""), v1.EventTypeWarning, eviction.Reason, msg)
 	return nil
 }
@@ -91,6 +97,8 @@ type evictionStats struct {
 	rootDir     string
 	allocatable int64
 	p           *pods
+	// storage measures the image filesystem and the pods' local storage.
+	storage *storageStats
 }
 
 func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, error) {
@@ -124,6 +132,9 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 		if ps, ok := s.pod(ctx, pod); ok {
 			out.Pods[pod.UID] = ps
 		}
+	}
+	if s.storage != nil {
+		s.storage.fill(ctx, pods, &out)
 	}
 	return out, nil
 }

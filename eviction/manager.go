@@ -41,6 +41,9 @@ type Eviction struct {
 	// GracePeriod overrides the pod's termination grace (seconds); nil
 	// keeps the pod's own.
 	GracePeriod *int64
+	// NoDisruptionCondition: the evicted pod gets no DisruptionTarget
+	// condition (kubelet's local storage limit evictions).
+	NoDisruptionCondition bool
 }
 
 // ManagerConfig configures a Manager: the thresholds and kubelet's
@@ -76,6 +79,17 @@ type ManagerConfig struct {
 	ThresholdMet func(resource v1.ResourceName)
 	// Metrics are updated when set (optional).
 	Metrics *Metrics
+
+	// LocalStorageCapacityIsolation evicts pods over their local storage
+	// limits (emptyDir sizeLimit, ephemeral-storage limits; kubelet's
+	// localStorageCapacityIsolation); see disk.go and localstorage.go.
+	LocalStorageCapacityIsolation bool
+	// DeleteAllUnusedContainers and DeleteUnusedImages are the node-level
+	// reclaims tried before evicting pods for a disk signal (optional).
+	DeleteAllUnusedContainers, DeleteUnusedImages func(ctx context.Context) error
+	// NodeReclaimInterval is the least time between two node-level
+	// reclaims for a signal; 0 means DefaultNodeReclaimInterval.
+	NodeReclaimInterval time.Duration
 }
 
 // pending is a pod evicted for a signal whose memory is not freed yet.
@@ -102,6 +116,8 @@ type Manager struct {
 	lastDecision  time.Time
 	pending       map[Signal]map[types.UID]pending
 	evicted       []Record
+	// lastNodeReclaim is when node-level reclaim last ran for a signal.
+	lastNodeReclaim map[Signal]time.Time
 }
 
 // Record is one eviction the manager started.
@@ -127,11 +143,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Cooldown <= 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
+	if cfg.NodeReclaimInterval <= 0 {
+		cfg.NodeReclaimInterval = DefaultNodeReclaimInterval
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1),
-		lastObserved: map[v1.NodeConditionType]time.Time{}, pending: map[Signal]map[types.UID]pending{}}, nil
+		lastObserved: map[v1.NodeConditionType]time.Time{}, pending: map[Signal]map[types.UID]pending{},
+		lastNodeReclaim: map[Signal]time.Time{}}, nil
 }
 
 // Wake asks for a decision now (a kernel notification); it never blocks.
@@ -204,6 +224,9 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 		for _, t := range actionable {
 			m.cfg.Metrics.statsAge(t.Signal, now.Sub(stats.Time))
 		}
+	}
+	if m.cfg.LocalStorageCapacityIsolation && m.evictLocalStorage(ctx, active, stats, now) {
+		return nil
 	}
 	if len(actionable) == 0 {
 		return nil
