@@ -33,7 +33,7 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	es := &evictionStats{r: r, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), cgroupRoot: kc.CgroupRoot,
 		rootDir: a.opts.RootDir, allocatable: allocatableMemory, p: p}
 	es.storage = &storageStats{runtime: rs, images: p.images, rootDir: a.opts.RootDir, podLogsDir: kc.PodLogsDir,
-		vols: p.vols, status: func(uid types.UID) *runtime.PodStatus { st, _ := p.pleg.Cache().Get(uid); return st }}
+		vols: p.vols, thresholds: a.opts.Config.Thresholds, status: func(uid types.UID) *runtime.PodStatus { st, _ := p.pleg.Cache().Get(uid); return st }}
 	metrics := eviction.NewMetrics()
 	if err := a.registry.Register(metrics); err != nil {
 		return nil, fmt.Errorf("eviction metrics: %w", err)

@@ -21,13 +21,16 @@ import (
 	"github.com/kernelet/kernelet/eviction"
 )
 
-// Bounds of the disk measurements behind the disk signals and local
-// storage limits: a measurement is reused for storageStatsPeriod (the
-// manager may decide every 100 ms), and one directory walk stops after
-// maxUsageEntries entries.
+// Bounds of the disk measurements behind the disk signals' ranking and
+// the local storage limits (the filesystems' statfs is read at every
+// decision): a measurement is reused for storageStatsPeriod while a disk
+// threshold is met or near (the manager may decide every 100 ms), for
+// storageStatsIdlePeriod otherwise (kubelet's 10 s loop); one directory
+// walk stops after maxUsageEntries entries.
 const (
-	storageStatsPeriod = time.Second
-	maxUsageEntries    = 200_000
+	storageStatsPeriod     = time.Second
+	storageStatsIdlePeriod = 10 * time.Second
+	maxUsageEntries        = 200_000
 )
 
 // storageStats measures, for the eviction manager, the runtime's image
@@ -41,6 +44,9 @@ type storageStats struct {
 	rootDir    string
 	podLogsDir string
 	vols       *volume.Manager
+	// thresholds are the eviction thresholds: near a disk one, pods are
+	// measured more often.
+	thresholds []eviction.Threshold
 	// status is the runtime's last view of a pod (the PLEG cache).
 	status func(uid types.UID) *runtime.PodStatus
 
@@ -63,15 +69,20 @@ func (s *storageStats) fill(ctx context.Context, pods []*v1.Pod, out *eviction.S
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if now.Sub(s.fsAt) >= storageStatsPeriod {
+	out.ImageFs, out.ContainerFs, out.DedicatedImageFs = s.imageFs, s.contFs, s.dedicated
+	period := storageStatsIdlePeriod
+	if eviction.DiskNear(s.thresholds, eviction.Observe(*out)) {
+		period = storageStatsPeriod
+	}
+	if now.Sub(s.fsAt) >= period {
 		s.refreshRuntime(ctx)
 		s.fsAt = now
+		out.ImageFs, out.ContainerFs, out.DedicatedImageFs = s.imageFs, s.contFs, s.dedicated
 	}
-	out.ImageFs, out.ContainerFs, out.DedicatedImageFs = s.imageFs, s.contFs, s.dedicated
 	keep := map[types.UID]measuredStorage{}
 	for _, pod := range pods {
 		m, ok := s.pods[pod.UID]
-		if !ok || now.Sub(m.at) >= storageStatsPeriod {
+		if !ok || now.Sub(m.at) >= period {
 			m = measuredStorage{at: now, st: s.pod(ctx, pod)}
 		}
 		keep[pod.UID] = m

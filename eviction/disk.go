@@ -198,3 +198,16 @@ func NodeReclaimFor(s Signal, dedicatedImageFs bool) []NodeReclaim {
 	}
 	return []NodeReclaim{ReclaimContainers, ReclaimImages}
 }
+
+// DiskNear reports whether a disk threshold of ths is met or near on
+// obs: its signal within twice its amount plus minimum reclaim. The
+// agent measures pods' local storage more often then.
+func DiskNear(ths []Threshold, obs Observations) bool {
+	for _, t := range ths {
+		o, ok := obs[t.Signal]
+		if ok && IsDiskSignal(t.Signal) && o.Available < 2*(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)) {
+			return true
+		}
+	}
+	return false
+}

@@ -366,3 +366,21 @@ func TestManagerLocalStorageLimits(t *testing.T) {
 		t.Fatalf("records %+v", m.Status().Evictions)
 	}
 }
+
+func TestDiskNear(t *testing.T) {
+	ths := []Threshold{hard(SignalMemoryAvailable, "100Mi"), hard(SignalNodeFsAvailable, "10Mi")}
+	tests := map[string]struct {
+		obs  Observations
+		want bool
+	}{
+		"far":                      {Observations{SignalNodeFsAvailable: {Available: 30 * mi, Capacity: 64 * mi}}, false},
+		"within twice":             {Observations{SignalNodeFsAvailable: {Available: 15 * mi, Capacity: 64 * mi}}, true},
+		"memory near is not disk":  {Observations{SignalMemoryAvailable: {Available: 1, Capacity: 64 * mi}}, false},
+		"disk signal not observed": {Observations{}, false},
+	}
+	for name, tc := range tests {
+		if got := DiskNear(ths, tc.obs); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}
