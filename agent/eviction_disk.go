@@ -43,7 +43,7 @@ type storageStats struct {
 	images     internalapi.ImageManagerService
 	rootDir    string
 	podLogsDir string
-	vols       *volume.Manager
+	vols       volumeDirs
 	// thresholds are the eviction thresholds: near a disk one, pods are
 	// measured more often.
 	thresholds []eviction.Threshold
@@ -57,6 +57,11 @@ type storageStats struct {
 	dedicated bool
 	layers    map[string]eviction.FsUsage
 	pods      map[types.UID]measuredStorage
+}
+
+// volumeDirs tells where a pod's volume lives (volume.Manager).
+type volumeDirs interface {
+	VolumeDir(uid types.UID, plugin, name string) string
 }
 
 type measuredStorage struct {
