@@ -24,8 +24,9 @@ import (
 // Bounds of the disk measurements behind the disk signals' ranking and
 // the local storage limits (the filesystems' statfs is read at every
 // decision): a measurement is reused for storageStatsPeriod while a disk
-// threshold is met or near (the manager may decide every 100 ms), for
-// storageStatsIdlePeriod otherwise (kubelet's 10 s loop); one directory
+// threshold is met (eviction.DiskNear; the manager may decide every
+// 100 ms), for storageStatsIdlePeriod otherwise (kubelet's 10 s loop);
+// one directory
 // walk stops after maxUsageEntries entries.
 const (
 	storageStatsPeriod     = time.Second

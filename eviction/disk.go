@@ -199,13 +199,15 @@ func NodeReclaimFor(s Signal, dedicatedImageFs bool) []NodeReclaim {
 	return []NodeReclaim{ReclaimContainers, ReclaimImages}
 }
 
-// DiskNear reports whether a disk threshold of ths is met or near on
-// obs: its signal within twice its amount plus minimum reclaim. The
-// agent measures pods' local storage more often then.
+// DiskNear reports whether a disk threshold of ths is met on obs, or
+// its signal is within its minimum reclaim of it (a met threshold stays
+// met there). The agent measures pods' local storage more often then:
+// the filesystems themselves are read at every decision, so the first
+// decision that finds a threshold met measures the pods afresh.
 func DiskNear(ths []Threshold, obs Observations) bool {
 	for _, t := range ths {
 		o, ok := obs[t.Signal]
-		if ok && IsDiskSignal(t.Signal) && o.Available < 2*(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)) {
+		if ok && IsDiskSignal(t.Signal) && o.Available < ThresholdQuantity(t, o)+MinReclaimQuantity(t, o) {
 			return true
 		}
 	}

@@ -374,7 +374,8 @@ func TestDiskNear(t *testing.T) {
 		want bool
 	}{
 		"far":                      {Observations{SignalNodeFsAvailable: {Available: 30 * mi, Capacity: 64 * mi}}, false},
-		"within twice":             {Observations{SignalNodeFsAvailable: {Available: 15 * mi, Capacity: 64 * mi}}, true},
+		"twice the threshold":      {Observations{SignalNodeFsAvailable: {Available: 15 * mi, Capacity: 64 * mi}}, false},
+		"met":                      {Observations{SignalNodeFsAvailable: {Available: 9 * mi, Capacity: 64 * mi}}, true},
 		"memory near is not disk":  {Observations{SignalMemoryAvailable: {Available: 1, Capacity: 64 * mi}}, false},
 		"disk signal not observed": {Observations{}, false},
 	}
