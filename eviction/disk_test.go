@@ -218,6 +218,7 @@ type diskNode struct {
 	evicted  []string
 	evs      []Eviction
 	gcs      []string
+	events   []v1.ResourceName
 }
 
 func (n *diskNode) stats(_ context.Context, _ []*v1.Pod) (Stats, error) {
@@ -258,6 +259,11 @@ func (n *diskNode) manager(t *testing.T, clk *clocktesting.FakeClock, isolation 
 	m, err := NewManager(ManagerConfig{Thresholds: ths, PressureTransitionPeriod: time.Minute, Clock: clk,
 		Stats: n.stats, ActivePods: n.active, Evict: n.evict, Metrics: NewMetrics(),
 		LocalStorageCapacityIsolation: isolation,
+		ThresholdMet: func(r v1.ResourceName) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.events = append(n.events, r)
+		},
 		DeleteAllUnusedContainers: func(context.Context) error {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -292,6 +298,9 @@ func TestManagerDiskReclaimsBeforeEvicting(t *testing.T) {
 	}
 	if !slices.Equal(n.gcs, []string{"containers", "images"}) || len(n.evicted) != 0 {
 		t.Fatalf("gc %v evicted %v", n.gcs, n.evicted)
+	}
+	if !slices.Equal(n.events, []v1.ResourceName{v1.ResourceEphemeralStorage}) {
+		t.Fatalf("EvictionThresholdMet events %v, want one before the node-level reclaim", n.events)
 	}
 	if c := m.Conditions(); !slices.Equal(c, []v1.NodeConditionType{v1.NodeDiskPressure}) {
 		t.Fatalf("conditions %v", c)

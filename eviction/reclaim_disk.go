@@ -44,6 +44,11 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 		return stats, false
 	}
 	log.Info("Eviction manager: attempting to reclaim node-level resources", "signal", s, "reclaims", names)
+	if m.cfg.ThresholdMet != nil {
+		// kubelet records the node event before its node-level reclaim,
+		// whether or not pods are evicted afterwards.
+		m.cfg.ThresholdMet(ResourceOf(s))
+	}
 	for i, f := range run {
 		if err := f(ctx); err != nil {
 			log.Info("Eviction manager: unexpected error when attempting to reduce resource pressure",
