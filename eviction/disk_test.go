@@ -394,3 +394,28 @@ func TestDiskNear(t *testing.T) {
 		}
 	}
 }
+
+// A decision that evicts for local storage limits ends there, as
+// kubelet's: the disk threshold is acted on at the next decision.
+func TestManagerLocalStorageFirst(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	capped := mkPod("capped", withVolume("data", "1Mi", ""))
+	big := mkPod("big")
+	n := &diskNode{capacity: 64 * mi, pods: []*v1.Pod{capped, big},
+		storage: map[types.UID]*PodStorage{capped.UID: storage(0, 0, 2, false), big.UID: storage(0, 0, 55, false)}}
+	m := n.manager(t, clk, true, hard(SignalNodeFsAvailable, "10Mi"))
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.evicted, []string{"capped"}) || len(n.gcs) != 0 {
+		t.Fatalf("evicted %v gc %v", n.evicted, n.gcs)
+	}
+	clk.Step(time.Second)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.evicted, []string{"capped", "big"}) || len(n.gcs) != 2 {
+		t.Fatalf("evicted %v gc %v", n.evicted, n.gcs)
+	}
+}

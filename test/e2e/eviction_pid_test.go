@@ -20,8 +20,8 @@ import (
 // processes of the machine may give back meanwhile. podPidsLimit bounds
 // every pod's cgroup (the pids-limited setup).
 const (
-	pidMargin    = 600
-	forkChildren = 250
+	pidMargin    = 800
+	forkChildren = 300
 	podPidsLimit = 2048
 )
 
