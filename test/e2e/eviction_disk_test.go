@@ -96,7 +96,8 @@ func withInitWriter(pod *v1.Pod, mib int) *v1.Pod {
 
 // TestEvictionDisk: the node's root dir on a 64 MiB filesystem with a
 // hard nodefs.available<24Mi. A pod whose emptyDir exceeds its sizeLimit
-// is evicted with kubelet's message (no DisruptionTarget, as kubelet).
+// is evicted with kubelet's message (no DisruptionTarget, as kubelet), and
+// so is a pod whose container's logs exceed its ephemeral-storage limit.
 // Then a finished pod leaves a ~12 MiB log, and a pod writes 60 MiB into
 // an emptyDir: container GC runs first (the finished pod's container and
 // log go), the pressure remains, and the writer is evicted with kubelet's
@@ -123,6 +124,34 @@ func TestEvictionDisk(t *testing.T) {
 		}
 		c.waitEvents(t, pod, "Evicted")
 		if m := c.metrics(t); !strings.Contains(m, `kubelet_evictions{eviction_signal="emptydirfs.limit"} 1`) {
+			t.Fatalf("kubelet_evictions:\n%s", grepLines(m, "kubelet_evictions"))
+		}
+		zero := int64(0)
+		if err := c.admin.CoreV1().Pods(c.ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		c.waitGone(t, pod.Name, pod.UID, 60*time.Second)
+	})
+
+	t.Run("ContainerEphemeralStorageLimit", func(t *testing.T) {
+		c := node
+		// The image filesystem (containerd's root) is not the root dir's:
+		// as in kubelet, only the container's logs count against its limit.
+		pod := apiTestPod("chatty", 1, "write", "--mib", "3", "--file", "/dev/stdout")
+		pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Mi")}
+		// A second container with a large limit: the pod's total limit
+		// (checked first, as kubelet) stays far above what the pod uses.
+		idle := *pod.Spec.Containers[0].DeepCopy()
+		idle.Name, idle.Args = "idle", []string{"sleep"}
+		idle.Resources.Limits = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("100Mi")}
+		pod.Spec.Containers = append(pod.Spec.Containers, idle)
+		pod = c.createPod(t, pod)
+		failed := c.waitPhase(t, pod.Name, v1.PodFailed, 60*time.Second)
+		want := `Container app exceeded its local ephemeral storage limit "1Mi". `
+		if st := failed.Status; st.Reason != "Evicted" || st.Message != want {
+			t.Fatalf("chatty pod: reason %q message %q, want Evicted %q", st.Reason, st.Message, want)
+		}
+		if m := c.metrics(t); !strings.Contains(m, `kubelet_evictions{eviction_signal="ephemeralcontainerfs.limit"} 1`) {
 			t.Fatalf("kubelet_evictions:\n%s", grepLines(m, "kubelet_evictions"))
 		}
 		zero := int64(0)
