@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -25,7 +26,7 @@ import (
 // newEvictionManager builds the eviction manager of the pod side: stats
 // read from the cgroups at each decision, pods killed through the pod
 // workers, events through the agent's recorder.
-func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableMemory int64) (*eviction.Manager, error) {
+func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableMemory int64, rs internalapi.RuntimeService) (*eviction.Manager, error) {
 	kc := &a.opts.Config.Kubelet
 	r, err := cgroups.NewReader(h)
 	if err != nil {
@@ -34,6 +35,8 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	es := &evictionStats{r: r, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), cgroupRoot: kc.CgroupRoot,
 		rootDir: a.opts.RootDir, allocatable: allocatableMemory, p: p}
 	p.evictionStats = es
+	es.storage = &storageStats{runtime: rs, images: p.images, rootDir: a.opts.RootDir, podLogsDir: kc.PodLogsDir,
+		vols: p.vols, thresholds: a.opts.Config.Thresholds, status: func(uid types.UID) *runtime.PodStatus { st, _ := p.pleg.Cache().Get(uid); return st }}
 	metrics := eviction.NewMetrics()
 	if err := a.registry.Register(metrics); err != nil {
 		return nil, fmt.Errorf("eviction metrics: %w", err)
@@ -58,6 +61,7 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 		DryRun:                   kern.EvictionDryRun,
 		Stats:                    es.read,
 		PodStats:                 es.pods,
+		PodStorage:               es.podStorage,
 		Decided:                  p.memcgArmer.decided,
 		ActivePods:               p.activePods,
 		Evict:                    p.evict,
@@ -65,7 +69,10 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 			a.recorder.Event(events.NodeRef(a.opts.NodeName), v1.EventTypeWarning, eviction.EventThresholdMet,
 				eviction.ThresholdMetMessage(res))
 		},
-		Metrics: metrics,
+		Metrics:                       metrics,
+		LocalStorageCapacityIsolation: kc.LocalStorageCapacityIsolation == nil || *kc.LocalStorageCapacityIsolation,
+		DeleteAllUnusedContainers:     func(ctx context.Context) error { return p.containerGC.DeleteAllUnusedContainers(ctx) },
+		DeleteUnusedImages:            func(ctx context.Context) error { return p.imageGC.DeleteUnusedImages(ctx) },
 	})
 }
 
@@ -92,7 +99,7 @@ func (p *pods) evict(ctx context.Context, pod *v1.Pod, e eviction.Eviction) erro
 	msg := e.Message
 	p.workers.Update(ctx, podworkers.Update{Type: podworkers.KillPod, Pod: pod, GracePeriod: e.GracePeriod,
 		Reason: eviction.Reason, Message: msg,
-		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatus(st, msg, p.now()) }})
+		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatusOf(st, e, p.now()) }})
 	p.recorder.Event(events.PodRef(pod, ""), v1.EventTypeWarning, eviction.Reason, msg)
 	return nil
 }
@@ -107,6 +114,8 @@ type evictionStats struct {
 	allocatable int64
 	p           *pods
 	psi         bool // PSI thresholds exist: read the node's and kubepods' PSI
+	// storage measures the image filesystem and the pods' local storage.
+	storage *storageStats
 }
 
 func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, error) {
@@ -145,6 +154,9 @@ func (s *evictionStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stat
 		out.NodeFs = &eviction.FsStats{CapacityBytes: int64(fs.CapacityBytes), AvailableBytes: int64(fs.AvailableBytes),
 			Inodes: int64(fs.Inodes.Or(0)), InodesFree: int64(fs.InodesFree.Or(0))}
 	}
+	if s.storage != nil {
+		s.storage.filesystems(ctx, &out)
+	}
 	out.Pods, _ = s.pods(ctx, pods)
 	return out, nil
 }
@@ -157,7 +169,28 @@ func (s *evictionStats) pods(ctx context.Context, pods []*v1.Pod) (map[types.UID
 			out[pod.UID] = ps
 		}
 	}
+	if s.storage != nil {
+		for uid, st := range s.storage.measure(ctx, pods) {
+			if ps, ok := out[uid]; ok {
+				ps.Storage = st
+				out[uid] = ps
+			}
+		}
+	}
 	return out, nil
+}
+
+// podStorage is the local storage of pods alone, for the checks of their
+// limits at every decision (no cgroup read).
+func (s *evictionStats) podStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]eviction.PodStats {
+	out := map[types.UID]eviction.PodStats{}
+	if s.storage == nil {
+		return out
+	}
+	for uid, st := range s.storage.measure(ctx, pods) {
+		out[uid] = eviction.PodStats{Storage: st}
+	}
+	return out
 }
 
 // kubepodsCapacity is the capacity of allocatableMemory.available: the

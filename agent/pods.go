@@ -142,7 +142,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		p.status = a.cluster.status
 		extraSources = append(extraSources, sources.NewAPISource(a.cluster.podInformer))
 	}
-	if p.evictions, err = a.newEvictionManager(p, h, alloc.MemoryBytes); err != nil {
+	if p.evictions, err = a.newEvictionManager(p, h, alloc.MemoryBytes, rs); err != nil {
 		return err
 	}
 	admit, err := a.admitHandlers(alloc)

@@ -33,8 +33,26 @@
 // for a signal count as freeing their usage until their cgroup is gone or
 // a cooldown passes, so a pod whose memory is being freed does not cause
 // more evictions. Critical pods (static, mirror, priority ≥ 2000000000)
-// are never evicted. Disk signals set DiskPressure but evict nothing yet
-// (per-pod disk usage is not measured yet).
+// are never evicted.
+//
+// Disk (disk.go, reclaim_disk.go, localstorage.go): nodefs.*, imagefs.*
+// and containerfs.* are observed from the filesystems the agent
+// measures; each pod's local ephemeral storage (PodStorage: emptyDirs
+// not backed by memory, writable layers, logs) is split per filesystem
+// as kubelet does (a dedicated image filesystem holds the writable
+// layers, the node filesystem the logs and volumes). Before evicting for
+// a disk signal the manager runs the node-level reclaims
+// (NodeReclaimFor: container GC, then image GC — with a dedicated image
+// filesystem, nodefs signals get container GC only, a kernelet
+// difference: kubelet tries nothing there, yet dead containers' logs
+// are on the node filesystem), at most every NodeReclaimInterval, reads
+// the stats again and evicts only when a threshold is still met
+// (minimum reclaim included); pods rank as kubelet's RankDisk. With
+// localStorageCapacityIsolation, every decision first evicts the pods
+// over an emptyDir sizeLimit or an ephemeral-storage limit
+// (CheckLocalStorage; kubelet's messages, no DisruptionTarget, counted
+// as emptydirfs.limit, ephemeralpodfs.limit, ephemeralcontainerfs.limit)
+// and, as kubelet, ends the decision there when it evicted any.
 //
 // The package must not read files, call the runtime or kill anything
 // itself: stats come in as values and pods are killed through a function

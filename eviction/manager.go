@@ -42,6 +42,9 @@ type Eviction struct {
 	// GracePeriod overrides the pod's termination grace (seconds); nil
 	// keeps the pod's own.
 	GracePeriod *int64
+	// NoDisruptionCondition: the evicted pod gets no DisruptionTarget
+	// condition (kubelet's local storage limit evictions).
+	NoDisruptionCondition bool
 }
 
 // ManagerConfig configures a Manager: the thresholds and kubelet's
@@ -86,9 +89,23 @@ type ManagerConfig struct {
 	// PodStats reads the pods' stats only; when set, Stats is called with
 	// no pods and the pods are read only when a threshold is met (optional).
 	PodStats func(ctx context.Context, pods []*v1.Pod) (map[types.UID]PodStats, error)
+	// PodStorage reads only the pods' local storage (PodStats.Storage),
+	// for the checks of their limits at every decision when PodStats
+	// defers the pods' stats (optional).
+	PodStorage func(ctx context.Context, pods []*v1.Pod) map[types.UID]PodStats
 	// Decided is called after each decision with the stats it used, e.g.
 	// to re-arm kernel notifications (optional).
 	Decided func(ctx context.Context, stats Stats)
+	// LocalStorageCapacityIsolation evicts pods over their local storage
+	// limits (emptyDir sizeLimit, ephemeral-storage limits; kubelet's
+	// localStorageCapacityIsolation); see disk.go and localstorage.go.
+	LocalStorageCapacityIsolation bool
+	// DeleteAllUnusedContainers and DeleteUnusedImages are the node-level
+	// reclaims tried before evicting pods for a disk signal (optional).
+	DeleteAllUnusedContainers, DeleteUnusedImages func(ctx context.Context) error
+	// NodeReclaimInterval is the least time between two node-level
+	// reclaims for a signal; 0 means DefaultNodeReclaimInterval.
+	NodeReclaimInterval time.Duration
 }
 
 // pending is a pod evicted for a signal whose memory is not freed yet.
@@ -117,6 +134,8 @@ type Manager struct {
 	evicted       []Record
 	dryRun        []DryRunEviction // the last decision's, in dry-run mode
 	cleanup       []*v1.Pod        // kubelet mode: evicted by the last decision
+	// lastNodeReclaim is when node-level reclaim last ran for a signal.
+	lastNodeReclaim map[Signal]time.Time
 }
 
 // Record is one eviction the manager started.
@@ -151,11 +170,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Cooldown <= 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
+	if cfg.NodeReclaimInterval <= 0 {
+		cfg.NodeReclaimInterval = DefaultNodeReclaimInterval
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1),
-		lastObserved: map[v1.NodeConditionType]time.Time{}, pending: map[Signal]map[types.UID]pending{}}, nil
+		lastObserved: map[v1.NodeConditionType]time.Time{}, pending: map[Signal]map[types.UID]pending{},
+		lastNodeReclaim: map[Signal]time.Time{}}, nil
 }
 
 // Wake asks for a decision now (a kernel notification); it never blocks.
@@ -250,6 +273,15 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	if m.cfg.Metrics != nil {
 		for _, t := range actionable {
 			m.cfg.Metrics.statsAge(t.Signal, now.Sub(stats.Time))
+		}
+	}
+	if m.cfg.LocalStorageCapacityIsolation {
+		storage := stats
+		if m.cfg.PodStats != nil && m.cfg.PodStorage != nil {
+			storage.Pods = m.cfg.PodStorage(ctx, active)
+		}
+		if m.evictLocalStorage(ctx, active, storage, now) {
+			return nil
 		}
 	}
 	if len(actionable) == 0 {

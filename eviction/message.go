@@ -35,8 +35,9 @@ func ThresholdMetMessage(resource v1.ResourceName) string {
 // Message is kubelet's eviction message for pod, evicted to reclaim
 // resource: the resource, the first met threshold of that resource with
 // its observed availability, and each regular container using more of
-// it than it requests (memory only: usage is the container's working
-// set). Every sentence ends with a space.
+// it than it requests (memory: the container's working set;
+// ephemeral-storage: its writable layer plus logs, when both are
+// known). Every sentence ends with a space.
 func Message(resource v1.ResourceName, pod *v1.Pod, stats PodStats, hasStats bool, met []Threshold, obs Observations) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, nodeLowFmt, resource)
@@ -56,11 +57,11 @@ func Message(resource v1.ResourceName, pod *v1.Pod, stats PodStats, hasStats boo
 		fmt.Fprintf(&b, thresholdMetFmt, q, formatQuantity(o.Available))
 		break
 	}
-	if !hasStats || resource != v1.ResourceMemory {
+	if !hasStats || (resource != v1.ResourceMemory && resource != v1.ResourceEphemeralStorage) {
 		return b.String()
 	}
 	for _, c := range pod.Spec.Containers {
-		usage, ok := stats.Containers[c.Name]
+		usage, ok := containerUsage(resource, c.Name, stats)
 		if !ok {
 			continue
 		}
@@ -78,17 +79,28 @@ func Message(resource v1.ResourceName, pod *v1.Pod, stats PodStats, hasStats boo
 // as terminated with an unknown status, as kubelet reports a pod it
 // stopped.
 func EvictedStatus(st v1.PodStatus, message string, now time.Time) v1.PodStatus {
+	return evictedStatus(st, message, now, true)
+}
+
+// EvictedStatusOf is the status of a pod evicted by e: EvictedStatus,
+// without the DisruptionTarget condition when e asks so (kubelet's local
+// storage limit evictions).
+func EvictedStatusOf(st v1.PodStatus, e Eviction, now time.Time) v1.PodStatus {
+	return evictedStatus(st, e.Message, now, !e.NoDisruptionCondition)
+}
+
+func evictedStatus(st v1.PodStatus, message string, now time.Time, disruption bool) v1.PodStatus {
 	out := *st.DeepCopy()
 	out.Phase, out.Reason, out.Message = v1.PodFailed, Reason, message
 	cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: ConditionReason,
 		Message: message, LastTransitionTime: metav1.NewTime(now)}
 	replaced := false
 	for i := range out.Conditions {
-		if out.Conditions[i].Type == v1.DisruptionTarget {
+		if out.Conditions[i].Type == v1.DisruptionTarget && disruption {
 			out.Conditions[i], replaced = cond, true
 		}
 	}
-	if !replaced {
+	if !replaced && disruption {
 		out.Conditions = append(out.Conditions, cond)
 	}
 	for _, list := range [][]v1.ContainerStatus{out.InitContainerStatuses, out.ContainerStatuses} {
@@ -115,6 +127,23 @@ func EvictedStatus(st v1.PodStatus, message string, now time.Time) v1.PodStatus 
 		}
 	}
 	return out
+}
+
+// containerUsage is a container's usage of resource as kubelet's message
+// counts it.
+func containerUsage(resource v1.ResourceName, name string, stats PodStats) (int64, bool) {
+	if resource == v1.ResourceMemory {
+		u, ok := stats.Containers[name]
+		return u, ok
+	}
+	if stats.Storage == nil {
+		return 0, false
+	}
+	c, ok := stats.Storage.Containers[name]
+	if !ok || c.Rootfs == nil || c.Logs == nil {
+		return 0, false
+	}
+	return c.Rootfs.Bytes + c.Logs.Bytes, true
 }
 
 func boolPtr(b bool) *bool { return &b }

@@ -86,14 +86,15 @@ func RankPIDs(pods []*v1.Pod, stats map[types.UID]PodStats) []*v1.Pod {
 }
 
 // Rank orders pods for the signal of a threshold; ok is false for signals
-// kernelet cannot rank pods for yet (disk signals: per-pod disk usage is
-// not measured yet).
+// kernelet cannot rank pods for.
 func Rank(s Signal, pods []*v1.Pod, stats map[types.UID]PodStats) (_ []*v1.Pod, ok bool) {
 	switch ResourceOf(s) {
 	case v1.ResourceMemory:
 		return RankMemory(pods, stats), true
 	case "pids":
 		return RankPIDs(pods, stats), true
+	case v1.ResourceEphemeralStorage, ResourceInodes:
+		return RankDisk(s, pods, stats), true
 	}
 	return nil, false
 }

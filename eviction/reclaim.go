@@ -14,6 +14,13 @@ import (
 func (m *Manager) reclaim(ctx context.Context, ths []Threshold, obs Observations, stats Stats, active []*v1.Pod, now time.Time) error {
 	log := klog.FromContext(ctx)
 	for _, t := range ths {
+		if IsDiskSignal(t.Signal) {
+			var done bool
+			if stats, done = m.reclaimNode(ctx, t.Signal, stats, active, now); done {
+				return nil
+			}
+			obs = Observe(stats)
+		}
 		ranked, ok := Rank(t.Signal, active, stats.Pods)
 		if !ok {
 			log.V(2).Info("Eviction manager: threshold met, no pod ranking for its signal yet", "signal", t.Signal)
@@ -42,6 +49,9 @@ func usageFor(s Signal, ps PodStats) int64 {
 	}
 	if s.PSI() {
 		return max(ps.MemoryWorkingSet, 1)
+	}
+	if IsDiskSignal(s) {
+		return diskUsage(s, ps)
 	}
 	return ps.MemoryWorkingSet
 }

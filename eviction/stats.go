@@ -23,6 +23,13 @@ type Stats struct {
 	// NodePressure and KubepodsPressure are the PSI of the node
 	// (/proc/pressure) and of kubepods (the PSI signals).
 	NodePressure, KubepodsPressure *PSIStats
+	// ImageFs is the runtime's image filesystem (imagefs.*), ContainerFs
+	// the one of its writable layers (containerfs.*; the image
+	// filesystem's when the runtime names none).
+	ImageFs, ContainerFs *FsStats
+	// DedicatedImageFs: the image filesystem is not the node
+	// filesystem (kubelet's dedicated imagefs).
+	DedicatedImageFs bool
 	// Pods are the running pods' usage, by UID; a pod without an entry has
 	// no stats (and ranks first, as in kubelet).
 	Pods map[types.UID]PodStats
@@ -64,6 +71,8 @@ type PodStats struct {
 	Containers map[string]int64
 	// Processes is the number of tasks in the pod cgroup (pids.current).
 	Processes int64
+	// Storage is the pod's local ephemeral storage; nil when not measured.
+	Storage *PodStorage
 }
 
 // Observation is one signal as observed: what is available, out of what.
@@ -95,7 +104,20 @@ func Observe(s Stats) Observations {
 		}
 	}
 	observePSI(obs, s.NodePressure, s.KubepodsPressure, s)
+	observeFs(obs, s.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree, s.Time)
+	observeFs(obs, s.ContainerFs, SignalContainerFsAvailable, SignalContainerFsInodesFree, s.Time)
 	return obs
+}
+
+// observeFs adds a filesystem's bytes and inodes signals.
+func observeFs(obs Observations, f *FsStats, bytes, inodes Signal, t time.Time) {
+	if f == nil {
+		return
+	}
+	obs[bytes] = Observation{Available: f.AvailableBytes, Capacity: f.CapacityBytes, Time: t}
+	if f.Inodes > 0 {
+		obs[inodes] = Observation{Available: f.InodesFree, Capacity: f.Inodes, Time: t}
+	}
 }
 
 // MemoryAvailable is memory.available (or allocatableMemory.available)

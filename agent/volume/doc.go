@@ -9,7 +9,9 @@
 // API-backed ones up to date while the pod runs (object changes, token
 // rotation), tears them down after the containers are gone (subPath bind
 // mounts first) and removes the leftovers of pods no one wants any more
-// (after a restart).
+// (after a restart). DiskUsage measures a directory tree as `du -x` does
+// (bounded, no symlinks followed), for the eviction of pods over their
+// local storage.
 //
 // The API objects come through the Objects and Tokens interfaces (package
 // apiobjects's ObjectManager and TokenManager implement them over

@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	apitest "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/eviction"
+)
+
+type dirVolumes string
+
+func (d dirVolumes) VolumeDir(uid types.UID, plugin, name string) string {
+	return filepath.Join(string(d), string(uid), plugin, name)
+}
+
+func writeFile(t *testing.T, path string, size int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = 1
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStorageStats: the image filesystem from ImageFsInfo (statfs of its
+// mountpoint; on the root dir's filesystem here: not dedicated), a pod's
+// disk emptyDir walked (a memory-backed one skipped), its newest
+// container's writable layer from ContainerStats and its log directory
+// walked.
+func TestStorageStats(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	vols, logs := filepath.Join(root, "pods"), filepath.Join(root, "logs")
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"},
+		Spec: v1.PodSpec{Volumes: []v1.Volume{
+			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(1, resource.BinarySI)}}},
+			{Name: "ram", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		}}}
+	writeFile(t, filepath.Join(vols, "uid-1", "kubernetes.io~empty-dir", "data", "f"), 64<<10)
+	writeFile(t, filepath.Join(vols, "uid-1", "kubernetes.io~empty-dir", "ram", "f"), 64<<10)
+	writeFile(t, filepath.Join(podconfig.PodLogDir(logs, "ns", "web", "uid-1"), "app", "1.log"), 32<<10)
+
+	is := apitest.NewFakeImageService()
+	is.SetFakeFilesystemUsage([]*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: root}}})
+	rs := apitest.NewFakeRuntimeService()
+	for _, id := range []string{"new", "old"} {
+		rs.Containers[id] = &apitest.FakeContainer{ContainerStatus: runtimeapi.ContainerStatus{Id: id}}
+	}
+	rs.SetFakeContainerStats([]*runtimeapi.ContainerStats{
+		{Attributes: &runtimeapi.ContainerAttributes{Id: "new"},
+			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: 4096}, InodesUsed: &runtimeapi.UInt64Value{Value: 3}}},
+		{Attributes: &runtimeapi.ContainerAttributes{Id: "old"},
+			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: 1 << 30}}},
+	})
+	s := &storageStats{runtime: rs, images: is, rootDir: root, podLogsDir: logs, vols: dirVolumes(vols),
+		status: func(types.UID) *runtime.PodStatus {
+			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "new", Name: "app"}, {ID: "old", Name: "app"}}}
+		}}
+	out := eviction.Stats{Pods: map[types.UID]eviction.PodStats{pod.UID: {}}}
+	s.fill(ctx, []*v1.Pod{pod}, &out)
+
+	if out.ImageFs == nil || out.ImageFs.CapacityBytes == 0 || out.ContainerFs != out.ImageFs || out.DedicatedImageFs {
+		t.Fatalf("image fs %+v container fs %+v dedicated %v", out.ImageFs, out.ContainerFs, out.DedicatedImageFs)
+	}
+	st := out.Pods[pod.UID].Storage
+	if st == nil {
+		t.Fatal("no storage measured")
+	}
+	if v, ok := st.Volumes["data"]; !ok || v.Bytes < 64<<10 || v.Inodes != 2 {
+		t.Fatalf("emptyDir data: %+v %v", v, ok)
+	}
+	if _, ok := st.Volumes["ram"]; ok {
+		t.Fatal("a memory-backed emptyDir was measured")
+	}
+	c := st.Containers["app"]
+	if c.Rootfs == nil || c.Rootfs.Bytes != 4096 || c.Rootfs.Inodes != 3 {
+		t.Fatalf("writable layer (the newest container's): %+v", c.Rootfs)
+	}
+	if c.Logs == nil || c.Logs.Bytes < 32<<10 {
+		t.Fatalf("logs: %+v", c.Logs)
+	}
+	if v, ok := eviction.CheckLocalStorage(pod, out.Pods[pod.UID]); !ok || v.Signal != eviction.SignalEmptyDirFsLimit {
+		t.Fatalf("local storage check: %+v %v", v, ok)
+	}
+	// A pod without a cgroup (no PodStats) gets no storage.
+	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-2"}}
+	out = eviction.Stats{Pods: map[types.UID]eviction.PodStats{}}
+	s.fill(ctx, []*v1.Pod{other}, &out)
+	if len(out.Pods) != 0 {
+		t.Fatalf("pods %+v", out.Pods)
+	}
+}

@@ -1,0 +1,69 @@
+package eviction
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// DefaultNodeReclaimInterval is the least time between two node-level
+// reclaims (container and image GC) for one signal: while pressure
+// lasts, the manager evicts rather than asking the runtime again on
+// every decision.
+const DefaultNodeReclaimInterval = 10 * time.Second
+
+// reclaimNode runs the node-level reclaims of disk signal s (container
+// GC, then image GC; NodeReclaimFor) unless they ran less than
+// NodeReclaimInterval ago, then reads the stats again: done is true when
+// no threshold is met any more, minimum reclaim included (no pod needs
+// to go). It returns the stats to go on with (the fresh ones when read).
+func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active []*v1.Pod, now time.Time) (_ Stats, done bool) {
+	log := klog.FromContext(ctx)
+	var run []func(context.Context) error
+	var names []NodeReclaim
+	for _, r := range NodeReclaimFor(s, stats.DedicatedImageFs) {
+		f := m.cfg.DeleteAllUnusedContainers
+		if r == ReclaimImages {
+			f = m.cfg.DeleteUnusedImages
+		}
+		if f != nil {
+			run, names = append(run, f), append(names, r)
+		}
+	}
+	m.mu.Lock()
+	last, ran := m.lastNodeReclaim[s]
+	recent := ran && now.Sub(last) < m.cfg.NodeReclaimInterval
+	if len(run) > 0 && !recent {
+		m.lastNodeReclaim[s] = now
+	}
+	m.mu.Unlock()
+	if len(run) == 0 || recent {
+		return stats, false
+	}
+	log.Info("Eviction manager: attempting to reclaim node-level resources", "signal", s, "reclaims", names)
+	if m.cfg.ThresholdMet != nil {
+		// kubelet records the node event before its node-level reclaim,
+		// whether or not pods are evicted afterwards.
+		m.cfg.ThresholdMet(ResourceOf(s))
+	}
+	for i, f := range run {
+		if err := f(ctx); err != nil {
+			log.Info("Eviction manager: unexpected error when attempting to reduce resource pressure",
+				"resourceName", ResourceOf(s), "reclaim", names[i], "err", err)
+		}
+	}
+	fresh, err := m.cfg.Stats(ctx, append(slices.Clone(active), m.pendingPods()...))
+	if err != nil {
+		log.Error(err, "Eviction manager: failed to read stats after node-level reclaim")
+		return stats, false
+	}
+	if len(ThresholdsMet(m.cfg.Thresholds, Observe(fresh), true)) == 0 {
+		log.Info("Eviction manager: able to reduce resource pressure without evicting pods", "resourceName", ResourceOf(s))
+		return fresh, true
+	}
+	log.Info("Eviction manager: must evict pod(s) to reclaim", "resourceName", ResourceOf(s))
+	return fresh, false
+}
