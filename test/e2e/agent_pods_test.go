@@ -83,6 +83,10 @@ port: %d
 readOnlyPort: %d
 healthzPort: %d
 fileCheckFrequency: 1s
+# The test machine's disk is shared and may be near kubelet's default
+# imagefs.available<15%%: disk thresholds low enough that only the disk
+# eviction tests (which set their own, appended: the last value wins) evict.
+evictionHard: {memory.available: 100Mi, nodefs.available: "2%%", imagefs.available: "2%%"}
 authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}

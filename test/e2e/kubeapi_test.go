@@ -112,6 +112,10 @@ port: %d
 readOnlyPort: %d
 healthzPort: %d
 fileCheckFrequency: 1s
+# The test machine's disk is shared and may be near kubelet's default
+# imagefs.available<15%%: disk thresholds low enough that only the disk
+# eviction tests (which set their own, appended: the last value wins) evict.
+evictionHard: {memory.available: 100Mi, nodefs.available: "2%%", imagefs.available: "2%%"}
 `, n.cgroupRoot, n.logs, ip, n.securePort, n.port, freeTCPPort(t))
 	if strings.Contains(auth, "%s") {
 		auth = fmt.Sprintf(auth, srv.CAFile())
