@@ -36,9 +36,12 @@ type runFlags struct {
 	// evictionTick is kernelet's own: the eviction manager's fallback
 	// decision period between kernel notifications.
 	evictionTick time.Duration
-	set          map[string]bool
-	gc           gcFlags
-	runOnce      runOnceFlags
+	// bpf is kernelet's own: "auto" uses eBPF where it works, "off"
+	// forces the fallbacks.
+	bpf     string
+	set     map[string]bool
+	gc      gcFlags
+	runOnce runOnceFlags
 }
 
 var (
@@ -59,6 +62,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
 	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
 	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own: how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI)")
+	fs.StringVar(&f.bpf, "bpf", "auto", "kernelet's own: auto (eBPF where it works, else the named fallbacks) or off (force the fallbacks: memory.events, oom_control, kmsg for OOM kills; a walk of the cgroup hierarchy for cgroup ids)")
 	f.gc.register(fs)
 	f.runOnce.register(fs)
 	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
@@ -135,7 +139,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
 	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
-		NodeIPs: nodeIPs, NodeLabels: nodeLabels}
+		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
 	a, err := agent.New(opts, agent.Deps{EvictionTick: f.evictionTick})
 	if err != nil {
@@ -213,6 +217,11 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
 			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
+	}
+	switch f.bpf {
+	case "auto", "off", "false", "true", "on":
+	default:
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeNotSupported, Field: "--bpf", BadValue: f.bpf, Detail: `supported values: "auto", "off"`}).Error())
 	}
 	problems = append(problems, f.gc.problems()...)
 	problems = append(problems, f.runOnce.problems(f.kubeconfig)...)
