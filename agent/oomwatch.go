@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/client-go/tools/record"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -27,6 +27,11 @@ import (
 // oomRecentKills is how many kills /status keeps.
 const oomRecentKills = 20
 
+// oomMergeWindow bounds how long a kill eBPF reported waits for kmsg's
+// report of it (the limiting memcg, whether the OOM was global) before
+// its event is recorded without them.
+const oomMergeWindow = 50 * time.Millisecond
+
 // oomWatch runs the OOM kill stream inside the agent: every kill is
 // attributed to its pod and container, recorded as an OOMKilling pod
 // event (SystemOOM on the node for a global OOM), counted in
@@ -37,7 +42,7 @@ type oomWatch struct {
 	p        *pods
 	resolver oom.Resolver
 	recorder record.EventRecorder
-	kills *prometheus.CounterVec
+	kills    *prometheus.CounterVec
 
 	mu     sync.Mutex
 	status OOMStatus
@@ -77,7 +82,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.mu.Lock()
 	w.status.CgroupTracer = env.CgroupTracer
 	w.mu.Unlock()
-	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true,
+	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true, Window: oomMergeWindow,
 		OOMControlCgroups: []string{w.kubepods}})
 	if err != nil {
 		_ = env.Close()

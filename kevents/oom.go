@@ -51,7 +51,7 @@ func (o *OOM) Why() string {
 // defaults.
 func (e *Env) OpenOOM(ctx context.Context, o OOMOptions) (*OOM, error) {
 	cfg := oom.StreamConfig{BPF: e.opts.BPF, Hierarchies: e.Hierarchies, Paths: e.Paths, Resolver: o.Resolver,
-		MemoryEventsRoots: o.MemoryEventsRoots, OOMControlCgroups: o.OOMControlCgroups, Raw: o.Raw}
+		MemoryEventsRoots: o.MemoryEventsRoots, OOMControlCgroups: o.OOMControlCgroups, Raw: o.Raw, Window: o.Window}
 	out := &OOM{Forced: e.opts.BPFOff}
 	if !e.opts.BPFOff {
 		cfg.Sources = oom.SourceBPF
@@ -74,6 +74,9 @@ func (e *Env) OpenOOM(ctx context.Context, o OOMOptions) (*OOM, error) {
 	}
 	cfg.Sources = oom.SourceMemoryEvents | oom.SourceOOMControl | oom.SourceKmsg
 	cfg.Complete = 0
+	if o.WithKmsg {
+		cfg.Complete = oom.SourceKmsg
+	}
 	s, err := oom.OpenStream(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("no OOM source works: %w", errors.Join(out.BPFErr, err))

@@ -28,9 +28,14 @@ type OOMOptions struct {
 	// (oom.StreamConfig).
 	MemoryEventsRoots, OOMControlCgroups []string
 	// WithKmsg opens /dev/kmsg beside eBPF (it adds the limiting memcg
-	// and whether the OOM was global); each kill is emitted once both
-	// reported it, or when the merge window ends.
+	// and whether the OOM was global) and emits each kill once both
+	// reported it; with the fallbacks, once kmsg did (the victim's
+	// identity); else when the merge window ends. Without it a kill waits
+	// for its window unless eBPF alone reports it.
 	WithKmsg bool
+	// Window bounds how long a kill waits for the other sources' reports
+	// (oom.StreamConfig.Window; 0: oom.DefaultWindow).
+	Window time.Duration
 	// Raw receives every report before merging (oom.StreamConfig.Raw).
 	Raw func(k oom.Kill, arrived time.Time)
 }
