@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -76,6 +77,29 @@ func TestOOMKillAttribution(t *testing.T) {
 			if len(by.Status.ContainerStatuses) != 1 || by.Status.ContainerStatuses[0].RestartCount != 0 || by.Status.Phase != v1.PodRunning {
 				t.Fatalf("bystander disturbed: %+v", by.Status)
 			}
+			// The hog pod's other container runs on, nothing restarted (and
+			// no start is in flight when the agent stops).
+			waitFor(t, 30*time.Second, "hog's idle container running, app terminated, no restarts", func() (bool, error) {
+				p, err := c.getPod(t, "hog")
+				if err != nil {
+					return false, err
+				}
+				state := map[string]v1.ContainerStatus{}
+				for _, cs := range p.Status.ContainerStatuses {
+					state[cs.Name] = cs
+				}
+				app, idle := state["app"], state["idle"]
+				if app.RestartCount != 0 || idle.RestartCount != 0 {
+					t.Fatalf("restarts: %+v", p.Status.ContainerStatuses)
+				}
+				if app.State.Terminated == nil || idle.State.Running == nil {
+					return false, fmt.Errorf("app %+v, idle %+v", app.State, idle.State)
+				}
+				if r := app.State.Terminated.Reason; r != "OOMKilled" {
+					t.Fatalf("app terminated with reason %q, want OOMKilled", r)
+				}
+				return true, nil
+			})
 		})
 	}
 }
