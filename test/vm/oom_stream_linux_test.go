@@ -173,3 +173,43 @@ func TestOOMStreamDaemon(t *testing.T) {
 		})
 	}
 }
+
+// TestOOMStreamGlobal: a process of an unlimited cgroup that allocates more
+// than the VM's memory (oom_score_adj 1000, so the global OOM killer picks
+// it) is reported by the stream as `kernelet run` opens it as a global OOM
+// (kmsg's constraint, merged with eBPF's victim): what the agent turns
+// into kubelet's SystemOOM node event.
+func TestOOMStreamGlobal(t *testing.T) {
+	cg := newCgroup(t, "oom-global")
+	env, err := kevents.Open(t.Context(), kevents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	s, err := env.OpenOOM(t.Context(), kevents.OOMOptions{WithKmsg: true, Window: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Setenv(childOOMScoreAdjEnv, "1000")
+	pid := runAllocIn(t, cg, 1024) // twice the VM's memory
+	var k oom.Kill
+	timeout := time.After(20 * time.Second)
+wait:
+	for {
+		select {
+		case k = <-s.Kills():
+			if k.Pid == pid {
+				break wait
+			}
+			t.Logf("other kill: %+v", k)
+		case <-timeout:
+			t.Fatalf("no kill of pid %d", pid)
+		}
+	}
+	t.Logf("global via %s: %#v", s.Via(), k)
+	fact(t, "oom.daemon.global", fmt.Sprintf("via=%s sources=%s pid=%d global=%v constraint=%s", s.Via(), k.Sources, k.Pid, k.Global, k.Constraint))
+	if !k.Known.Has(oom.FieldGlobal) || !k.Global || k.Sources&oom.SourceKmsg == 0 {
+		t.Errorf("kill %+v: want kmsg's report of a global OOM", k)
+	}
+}
