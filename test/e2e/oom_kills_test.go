@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestOOMKillAttribution: a container that allocates 64 MiB under a 32Mi
@@ -100,6 +101,33 @@ func TestOOMKillAttribution(t *testing.T) {
 				}
 				return true, nil
 			})
+			if tc.args == nil {
+				testOOMCounterRecreated(t, c)
+			}
 		})
 	}
+}
+
+// testOOMCounterRecreated: a container re-created after its OOM kill
+// (restartPolicy OnFailure) and killed again adds to the same
+// kernelet_oom_kills_total series (keyed by names, not container ids).
+func testOOMCounterRecreated(t *testing.T, c *clusterNode) {
+	hog := withMemory(apiTestPod("rehog", 1, "alloc", "--mib", "64"), "", "32Mi")
+	hog.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+	pod := c.createPod(t, hog)
+	series := `kernelet_oom_kills_total{container="app",namespace="` + c.ns + `",pod="rehog",scope="pod"} `
+	waitFor(t, 60*time.Second, "two OOM kills of rehog/app counted in one series", func() (bool, error) {
+		m := c.metrics(t)
+		return strings.Contains(m, series+"2\n"), fmt.Errorf("have:\n%s", grepLines(m, `pod="rehog"`))
+	})
+	msgs := c.podEvents(t, pod, "OOMKilling")
+	if len(msgs) < 2 || msgs[0] == msgs[1] {
+		t.Fatalf("OOMKilling events %q: want two kills of different containers", msgs)
+	}
+	t.Logf("re-created container's kills: %q", msgs)
+	zero := int64(0)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(t.Context(), "rehog", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, "rehog", pod.UID, 60*time.Second)
 }
