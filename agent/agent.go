@@ -54,6 +54,8 @@ type Agent struct {
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
+	// oom is the OOM kill stream once the pod side runs it.
+	oom *oomWatch
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -126,6 +128,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.recorder = events.New(ctx, evClient, a.opts.NodeName)
 	defer a.recorder.Shutdown()
+	protectAgent(ctx, *kc.OOMScoreAdj)
 
 	if a.cluster != nil {
 		nc, err := a.newNodeController()
@@ -311,8 +314,12 @@ func (a *Agent) Status(ctx context.Context) Status {
 	}
 	slices.Sort(st.Endpoints)
 	a.mu.Lock()
-	rt, rtErr, p, podsErr, nc := a.rt, a.rtErr, a.pods, a.podsErr, a.nodeCtl
+	rt, rtErr, p, podsErr, nc, ow := a.rt, a.rtErr, a.pods, a.podsErr, a.nodeCtl, a.oom
 	a.mu.Unlock()
+	if ow != nil {
+		oomSt := ow.Status()
+		st.OOM = &oomSt
+	}
 	if a.cluster != nil {
 		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.status.Status()}
 		if nc != nil {

@@ -8,6 +8,12 @@
 // through the container and image collectors of agent/gc, which otherwise
 // run every minute and every five minutes.
 //
+// Inside Run the OOM kill stream (kevents, oom) runs beside the eviction
+// manager: every kill is attributed to its pod and container and recorded
+// (OOMKilling / SystemOOM events, kernelet_oom_kills_total, the recent
+// kills of /status) — agent/oomkills.go decides scope and texts,
+// agent/oomwatch.go wires the stream.
+//
 // The agent imports the kernel side (cgroups, bpf, eviction, oom) as values
 // and interfaces; the kernel side never imports the agent.
 package agent

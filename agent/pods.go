@@ -201,6 +201,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
 	a.watchEvictionSignals(ctx, &wg, h, p)
+	a.startOOMWatch(ctx, p, rs)
 	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
 	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
 	p.dispatchUpdates(ctx)

@@ -42,6 +42,10 @@ type Options struct {
 	// ContainerGCPeriod and ImageGCPeriod are how often the collectors run;
 	// 0 means kubelet's 1 min and 5 min.
 	ContainerGCPeriod, ImageGCPeriod time.Duration
+	// BPFOff forces eBPF off (--bpf=off): the OOM stream runs on its
+	// fallbacks (memory.events, oom_control, kmsg) and cgroup ids are
+	// resolved by walking the hierarchy.
+	BPFOff bool
 }
 
 // Deps are the agent's edges, replaceable in tests.
@@ -105,6 +109,9 @@ type Status struct {
 	// Eviction is the eviction manager's state (nil: the pod lifecycle
 	// does not run).
 	Eviction *eviction.Status `json:"eviction,omitempty"`
+	// OOM is the OOM kill stream and its recent kills (nil: the pod
+	// lifecycle does not run).
+	OOM *OOMStatus `json:"oom,omitempty"`
 	// Cluster is the API server side (nil: standalone).
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }

@@ -44,26 +44,7 @@ func BenchmarkOOMLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rnd [3]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		b.Fatal(err)
-	}
-	name := "/" + env.RunID() + "-oomlat-" + hex.EncodeToString(rnd[:])
-	memDir, _ := memory.Dir(name)
-	uniDir, _ := unified.Dir(name)
-	for _, dir := range []string{memDir, uniDir} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			if err := cgroupfs.KillAndRemoveDir(dir); err != nil {
-				b.Errorf("remove %s: %v", dir, err)
-			}
-		})
-	}
-	if err := os.WriteFile(filepath.Join(memDir, "memory.limit_in_bytes"), []byte(strconv.Itoa(32<<20)), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	name, memDir, uniDir := newOOMCgroup(b, memory, unified)
 
 	var (
 		mu      sync.Mutex
@@ -139,11 +120,7 @@ func BenchmarkOOMLatency(b *testing.B) {
 	lat := map[string][]time.Duration{}
 	b.ResetTimer()
 	for range kills {
-		script := `echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"`
-		cmd := exec.Command("/bin/sh", "-c", script, "sh", memDir, uniDir, box, "alloc", "--mib", "200")
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
+		cmd := startOOMVictim(b, box, memDir, uniDir)
 		mu.Lock()
 		cur, arrived, killAt = cmd.Process.Pid, map[string]time.Time{}, time.Time{}
 		mu.Unlock()
@@ -280,4 +257,44 @@ func consoleNote() string {
 		return fmt.Sprintf("note: console_loglevel %d with serial console %s: the kernel writes each OOM kill line to the serial port before user space is woken; these latencies include it", level, serial)
 	}
 	return fmt.Sprintf("console_loglevel %d, serial console %q: the OOM kill line does not go to a serial port", level, serial)
+}
+
+// newOOMCgroup makes a test-owned cgroup limited to 32 MiB in the v1
+// memory hierarchy (limit set before any process joins) and the same
+// name in the cgroup2 hierarchy; both are removed at cleanup.
+func newOOMCgroup(b *testing.B, memory, unified *cgroups.Mount) (name, memDir, uniDir string) {
+	b.Helper()
+	var rnd [3]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		b.Fatal(err)
+	}
+	name = "/" + env.RunID() + "-oomlat-" + hex.EncodeToString(rnd[:])
+	memDir, _ = memory.Dir(name)
+	uniDir, _ = unified.Dir(name)
+	for _, dir := range []string{memDir, uniDir} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := cgroupfs.KillAndRemoveDir(dir); err != nil {
+				b.Errorf("remove %s: %v", dir, err)
+			}
+		})
+	}
+	if err := os.WriteFile(filepath.Join(memDir, "memory.limit_in_bytes"), []byte(strconv.Itoa(32<<20)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return name, memDir, uniDir
+}
+
+// startOOMVictim starts testbox allocating 200 MiB inside memDir and
+// uniDir: the kernel OOM-kills it.
+func startOOMVictim(b *testing.B, box, memDir, uniDir string) *exec.Cmd {
+	b.Helper()
+	script := `echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"`
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", memDir, uniDir, box, "alloc", "--mib", "200")
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return cmd
 }

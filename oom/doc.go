@@ -4,7 +4,10 @@
 // eBPF mark_victim tracer first; without it v2 memory.events, v1
 // oom_control eventfds and /dev/kmsg — deduplicated into one Kill per victim
 // with the sources that saw it and only the fields those sources really
-// have, attributed to pod and container through a Resolver.
+// have, attributed to pod and container through a Resolver. Each source
+// is a file of its own behind a small interface (source_*_linux.go); a
+// stream emits a kill when its merge window ends, or as soon as every
+// source of StreamConfig.Complete reported it.
 //
 // This package must never import the agent side: the Resolver is
 // implemented by agent/runtime and wired by cmd.

@@ -71,10 +71,13 @@ const (
 	FieldGlobal
 	// FieldCgroup is the victim's cgroup v2 path (Cgroup).
 	FieldCgroup
+	// FieldMemcgUsage covers the usage and limit of the victim's own
+	// memcg when it was marked.
+	FieldMemcgUsage
 )
 
 var fieldNames = []string{"pid", "comm", "uid", "oom_score_adj", "total_vm", "rss", "pgtables",
-	"cgroup_id", "memcg_id", "memcg", "oom_memcg", "global", "cgroup"}
+	"cgroup_id", "memcg_id", "memcg", "oom_memcg", "global", "cgroup", "memcg_usage"}
 
 // Has reports whether all of want are known.
 func (f Fields) Has(want Fields) bool { return f&want == want }
@@ -156,6 +159,11 @@ type Kill struct {
 	// victim's or an ancestor).
 	OOMMemcg   string `json:"oom_memcg,omitempty"`
 	OOMMemcgID uint64 `json:"oom_memcg_id,omitempty"`
+	// MemcgUsageBytes and MemcgLimitBytes are the usage and limit of the
+	// victim's own memcg when it was marked (FieldMemcgUsage; the limit
+	// is math.MaxUint64 when none is set).
+	MemcgUsageBytes uint64 `json:"memcg_usage_bytes,omitempty"`
+	MemcgLimitBytes uint64 `json:"memcg_limit_bytes,omitempty"`
 
 	// Pod is the pod and container, when a Resolver knew the cgroup.
 	Pod *PodRef `json:"pod,omitempty"`
@@ -258,6 +266,9 @@ func (k *Kill) merge(b *Kill) {
 	if add.Has(FieldGlobal) {
 		k.Global = b.Global
 	}
+	if add.Has(FieldMemcgUsage) {
+		k.MemcgUsageBytes, k.MemcgLimitBytes = b.MemcgUsageBytes, b.MemcgLimitBytes
+	}
 	if k.Constraint == "" {
 		k.Constraint = b.Constraint
 	}
@@ -269,38 +280,55 @@ func (k *Kill) merge(b *Kill) {
 
 // Merger deduplicates kill reports: a report that is the same kill as one
 // seen within Window (same pid; or, without a pid, the same memcg) is
-// merged into it. It is not safe for concurrent use.
+// merged into it. A kill that every source of Complete reported is
+// flushed at once; reports of it that come later in its window are
+// dropped. It is not safe for concurrent use.
 type Merger struct {
 	// Window is how long reports of one kill are gathered.
-	Window  time.Duration
-	pending []*pendingKill
+	Window time.Duration
+	// Complete, when not zero, are the sources after whose reports a
+	// kill is flushed without waiting for its window.
+	Complete Sources
+	pending  []*pendingKill
 }
 
 type pendingKill struct {
 	k     Kill
 	first time.Time // when the first report arrived (the caller's clock)
+	// flushed: emitted early; kept until its window ends to absorb late
+	// reports.
+	flushed bool
 }
 
 // Add takes a report that arrived at now.
 func (m *Merger) Add(now time.Time, k Kill) {
 	for _, p := range m.pending {
 		if sameKill(&p.k, &k) {
-			p.k.merge(&k)
+			if !p.flushed {
+				p.k.merge(&k)
+			}
 			return
 		}
 	}
 	m.pending = append(m.pending, &pendingKill{k: k, first: now})
 }
 
-// Flush returns the kills whose window ended by now, oldest first (all of
-// them when now is zero).
+// Flush returns the kills whose window ended by now or that are complete,
+// oldest first (all of them when now is zero).
 func (m *Merger) Flush(now time.Time) []Kill {
 	var out []Kill
 	keep := m.pending[:0]
 	for _, p := range m.pending {
-		if now.IsZero() || !now.Before(p.first.Add(m.Window)) {
+		ended := now.IsZero() || !now.Before(p.first.Add(m.Window))
+		switch {
+		case ended && p.flushed:
+		case ended:
 			out = append(out, p.k)
-		} else {
+		case m.Complete != 0 && p.k.Sources&m.Complete == m.Complete && !p.flushed:
+			out = append(out, p.k)
+			p.flushed = true
+			keep = append(keep, p)
+		default:
 			keep = append(keep, p)
 		}
 	}

@@ -76,3 +76,37 @@ func TestSourcesString(t *testing.T) {
 		t.Errorf("Fields.String = %q", s)
 	}
 }
+
+// TestMergerComplete: a kill every Complete source reported is flushed
+// at once; its later reports within the window are dropped.
+func TestMergerComplete(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	bpfK := Kill{Sources: SourceBPF, Known: FieldPid | FieldComm, Pid: 10, Comm: "x"}
+	km := Kill{Sources: SourceKmsg, Known: FieldPid | FieldOOMMemcg | FieldGlobal, Pid: 10, OOMMemcg: "/a"}
+	kmKilled := Kill{Sources: SourceKmsg, Known: FieldPid | FieldRSS, Pid: 10, AnonRSSBytes: 5}
+	m := &Merger{Window: 50 * time.Millisecond, Complete: SourceBPF | SourceKmsg}
+	m.Add(t0, bpfK)
+	if got := m.Flush(t0); len(got) != 0 {
+		t.Fatalf("flushed before kmsg: %v", got)
+	}
+	m.Add(t0.Add(time.Millisecond), km)
+	got := m.Flush(t0.Add(time.Millisecond))
+	if len(got) != 1 || got[0].Sources != SourceBPF|SourceKmsg || got[0].OOMMemcg != "/a" {
+		t.Fatalf("got %+v, want the merged kill at once", got)
+	}
+	m.Add(t0.Add(2*time.Millisecond), kmKilled)
+	if got := m.Flush(t0.Add(2 * time.Millisecond)); len(got) != 0 {
+		t.Fatalf("late report flushed: %v", got)
+	}
+	if got := m.Flush(t0.Add(50 * time.Millisecond)); len(got) != 0 {
+		t.Fatalf("early kill flushed again: %v", got)
+	}
+	if !m.Next().IsZero() {
+		t.Errorf("pending left: next %v", m.Next())
+	}
+	// Without the second source, the window still ends it.
+	m.Add(t0, bpfK)
+	if got := m.Flush(t0.Add(50 * time.Millisecond)); len(got) != 1 {
+		t.Fatalf("got %v, want the bpf kill at the window's end", got)
+	}
+}

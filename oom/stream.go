@@ -17,6 +17,9 @@ var ErrNoSource = errors.New("oom: no oom kill source available")
 // before it emits the merged Kill.
 const DefaultWindow = 100 * time.Millisecond
 
+// DefaultKmsgPath is the kernel log device.
+const DefaultKmsgPath = "/dev/kmsg"
+
 // StreamConfig configures OpenStream. Sources not asked for (Sources
 // zero: every one that works) are not opened.
 type StreamConfig struct {
@@ -45,6 +48,11 @@ type StreamConfig struct {
 	// Window is how long reports of one kill are gathered (default
 	// DefaultWindow).
 	Window time.Duration
+	// Complete, when set, emits a kill as soon as every one of these
+	// sources that is open has reported it, without waiting for the end
+	// of Window (later reports of the same kill are then dropped). Zero:
+	// each kill waits for its window.
+	Complete Sources
 	// Resolver, when set, attributes each kill's cgroup to a pod.
 	Resolver Resolver
 	// Raw, when set, receives every report of every source before merging,

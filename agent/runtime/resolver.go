@@ -48,9 +48,12 @@ var _ oom.Resolver = (*CgroupResolver)(nil)
 func (r *CgroupResolver) Resolve(ctx context.Context, cgroupPath string) (oom.PodRef, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if ref, ok := r.lookup(cgroupPath); ok {
+	ref, ok := r.lookup(cgroupPath)
+	if ok && (ref.Container != "" || !r.unknownLeaf(cgroupPath)) {
 		return ref, true
 	}
+	// Unknown, or a known pod whose leaf directory may be a container
+	// created since the last refresh (a re-created container).
 	if now := r.nowFunc(); now.Sub(r.last) >= r.MinRefresh {
 		r.last = now
 		if err := r.refresh(ctx); err != nil {
@@ -58,7 +61,19 @@ func (r *CgroupResolver) Resolve(ctx context.Context, cgroupPath string) (oom.Po
 		}
 		return r.lookup(cgroupPath)
 	}
-	return oom.PodRef{}, false
+	return ref, ok
+}
+
+// unknownLeaf reports whether the leaf directory of cg is neither a pod
+// cgroup nor a container or sandbox id the cache knows.
+func (r *CgroupResolver) unknownLeaf(cg string) bool {
+	leaf := path.Base(path.Clean("/" + cg))
+	name := strings.TrimSuffix(leaf, ".slice")
+	if strings.HasPrefix(name, "pod") || strings.Contains(name, "-pod") {
+		return false
+	}
+	_, known := r.byID[containerIDOfLeaf(leaf)]
+	return !known
 }
 
 // lookup answers from the cache: the exact path, else the leaf directory

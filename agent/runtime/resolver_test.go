@@ -42,6 +42,13 @@ func TestCgroupResolver(t *testing.T) {
 			}
 		})
 	}
+	// A container re-created in a known pod is named after a refresh, not
+	// answered with the pod alone from the cache.
+	f.ctrs["beef"] = &runtimeapi.ContainerStatus{Id: "beef", Labels: ctrLabels}
+	f.ctrPod["beef"] = "sb1"
+	if got, ok := r.Resolve(t.Context(), "/kubepods/burstable/pod1234-5678/beef"); !ok || got != app {
+		t.Errorf("re-created container: %+v, %v; want %+v", got, ok, app)
+	}
 }
 
 func TestCgroupsPathOfInfo(t *testing.T) {

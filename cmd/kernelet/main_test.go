@@ -54,12 +54,13 @@ func TestConfigValidate(t *testing.T) {
 
 func TestRunRefusesWithEveryProblem(t *testing.T) {
 	code, _, errs := run(t, "run", "--config", testdata+"kubelet-config.yaml", "--kubeconfig", "/no/such/kubeconfig",
-		"--root-dir", "relative", "--container-runtime-endpoint", "tcp://x", "--node-ip", "192.0.2.1,192.0.2.2")
+		"--root-dir", "relative", "--container-runtime-endpoint", "tcp://x", "--node-ip", "192.0.2.1,192.0.2.2", "--bpf", "maybe")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
 	}
 	for _, want := range []string{
-		"refusing to start, 6 problem(s)",
+		"refusing to start, 7 problem(s)",
+		`--bpf: Unsupported value: "maybe": supported values: "auto", "off"`,
 		`containerRuntimeEndpoint: Invalid value: "tcp://x"`, // the flag wins over the file, and is validated
 		`cgroupDriver: Invalid value: "systemd": needs systemd as PID 1`,
 		`authentication.x509.clientCAFile: Invalid value: "/etc/kubernetes/pki/ca.pem": file does not exist`,

@@ -39,9 +39,11 @@ type runFlags struct {
 	evictionTick, evictionCooldown time.Duration
 	evictionMode, kerneletConfig   string
 	evictionDryRun                 bool
-	set                            map[string]bool
-	gc                             gcFlags
-	runOnce                        runOnceFlags
+	// bpf: "auto" uses eBPF where it works, "off" forces the fallbacks.
+	bpf     string
+	set     map[string]bool
+	gc      gcFlags
+	runOnce runOnceFlags
 }
 
 var (
@@ -66,6 +68,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.evictionMode, "eviction-mode", string(eviction.ModeKernelet), "kernelet's own (evictionMode): kernelet (kernel wake-ups, deficit-sized evictions) or kubelet (one pod per 10 s decision, for comparison)")
 	fs.BoolVar(&f.evictionDryRun, "eviction-dry-run", false, "kernelet's own (evictionDryRun): log, export and show in `kernelet status` the pods eviction would evict; never kill")
 	fs.DurationVar(&f.evictionCooldown, "eviction-cooldown", eviction.DefaultCooldown, "kernelet's own (evictionCooldown): how long evicted pods at most count as freeing their memory")
+	fs.StringVar(&f.bpf, "bpf", "auto", "kernelet's own: auto (eBPF where it works, else the named fallbacks) or off (force the fallbacks: memory.events, oom_control, kmsg for OOM kills; a walk of the cgroup hierarchy for cgroup ids)")
 	f.gc.register(fs)
 	f.runOnce.register(fs)
 	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
@@ -161,7 +164,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
 	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
-		NodeIPs: nodeIPs, NodeLabels: nodeLabels}
+		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
 	a, err := agent.New(opts, agent.Deps{})
 	if err != nil {
@@ -247,6 +250,11 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
 			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
+	}
+	switch f.bpf {
+	case "auto", "off", "false", "true", "on":
+	default:
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeNotSupported, Field: "--bpf", BadValue: f.bpf, Detail: `supported values: "auto", "off"`}).Error())
 	}
 	problems = append(problems, f.gc.problems()...)
 	problems = append(problems, f.runOnce.problems(f.kubeconfig)...)

@@ -151,6 +151,9 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	if e := st.Eviction; e != nil {
 		printEviction(w, e)
 	}
+	if o := st.OOM; o != nil {
+		printOOM(w, o)
+	}
 	if len(st.Endpoints) > 0 {
 		fmt.Fprintf(w, "Endpoints:   %s\n", strings.Join(st.Endpoints, ", "))
 	}
@@ -418,4 +421,37 @@ func thresholdLine(t eviction.ThresholdStatus) string {
 		obs += " MET"
 	}
 	return fmt.Sprintf("%s%s%s: %s", t.Signal, op, t.Threshold, obs)
+}
+
+// printOOM prints the OOM kill sources (and the fallbacks replacing eBPF)
+// and the recent kills with victim pid, comm, pod/container and scope.
+func printOOM(w io.Writer, o *agent.OOMStatus) {
+	switch {
+	case o.Error != "":
+		fmt.Fprintf(w, "OOM kills:   not watched: %s\n", o.Error)
+	case o.Fallback != "":
+		fmt.Fprintf(w, "OOM kills:   via %s (fallback; %s)\n", o.Sources, o.Fallback)
+	default:
+		fmt.Fprintf(w, "OOM kills:   via %s\n", o.Sources)
+	}
+	if o.CgroupTracer != "" {
+		fmt.Fprintf(w, "  cgroup ids: %s\n", o.CgroupTracer)
+	}
+	for _, n := range o.Notes {
+		fmt.Fprintf(w, "  not used: %s\n", n)
+	}
+	if o.Total > 0 {
+		fmt.Fprintf(w, "  %d kill(s) since start, latest:\n", o.Total)
+	}
+	for _, k := range o.Recent {
+		who := "-"
+		if k.Pod != "" {
+			who = k.Namespace + "/" + k.Pod
+			if k.Container != "" {
+				who += "/" + k.Container
+			}
+		}
+		fmt.Fprintf(w, "  %s pid %d (%s) %s scope=%s memcg=%s via %s, event after %v\n", k.Time.Format(time.RFC3339Nano), k.Pid, k.Comm,
+			who, k.Scope, k.Memcg, k.Sources, k.Latency.Round(time.Microsecond))
+	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/bpf"
-	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -166,8 +166,7 @@ type tracer struct {
 	stderr   io.Writer
 	opts     bpf.Options
 	off      bool
-	h        *cgroups.Hierarchies
-	paths    *cgroups.PathCache
+	env      *kevents.Env
 	resolver oom.Resolver
 	closers  []func()
 	// via says what the events come from, once open succeeded.
@@ -180,25 +179,16 @@ func (t *tracer) close() {
 	}
 }
 
-// setup discovers the cgroup hierarchies, the id → path cache (fed by the
-// eBPF cgroup tracer where it works) and the pod resolver.
+// setup opens the kernel-event environment (cgroup hierarchies, the id →
+// path cache fed by the eBPF cgroup tracer where it works) and the pod
+// resolver.
 func (t *tracer) setup(ctx context.Context) error {
-	h, err := cgroups.Discover()
+	env, err := kevents.Open(ctx, kevents.Options{BPFOff: t.off, BPF: t.opts, NoCgroupTracer: t.f.kind == "cgroup"})
 	if err != nil {
 		return err
 	}
-	t.h = h
-	if r, err := cgroups.NewReader(h); err == nil {
-		t.paths = cgroups.NewPathCache(r)
-	} else {
-		t.paths = cgroups.NewPathCache(nil)
-	}
-	if !t.off && t.f.kind != "cgroup" {
-		if tr, err := bpf.OpenCgroupTracer(ctx, bpf.Options{}); err == nil {
-			t.closers = append(t.closers, func() { _ = tr.Close() })
-			go t.paths.Follow(ctx, cgroupChanges(ctx, tr.Events(), h))
-		}
-	}
+	t.env = env
+	t.closers = append(t.closers, func() { _ = env.Close() })
 	if t.f.runtimeEndpoint != "" {
 		rt, err := runtime.Connect(ctx, t.f.runtimeEndpoint, 5*time.Second)
 		if err == nil {
@@ -212,43 +202,6 @@ func (t *tracer) setup(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// cgroupChanges adapts bpf cgroup events to the path cache: hierarchy 0
-// is the unified one, the memory controller's hierarchy is the memcg
-// space (on v2 hosts both are the unified one).
-func cgroupChanges(ctx context.Context, in <-chan bpf.CgroupEvent, h *cgroups.Hierarchies) <-chan cgroups.CgroupChange {
-	memHier := -1
-	if h.V1["memory"] != nil {
-		if ids, err := cgroups.HierarchyIDs(); err == nil {
-			if id, ok := ids["memory"]; ok {
-				memHier = id
-			}
-		}
-	} else {
-		memHier = 0
-	}
-	out := make(chan cgroups.CgroupChange, 64)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			var spaces []cgroups.IDSpace
-			if ev.HierarchyID == 0 {
-				spaces = append(spaces, cgroups.UnifiedID)
-			}
-			if ev.HierarchyID == memHier {
-				spaces = append(spaces, cgroups.MemcgID)
-			}
-			for _, s := range spaces {
-				select {
-				case out <- cgroups.CgroupChange{Space: s, ID: ev.ID, Path: ev.Path, Removed: ev.Op == bpf.CgroupRmdir}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out
 }
 
 // keep applies the --cgroup and --pod filters.
@@ -278,19 +231,11 @@ func (t *tracer) resolve(ctx context.Context, cg string) *oom.PodRef {
 	return nil
 }
 
-// cgroupOf is the path of the memcg (else the v2 cgroup) of an event.
-func (t *tracer) cgroupOf(ctx context.Context, known, memcgField, cgroupField bpf.Fields, memcg, cgroup uint64) string {
-	if known.Has(memcgField) && memcg != 0 {
-		if p, err := t.paths.Path(ctx, cgroups.MemcgID, memcg); err == nil {
-			return p
-		}
-	}
-	if known.Has(cgroupField) && cgroup != 0 {
-		if p, err := t.paths.Path(ctx, cgroups.UnifiedID, cgroup); err == nil {
-			return p
-		}
-	}
-	return ""
+// traceNeeds is what each eBPF-only kind needs, for its error.
+var traceNeeds = map[string]string{
+	"reclaim": "eBPF tracing of vmscan/mm_vmscan_memcg_reclaim_begin/end (CAP_BPF, CAP_PERFMON, ring buffers)",
+	"exit":    "eBPF tracing of sched/sched_process_exit (CAP_BPF, CAP_PERFMON, ring buffers)",
+	"cgroup":  "eBPF tracing of cgroup/cgroup_mkdir and cgroup_rmdir (CAP_BPF, CAP_PERFMON, ring buffers)",
 }
 
 // open starts the source of the kind and returns its rows; the channel
@@ -302,106 +247,67 @@ func (t *tracer) open(ctx context.Context) (<-chan traceRow, error) {
 	if t.off {
 		return nil, fmt.Errorf("%s events need eBPF (--mode off leaves no source)", t.f.kind)
 	}
-	needs := map[string]string{
-		"reclaim": "eBPF tracing of vmscan/mm_vmscan_memcg_reclaim_begin/end (CAP_BPF, CAP_PERFMON, ring buffers)",
-		"exit":    "eBPF tracing of sched/sched_process_exit (CAP_BPF, CAP_PERFMON, ring buffers)",
-		"cgroup":  "eBPF tracing of cgroup/cgroup_mkdir and cgroup_rmdir (CAP_BPF, CAP_PERFMON, ring buffers)",
-	}[t.f.kind]
-	out := make(chan traceRow, 64)
-	emit := func(r traceRow) bool {
-		select {
-		case out <- r:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	var (
+		rows  <-chan traceRow
+		mode  bpf.AttachMode
+		close func() error
+		err   error
+	)
 	switch t.f.kind {
 	case "reclaim":
-		tr, err := bpf.OpenReclaimTracer(ctx, t.opts)
-		if err != nil {
-			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		var tr *bpf.ReclaimTracer
+		if tr, err = bpf.OpenReclaimTracer(ctx, t.opts); err == nil {
+			mode, close = tr.Mode(), tr.Close
+			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.ReclaimStall) (traceRow, bool) {
+				cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+				return traceRow{Kind: "reclaim", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+					Detail: fmt.Sprintf("stall=%v reclaimed=%d order=%d", ev.Duration, ev.NrReclaimed, ev.Order)}, ev.Duration >= t.f.minDuration
+			})
 		}
-		t.closers = append(t.closers, func() { _ = tr.Close() })
-		t.via = "eBPF " + tr.Mode().String()
-		go func() {
-			defer close(out)
-			for ev := range tr.Events() {
-				if ev.Duration < t.f.minDuration {
-					continue
-				}
-				cg := t.cgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
-				if !emit(traceRow{Kind: "reclaim", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
-					Detail: fmt.Sprintf("stall=%v reclaimed=%d order=%d", ev.Duration, ev.NrReclaimed, ev.Order)}) {
-					return
-				}
-			}
-		}()
 	case "exit":
-		tr, err := bpf.OpenExitTracer(ctx, t.opts)
-		if err != nil {
-			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		var tr *bpf.ExitTracer
+		if tr, err = bpf.OpenExitTracer(ctx, t.opts); err == nil {
+			mode, close = tr.Mode(), tr.Close
+			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.ProcessExit) (traceRow, bool) {
+				cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+				return traceRow{Kind: "exit", Time: ev.Time, Pid: ev.Tgid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+					Detail: fmt.Sprintf("code=%d signal=%d maxrss=%d", ev.ExitCode, ev.Signal, ev.MaxRSSBytes)}, true
+			})
 		}
-		t.closers = append(t.closers, func() { _ = tr.Close() })
-		t.via = "eBPF " + tr.Mode().String()
-		go func() {
-			defer close(out)
-			for ev := range tr.Events() {
-				cg := t.cgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
-				if !emit(traceRow{Kind: "exit", Time: ev.Time, Pid: ev.Tgid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
-					Detail: fmt.Sprintf("code=%d signal=%d maxrss=%d", ev.ExitCode, ev.Signal, ev.MaxRSSBytes)}) {
-					return
-				}
-			}
-		}()
 	case "cgroup":
-		tr, err := bpf.OpenCgroupTracer(ctx, t.opts)
-		if err != nil {
-			return nil, fmt.Errorf("needs %s: %w", needs, err)
+		var tr *bpf.CgroupTracer
+		if tr, err = bpf.OpenCgroupTracer(ctx, t.opts); err == nil {
+			mode, close = tr.Mode(), tr.Close
+			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.CgroupEvent) (traceRow, bool) {
+				return traceRow{Kind: "cgroup", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: ev.Path, Pod: t.resolve(ctx, ev.Path), Event: ev,
+					Detail: fmt.Sprintf("%s hierarchy=%d id=%d", ev.Op, ev.HierarchyID, ev.ID)}, true
+			})
 		}
-		t.closers = append(t.closers, func() { _ = tr.Close() })
-		t.via = "eBPF " + tr.Mode().String()
-		go func() {
-			defer close(out)
-			for ev := range tr.Events() {
-				if !emit(traceRow{Kind: "cgroup", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: ev.Path, Pod: t.resolve(ctx, ev.Path), Event: ev,
-					Detail: fmt.Sprintf("%s hierarchy=%d id=%d", ev.Op, ev.HierarchyID, ev.ID)}) {
-					return
-				}
-			}
-		}()
 	}
-	return out, nil
+	if err != nil {
+		return nil, fmt.Errorf("needs %s: %w", traceNeeds[t.f.kind], err)
+	}
+	t.closers = append(t.closers, func() { _ = close() })
+	t.via = "eBPF " + mode.String()
+	return rows, nil
 }
 
 // openOOM opens the merged OOM kill stream: eBPF, or the fallbacks with
 // --mode off or where eBPF does not work.
 func (t *tracer) openOOM(ctx context.Context) (<-chan traceRow, error) {
-	cfg := oom.StreamConfig{BPF: t.opts, Hierarchies: t.h, Paths: t.paths, Resolver: t.resolver}
+	o := kevents.OOMOptions{Resolver: t.resolver}
 	if t.f.cgroupPrefix != "" {
-		cfg.MemoryEventsRoots = []string{t.f.cgroupPrefix}
-		cfg.OOMControlCgroups = []string{t.f.cgroupPrefix}
+		o.MemoryEventsRoots = []string{t.f.cgroupPrefix}
+		o.OOMControlCgroups = []string{t.f.cgroupPrefix}
 	}
-	fallbacks := oom.SourceMemoryEvents | oom.SourceOOMControl | oom.SourceKmsg
-	var s *oom.Stream
-	var bpfErr error
-	if !t.off {
-		cfg.Sources = oom.SourceBPF
-		var err error
-		if s, err = oom.OpenStream(ctx, cfg); err != nil {
-			bpfErr = err
-			s = nil
-		}
+	s, err := t.env.OpenOOM(ctx, o)
+	if err != nil {
+		return nil, err
 	}
-	if s == nil {
-		cfg.Sources = fallbacks
-		var err error
-		if s, err = oom.OpenStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("no OOM source works: %w", errors.Join(bpfErr, err))
-		}
-		why := "--mode off"
-		if bpfErr != nil {
-			why = fmt.Sprintf("eBPF unavailable: %v", bpfErr)
+	if s.Fallback() {
+		why := s.Why()
+		if s.Forced {
+			why = "--mode off"
 		}
 		fmt.Fprintf(t.stderr, "kernelet trace oom: %s; using fallback: %s\n", why, s.Active())
 		for _, n := range s.Notes() {
@@ -409,27 +315,15 @@ func (t *tracer) openOOM(ctx context.Context) (<-chan traceRow, error) {
 		}
 	}
 	t.closers = append(t.closers, func() { _ = s.Close() })
-	t.via = s.Active().String()
-	if s.Active()&oom.SourceBPF != 0 {
-		t.via += " (eBPF " + s.BPFMode().String() + ")"
-	}
-	out := make(chan traceRow, 64)
-	go func() {
-		defer close(out)
-		for k := range s.Kills() {
-			detail := fmt.Sprintf("sources=%s global=%v", k.Sources, k.Global)
-			if k.Known.Has(oom.FieldRSS) {
-				detail += fmt.Sprintf(" anon_rss=%d", k.AnonRSSBytes)
-			}
-			if k.OOMMemcg != "" {
-				detail += " oom_memcg=" + k.OOMMemcg
-			}
-			select {
-			case out <- traceRow{Kind: "oom", Time: k.Time, Pid: k.Pid, Comm: k.Comm, Cgroup: k.CgroupPath(), Pod: k.Pod, Event: k, Detail: detail}:
-			case <-ctx.Done():
-				return
-			}
+	t.via = s.Via()
+	return kevents.Pump(ctx, s.Kills(), func(k oom.Kill) (traceRow, bool) {
+		detail := fmt.Sprintf("sources=%s global=%v", k.Sources, k.Global)
+		if k.Known.Has(oom.FieldRSS) {
+			detail += fmt.Sprintf(" anon_rss=%d", k.AnonRSSBytes)
 		}
-	}()
-	return out, nil
+		if k.OOMMemcg != "" {
+			detail += " oom_memcg=" + k.OOMMemcg
+		}
+		return traceRow{Kind: "oom", Time: k.Time, Pid: k.Pid, Comm: k.Comm, Cgroup: k.CgroupPath(), Pod: k.Pod, Event: k, Detail: detail}, true
+	}), nil
 }

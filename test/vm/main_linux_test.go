@@ -19,6 +19,10 @@ const childAllocEnv = "KERNELET_VM_CHILD_ALLOC_MIB"
 // MiB per second (and the child keeps its memory until killed).
 const childAllocRateEnv = "KERNELET_VM_CHILD_ALLOC_RATE"
 
+// childOOMScoreAdjEnv, when set, is the child's oom_score_adj, written
+// before it allocates (1000: the global OOM killer's first victim).
+const childOOMScoreAdjEnv = "KERNELET_VM_CHILD_OOM_SCORE_ADJ"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(childAllocEnv); v != "" {
 		os.Exit(allocChild(v))
@@ -34,18 +38,29 @@ func allocChild(v string) int {
 		fmt.Fprintf(os.Stderr, "%s=%q: want a positive number\n", childAllocEnv, v)
 		return 2
 	}
-	size := mib << 20
-	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mmap %d MiB: %v\n", mib, err)
-		return 2
+	if adj := os.Getenv(childOOMScoreAdjEnv); adj != "" {
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(adj), 0); err != nil {
+			fmt.Fprintf(os.Stderr, "oom_score_adj %s: %v\n", adj, err)
+			return 2
+		}
 	}
+	// Mapped in 64 MiB pieces: the kernel's overcommit heuristic refuses
+	// one mapping larger than the VM's memory (the global OOM test).
 	page := os.Getpagesize()
 	rate, _ := strconv.ParseFloat(os.Getenv(childAllocRateEnv), 64)
-	for i := 0; i < size; i += page {
-		mem[i] = 1
-		if rate > 0 && (i+page)%(1<<20) == 0 {
-			time.Sleep(time.Duration(float64(time.Second) / rate)) // pacing the workload, not synchronisation
+	for left := mib << 20; left > 0; {
+		size := min(left, 64<<20)
+		left -= size
+		mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mmap %d MiB: %v\n", mib, err)
+			return 2
+		}
+		for i := 0; i < size; i += page {
+			mem[i] = 1
+			if rate > 0 && (i+page)%(1<<20) == 0 {
+				time.Sleep(time.Duration(float64(time.Second) / rate)) // pacing the workload, not synchronisation
+			}
 		}
 	}
 	fmt.Printf("allocated and touched %d MiB without being killed\n", mib)

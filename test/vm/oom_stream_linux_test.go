@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -109,4 +110,106 @@ func runAllocIn(t *testing.T, dir string, mib int) int {
 		t.Fatalf("child ended with %v, want SIGKILL", cmd.ProcessState)
 	}
 	return cmd.Process.Pid
+}
+
+// TestOOMStreamDaemon reads a memory.max OOM kill through the stream as
+// `kernelet run` opens it (kevents, kmsg beside eBPF, a 50 ms window):
+// with eBPF the kill carries the victim (eBPF) and the limiting memcg
+// (kmsg); with eBPF forced off memory.events and kmsg, and the kill is
+// emitted once kmsg named the victim. Both name the victim's cgroup.
+func TestOOMStreamDaemon(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		off  bool
+		want oom.Sources
+	}{
+		{"bpf", false, oom.SourceBPF | oom.SourceKmsg},
+		{"bpf-off", true, oom.SourceMemoryEvents | oom.SourceKmsg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const limit = 32 << 20
+			cg := newCgroup(t, "oom-daemon")
+			writeFile(t, filepath.Join(cg, "memory.max"), strconv.Itoa(limit))
+			if _, err := os.Stat(filepath.Join(cg, "memory.swap.max")); err == nil {
+				writeFile(t, filepath.Join(cg, "memory.swap.max"), "0")
+			}
+			name := "/" + filepath.Base(cg)
+			env, err := kevents.Open(t.Context(), kevents.Options{BPFOff: tc.off})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer env.Close()
+			s, err := env.OpenOOM(t.Context(), kevents.OOMOptions{WithKmsg: true, Window: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Active()&tc.want != tc.want || s.Fallback() != tc.off {
+				t.Fatalf("active %v (fallback %v), want %v (notes %v)", s.Active(), s.Fallback(), tc.want, s.Notes())
+			}
+			pid := runAllocIn(t, cg, 128)
+			var k oom.Kill
+			timeout := time.After(20 * time.Second)
+		wait:
+			for {
+				select {
+				case k = <-s.Kills():
+					if k.Pid == pid {
+						break wait
+					}
+					t.Logf("other kill: %+v", k)
+				case <-timeout:
+					t.Fatalf("no kill of pid %d in %s", pid, name)
+				}
+			}
+			t.Logf("%s via %s: %#v", tc.name, s.Via(), k)
+			fact(t, "oom.daemon."+tc.name, fmt.Sprintf("via=%s sources=%s pid=%d memcg=%s oom_memcg=%s", s.Via(), k.Sources, k.Pid, k.Memcg, k.OOMMemcg))
+			if k.Sources&oom.SourceKmsg == 0 || k.Memcg != name || k.OOMMemcg != name || k.Global {
+				t.Errorf("kill %+v: want kmsg's report of a memcg OOM of %s", k, name)
+			}
+			if !tc.off && k.Sources&oom.SourceBPF == 0 {
+				t.Errorf("sources %v: want bpf", k.Sources)
+			}
+		})
+	}
+}
+
+// TestOOMStreamGlobal: a process of an unlimited cgroup that allocates more
+// than the VM's memory (oom_score_adj 1000, so the global OOM killer picks
+// it) is reported by the stream as `kernelet run` opens it as a global OOM
+// (kmsg's constraint, merged with eBPF's victim): what the agent turns
+// into kubelet's SystemOOM node event.
+func TestOOMStreamGlobal(t *testing.T) {
+	cg := newCgroup(t, "oom-global")
+	env, err := kevents.Open(t.Context(), kevents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	s, err := env.OpenOOM(t.Context(), kevents.OOMOptions{WithKmsg: true, Window: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Setenv(childOOMScoreAdjEnv, "1000")
+	pid := runAllocIn(t, cg, 1024) // twice the VM's memory
+	var k oom.Kill
+	timeout := time.After(20 * time.Second)
+wait:
+	for {
+		select {
+		case k = <-s.Kills():
+			if k.Pid == pid {
+				break wait
+			}
+			t.Logf("other kill: %+v", k)
+		case <-timeout:
+			t.Fatalf("no kill of pid %d", pid)
+		}
+	}
+	t.Logf("global via %s: %#v", s.Via(), k)
+	fact(t, "oom.daemon.global", fmt.Sprintf("via=%s sources=%s pid=%d global=%v constraint=%s", s.Via(), k.Sources, k.Pid, k.Global, k.Constraint))
+	if !k.Known.Has(oom.FieldGlobal) || !k.Global || k.Sources&oom.SourceKmsg == 0 {
+		t.Errorf("kill %+v: want kmsg's report of a global OOM", k)
+	}
 }

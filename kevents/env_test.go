@@ -1,4 +1,4 @@
-package main
+package kevents
 
 import (
 	"testing"
@@ -16,7 +16,7 @@ func TestCgroupChanges(t *testing.T) {
 	close(in)
 	h := &cgroups.Hierarchies{Mode: cgroups.Unified, Unified: &cgroups.Mount{Path: "/sys/fs/cgroup", Root: "/", Version: 2}}
 	var got []cgroups.CgroupChange
-	for c := range cgroupChanges(t.Context(), in, h) {
+	for c := range CgroupChanges(t.Context(), in, h) {
 		got = append(got, c)
 	}
 	want := []cgroups.CgroupChange{
@@ -30,5 +30,21 @@ func TestCgroupChanges(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("change %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// Pump converts, filters, and closes when its input does.
+func TestPump(t *testing.T) {
+	in := make(chan int, 4)
+	for i := range 4 {
+		in <- i
+	}
+	close(in)
+	var got []string
+	for s := range Pump(t.Context(), in, func(i int) (string, bool) { return string(rune('a' + i)), i%2 == 0 }) {
+		got = append(got, s)
+	}
+	if len(got) != 2 || got[0] != "a" || got[1] != "c" {
+		t.Errorf("got %v, want [a c]", got)
 	}
 }

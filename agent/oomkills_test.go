@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/oom"
+)
+
+// fakeResolver resolves fixed paths.
+type fakeResolver map[string]oom.PodRef
+
+func (f fakeResolver) Resolve(_ context.Context, cg string) (oom.PodRef, bool) {
+	r, ok := f[cg]
+	return r, ok
+}
+
+const (
+	testKubepods = "/kubepods"
+	testPodCg    = "/kubepods/burstable/podu1"
+	testCtrCg    = "/kubepods/burstable/podu1/c1"
+)
+
+var (
+	testPod = oom.PodRef{Namespace: "ns", Name: "web", UID: "u1"}
+	testCtr = oom.PodRef{Namespace: "ns", Name: "web", UID: "u1", Container: "app"}
+	testRes = fakeResolver{testPodCg: testPod, testCtrCg: testCtr}
+)
+
+func TestAttributeOOM(t *testing.T) {
+	ctr := testCtr
+	resolve := func(cg string) (oom.PodRef, bool) { return testRes.Resolve(context.Background(), cg) }
+	atLimit := oom.Kill{Known: oom.FieldPid | oom.FieldMemcgUsage, Memcg: testCtrCg, MemcgUsageBytes: 32<<20 - 4096, MemcgLimitBytes: 32 << 20}
+	below := oom.Kill{Known: oom.FieldPid | oom.FieldMemcgUsage, Memcg: testCtrCg, MemcgUsageBytes: 8 << 20, MemcgLimitBytes: bpf.Unlimited}
+	tests := map[string]struct {
+		k          oom.Kill
+		victim     *oom.PodRef
+		podLimited bool
+		want       string
+	}{
+		"global":                {k: oom.Kill{Known: oom.FieldGlobal, Global: true, OOMMemcg: "/"}, victim: &ctr, want: OOMScopeNode},
+		"kmsg: container limit": {k: oom.Kill{Known: oom.FieldGlobal | oom.FieldOOMMemcg, OOMMemcg: testCtrCg}, victim: &ctr, want: OOMScopeContainer},
+		"kmsg: pod limit":       {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: testPodCg}, victim: &ctr, want: OOMScopePod},
+		"kmsg: kubepods limit":  {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/kubepods/besteffort"}, victim: &ctr, want: OOMScopeKubepods},
+		"kmsg: other cgroup":    {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/system.slice/x"}, want: OOMScopeNode},
+		"bpf: at own limit":     {k: atLimit, victim: &ctr, want: OOMScopeContainer},
+		"bpf: pod limited":      {k: below, victim: &ctr, podLimited: true, want: OOMScopePod},
+		"bpf: pod unlimited":    {k: below, victim: &ctr, want: OOMScopeKubepods},
+		"bpf: not a pod":        {k: oom.Kill{Known: oom.FieldPid, Memcg: "/user.slice"}, want: OOMScopeNode},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := attributeOOM(tc.k, tc.victim, testKubepods, resolve, tc.podLimited)
+			if got.Scope != tc.want || got.Victim != tc.victim {
+				t.Errorf("scope %q victim %v, want %q %v", got.Scope, got.Victim, tc.want, tc.victim)
+			}
+		})
+	}
+}
+
+// handle: the OOMKilling pod event names pid, comm and memcg; the counter
+// is keyed by names, so a re-created container (new id, same name) adds
+// to the same series; a global OOM also gives kubelet's SystemOOM.
+func TestOOMWatchHandle(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: rec,
+		kills: newOOMKillsCounter(), ring: oomRing{n: 2}}
+	t0 := time.Unix(1000, 0)
+	for i, id := range []string{"c1", "c2"} {
+		ref := testCtr
+		k := oom.Kill{Time: t0, Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage, Pid: 100 + i, Comm: "hog",
+			Memcg: testPodCg + "/" + id, MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}
+		w.handle(context.Background(), k, t0.Add(3*time.Millisecond))
+	}
+	if got := testutil.ToFloat64(w.kills.WithLabelValues("ns", "web", "app", OOMScopeContainer)); got != 2 {
+		t.Errorf("kernelet_oom_kills_total = %v, want 2", got)
+	}
+	for i := range 2 {
+		e := <-rec.Events
+		want := "Warning OOMKilling Memory limit of the container reached: killed process " + []string{"100", "101"}[i] + " (hog) in memcg " + testPodCg
+		if !strings.HasPrefix(e, want) {
+			t.Errorf("event %q, want prefix %q", e, want)
+		}
+	}
+	w.handle(context.Background(), oom.Kill{Time: t0, Sources: oom.SourceKmsg, Known: oom.FieldPid | oom.FieldComm | oom.FieldGlobal,
+		Global: true, Pid: 7, Comm: "stress", OOMMemcg: "/", Memcg: "/user.slice"}, t0.Add(time.Millisecond))
+	if e := <-rec.Events; e != "Warning SystemOOM System OOM encountered, victim process: stress, pid: 7" {
+		t.Errorf("node event %q", e)
+	}
+	if got := testutil.ToFloat64(w.kills.WithLabelValues("", "", "", OOMScopeNode)); got != 1 {
+		t.Errorf("node kills = %v, want 1", got)
+	}
+	st := w.Status()
+	if st.Total != 3 || len(st.Recent) != 2 || st.Recent[1].Pid != 7 || st.Recent[0].Pid != 101 || st.Recent[0].Latency != 3*time.Millisecond {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestPodUIDOfCgroup(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"/kubepods/burstable/podu1/c1": {"u1", "c1"},
+		"/kubepods/podu2":              {"u2", ""},
+		"/kubepods/besteffort":         {"", ""},
+	} {
+		uid, below, _ := podUIDOfCgroup(in)
+		if uid != want[0] || below != want[1] {
+			t.Errorf("%s: %q %q, want %q", in, uid, below, want)
+		}
+	}
+	if !podMemoryLimited(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: {}}}}}}}) {
+		t.Error("a pod whose containers are all limited is limited")
+	}
+}
