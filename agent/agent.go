@@ -26,6 +26,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
+	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
 	"github.com/kernelet/kernelet/status/node"
@@ -53,6 +54,11 @@ type Agent struct {
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
+	// stats is the cgroup sweep of the stats endpoints (agent/stats.go),
+	// set once the pod side runs; statsRegs serve /metrics/cadvisor,
+	// /metrics/resource and /metrics/probes.
+	stats     *stats.Collector
+	statsRegs statsRegistries
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -86,6 +92,8 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		NewBuildInfoCollector(),
 	)
 	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
+	a.statsRegs = a.newStatsRegistries()
+	reg.MustRegister(newRunningCollector(a))
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {

@@ -149,7 +149,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
-	if err := p.startProbes(rs, a.registry); err != nil {
+	if err := p.startProbes(rs, a.statsRegs.probes); err != nil {
 		return err
 	}
 	defer p.probes.Stop()
@@ -183,6 +183,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	if err := a.newCollectors(p, rs, is); err != nil {
 		return err
+	}
+	if err := a.startStats(p, h); err != nil {
+		return fmt.Errorf("stats: %w", err)
 	}
 	a.mu.Lock()
 	a.pods = p

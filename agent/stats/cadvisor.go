@@ -32,7 +32,7 @@ func (t cadvisorTarget) values() []string {
 // container_oom_events_total, container_start_time_seconds,
 // machine_memory_bytes, machine_cpu_cores and container_scrape_error.
 type CadvisorCollector struct {
-	c     *Collector
+	c     SweepSource
 	descs map[string]*prometheus.Desc
 	cpu   *prometheus.Desc
 	oom   *prometheus.Desc
@@ -43,7 +43,7 @@ type CadvisorCollector struct {
 }
 
 // NewCadvisorCollector returns the /metrics/cadvisor collector of c.
-func NewCadvisorCollector(c *Collector) *CadvisorCollector {
+func NewCadvisorCollector(c SweepSource) *CadvisorCollector {
 	cc := &CadvisorCollector{c: c, descs: map[string]*prometheus.Desc{},
 		cpu: prometheus.NewDesc("container_cpu_usage_seconds_total", "Cumulative cpu time consumed in seconds.",
 			append(cadvisorLabels[:len(cadvisorLabels):len(cadvisorLabels)], "cpu"), nil),

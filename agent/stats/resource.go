@@ -14,14 +14,14 @@ import (
 // CPU, working set and swap, container start times and
 // resource_scrape_error, each sample stamped with the sweep's time.
 type ResourceCollector struct {
-	c                                  *Collector
+	c                                  SweepSource
 	nodeCPU, nodeMem, nodeSwap         *prometheus.Desc
 	ctrCPU, ctrMem, ctrSwap, ctrStart  *prometheus.Desc
 	podCPU, podMem, podSwap, scrapeErr *prometheus.Desc
 }
 
 // NewResourceCollector returns the /metrics/resource collector of c.
-func NewResourceCollector(c *Collector) *ResourceCollector {
+func NewResourceCollector(c SweepSource) *ResourceCollector {
 	ctr := []string{"container", "pod", "namespace"}
 	pod := []string{"pod", "namespace"}
 	return &ResourceCollector{c: c,

@@ -116,3 +116,9 @@ type ContainerSample struct {
 	// while the pod lives.
 	OOMEvents uint64
 }
+
+// SweepSource gives the current sweep: a *Collector, or the agent's
+// handle on one that exists only once the pod side runs.
+type SweepSource interface {
+	Get(ctx context.Context) (*Sweep, error)
+}
