@@ -48,7 +48,9 @@ var cadvisorCgroupSeries = []cgroupSeries{
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.SwapBytes) }},
 	{"container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.PeakBytes) }},
-	{"container_memory_failcnt", "Number of memory usage hits limits", true,
+	// cAdvisor types it a counter; a gauge here, as a counter without
+	// _total fails promtool check metrics.
+	{"container_memory_failcnt", "Number of memory usage hits limits", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.Memory.Failcnt) }},
 	{"container_spec_memory_limit_bytes", "Memory limit for the container.", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return limitOf(s.Memory.LimitBytes) }},
