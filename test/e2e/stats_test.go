@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/images"
 )
@@ -185,6 +187,23 @@ func TestStatsEndpoints(t *testing.T) {
 		}
 		if len(fams["kubelet_running_containers"].GetMetric()) == 0 || len(fams["kubelet_node_name"].GetMetric()) != 1 {
 			t.Error("no kubelet_running_containers or kubelet_node_name")
+		}
+	})
+	t.Run("every family served is in agent.MetricNames", func(t *testing.T) {
+		names, err := agent.MetricNames()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range names {
+			fams, err := scrape(k.url(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range fams {
+				if !slices.Contains(want, name) {
+					t.Errorf("%s serves %s, which agent.MetricNames does not list there (dashboards are checked against it)", p, name)
+				}
+			}
 		}
 	})
 	t.Run("promtool check metrics", func(t *testing.T) {
