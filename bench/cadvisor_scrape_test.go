@@ -401,4 +401,3 @@ func sumOp(b []byte, op string) float64 {
 	}
 	return sum
 }
-
