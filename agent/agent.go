@@ -22,6 +22,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
@@ -59,6 +60,8 @@ type Agent struct {
 	// /metrics/resource and /metrics/probes.
 	stats     *stats.Collector
 	statsRegs statsRegistries
+	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
+	criMetrics *crimetrics.Metrics
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -93,7 +96,8 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	)
 	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
 	a.statsRegs = a.newStatsRegistries()
-	reg.MustRegister(newRunningCollector(a))
+	a.criMetrics = crimetrics.NewMetrics()
+	reg.MustRegister(newRunningCollector(a), a.criMetrics)
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -27,7 +28,8 @@ func MetricNames() (map[string][]string, error) {
 	image := prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "image_garbage_collected_total"},
 		[]string{"reason"}) // agent/gc's, registered with the image GC
 	main := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image}
+		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image,
+		crimetrics.NewMetrics()}
 	reg := prometheus.NewRegistry()
 	if _, err := pleg.New(pleg.Config{Lister: noPods{}, Registerer: reg}); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -107,6 +108,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("image service: %w", err)
 	}
+	rs, is = crimetrics.Wrap(rs, is, a.criMetrics) // kubelet_runtime_operations_*
 	podsDir := filepath.Join(a.opts.RootDir, "pods")
 	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
 	if err != nil {

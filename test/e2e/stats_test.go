@@ -188,6 +188,13 @@ func TestStatsEndpoints(t *testing.T) {
 		if len(fams["kubelet_running_containers"].GetMetric()) == 0 || len(fams["kubelet_node_name"].GetMetric()) != 1 {
 			t.Error("no kubelet_running_containers or kubelet_node_name")
 		}
+		ops := map[string]float64{}
+		for _, m := range fams["kubelet_runtime_operations_total"].GetMetric() {
+			ops[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+		if ops["run_podsandbox"] < 3 || ops["create_container"] < 4 || ops["exec_sync"] < 1 || ops["list_containers"] < 1 {
+			t.Errorf("kubelet_runtime_operations_total = %v, want ≥ 3 run_podsandbox, 4 create_container, exec_sync and list_containers", ops)
+		}
 	})
 	t.Run("every family served is in agent.MetricNames", func(t *testing.T) {
 		names, err := agent.MetricNames()
