@@ -29,7 +29,7 @@ func MetricNames() (map[string][]string, error) {
 		[]string{"reason"}) // agent/gc's, registered with the image GC
 	main := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image,
-		crimetrics.NewMetrics()}
+		crimetrics.NewMetrics(), newPodMetrics(nil)}
 	reg := prometheus.NewRegistry()
 	if _, err := pleg.New(pleg.Config{Lister: noPods{}, Registerer: reg}); err != nil {
 		return nil, err

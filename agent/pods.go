@@ -156,10 +156,15 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	defer p.probes.Stop()
 	p.syncOpt = setup.Sync
-	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
+	podMetrics := newPodMetrics(a.deps.Now) // kubelet_pod_worker_duration_seconds, kubelet_pod_start_duration_seconds
+	if err := a.registry.Register(podMetrics); err != nil {
+		return fmt.Errorf("pod metrics: %w", err)
+	}
+	p.workers, err = podworkers.New(podworkers.Config{Syncer: timedSyncer{p, podMetrics}, SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
+			podMetrics.forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
 			}

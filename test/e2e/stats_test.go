@@ -188,6 +188,15 @@ func TestStatsEndpoints(t *testing.T) {
 		if len(fams["kubelet_running_containers"].GetMetric()) == 0 || len(fams["kubelet_node_name"].GetMetric()) != 1 {
 			t.Error("no kubelet_running_containers or kubelet_node_name")
 		}
+		if h := fams["kubelet_pod_start_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() < 2 {
+			t.Errorf("kubelet_pod_start_duration_seconds = %v, want ≥ 2 pods started", h)
+		}
+		for _, name := range []string{"kubelet_pod_worker_duration_seconds", "kubelet_pleg_relist_interval_seconds",
+			"kubelet_pleg_relist_duration_seconds", "kubelet_runtime_operations_duration_seconds"} {
+			if len(fams[name].GetMetric()) == 0 {
+				t.Errorf("/metrics has no %s", name)
+			}
+		}
 		ops := map[string]float64{}
 		for _, m := range fams["kubelet_runtime_operations_total"].GetMetric() {
 			ops[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
