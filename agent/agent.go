@@ -97,7 +97,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
 	a.statsRegs = a.newStatsRegistries()
 	a.criMetrics = crimetrics.NewMetrics()
-	reg.MustRegister(newRunningCollector(a), a.criMetrics)
+	reg.MustRegister(newRunningCollector(a), a.criMetrics, stats.NewPressureCollector(agentSweeps{a}))
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {

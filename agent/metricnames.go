@@ -12,6 +12,7 @@ import (
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/eviction"
 )
 
@@ -29,7 +30,7 @@ func MetricNames() (map[string][]string, error) {
 		[]string{"reason"}) // agent/gc's, registered with the image GC
 	main := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image,
-		crimetrics.NewMetrics(), newPodMetrics(nil)}
+		crimetrics.NewMetrics(), newPodMetrics(nil), stats.NewPressureCollector(agentSweeps{a})}
 	reg := prometheus.NewRegistry()
 	if _, err := pleg.New(pleg.Config{Lister: noPods{}, Registerer: reg}); err != nil {
 		return nil, err

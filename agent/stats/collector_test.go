@@ -227,3 +227,25 @@ func lintClean(t *testing.T, c prometheus.Collector) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+func TestPressureGauges(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	pc := NewPressureCollector(c)
+	want := `
+# HELP kernelet_pod_pressure_avg10_ratio Share of the last 10 s in which some (kind=some) or all (kind=full) tasks of the pod were stalled on the resource (PSI avg10 / 100).
+# TYPE kernelet_pod_pressure_avg10_ratio gauge
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="cpu"} 0.1394
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="io"} 0
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="memory"} 0
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="cpu"} 0.1394
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="io"} 0
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="memory"} 0
+`
+	if err := testutil.CollectAndCompare(pc, strings.NewReader(want), "kernelet_pod_pressure_avg10_ratio"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(pc, "kernelet_node_pressure_avg10_ratio"); n == 0 {
+		t.Error("no node PSI gauges")
+	}
+	lintClean(t, pc)
+}

@@ -3,7 +3,8 @@
 // kubepods cgroups, every pod's and every running container's cgroup)
 // shared by /metrics/cadvisor, /metrics/resource and /stats/summary, and
 // the pure conversions of a sweep into cAdvisor's series, kubelet's
-// resource metrics and the Summary API (k8s.io/kubelet stats/v1alpha1).
+// resource metrics, the Summary API (k8s.io/kubelet stats/v1alpha1) and
+// kernelet's PSI gauges of /metrics.
 //
 // A Collector reads a sweep on demand and keeps it for a short window
 // (Config.MaxAge, 1 s by default): scrapes of the three endpoints within

@@ -197,6 +197,17 @@ func TestStatsEndpoints(t *testing.T) {
 				t.Errorf("/metrics has no %s", name)
 			}
 		}
+		psi := map[string]bool{}
+		for _, m := range fams["kernelet_pod_pressure_avg10_ratio"].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pod" {
+					psi[l.GetValue()] = true
+				}
+			}
+		}
+		if !psi[web] || !psi[oomchild] || len(fams["kernelet_node_pressure_avg10_ratio"].GetMetric()) == 0 {
+			t.Errorf("PSI gauges: pods %v, node %d series", psi, len(fams["kernelet_node_pressure_avg10_ratio"].GetMetric()))
+		}
 		ops := map[string]float64{}
 		for _, m := range fams["kubelet_runtime_operations_total"].GetMetric() {
 			ops[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
