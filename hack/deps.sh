@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|bpf|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|vm|bpf|metrics|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
