@@ -196,6 +196,9 @@ func (rc *runningCollector) Collect(ch chan<- prometheus.Metric) {
 	states := map[runtime.ContainerState]int{runtime.ContainerCreated: 0, runtime.ContainerRunning: 0,
 		runtime.ContainerExited: 0, runtime.ContainerUnknown: 0}
 	for _, r := range p.workers.Pods() {
+		if r.Pod == nil {
+			continue
+		}
 		st, _ := p.pleg.Cache().Get(r.Pod.UID)
 		if st == nil {
 			continue
