@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check test test-unit fuzz e2e bench bench-footprint bench-objects bench-probes demo lint clean
+.PHONY: help build deps components generate generate-check test test-unit fuzz e2e bench bench-footprint bench-objects bench-probes bench-scrape-kubelet demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
-	hack/deps.sh containerd vm
+	hack/deps.sh containerd vm metrics
 
 # The test control plane, built from the Go module proxy into the cache
 # outside the repository (~/.cache/kernelet, keyed by version): a no-op that
@@ -85,7 +85,7 @@ test: deps build components lint generate-check ## everything CI runs (installs 
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e) || rc=1; \
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	echo "== e2e smoke lines:"; grep -E '(CRI|apiserver|VM) smoke:' $(BIN)/e2e.log || { echo "missing smoke lines"; rc=1; }; \
-	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes)$$' -benchtime=1x ./... || rc=1; \
+	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet)$$' -benchtime=1x ./... || rc=1; \
 	hack/fuzz.sh || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
@@ -110,6 +110,16 @@ bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubel
 	@echo "== footprint run $$KERNELET_TEST_RUN"
 	@rc=0; \
 	$(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
+
+# Not in `make test`: it needs the conformance kit's kubelet (as bench-footprint)
+# and runs 110 API pods under each agent in turn (~3 min). Root.
+bench-scrape-kubelet: build ## agent CPU of one /metrics/cadvisor scrape with 110 pods: the kit's kubelet vs kernelet
+	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
+	@echo "== scrape run $$KERNELET_TEST_RUN"
+	@rc=0; \
+	$(GO) test -count=1 -v -timeout 30m -run '^$$' -bench '^BenchmarkCadvisorScrapeKubelet$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 

@@ -22,10 +22,12 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
+	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/events"
@@ -56,6 +58,13 @@ type Agent struct {
 	auth     *auth.Auth
 	// oom is the OOM kill stream once the pod side runs it.
 	oom *oomWatch
+	// stats is the cgroup sweep of the stats endpoints (agent/stats.go),
+	// set once the pod side runs; statsRegs serve /metrics/cadvisor,
+	// /metrics/resource and /metrics/probes.
+	stats     *stats.Collector
+	statsRegs statsRegistries
+	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
+	criMetrics *crimetrics.Metrics
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -89,6 +98,9 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		NewBuildInfoCollector(),
 	)
 	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
+	a.statsRegs = a.newStatsRegistries()
+	a.criMetrics = crimetrics.NewMetrics()
+	reg.MustRegister(newRunningCollector(a), a.criMetrics, stats.NewPressureCollector(agentSweeps{a}))
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {

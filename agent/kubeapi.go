@@ -46,6 +46,10 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		RunningPods:   a.runningPods,
 		ContainerLogs: logs.Source{Pods: lookup, Runtime: a.runtimeService, Now: a.deps.Now},
 		NodeLogsDir:   "/var/log",
+		Cadvisor:      a.statsRegs.cadvisor,
+		Resource:      a.statsRegs.resource,
+		Probes:        a.statsRegs.probes,
+		Summary:       a.Summary,
 	}
 	st := streaming.Server{Pods: lookup, Runtime: a.runtimeService}
 	api.Exec, api.Attach = http.HandlerFunc(st.Exec), http.HandlerFunc(st.Attach)

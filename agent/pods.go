@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -111,6 +112,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("image service: %w", err)
 	}
+	rs, is = crimetrics.Wrap(rs, is, a.criMetrics) // kubelet_runtime_operations_*
 	podsDir := filepath.Join(a.opts.RootDir, "pods")
 	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
 	if err != nil {
@@ -153,15 +155,20 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err := a.registry.Register(p.oomScores); err != nil {
 		return fmt.Errorf("oom_score_adj metrics: %w", err)
 	}
-	if err := p.startProbes(rs, a.registry); err != nil {
+	if err := p.startProbes(rs, a.statsRegs.probes); err != nil {
 		return err
 	}
 	defer p.probes.Stop()
 	p.syncOpt = setup.Sync
-	p.workers, err = podworkers.New(podworkers.Config{Syncer: p, SyncFrequency: kc.SyncFrequency.Duration,
+	podMetrics := newPodMetrics(a.deps.Now) // kubelet_pod_worker_duration_seconds, kubelet_pod_start_duration_seconds
+	if err := a.registry.Register(podMetrics); err != nil {
+		return fmt.Errorf("pod metrics: %w", err)
+	}
+	p.workers, err = podworkers.New(podworkers.Config{Syncer: timedSyncer{p, podMetrics}, SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
+			podMetrics.forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
 			}
@@ -187,6 +194,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	if err := a.newCollectors(p, rs, is); err != nil {
 		return err
+	}
+	if err := a.startStats(p, h); err != nil {
+		return fmt.Errorf("stats: %w", err)
 	}
 	a.mu.Lock()
 	a.pods = p

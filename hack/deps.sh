@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|bpf|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|vm|bpf|metrics|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
@@ -8,6 +8,7 @@ declare -A PKGS=(
   [containerd]="containerd runc containernetworking-plugins busybox-static iproute2"
   [vm]="qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio"
   [bpf]="clang llvm libbpf-dev bpftool"
+  [metrics]="prometheus"
 )
 
 parts=("$@")
@@ -36,7 +37,7 @@ fi
 echo "hack/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-# policy-rc.d keeps Debian from starting containerd/etcd as services.
+# policy-rc.d keeps Debian from starting containerd/etcd/prometheus as services.
 printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d
 trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -27,11 +27,14 @@ type PLEG struct {
 	wake   chan struct{}
 
 	relistDuration prometheus.Histogram
+	relistInterval prometheus.Histogram
 	lastSeen       prometheus.Gauge
 
-	mu       sync.Mutex
-	lastOK   time.Time
-	previous map[types.UID]*runtime.PodStatus
+	mu     sync.Mutex
+	lastOK time.Time
+	// lastStart is when the previous relist started (relist interval).
+	lastStart time.Time
+	previous  map[types.UID]*runtime.PodStatus
 }
 
 // New returns a PLEG; Run starts it.
@@ -59,13 +62,18 @@ func New(cfg Config) (*PLEG, error) {
 			Help:    "Duration in seconds for relisting pods in PLEG.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
+		relistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_pleg_relist_interval_seconds",
+			Help:    "Interval in seconds between relisting in PLEG.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
+		}),
 		lastSeen: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kubelet_pleg_last_seen_seconds",
 			Help: "Timestamp in seconds when PLEG was last seen active.",
 		}),
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.relistDuration, p.lastSeen} {
+		for _, c := range []prometheus.Collector{p.relistDuration, p.relistInterval, p.lastSeen} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("pleg metrics: %w", err)
 			}
@@ -133,6 +141,13 @@ func (p *PLEG) stream(ctx context.Context) {
 func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	log := klog.FromContext(ctx)
 	start := p.clock.Now()
+	p.mu.Lock()
+	prevStart := p.lastStart
+	p.lastStart = start
+	p.mu.Unlock()
+	if !prevStart.IsZero() {
+		p.relistInterval.Observe(start.Sub(prevStart).Seconds())
+	}
 	listed, err := p.cfg.Lister.ListPods(ctx)
 	p.relistDuration.Observe(p.clock.Since(start).Seconds())
 	if err != nil {

@@ -128,7 +128,7 @@ func TestRelistEventsAndCache(t *testing.T) {
 	for _, mf := range mfs {
 		names[mf.GetName()] = true
 	}
-	for _, n := range []string{"kubelet_pleg_relist_duration_seconds", "kubelet_pleg_last_seen_seconds"} {
+	for _, n := range []string{"kubelet_pleg_relist_duration_seconds", "kubelet_pleg_relist_interval_seconds", "kubelet_pleg_last_seen_seconds"} {
 		if !names[n] {
 			t.Errorf("metric %s missing", n)
 		}

@@ -9,7 +9,11 @@
 // It also builds the kubelet API's muxes (SecureHandler for address:port,
 // ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration
 // (TLSConfig: configured or self-signed certificate) and its listeners
-// (ListenTLS, ListenUnix for the local socket). Authentication and
+// (ListenTLS, ListenUnix for the local socket), and serves on both ports
+// the gatherers of /metrics/cadvisor, /metrics/resource and
+// /metrics/probes and the Summary API's /stats/summary
+// (?only_cpu_and_memory) from what KubeletAPI hands it (agent/stats reads
+// them). Authentication and
 // authorization are agent/server/auth's; the log and streaming endpoints
 // come in as handlers. The package knows nothing of pods or the kernel:
 // what it serves comes in as functions, handlers and collectors.

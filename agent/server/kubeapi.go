@@ -3,6 +3,10 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // KubeletAPI is what the secure and read-only ports serve beyond Options.
@@ -18,18 +22,25 @@ type KubeletAPI struct {
 	Exec, Attach, PortForward, Run http.Handler
 	// NodeLogsDir is served below /logs/ ("" : not served).
 	NodeLogsDir string
+	// Cadvisor, Resource and Probes are the gatherers of
+	// /metrics/cadvisor, /metrics/resource and /metrics/probes (nil: 501).
+	Cadvisor, Resource, Probes prometheus.Gatherer
+	// Summary returns the Summary API object of /stats/summary, only CPU
+	// and memory when asked (nil: 501).
+	Summary func(ctx context.Context, onlyCPUAndMemory bool) (any, error)
 }
 
-// notImplemented are kubelet endpoints kernelet does not serve yet: they
-// answer 501 rather than 404, so that a client can tell.
+// notImplemented are kubelet endpoints kernelet does not serve (yet, or
+// in this configuration): they answer 501 rather than 404, so that a
+// client can tell.
 var notImplemented = []string{"/stats/", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes", "/spec/"}
 
 // SecureHandler serves the kubelet API of the secure port (the caller puts
 // authentication and authorization in front): /healthz, /metrics,
 // /configz, /pods, /runningpods/, /containerLogs/, /exec/, /attach/,
-// /portForward/, /run/, /logs/, and kernelet's /status; /stats/,
-// /metrics/cadvisor, /metrics/resource, /metrics/probes and /spec/ answer
-// 501.
+// /portForward/, /run/, /logs/, /stats/summary, /metrics/cadvisor,
+// /metrics/resource, /metrics/probes and kernelet's /status; the rest of
+// /stats/ and /spec/ answer 501 (so do the others when not given).
 func SecureHandler(o KubeletAPI) http.Handler {
 	mux := readOnlyMux(o)
 	if o.Configz != nil {
@@ -54,8 +65,8 @@ func SecureHandler(o KubeletAPI) http.Handler {
 
 // ReadOnlyHandler serves the read-only port (plain HTTP, no
 // authentication, as kubelet's readOnlyPort): /healthz, /metrics, /pods,
-// /runningpods/ and kernelet's /status; the 501 endpoints as on the
-// secure port.
+// /runningpods/, /stats/summary, the /metrics/ endpoints and kernelet's
+// /status; the 501 endpoints as on the secure port.
 func ReadOnlyHandler(o KubeletAPI) http.Handler { return readOnlyMux(o) }
 
 func readOnlyMux(o KubeletAPI) *http.ServeMux {
@@ -73,12 +84,54 @@ func readOnlyMux(o KubeletAPI) *http.ServeMux {
 			writeJSON(w, list)
 		})
 	}
+	served := map[string]http.Handler{}
+	for p, g := range map[string]prometheus.Gatherer{"/metrics/cadvisor": o.Cadvisor, "/metrics/resource": o.Resource,
+		"/metrics/probes": o.Probes} {
+		if g != nil {
+			served[p] = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+		}
+	}
+	if o.Summary != nil {
+		served["/stats/summary"] = summaryHandler(o.Summary)
+	}
+	for p, h := range served {
+		mux.Handle(p, h)
+	}
 	for _, p := range notImplemented {
+		if served[p] != nil {
+			continue
+		}
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, r.URL.Path+" is not implemented by kernelet yet", http.StatusNotImplemented)
 		})
 	}
 	return mux
+}
+
+// summaryHandler serves /stats/summary (GET or POST, as kubelet) with
+// ?only_cpu_and_memory=true.
+func summaryHandler(f func(ctx context.Context, onlyCPUAndMemory bool) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		only := false
+		if v := r.URL.Query().Get("only_cpu_and_memory"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				http.Error(w, "only_cpu_and_memory: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			only = b
+		}
+		sum, err := f(r.Context(), only)
+		if err != nil {
+			http.Error(w, "summary: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, sum)
+	})
 }
 
 func configz(f func() any) http.Handler {

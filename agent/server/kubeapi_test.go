@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestSecureAndReadOnlyHandlers(t *testing.T) {
@@ -55,5 +58,33 @@ func TestSecureAndReadOnlyHandlers(t *testing.T) {
 	api.RunningPods = func(context.Context) (any, error) { return nil, errors.New("cri down") }
 	if code, _ := get(t, SecureHandler(api), "/runningpods/"); code != 500 {
 		t.Errorf("runningpods with a failing runtime = %d, want 500", code)
+	}
+}
+
+func TestStatsAndMetricsEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "probe_marker", Help: "m"}, func() float64 { return 1 }))
+	api := KubeletAPI{Cadvisor: reg, Resource: reg, Probes: reg,
+		Summary: func(_ context.Context, only bool) (any, error) { return map[string]bool{"only": only}, nil }}
+	for _, h := range []http.Handler{SecureHandler(api), ReadOnlyHandler(api)} {
+		for _, p := range []string{"/metrics/cadvisor", "/metrics/resource", "/metrics/probes"} {
+			if code, body := get(t, h, p); code != 200 || !strings.Contains(body, "probe_marker 1") {
+				t.Errorf("GET %s = %d %q", p, code, body)
+			}
+		}
+		cases := map[string]struct {
+			code int
+			body string
+		}{
+			"/stats/summary": {200, "{\n  \"only\": false\n}\n"},
+			"/stats/summary?only_cpu_and_memory=true": {200, "{\n  \"only\": true\n}\n"},
+			"/stats/summary?only_cpu_and_memory=yes":  {400, "only_cpu_and_memory: strconv.ParseBool: parsing \"yes\": invalid syntax\n"},
+			"/stats/container":                        {501, "/stats/container is not implemented by kernelet yet\n"},
+		}
+		for p, want := range cases {
+			if code, body := get(t, h, p); code != want.code || body != want.body {
+				t.Errorf("GET %s = %d %q, want %d %q", p, code, body, want.code, want.body)
+			}
+		}
 	}
 }

@@ -338,8 +338,8 @@ spec:
 			t.Errorf("POST /run = %d %q", code, body)
 		}
 		code, body = call(t, direct(&kubeletClient), "GET", secure+"/stats/summary", "")
-		if code != 501 {
-			t.Errorf("GET /stats/summary = %d %q, want 501 until the observability work", code, body)
+		if code != 200 || !strings.Contains(body, `"name": "`+pod+`"`) {
+			t.Errorf("GET /stats/summary = %d %.300q, want 200 with the pod", code, body)
 		}
 	})
 

@@ -1,0 +1,251 @@
+package stats
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/cgroups"
+)
+
+const fixturePod = "/kubepods/burstable/pod7c5b9d2e"
+
+// fixtureCollector is a collector over testdata/v2 (a cgroup v2 tree with
+// one burstable pod whose container "app" runs in the cgroup app1 and
+// was OOM-killed once, and whose container "side" has an OOM-killed
+// instance whose cgroup is gone), with a clock the test moves.
+func fixtureCollector(t *testing.T) (*Collector, *time.Time) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("testdata", "v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ms, err := cgroups.ParseMountinfo(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ms {
+		ms[i].Path = root + ms[i].Path
+	}
+	r, err := cgroups.NewReader(cgroups.Classify(ms), cgroups.WithProcRoot(filepath.Join(root, "proc")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	start := time.Unix(1_799_999_000, 0)
+	inv := func(context.Context) []Pod {
+		return []Pod{{Namespace: "ns", Name: "web", UID: types.UID("7c5b9d2e"), Cgroup: fixturePod, StartTime: start,
+			Containers: []Container{
+				{Name: "app", ID: "app1", Image: "example/app:1", Running: true, StartTime: start},
+				{Name: "side", ID: "gone1", Image: "example/side:1", OOMKilled: true},
+				{Name: "idle", ID: "gone2", Image: "example/idle:1"},
+			}}}
+	}
+	c, err := NewCollector(Config{Reader: r, Inventory: inv, NodeName: "node-a", Kubepods: "/kubepods", RootDir: root,
+		BootTime: start, NumCPU: 2, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, &now
+}
+
+func TestCollectorSweep(t *testing.T) {
+	c, now := fixtureCollector(t)
+	ctx := context.Background()
+	s, err := c.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Errors != 0 || !s.Root.Found || !s.Kubepods.Found || s.NodeFs == nil {
+		t.Fatalf("sweep: errors %d, root %v, kubepods %v, nodefs %v", s.Errors, s.Root.Found, s.Kubepods.Found, s.NodeFs)
+	}
+	if len(s.Pods) != 1 || !s.Pods[0].Found {
+		t.Fatalf("pods: %+v", s.Pods)
+	}
+	got := map[string]string{}
+	for _, cs := range s.Pods[0].Containers {
+		got[cs.Name] = cs.Stats.Memory.WorkingSetBytes.String() + "/" + map[bool]string{true: "found", false: "gone"}[cs.Found] +
+			"/oom=" + cgroups.Value{V: cs.OOMEvents, Known: true}.String()
+	}
+	want := map[string]string{"app": "20971520/found/oom=1", "side": "unknown/gone/oom=1"}
+	if len(got) != len(want) || got["app"] != want["app"] || got["side"] != want["side"] {
+		t.Errorf("containers = %v, want %v (idle: never OOM-killed, not running: left out)", got, want)
+	}
+
+	again, _ := c.Get(ctx)
+	if again != s {
+		t.Error("a second read within MaxAge read a new sweep")
+	}
+	*now = now.Add(DefaultMaxAge)
+	next, _ := c.Get(ctx)
+	if next == s {
+		t.Fatal("a read after MaxAge reused the old sweep")
+	}
+	if !next.Pods[0].NanoCores.Known || next.Pods[0].NanoCores.V != 0 {
+		t.Errorf("second sweep's pod CPU rate = %v, want a known 0 (the fixture does not change)", next.Pods[0].NanoCores)
+	}
+	if s.Pods[0].NanoCores.Known {
+		t.Errorf("first sweep's pod CPU rate = %v, want unknown", s.Pods[0].NanoCores)
+	}
+}
+
+func TestOOMTrackerSurvivesRecreation(t *testing.T) {
+	tr := newOOMTracker()
+	tr.observe("u", "app", "c1", 0)
+	tr.observe("u", "app", "c1", 1) // the kernel counter moved
+	tr.observe("u", "app", "c1", 0) // the cgroup is gone: never goes down
+	tr.observe("u", "app", "c2", 1) // the runtime says the next instance was OOM-killed too
+	tr.observe("u", "side", "s1", 0)
+	if got := tr.total("u", "app"); got != 2 {
+		t.Errorf("app kills = %d, want 2", got)
+	}
+	if got := tr.total("u", "side"); got != 0 {
+		t.Errorf("side kills = %d, want 0", got)
+	}
+	tr.retain(map[types.UID]bool{})
+	if got := tr.total("u", "app"); got != 0 {
+		t.Errorf("after the pod went: %d, want 0", got)
+	}
+}
+
+func TestCadvisorSeries(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	cc := NewCadvisorCollector(c)
+	want := `
+# HELP container_oom_events_total Count of out of memory events observed for the container (the kernel's OOM kill counter of each instance's cgroup, or the runtime's OOMKilled when the cgroup was gone first).
+# TYPE container_oom_events_total counter
+container_oom_events_total{container="",id="/kubepods/burstable/pod7c5b9d2e",image="",name="",namespace="ns",pod="web"} 2
+container_oom_events_total{container="app",id="/kubepods/burstable/pod7c5b9d2e/app1",image="example/app:1",name="app1",namespace="ns",pod="web"} 1
+container_oom_events_total{container="side",id="/kubepods/burstable/pod7c5b9d2e/gone1",image="example/side:1",name="gone1",namespace="ns",pod="web"} 1
+# HELP container_spec_memory_limit_bytes Memory limit for the container.
+# TYPE container_spec_memory_limit_bytes gauge
+container_spec_memory_limit_bytes{container="",id="/kubepods/burstable/pod7c5b9d2e",image="",name="",namespace="ns",pod="web"} 6.7108864e+07
+container_spec_memory_limit_bytes{container="app",id="/kubepods/burstable/pod7c5b9d2e/app1",image="example/app:1",name="app1",namespace="ns",pod="web"} 3.3554432e+07
+# HELP machine_cpu_cores Number of logical CPU cores.
+# TYPE machine_cpu_cores gauge
+machine_cpu_cores 2
+# HELP machine_memory_bytes Amount of memory installed on the machine.
+# TYPE machine_memory_bytes gauge
+machine_memory_bytes 4.91696128e+08
+`
+	if err := testutil.CollectAndCompare(cc, strings.NewReader(want), "container_oom_events_total",
+		"container_spec_memory_limit_bytes", "machine_cpu_cores", "machine_memory_bytes"); err != nil {
+		t.Error(err)
+	}
+	ws := gatherValues(t, cc, "container_memory_working_set_bytes", "container")
+	if ws["app"] != 20971520 || ws[""] == 0 {
+		t.Errorf("working sets by container = %v", ws)
+	}
+	for _, name := range []string{"container_cpu_usage_seconds_total", "container_pressure_cpu_waiting_seconds_total",
+		"container_pressure_memory_stalled_seconds_total", "container_cpu_cfs_throttled_periods_total"} {
+		if v := gatherValues(t, cc, name, "container"); len(v) == 0 {
+			t.Errorf("no %s series", name)
+		}
+	}
+	lintClean(t, cc)
+}
+
+func TestResourceSeries(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	rc := NewResourceCollector(c)
+	if v := gatherValues(t, rc, "container_memory_working_set_bytes", "container"); v["app"] != 20971520 || len(v) != 1 {
+		t.Errorf("container working sets = %v, want app only (side is not running)", v)
+	}
+	if v := gatherValues(t, rc, "pod_memory_working_set_bytes", "pod"); v["web"] != 31965184 {
+		t.Errorf("pod working sets = %v", v)
+	}
+	if v := gatherValues(t, rc, "pod_cpu_usage_seconds_total", "pod"); v["web"] != 0.345333 {
+		t.Errorf("pod cpu = %v", v)
+	}
+	if v := gatherValues(t, rc, "node_memory_working_set_bytes", ""); len(v) != 1 {
+		t.Errorf("node working set = %v", v)
+	}
+	if v := gatherValues(t, rc, "resource_scrape_error", ""); v[""] != 0 {
+		t.Errorf("resource_scrape_error = %v", v)
+	}
+	lintClean(t, rc)
+}
+
+// gatherValues gathers c and returns the values of metric name by the
+// value of label (every series when label is "").
+func gatherValues(t *testing.T, c prometheus.Collector, name, label string) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := ""
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label {
+					key = lp.GetValue()
+				}
+			}
+			out[key] = value(m)
+		}
+	}
+	return out
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	return 0
+}
+
+func lintClean(t *testing.T, c prometheus.Collector) {
+	t.Helper()
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestPressureGauges(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	pc := NewPressureCollector(c)
+	want := `
+# HELP kernelet_pod_pressure_avg10_ratio Share of the last 10 s in which some (kind=some) or all (kind=full) tasks of the pod were stalled on the resource (PSI avg10 / 100).
+# TYPE kernelet_pod_pressure_avg10_ratio gauge
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="cpu"} 0.1394
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="io"} 0
+kernelet_pod_pressure_avg10_ratio{kind="full",namespace="ns",pod="web",resource="memory"} 0
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="cpu"} 0.1394
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="io"} 0
+kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource="memory"} 0
+`
+	if err := testutil.CollectAndCompare(pc, strings.NewReader(want), "kernelet_pod_pressure_avg10_ratio"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(pc, "kernelet_node_pressure_avg10_ratio"); n == 0 {
+		t.Error("no node PSI gauges")
+	}
+	lintClean(t, pc)
+}

@@ -1,0 +1,90 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/kernelet/kernelet/cgroups"
+)
+
+// cgroupSeries is one per-cgroup series: its name, help, whether it is a
+// counter, and how its value comes from a cgroup's stats (ok false: not
+// known, no sample).
+type cgroupSeries struct {
+	name, help string
+	counter    bool
+	value      func(s *cgroups.CgroupStats) (v float64, ok bool)
+}
+
+func bytesOf(v cgroups.Value) (float64, bool) { return float64(v.V), v.Known }
+
+func secondsOfNs(v cgroups.Value) (float64, bool) { return float64(v.V) / 1e9, v.Known }
+
+func countOf(v cgroups.Value) (float64, bool) { return float64(v.V), v.Known }
+
+func psiTotal(l cgroups.PressureLine) (float64, bool) { return l.Total.Seconds(), l.Known }
+
+// limitOf is cAdvisor's spec limit: 0 when unlimited.
+func limitOf(v cgroups.Value) (float64, bool) {
+	if v.IsUnlimited() {
+		return 0, true
+	}
+	return float64(v.V), v.Known
+}
+
+// cadvisorCgroupSeries are the per-cgroup series of /metrics/cadvisor,
+// with cAdvisor's names and meanings.
+var cadvisorCgroupSeries = []cgroupSeries{
+	{"container_memory_working_set_bytes", "Current working set of the container in bytes", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.WorkingSetBytes) }},
+	{"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.UsageBytes) }},
+	{"container_memory_rss", "Size of RSS in bytes.", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.AnonBytes) }},
+	{"container_memory_cache", "Number of bytes of page cache memory.", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.FileBytes) }},
+	{"container_memory_mapped_file", "Size of memory mapped files in bytes.", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.FileMappedBytes) }},
+	{"container_memory_swap", "Container swap usage in bytes.", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.SwapBytes) }},
+	{"container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.PeakBytes) }},
+	// cAdvisor types it a counter; a gauge here, as a counter without
+	// _total fails promtool check metrics.
+	{"container_memory_failcnt", "Number of memory usage hits limits", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.Memory.Failcnt) }},
+	{"container_spec_memory_limit_bytes", "Memory limit for the container.", false,
+		func(s *cgroups.CgroupStats) (float64, bool) { return limitOf(s.Memory.LimitBytes) }},
+	{"container_cpu_user_seconds_total", "Cumulative user cpu time consumed in seconds.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return secondsOfNs(s.CPU.UserNs) }},
+	{"container_cpu_system_seconds_total", "Cumulative system cpu time consumed in seconds.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return secondsOfNs(s.CPU.SystemNs) }},
+	{"container_cpu_cfs_periods_total", "Number of elapsed enforcement period intervals.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.CPU.Periods) }},
+	{"container_cpu_cfs_throttled_periods_total", "Number of throttled period intervals.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.CPU.ThrottledPeriods) }},
+	{"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return secondsOfNs(s.CPU.ThrottledNs) }},
+	{"container_fs_reads_bytes_total", "Cumulative count of bytes read (all block devices)", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.IO.ReadBytes) }},
+	{"container_fs_writes_bytes_total", "Cumulative count of bytes written (all block devices)", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.IO.WriteBytes) }},
+	{"container_fs_reads_total", "Cumulative count of reads completed (all block devices)", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.ReadOps) }},
+	{"container_fs_writes_total", "Cumulative count of writes completed (all block devices)", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.WriteOps) }},
+	{"container_pressure_cpu_waiting_seconds_total", "Total time duration tasks in the container have waited due to CPU congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.CPU.Some) }},
+	{"container_pressure_cpu_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to CPU congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.CPU.Full) }},
+	{"container_pressure_memory_waiting_seconds_total", "Total time duration tasks in the container have waited due to memory congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.Memory.Some) }},
+	{"container_pressure_memory_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to memory congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.Memory.Full) }},
+	{"container_pressure_io_waiting_seconds_total", "Total time duration tasks in the container have waited due to IO congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.IO.Some) }},
+	{"container_pressure_io_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to IO congestion.", true,
+		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.IO.Full) }},
+}
+
+// unixSeconds is t as Unix seconds with fractions.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

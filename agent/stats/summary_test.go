@@ -1,0 +1,60 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+func TestSummary(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	s, err := c.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(Summary(s, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum statsapi.Summary // what a client decodes
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	n := sum.Node
+	if n.NodeName != "node-a" || n.CPU == nil || n.CPU.UsageCoreNanoSeconds == nil || n.CPU.PSI == nil ||
+		n.Memory == nil || n.Memory.AvailableBytes == nil || n.Memory.PSI == nil || n.Fs == nil || n.Runtime == nil ||
+		n.Runtime.ImageFs == nil || n.Rlimit == nil || n.IO == nil || n.IO.PSI == nil {
+		t.Fatalf("node stats incomplete: %s", b)
+	}
+	if len(n.SystemContainers) != 1 || n.SystemContainers[0].Name != statsapi.SystemContainerPods {
+		t.Errorf("system containers = %+v", n.SystemContainers)
+	}
+	if len(sum.Pods) != 1 {
+		t.Fatalf("pods = %d", len(sum.Pods))
+	}
+	p := sum.Pods[0]
+	if p.PodRef != (statsapi.PodReference{Name: "web", Namespace: "ns", UID: "7c5b9d2e"}) {
+		t.Errorf("podRef = %+v", p.PodRef)
+	}
+	if p.Memory == nil || *p.Memory.WorkingSetBytes != 31965184 || *p.Memory.AvailableBytes != 67108864-31965184 {
+		t.Errorf("pod memory = %+v", p.Memory)
+	}
+	if p.CPU == nil || p.CPU.PSI == nil || p.CPU.PSI.Some.Total != 2571826 || p.CPU.PSI.Full.Avg10 != 13.94 {
+		t.Errorf("pod cpu = %+v", p.CPU)
+	}
+	if p.Memory.PSI == nil || p.IO == nil || p.IO.PSI == nil || p.ProcessStats == nil || *p.ProcessStats.ProcessCount != 5 {
+		t.Errorf("pod memory/io PSI or processes missing: %s", b)
+	}
+	if len(p.Containers) != 1 || p.Containers[0].Name != "app" || *p.Containers[0].Memory.WorkingSetBytes != 20971520 ||
+		p.Containers[0].Memory.PSI == nil {
+		t.Errorf("containers = %+v (only running ones)", p.Containers)
+	}
+
+	only := Summary(s, true)
+	if only.Node.Fs != nil || only.Node.IO != nil || only.Pods[0].IO != nil || only.Pods[0].Containers[0].IO != nil ||
+		only.Pods[0].Memory == nil || only.Pods[0].CPU == nil {
+		t.Errorf("only_cpu_and_memory kept more than CPU and memory: %+v", only.Pods[0])
+	}
+}

@@ -1,0 +1,124 @@
+package stats
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/cgroups"
+)
+
+// DefaultMaxAge is how long a sweep is served before the next scrape reads
+// a new one.
+const DefaultMaxAge = time.Second
+
+// Pod is one pod to read, as the agent knows it.
+type Pod struct {
+	Namespace, Name string
+	UID             types.UID
+	// Cgroup is the pod cgroup's path, e.g. /kubepods/burstable/pod<uid>.
+	Cgroup    string
+	StartTime time.Time
+	// Containers are every container instance the pod's status names:
+	// running ones are read, terminated ones count their OOM kills.
+	Containers []Container
+}
+
+// Container is one container instance of a pod.
+type Container struct {
+	Name string
+	// ID is the runtime's container ID (without the scheme); its cgroup
+	// is Pod.Cgroup/ID.
+	ID    string
+	Image string
+	// Running is true while the container runs: only running containers
+	// are read.
+	Running   bool
+	StartTime time.Time
+	// OOMKilled is true when the runtime reports this instance terminated
+	// with reason OOMKilled.
+	OOMKilled bool
+}
+
+// Inventory returns the pods to read now.
+type Inventory func(ctx context.Context) []Pod
+
+// Config is what a Collector reads.
+type Config struct {
+	Reader *cgroups.Reader
+	// Inventory lists the pods (nil: the node only).
+	Inventory Inventory
+	// NodeName names the node in the Summary API.
+	NodeName string
+	// Kubepods is the cgroup of all pods (the "pods" system container).
+	Kubepods string
+	// RootDir is a path on the node filesystem (nodefs), statfs'd for the
+	// node's fs stats; "" leaves them out.
+	RootDir string
+	// ImageFsDir is a path on the runtime's image filesystem ("" : the
+	// node filesystem's stats are reported for it too, as when they share
+	// one).
+	ImageFsDir string
+	// BootTime is the node's start time (the root cgroup's).
+	BootTime time.Time
+	// NumCPU is the number of CPUs (machine_cpu_cores).
+	NumCPU int
+	// MaxAge is how long a sweep is reused (0: DefaultMaxAge).
+	MaxAge time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Sweep is one read of everything the endpoints serve.
+type Sweep struct {
+	// Time is when the read started.
+	Time     time.Time
+	NodeName string
+	BootTime time.Time
+	NumCPU   int
+	Node     cgroups.NodeStats
+	// Root is the root cgroup (the node's CPU, memory and I/O usage);
+	// Kubepods is the pods' cgroup. Found is false when unread.
+	Root, Kubepods CgroupSample
+	// NodeFs and ImageFs are nil when not read.
+	NodeFs, ImageFs *cgroups.FSStats
+	Pods            []PodSample
+	// Errors counts the cgroups that could not be read for another
+	// reason than being gone (container_scrape_error, resource_scrape_error).
+	Errors int
+}
+
+// CgroupSample is one cgroup's stats with the CPU rate since the previous
+// sweep that read it.
+type CgroupSample struct {
+	Found bool
+	Stats cgroups.CgroupStats
+	// NanoCores is the CPU usage rate since the previous sweep (unknown
+	// on the first read of the cgroup).
+	NanoCores cgroups.Value
+}
+
+// PodSample is a pod with its cgroup's and running containers' stats.
+type PodSample struct {
+	Pod
+	CgroupSample
+	Containers []ContainerSample
+}
+
+// ContainerSample is a running container (or, with Found false and a
+// non-zero OOMEvents, a container name whose instances are all gone) and
+// its stats.
+type ContainerSample struct {
+	Container
+	CgroupSample
+	// OOMEvents is the container's OOM kills over every instance seen
+	// while the pod lives.
+	OOMEvents uint64
+}
+
+// SweepSource gives the current sweep: a *Collector, or the agent's
+// handle on one that exists only once the pod side runs.
+type SweepSource interface {
+	Get(ctx context.Context) (*Sweep, error)
+}
