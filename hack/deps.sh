@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|bpf|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|vm|bpf|browser|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
@@ -8,6 +8,8 @@ declare -A PKGS=(
   [containerd]="containerd runc containernetworking-plugins busybox-static iproute2"
   [vm]="qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio"
   [bpf]="clang llvm libbpf-dev bpftool"
+  # the dashboard test (headless Chromium) and the `kernelet top` test (tmux)
+  [browser]="chromium tmux"
 )
 
 parts=("$@")
