@@ -53,6 +53,8 @@ type Agent struct {
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
+	// dash is the live dashboard's hub and snapshot (agent/dashboard.go).
+	dash *liveView
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -86,6 +88,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		NewBuildInfoCollector(),
 	)
 	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
+	a.dash = newLiveView(a)
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {
@@ -152,6 +155,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
+	g.Go(func() error { a.runLive(gctx); return nil })
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 		a.mu.Lock()

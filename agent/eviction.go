@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -79,6 +80,7 @@ func (p *pods) evict(ctx context.Context, pod *v1.Pod, e eviction.Eviction) erro
 		Reason: eviction.Reason, Message: msg,
 		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatus(st, msg, p.now()) }})
 	p.recorder.Event(events.PodRef(pod, ""), v1.EventTypeWarning, eviction.Reason, msg)
+	p.hub.Publish(live.EvictionEvent(pod, string(e.Signal), msg))
 	return nil
 }
 

@@ -109,3 +109,14 @@ func (t *OOMTracker) Forget(uid string) {
 	delete(t.seen, uid)
 	delete(t.counts, uid)
 }
+
+// UIDs are the pods the tracker counts kills of.
+func (t *OOMTracker) UIDs() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.seen))
+	for uid := range t.seen {
+		out = append(out, uid)
+	}
+	return out
+}
