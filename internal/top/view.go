@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kernelet/kernelet/agent/live"
@@ -114,7 +115,7 @@ func View(s State) string {
 	bottom = append(bottom, eventLines(s.Events, 4)...)
 	bottom = append(bottom, "keys: m memory  p psi  o oom kills  n name  q quit")
 	rows := h - len(top) - len(bottom) - 1 // the table's header
-	table := []string{fmt.Sprintf("%-32s %-10s %9s %8s %8s %6s %4s", "NAMESPACE/POD", "QOS", "WORKSET", "REQUEST", "LIMIT", "PSI", "OOM")}
+	table := []string{fmt.Sprintf(podFormat, "NAMESPACE/POD", "QOS", "WORKSET", "REQUEST", "LIMIT", "PSI", "OOM")}
 	if sn != nil {
 		pods := SortPods(sn.Pods, s.Sort)
 		for i, p := range pods {
@@ -165,13 +166,19 @@ func nodeLines(sn *live.Snapshot) []string {
 	}
 }
 
+// The pod table's columns: 76 cells, so a row fits 80.
+const (
+	podNameWidth = 30
+	podFormat    = "%-30s %-10s %8s %7s %7s %5s %3s"
+)
+
 func podLine(p live.Pod) string {
 	psi := "-"
 	if p.PSI != nil {
 		psi = fmt.Sprintf("%.2f", p.PSI.SomeAvg10)
 	}
-	return fmt.Sprintf("%-32s %-10s %9s %8s %8s %6s %4d", fit(p.String(), 32), p.QoS, bytes(p.WorkingSetBytes),
-		bytesOrDash(p.RequestBytes), bytesOrDash(p.LimitBytes), psi, p.OOMKills)
+	return fmt.Sprintf(podFormat, fit(p.String(), podNameWidth), p.QoS, bytes(p.WorkingSetBytes),
+		bytesOrDash(p.RequestBytes), bytesOrDash(p.LimitBytes), psi, strconv.Itoa(p.OOMKills))
 }
 
 // eventLines are the last n events, newest last.

@@ -59,6 +59,11 @@ func TestViewFits80x24(t *testing.T) {
 		if n := utf8.RuneCountInString(l); n > 80 {
 			t.Errorf("line of %d cells: %q", n, l)
 		}
+		if strings.HasPrefix(l, "NAMESPACE/POD") || strings.HasPrefix(l, "default/") {
+			if !strings.HasSuffix(l, "OOM") && !strings.HasSuffix(strings.TrimRight(l, "0123456789"), " ") {
+				t.Errorf("table row cut before its OOM column: %q", l)
+			}
+		}
 	}
 	for _, want := range []string{"PRESSURE: MemoryPressure", "allocatableMemory.available<100Mi MET", "more pods", "OOMKill default/p container c pid 42 (testbox)", "keys: m memory"} {
 		if !strings.Contains(out, want) {

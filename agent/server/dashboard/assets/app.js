@@ -143,8 +143,8 @@ function addEvent(e) {
   const li = el("li", e.kind);
   li.dataset.kind = e.kind;
   li.dataset.seq = e.seq;
-  li.append(el("span", "t", new Date(e.time).toLocaleTimeString()));
-  li.append(el("span", "k", e.kind));
+  li.append(el("span", "t", new Date(e.time).toLocaleTimeString()), " ");
+  li.append(el("span", "k", e.kind), " ");
   li.append(el("span", "d", describe(e)));
   const tl = $("timeline");
   tl.prepend(li);
