@@ -115,7 +115,8 @@ func View(s State) string {
 	bottom = append(bottom, eventLines(s.Events, 4)...)
 	bottom = append(bottom, "keys: m memory  p psi  o oom kills  n name  q quit")
 	rows := h - len(top) - len(bottom) - 1 // the table's header
-	table := []string{fmt.Sprintf(podFormat, "NAMESPACE/POD", "QOS", "WORKSET", "REQUEST", "LIMIT", "PSI", "OOM")}
+	nameWidth := max(w-len(fmt.Sprintf(podFormat, "", "", "", "", "", "")), minNameWidth)
+	table := []string{podRow(nameWidth, "NAMESPACE/POD", "QOS", "WORKSET", "REQUEST", "LIMIT", "PSI", "OOM")}
 	if sn != nil {
 		pods := SortPods(sn.Pods, s.Sort)
 		for i, p := range pods {
@@ -126,7 +127,7 @@ func View(s State) string {
 				table = append(table, fmt.Sprintf("… %d more pods", len(pods)-i))
 				break
 			}
-			table = append(table, podLine(p))
+			table = append(table, podLine(nameWidth, p))
 		}
 	}
 	lines := append(append(top, table...), bottom...)
@@ -166,18 +167,25 @@ func nodeLines(sn *live.Snapshot) []string {
 	}
 }
 
-// The pod table's columns: 76 cells, so a row fits 80.
+// podFormat is the pod table's row after the name column: 46 cells; the
+// name takes the rest of the width (34 cells of 80), at least
+// minNameWidth.
 const (
-	podNameWidth = 30
-	podFormat    = "%-30s %-10s %8s %7s %7s %5s %3s"
+	podFormat    = " %-10s %8s %7s %7s %5s %3s"
+	minNameWidth = 20
 )
 
-func podLine(p live.Pod) string {
+// podRow is one row of the table, name cut to width.
+func podRow(width int, name string, cols ...any) string {
+	return fmt.Sprintf("%-*s", width, fit(name, width)) + fmt.Sprintf(podFormat, cols...)
+}
+
+func podLine(width int, p live.Pod) string {
 	psi := "-"
 	if p.PSI != nil {
 		psi = fmt.Sprintf("%.2f", p.PSI.SomeAvg10)
 	}
-	return fmt.Sprintf(podFormat, fit(p.String(), podNameWidth), p.QoS, bytes(p.WorkingSetBytes),
+	return podRow(width, p.String(), p.QoS, bytes(p.WorkingSetBytes),
 		bytesOrDash(p.RequestBytes), bytesOrDash(p.LimitBytes), psi, strconv.Itoa(p.OOMKills))
 }
 

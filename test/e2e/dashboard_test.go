@@ -3,10 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
@@ -47,6 +53,39 @@ func TestDashboard(t *testing.T) {
 	n.waitRunning(t, 60*time.Second, "grow")
 	t.Run("chromium", func(t *testing.T) { testDashboardChromium(t, n, chromium) })
 	t.Run("top", func(t *testing.T) { testDashboardTop(t, n) })
+	t.Run("endpoints", func(t *testing.T) { testDashboardEndpoints(t, n) })
+}
+
+// testDashboardEndpoints: the snapshot is also served on the kubelet API
+// (TLS; anonymous and AlwaysAllow on this node: the nodes/proxy
+// subresource) and on the local socket.
+func testDashboardEndpoints(t *testing.T, n *agentNode) {
+	secure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the agent's self-signed certificate
+	sock := filepath.Join(n.root, "kernelet.sock")
+	local := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	for name, c := range map[string]struct {
+		client *http.Client
+		url    string
+	}{
+		"secure port":  {secure, "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(n.securePort)) + "/dashboard/api/snapshot"},
+		"local socket": {local, "http://kernelet/dashboard/api/snapshot"},
+	} {
+		resp, err := c.client.Get(c.url)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var s live.Snapshot
+		err = json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || s.NodeName != n.node || len(s.Pods) != 2 || s.Node.CapacityBytes == 0 {
+			t.Errorf("%s %s: %d %v %+v", name, c.url, resp.StatusCode, err, s)
+		}
+	}
 }
 
 // artifactDir is where a test leaves files for the CI log: $KERNELET_BIN/
@@ -186,7 +225,8 @@ func testDashboardTop(t *testing.T, n *agentNode) {
 		t.Fatalf("tmux: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = tmux("kill-server") })
-	grow, oom := "default/grow-"+n.node, "default/oom-"+n.node
+	// Rows start with the pod's name, cut to the name column (34 cells).
+	grow, oom := "default/grow-", "default/oom-"
 	var screen string
 	// order returns the rows of grow and oom on the screen (-1: absent).
 	order := func() (g, o int) {
@@ -209,7 +249,10 @@ func testDashboardTop(t *testing.T, n *agentNode) {
 				return false, fmt.Errorf("%v: %s", err, out)
 			}
 			screen = out
-			return ok(order()), nil
+			if !ok(order()) {
+				return false, fmt.Errorf("the screen is:\n%s", screen)
+			}
+			return true, nil
 		})
 	}
 	// Sorted by memory: the growing pod (tens of MiB) above the pod that

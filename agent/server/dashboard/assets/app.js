@@ -75,13 +75,13 @@ function drawChart(s) {
     history.forEach((h, i) => { if (h[key] !== null) pts.push(x(off + i).toFixed(1) + "," + y(h[key]).toFixed(1)); });
     if (pts.length > 0) chart.append(svg("polyline", { class: cls, points: pts.join(" ") }));
   };
-  for (const t of s.thresholds || []) {
+  (s.thresholds || []).forEach((t, i) => {
     const ty = y(t.quantityBytes);
     chart.append(svg("line", { class: "th", x1: 0, x2: W, y1: ty, y2: ty }));
-    const label = svg("text", { x: 4, y: ty - 3 });
+    const label = svg("text", { x: 4 + i * 240, y: ty - 3 }); // side by side when equal
     label.textContent = t.signal + " < " + t.value;
     chart.append(label);
-  }
+  });
   line("alloc", "alloc");
   line("avail", "avail");
   const scale = svg("text", { x: W - 4, y: 12, "text-anchor": "end" });
