@@ -8,6 +8,11 @@
 // through the container and image collectors of agent/gc, which otherwise
 // run every minute and every five minutes.
 //
+// dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
+// agent/server/dashboard): evictions and OOMKilled terminations are
+// published to the live hub as they happen, pressure condition changes
+// within a second, and the snapshot is read from the cgroups on request.
+//
 // The agent imports the kernel side (cgroups, bpf, eviction, oom) as values
 // and interfaces; the kernel side never imports the agent.
 package agent

@@ -5,7 +5,8 @@
 //
 // The view is a pure function of the state (View); the terminal loop is
 // bubbletea's, the stream reader (Stream) plain HTTP. Only `kernelet top`
-// imports this package: the terminal libraries stay out of every other
-// command's code paths (their package initialisers still run in the one
-// binary; see cmd/kernelet's TestTopInitCost).
+// imports this package: the terminal libraries stay out of the agent and
+// every other command's code paths (TestAgentLinksNoTerminalUI); their
+// package initialisers still run in the one binary, about 0.3 ms and
+// 100 KB of heap at start (GODEBUG=inittrace=1).
 package top
