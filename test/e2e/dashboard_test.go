@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/internal/top"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
@@ -47,13 +48,54 @@ func TestDashboard(t *testing.T) {
 	env.Require(t, errChromium == nil, "Debian chromium (hack/deps.sh browser)")
 	_, errTmux := exec.LookPath("tmux")
 	env.Require(t, errTmux == nil, "tmux (hack/deps.sh browser)")
-	n, _, _ := newAgentWithCleanup(t, containerd.Shared(t))
+	cd := containerd.Shared(t)
+	n, _, _ := newAgentWithCleanup(t, cd)
 	dashboardPods(t, n)
 	n.start(t)
 	n.waitRunning(t, 60*time.Second, "grow")
 	t.Run("chromium", func(t *testing.T) { testDashboardChromium(t, n, chromium) })
 	t.Run("top", func(t *testing.T) { testDashboardTop(t, n) })
 	t.Run("endpoints", func(t *testing.T) { testDashboardEndpoints(t, n) })
+	t.Run("conditions", func(t *testing.T) { testDashboardConditions(t, cd) })
+}
+
+// testDashboardConditions: a node whose memory.available threshold is met
+// at once (99% of capacity; no pods) streams the MemoryPressure change
+// with kubelet's reason.
+func testDashboardConditions(t *testing.T, cd *containerd.Instance) {
+	n, _, _ := newAgentWithCleanup(t, cd)
+	f, err := os.OpenFile(n.cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("evictionHard: {memory.available: \"99%\"}\n")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	updates := make(chan live.Event, 100)
+	go top.Stream(ctx, http.DefaultClient, strings.TrimSuffix(n.url(""), "/"), 500*time.Millisecond, func(u top.Update) {
+		if u.Event != nil {
+			updates <- *u.Event
+		}
+	})
+	for {
+		select {
+		case e := <-updates:
+			if c := e.Condition; c != nil && c.Type == "MemoryPressure" && c.Status == "True" {
+				if c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" {
+					t.Errorf("condition change %+v, want kubelet's reason and message", c)
+				}
+				t.Logf("streamed: %s at %s", top.Describe(e), e.Time.Format(time.RFC3339Nano))
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no MemoryPressure=True change streamed in 60 s\nkernelet log:\n%s", tail(n.log(t), 40))
+		}
+	}
 }
 
 // testDashboardEndpoints: the snapshot is also served on the kubelet API
