@@ -35,7 +35,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
-	hack/deps.sh containerd vm metrics
+	hack/deps.sh containerd vm metrics browser
 
 # The test control plane, built from the Go module proxy into the cache
 # outside the repository (~/.cache/kernelet, keyed by version): a no-op that

@@ -65,6 +65,8 @@ type Agent struct {
 	statsRegs statsRegistries
 	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
 	criMetrics *crimetrics.Metrics
+	// dash is the live dashboard's hub and snapshot (agent/dashboard.go).
+	dash *liveView
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -101,6 +103,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	a.statsRegs = a.newStatsRegistries()
 	a.criMetrics = crimetrics.NewMetrics()
 	reg.MustRegister(newRunningCollector(a), a.criMetrics, stats.NewPressureCollector(agentSweeps{a}))
+	a.dash = newLiveView(a)
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
 		if err != nil {
@@ -168,6 +171,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
+	g.Go(func() error { a.runLive(gctx); return nil })
 	g.Go(func() error {
 		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 		a.mu.Lock()

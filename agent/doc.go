@@ -14,6 +14,11 @@
 // kills of /status) — agent/oomkills.go decides scope and texts,
 // agent/oomwatch.go wires the stream.
 //
+// dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
+// agent/server/dashboard): evictions and OOMKilled terminations are
+// published to the live hub as they happen, pressure condition changes
+// within a second, and the snapshot is read from the cgroups on request.
+//
 // The agent imports the kernel side (cgroups, bpf, eviction, oom) as values
 // and interfaces; the kernel side never imports the agent.
 package agent

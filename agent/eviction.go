@@ -14,6 +14,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -101,6 +102,7 @@ func (p *pods) evict(ctx context.Context, pod *v1.Pod, e eviction.Eviction) erro
 		Reason: eviction.Reason, Message: msg,
 		Status: func(st v1.PodStatus) v1.PodStatus { return eviction.EvictedStatusOf(st, e, p.now()) }})
 	p.recorder.Event(events.PodRef(pod, ""), v1.EventTypeWarning, eviction.Reason, msg)
+	p.hub.Publish(live.EvictionEvent(pod, string(e.Signal), msg))
 	return nil
 }
 

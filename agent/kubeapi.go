@@ -39,6 +39,8 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		Configz:  func() any { return a.opts.Config.Kubelet },
 		Status:   func(ctx context.Context) any { return a.Status(ctx) },
 		Pods:     func(ctx context.Context) any { return a.PodList(ctx) },
+		// the live dashboard; nodes/proxy on the secure port
+		Dashboard: a.dashboardHandler(),
 	}
 	lookup := agentPods{a}
 	api := server.KubeletAPI{

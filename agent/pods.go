@@ -19,6 +19,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
@@ -78,6 +79,11 @@ type pods struct {
 
 	// probes runs the containers' probes (agent/probes.go).
 	probes *prober.Manager
+
+	// hub gets the live events (evictions, OOM kills) for the dashboard;
+	// ooms finds the OOM kills in pod statuses (agent/dashboard.go).
+	hub  *live.Hub
+	ooms *live.OOMTracker
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -139,6 +145,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
+	p.hub, p.ooms = a.dash.hub, a.dash.ooms
 	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.status
@@ -174,6 +181,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 			}
 		},
 		OnStatus: func(pod *v1.Pod, st v1.PodStatus) {
+			p.observeOOMKills(pod, st)
 			if p.status != nil {
 				p.status.SetStatus(pod, st)
 			}

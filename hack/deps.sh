@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|bpf|metrics|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|vm|bpf|metrics|browser|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
@@ -9,6 +9,8 @@ declare -A PKGS=(
   [vm]="qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio"
   [bpf]="clang llvm libbpf-dev bpftool"
   [metrics]="prometheus"
+  # the dashboard test (headless Chromium) and the `kernelet top` test (tmux)
+  [browser]="chromium tmux"
 )
 
 parts=("$@")

@@ -4,7 +4,8 @@
 // (Prometheus), /configz (the effective configuration, as kubelet serves
 // it; component-base's configz is a process-wide registry, which several
 // agents in one test process cannot share) and /status (kernelet's own
-// summary that `kernelet status` prints).
+// summary that `kernelet status` prints) and the live dashboard
+// (agent/server/dashboard, /dashboard/) when given.
 //
 // It also builds the kubelet API's muxes (SecureHandler for address:port,
 // ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration

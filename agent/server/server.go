@@ -25,7 +25,8 @@ func HealthzHandler(checks []HealthCheck) http.Handler {
 	return mux
 }
 
-// Handler serves the agent API: /healthz, /metrics, /configz, /status, /pods.
+// Handler serves the agent API: /healthz, /metrics, /configz, /status, /pods,
+// /dashboard/.
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	hz := HealthzHandler(o.Checks)
@@ -48,6 +49,10 @@ func Handler(o Options) http.Handler {
 		mux.HandleFunc("/pods", func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, o.Pods(r.Context()))
 		})
+	}
+	if o.Dashboard != nil {
+		mux.Handle("/dashboard", o.Dashboard)
+		mux.Handle("/dashboard/", o.Dashboard)
 	}
 	return mux
 }

@@ -26,4 +26,7 @@ type Options struct {
 	// Pods returns the object served at /pods, a v1 PodList (nil: not
 	// served).
 	Pods func(ctx context.Context) any
+	// Dashboard serves /dashboard/ and below (agent/server/dashboard; nil:
+	// not served).
+	Dashboard http.Handler
 }

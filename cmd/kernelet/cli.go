@@ -21,6 +21,7 @@ func subcommands() map[string]subcommand {
 		"run":     {"run the node agent", runCommand},
 		"trace":   {"trace oom|reclaim|exit|cgroup: live kernel events, resolved to pods", traceCommand},
 		"status":  {"ask a running agent for its health and status", statusCommand},
+		"top":     {"live terminal view of memory pressure and pods (from the agent's dashboard stream)", topCommand},
 		"config":  {"config validate FILE: print the effective configuration or every error", configCommand},
 		"version": {"print the version", versionCommand},
 	}

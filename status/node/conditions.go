@@ -62,6 +62,21 @@ var pressureTexts = map[v1.NodeConditionType][2]conditionText{
 	},
 }
 
+// PressureText is kubelet's reason and message of a pressure condition
+// (MemoryPressure, DiskPressure, PIDPressure) with the given status; ok is
+// false for another type.
+func PressureText(t v1.NodeConditionType, pressure bool) (reason, message string, ok bool) {
+	texts, ok := pressureTexts[t]
+	if !ok {
+		return "", "", false
+	}
+	i := 0
+	if pressure {
+		i = 1
+	}
+	return texts[i].reason, texts[i].message, true
+}
+
 // ReadyError is why the node is not ready, in kubelet's words, or nil:
 // the runtime never answered ("container runtime status check may not
 // have completed yet") or stopped answering RuntimeDownAfter ago

@@ -23,6 +23,7 @@ func TestSubresourcesAndVerb(t *testing.T) {
 		"stats summary":      {"GET", "/stats/summary", "get", []string{"stats"}},
 		"stats":              {"GET", "/stats", "get", []string{"stats"}},
 		"statsfoo is proxy":  {"GET", "/statsfoo", "get", []string{"proxy"}},
+		"dashboard is proxy": {"GET", "/dashboard/api/events", "get", []string{"proxy"}},
 		"metrics":            {"GET", "/metrics", "get", []string{"metrics"}},
 		"metrics cadvisor":   {"GET", "/metrics/cadvisor", "get", []string{"metrics"}},
 		"node logs":          {"GET", "/logs/syslog", "get", []string{"log"}},

@@ -1,0 +1,13 @@
+// Package live is the agent's live view for the dashboard and `kernelet
+// top`: the event kinds operators watch (evictions, OOM kills, node
+// condition changes), a Hub that broadcasts them to subscribers without
+// ever blocking a publisher (bounded per-subscriber buffers; a subscriber
+// that falls behind is dropped, not waited for) and keeps the last events
+// for late subscribers, and the Snapshot of node and pod memory pressure
+// with its pure conversion from cgroup and eviction values.
+//
+// It reads nothing itself: the agent hands it values (BuildSnapshot's
+// inputs come from the cgroups Reader, pod statuses from the pod workers)
+// and serves the results over HTTP (agent/server/dashboard). It must not
+// import the server, the runtime or any terminal library.
+package live
