@@ -175,7 +175,7 @@ func (v *liveView) forgetGone(p *pods) {
 // observeOOMKills publishes the OOM kills a pod status shows for the
 // first time (container terminated with reason OOMKilled).
 func (p *pods) observeOOMKills(pod *v1.Pod, st v1.PodStatus) {
-	if p.ooms == nil {
+	if p.ooms == nil || p.kernelOOMs.Load() {
 		return
 	}
 	for _, k := range p.ooms.Observe(pod, st) {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/oom"
 )
@@ -70,8 +71,9 @@ func TestAttributeOOM(t *testing.T) {
 // to the same series; a global OOM also gives kubelet's SystemOOM.
 func TestOOMWatchHandle(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
+	p := &pods{hub: live.NewHub(0, nil), ooms: live.NewOOMTracker()}
 	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: rec,
-		kills: newOOMKillsCounter(), ring: oomRing{n: 2}}
+		kills: newOOMKillsCounter(), ring: oomRing{n: 2}, p: p}
 	t0 := time.Unix(1000, 0)
 	for i, id := range []string{"c1", "c2"} {
 		ref := testCtr
@@ -100,6 +102,21 @@ func TestOOMWatchHandle(t *testing.T) {
 	st := w.Status()
 	if st.Total != 3 || len(st.Recent) != 2 || st.Recent[1].Pid != 7 || st.Recent[0].Pid != 101 || st.Recent[0].Latency != 3*time.Millisecond {
 		t.Errorf("status %+v", st)
+	}
+	// The live dashboard gets every kill with its victim and scope, and
+	// counts the pod's.
+	recent := p.hub.Recent()
+	if len(recent) != 3 {
+		t.Fatalf("hub events %d, want 3", len(recent))
+	}
+	if k := recent[1].OOMKill; k == nil || k.Pod == nil || k.Pod.UID != "u1" || k.Container != "app" || k.PID != 101 || k.Comm != "hog" || k.Scope != live.ScopeContainer {
+		t.Errorf("hub event %+v", k)
+	}
+	if k := recent[2].OOMKill; k == nil || k.Pod != nil || k.Scope != live.ScopeNode || k.PID != 7 {
+		t.Errorf("hub event of the global OOM %+v", k)
+	}
+	if n := p.ooms.Count("u1"); n != 2 {
+		t.Errorf("OOM kills counted for the pod: %d, want 2", n)
 	}
 }
 

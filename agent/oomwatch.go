@@ -17,6 +17,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
@@ -100,6 +101,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.mu.Lock()
 	w.status.Sources, w.status.Fallback, w.status.Notes = s.Via(), s.Why(), s.Notes()
 	w.mu.Unlock()
+	p.kernelOOMs.Store(p.hub != nil)
 	go func() {
 		defer env.Close()
 		defer s.Close()
@@ -133,6 +135,23 @@ func (w *oomWatch) handle(ctx context.Context, k oom.Kill, now time.Time) {
 	w.ring.add(rec)
 	w.status.Total++
 	w.mu.Unlock()
+	w.publish(rec, k)
+}
+
+// publish hands the attributed kill to the live dashboard's hub, with the
+// victim process and the scope the pod statuses cannot tell.
+func (w *oomWatch) publish(rec OOMKillRecord, k oom.Kill) {
+	if w.p == nil || w.p.hub == nil {
+		return
+	}
+	ev := live.OOMKill{Container: rec.Container, PID: rec.Pid, Comm: rec.Comm, Scope: rec.Scope, Source: rec.Sources}
+	if k.Pod != nil && rec.Pod != "" {
+		ev.Pod = &live.PodRef{Namespace: rec.Namespace, Name: rec.Pod, UID: k.Pod.UID}
+		if w.p.ooms != nil {
+			w.p.ooms.Add(k.Pod.UID)
+		}
+	}
+	w.p.hub.Publish(live.OOMKillEvent(ev))
 }
 
 // pod is the workers' pod of ref (nil when unknown).

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -84,6 +85,10 @@ type pods struct {
 	// ooms finds the OOM kills in pod statuses (agent/dashboard.go).
 	hub  *live.Hub
 	ooms *live.OOMTracker
+	// kernelOOMs: the kernel's OOM kill stream runs (agent/oomwatch.go)
+	// and publishes the kills to hub itself; the OOMKilled terminations of
+	// pod statuses are then not published again.
+	kernelOOMs atomic.Bool
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting

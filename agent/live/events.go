@@ -95,6 +95,17 @@ func (t *OOMTracker) Observe(pod *v1.Pod, st v1.PodStatus) []OOMKill {
 	return out
 }
 
+// Add counts one OOM kill of the pod reported by another source (the
+// kernel's OOM kill stream).
+func (t *OOMTracker) Add(uid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counts[uid]++
+	if t.seen[uid] == nil {
+		t.seen[uid] = map[string]struct{}{} // so that Forget drops it
+	}
+}
+
 // Count is how many OOM kills of the pod were seen.
 func (t *OOMTracker) Count(uid string) int {
 	t.mu.Lock()
