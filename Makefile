@@ -102,14 +102,15 @@ bench: build ## run the benchmarks for real (ratios against same-run baselines)
 
 # Not in `make test`: it needs the conformance kit's kubelet (KERNELET_KUBELET_BIN,
 # default ~/.cache/kernelet-conformance/v1.33.13/kubelet; `../shared/conformance/kit build`
-# makes it) and skips without it. Root; a few minutes.
-bench-footprint: build ## kernelet's idle RSS with 10 pods beside the real kubelet's (needs the kit's kubelet)
+# makes it) and skips without it. Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
+# KERNELET_FOOTPRINT_SETTLE=30s are the defaults).
+bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's (needs the kit's kubelet)
 	@echo "== reap: leftovers of killed runs (testenv reap)"
 	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== footprint run $$KERNELET_TEST_RUN"
 	@rc=0; \
-	$(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	$(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
