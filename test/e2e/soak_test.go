@@ -65,6 +65,9 @@ type soakLimits struct {
 type soakSample struct {
 	goroutines, fds, cgroupDirs int
 	rss                         int64
+	// Not bounded, shown to tell where RSS went: its anonymous and
+	// file-backed parts, and the Go heap in use.
+	anon, file, heap int64
 }
 
 // soakNode is what the driver needs of a variant.
@@ -277,7 +280,7 @@ func (s *soakNode) read(ctx context.Context) (soakSample, error) {
 	if err != nil {
 		return v, err
 	}
-	v.goroutines, v.fds = int(m["go_goroutines"]), int(m["process_open_fds"])
+	v.goroutines, v.fds, v.heap = int(m["go_goroutines"]), int(m["process_open_fds"]), int64(m["go_memstats_heap_inuse_bytes"])
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return v, err
@@ -285,6 +288,8 @@ func (s *soakNode) read(ctx context.Context) (soakSample, error) {
 	if v.rss, err = statusKB(string(st), "VmRSS"); err != nil {
 		return v, err
 	}
+	v.anon, _ = statusKB(string(st), "RssAnon")
+	v.file, _ = statusKB(string(st), "RssFile")
 	v.cgroupDirs = countCgroupDirs(s.cgroupRoot)
 	return v, nil
 }
@@ -385,6 +390,10 @@ func soakTable(start, peak, end soakSample, b soakLimits) string {
 	row("open fds (process_open_fds)", start.fds, peak.fds, end.fds, fmt.Sprintf("start + %d = %d", b.fds, start.fds+b.fds))
 	fmt.Fprintf(&sb, "| RSS MiB (VmRSS) | %.1f | %.1f | %.1f | %.1f × start = %.1f |\n", mibf(start.rss), mibf(peak.rss), mibf(end.rss),
 		b.rssFactor, mibf(start.rss)*b.rssFactor)
+	fmt.Fprintf(&sb, "| of which anon / file MiB | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | (shown only) |\n",
+		mibf(start.anon), mibf(start.file), mibf(peak.anon), mibf(peak.file), mibf(end.anon), mibf(end.file))
+	fmt.Fprintf(&sb, "| Go heap in use MiB (go_memstats_heap_inuse_bytes) | %.1f | %.1f | %.1f | (shown only) |\n",
+		mibf(start.heap), mibf(peak.heap), mibf(end.heap))
 	row("cgroup dirs under cgroupRoot", start.cgroupDirs, peak.cgroupDirs, end.cgroupDirs, fmt.Sprintf("start + %d = %d", b.cgroupDirs, start.cgroupDirs+b.cgroupDirs))
 	return sb.String()
 }
@@ -404,6 +413,7 @@ func (p *soakPeak) add(v soakSample) {
 	p.v.fds = max(p.v.fds, v.fds)
 	p.v.rss = max(p.v.rss, v.rss)
 	p.v.cgroupDirs = max(p.v.cgroupDirs, v.cgroupDirs)
+	p.v.anon, p.v.file, p.v.heap = max(p.v.anon, v.anon), max(p.v.file, v.file), max(p.v.heap, v.heap)
 }
 
 func (p *soakPeak) max() soakSample {
