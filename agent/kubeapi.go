@@ -48,6 +48,8 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		RunningPods:   a.runningPods,
 		ContainerLogs: logs.Source{Pods: lookup, Runtime: a.runtimeService, Now: a.deps.Now},
 		NodeLogsDir:   "/var/log",
+		NoDebugging:   kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
+		Profiling:     kc.EnableProfilingHandler == nil || *kc.EnableProfilingHandler,
 		Cadvisor:      a.statsRegs.cadvisor,
 		Resource:      a.statsRegs.resource,
 		Probes:        a.statsRegs.probes,

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,13 @@ type KubeletAPI struct {
 	Exec, Attach, PortForward, Run http.Handler
 	// NodeLogsDir is served below /logs/ ("" : not served).
 	NodeLogsDir string
+	// NoDebugging is kubelet's enableDebuggingHandlers=false: /exec/,
+	// /attach/, /portForward/, /run/, /containerLogs/, /runningpods/,
+	// /logs/ and /debug/pprof/ answer 405 "Debug endpoints are disabled."
+	NoDebugging bool
+	// Profiling serves net/http/pprof below /debug/pprof/ (kubelet's
+	// enableProfilingHandler; only with the debugging handlers, as kubelet).
+	Profiling bool
 	// Cadvisor, Resource and Probes are the gatherers of
 	// /metrics/cadvisor, /metrics/resource and /metrics/probes (nil: 501).
 	Cadvisor, Resource, Probes prometheus.Gatherer
@@ -42,9 +50,23 @@ var notImplemented = []string{"/stats/", "/metrics/cadvisor", "/metrics/resource
 // /metrics/resource, /metrics/probes and kernelet's /status; the rest of
 // /stats/ and /spec/ answer 501 (so do the others when not given).
 func SecureHandler(o KubeletAPI) http.Handler {
+	if o.NoDebugging {
+		o.RunningPods = nil
+	}
 	mux := readOnlyMux(o)
 	if o.Configz != nil {
 		mux.Handle("/configz", configz(o.Configz))
+	}
+	if o.NoDebugging {
+		debuggingDisabled(mux)
+		return mux
+	}
+	if o.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	for prefix, h := range map[string]http.Handler{
 		"/containerLogs/": o.ContainerLogs,
@@ -61,6 +83,18 @@ func SecureHandler(o KubeletAPI) http.Handler {
 		mux.Handle("/logs/", http.StripPrefix("/logs/", http.FileServer(http.Dir(o.NodeLogsDir))))
 	}
 	return mux
+}
+
+// debuggingPaths are kubelet's debugging handlers.
+var debuggingPaths = []string{"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/", "/runningpods/", "/debug/pprof/", "/logs/"}
+
+// debuggingDisabled answers kubelet's 405 on the debugging handlers.
+func debuggingDisabled(mux *http.ServeMux) {
+	for _, p := range debuggingPaths {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
+		})
+	}
 }
 
 // ReadOnlyHandler serves the read-only port (plain HTTP, no

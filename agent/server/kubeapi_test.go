@@ -55,6 +55,30 @@ func TestSecureAndReadOnlyHandlers(t *testing.T) {
 			}
 		})
 	}
+	// enableDebuggingHandlers false: kubelet's 405 on its debugging
+	// handlers; the rest is served. Profiling only when asked.
+	off := api
+	off.NoDebugging, off.Profiling = true, true
+	for _, p := range []string{"/exec/ns/p/c", "/containerLogs/ns/p/c", "/runningpods/", "/debug/pprof/", "/logs/x"} {
+		if code, body := get(t, SecureHandler(off), p); code != 405 || body != "Debug endpoints are disabled.\n" {
+			t.Errorf("debugging off: GET %s = %d %q", p, code, body)
+		}
+	}
+	if code, _ := get(t, SecureHandler(off), "/pods"); code != 200 {
+		t.Errorf("debugging off: /pods = %d", code)
+	}
+	if code, _ := get(t, secure, "/debug/pprof/"); code != 404 {
+		t.Errorf("profiling not asked: /debug/pprof/ = %d, want 404", code)
+	}
+	prof := api
+	prof.Profiling = true
+	if code, body := get(t, SecureHandler(prof), "/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("profiling: /debug/pprof/ = %d", code)
+	}
+	if code, _ := get(t, ReadOnlyHandler(prof), "/debug/pprof/"); code != 404 {
+		t.Errorf("read-only port serves /debug/pprof/: %d", code)
+	}
+
 	api.RunningPods = func(context.Context) (any, error) { return nil, errors.New("cri down") }
 	if code, _ := get(t, SecureHandler(api), "/runningpods/"); code != 500 {
 		t.Errorf("runningpods with a failing runtime = %d, want 500", code)
