@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/test/env/cgroupfs"
+	"github.com/kernelet/kernelet/test/env/containerd"
+)
+
+// faultSeed is KERNELET_FAULT_SEED when set (to replay a run), else a
+// fresh seed; the test prints it either way.
+func faultSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("KERNELET_FAULT_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("KERNELET_FAULT_SEED=%q: not an unsigned integer: %v", s, err)
+		}
+		t.Logf("fault seed %d (from KERNELET_FAULT_SEED)", seed)
+		return seed
+	}
+	seed := rand.Uint64()
+	t.Logf("fault seed %d (replay with KERNELET_FAULT_SEED=%d)", seed, seed)
+	return seed
+}
+
+// nodeLeftovers lists what the runtime, the cgroup tree, <root>/pods and
+// the pod log dir hold of node n's pods that is not one of the desired
+// pods (by name), and every duplicate: more than one sandbox of a pod, or
+// more than one container of a name and attempt.
+func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, desired map[string]bool) (uids map[types.UID]string, problems []string) {
+	t.Helper()
+	uids = map[types.UID]string{}
+	sbs, err := rs.ListPodSandbox(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPod := map[string]int{}
+	for _, sb := range sbs {
+		name, ok := strings.CutSuffix(sb.Labels[podconfig.LabelPodName], "-"+n.node)
+		if !ok {
+			continue
+		}
+		uid := types.UID(sb.Labels[podconfig.LabelPodUID])
+		if !desired[name] {
+			problems = append(problems, fmt.Sprintf("sandbox %.12s of removed pod %s (%s)", sb.Id, name, sb.State))
+			continue
+		}
+		uids[uid] = name
+		perPod[name]++
+	}
+	// The pods run sleep: one sandbox and one container each, ever.
+	for name, c := range perPod {
+		if c > 1 {
+			problems = append(problems, fmt.Sprintf("pod %s has %d sandboxes", name, c))
+		}
+	}
+	cs, err := rs.ListContainers(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perName := map[string]int{}
+	for _, c := range cs {
+		name, ok := strings.CutSuffix(c.Labels[podconfig.LabelPodName], "-"+n.node)
+		if !ok {
+			continue
+		}
+		if !desired[name] {
+			problems = append(problems, fmt.Sprintf("container %.12s of removed pod %s (%s)", c.Id, name, c.State))
+			continue
+		}
+		perName[name+"/"+c.Metadata.GetName()]++
+	}
+	for name, c := range perName {
+		if c > 1 {
+			problems = append(problems, fmt.Sprintf("duplicate container %s: %d containers", name, c))
+		}
+	}
+	known := func(uid string) bool { _, ok := uids[types.UID(uid)]; return ok }
+	// Pod cgroups: kubepods/pod<uid>, kubepods/{burstable,besteffort}/pod<uid>.
+	for _, top := range cgroupfs.PodDirs(n.cgroupRoot + "/kubepods") {
+		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if uid, ok := strings.CutPrefix(d.Name(), "pod"); ok && !known(uid) {
+				problems = append(problems, "cgroup dir "+p)
+			}
+			return nil
+		})
+	}
+	if es, err := os.ReadDir(filepath.Join(n.root, "pods")); err == nil {
+		for _, e := range es {
+			if !known(e.Name()) {
+				problems = append(problems, "pod dir "+filepath.Join(n.root, "pods", e.Name()))
+			}
+		}
+	}
+	if es, err := os.ReadDir(n.logs); err == nil {
+		for _, e := range es {
+			parts := strings.Split(e.Name(), "_")
+			if len(parts) != 3 || !known(parts[2]) {
+				problems = append(problems, "log dir "+filepath.Join(n.logs, e.Name()))
+			}
+		}
+	}
+	slices.Sort(problems)
+	return uids, problems
+}
+
+// Fault: the agent SIGKILLed at a random point of a pod's creation or
+// deletion, 20 times. After each restart the agent converges on the
+// manifests: every desired pod Running with one sandbox and one container,
+// nothing left of removed pods in the runtime, the cgroup tree, the pods
+// dir or the log dir.
+func TestFaultAgentKilled(t *testing.T) {
+	const (
+		iterations = 20
+		// maxDelay is T: the kill comes in [0, T] after the manifest change,
+		// which covers noticing the manifest, sandbox creation, the image
+		// pull (imagePullPolicy Always on half the pods), container creation
+		// and start, and a stop (grace 2 s; sleep exits on SIGTERM).
+		maxDelay = 1500 * time.Millisecond
+		settle   = 45 * time.Second
+	)
+	seed := faultSeed(t)
+	rng := rand.New(rand.NewPCG(seed, seed^0x6b65726e656c6574))
+	n, rs, _ := newAgentWithCleanup(t, containerd.Shared(t))
+	logOnFailure(t, n)
+	n.start(t)
+
+	desired := map[string]bool{}
+	next := 0
+	start := time.Now()
+	for i := range iterations {
+		var action string
+		names := slices.Sorted(func(yield func(string) bool) {
+			for k := range desired {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if len(names) < 2 || (len(names) < 5 && rng.IntN(2) == 0) {
+			name := fmt.Sprintf("k%d", next)
+			next++
+			m := podManifest(name, `["sleep"]`, "", 2)
+			if next%2 == 0 {
+				m = strings.Replace(m, "imagePullPolicy: IfNotPresent", "imagePullPolicy: Always", 1)
+			}
+			writeManifest(t, n.manifests, name+".yaml", m)
+			desired[name] = true
+			action = "add " + name
+		} else {
+			name := names[rng.IntN(len(names))]
+			if err := os.Remove(filepath.Join(n.manifests, name+".yaml")); err != nil {
+				t.Fatal(err)
+			}
+			delete(desired, name)
+			action = "remove " + name
+		}
+		delay := time.Duration(rng.Int64N(int64(maxDelay) + 1))
+		time.Sleep(delay) // the fault's random point, not synchronisation
+		n.stop(t, syscall.SIGKILL)
+		n.start(t)
+
+		// Settle: desired pods Running, nothing else left.
+		want := slices.Sorted(func(yield func(string) bool) {
+			for k := range desired {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		t0 := time.Now()
+		n.waitRunning(t, settle, want...)
+		var problems []string
+		deadline := time.Now().Add(settle)
+		for {
+			_, problems = nodeLeftovers(t, n, rs, desired)
+			if len(problems) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(problems) > 0 {
+			t.Fatalf("iteration %d (%s, SIGKILL after %v, seed %d): %d problems %v after the restart:\n%s",
+				i, action, delay.Round(time.Millisecond), seed, len(problems), settle, strings.Join(problems, "\n"))
+		}
+		t.Logf("iteration %2d: %-10s SIGKILL after %4dms, settled in %v: %d pods %v", i, action, delay.Milliseconds(),
+			time.Since(t0).Round(time.Millisecond), len(want), want)
+	}
+	_, problems := nodeLeftovers(t, n, rs, desired)
+	if len(problems) > 0 {
+		t.Errorf("at the end: %v", problems)
+	}
+	t.Logf("%d SIGKILLs at random points (seed %d) in %v: no orphan, no duplicate", iterations, seed, time.Since(start).Round(time.Millisecond))
+}
