@@ -236,4 +236,21 @@ func TestFaultContainerdRestart(t *testing.T) {
 	after := snapshotPods(t, c.agentNode, c.rs, names...)
 	before.compare(t, after, "after the containerd restart")
 	t.Logf("10 pods kept their containers, sandboxes and restart counts across the containerd restart; a new pod started")
+
+	// Pods started before and after the restart are deleted as usual.
+	late := c.waitRunning(t, time.Second, "late")["late"]
+	for _, p := range []struct {
+		file string
+		uid  types.UID
+	}{{"late.yaml", late.UID}, {"steady1.yaml", after.uids["steady1"]}} {
+		if err := os.Remove(c.manifests + "/" + p.file); err != nil {
+			t.Fatal(err)
+		}
+		removed := time.Now()
+		waitFor(t, 20*time.Second, "pod of "+p.file+" gone after its manifest was removed", func() (bool, error) {
+			cs, sbs := podObjects(t, c.rs, p.uid)
+			return len(cs)+len(sbs) == 0, fmt.Errorf("%d containers, %d sandboxes", len(cs), len(sbs))
+		})
+		t.Logf("pod of %s removed in %v", p.file, time.Since(removed).Round(time.Millisecond))
+	}
 }
