@@ -151,7 +151,20 @@ func TestFaultRootDirFull(t *testing.T) {
 	default:
 	}
 
-	// Space returns: the pod starts on the worker's next retry.
+	// A crash and restart with the root dir still full: the agent comes
+	// back on what it wrote before (serving certificate, pod dirs), the
+	// running pod untouched, the new pods still failing.
+	n.stop(t, syscall.SIGKILL)
+	restarted := time.Now()
+	n.start(t)
+	waitFor(t, 30*time.Second, "the agent healthy again after a restart with its root dir full", func() (bool, error) {
+		err := n.healthCheck("")
+		return err == nil, err
+	})
+	before.compare(t, snapshotPods(t, n, rs, "before"), "after a restart with the root dir full")
+	t.Logf("agent restarted with its root dir full: healthy %v after the start", time.Since(restarted).Round(time.Millisecond))
+
+	// Space returns: the pods start on their workers' next retry.
 	for _, f := range []string{inodes, blocks} {
 		if err := os.RemoveAll(f); err != nil {
 			t.Fatal(err)
@@ -166,6 +179,18 @@ func TestFaultRootDirFull(t *testing.T) {
 	n.start(t)
 	after := snapshotPods(t, n, rs, "before")
 	before.compare(t, after, "after the root dir was full")
+	// One sandbox and one container per pod, whatever the retries did,
+	// and nothing else of the node's pods anywhere.
+	var problems []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, problems = nodeLeftovers(t, n, rs, map[string]bool{"before": true, "during": true, "during2": true})
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("after the root dir was full: %s", strings.Join(problems, "\n"))
+	}
 	during := snapshotPods(t, n, rs, "during")
 	hosts := filepath.Join(root, "pods", string(during.uids["during"]), podconfig.EtcHostsFile)
 	b, err := os.ReadFile(hosts)
