@@ -1,8 +1,9 @@
+//go:build faults
+
 package e2e
 
 import (
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,11 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-	internalapi "k8s.io/cri-api/pkg/apis"
-
-	"github.com/kernelet/kernelet/agent/runtime/podconfig"
-	"github.com/kernelet/kernelet/test/env/cgroupfs"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
@@ -36,90 +32,6 @@ func faultSeed(t *testing.T) uint64 {
 	seed := rand.Uint64()
 	t.Logf("fault seed %d (replay with KERNELET_FAULT_SEED=%d)", seed, seed)
 	return seed
-}
-
-// nodeLeftovers lists what the runtime, the cgroup tree, <root>/pods and
-// the pod log dir hold of node n's pods that is not one of the desired
-// pods (by name), and every duplicate: more than one sandbox of a pod, or
-// more than one container of a name and attempt.
-func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, desired map[string]bool) (uids map[types.UID]string, problems []string) {
-	t.Helper()
-	uids = map[types.UID]string{}
-	sbs, err := rs.ListPodSandbox(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perPod := map[string]int{}
-	for _, sb := range sbs {
-		name, ok := strings.CutSuffix(sb.Labels[podconfig.LabelPodName], "-"+n.node)
-		if !ok {
-			continue
-		}
-		uid := types.UID(sb.Labels[podconfig.LabelPodUID])
-		if !desired[name] {
-			problems = append(problems, fmt.Sprintf("sandbox %.12s of removed pod %s (%s)", sb.Id, name, sb.State))
-			continue
-		}
-		uids[uid] = name
-		perPod[name]++
-	}
-	// The pods run sleep: one sandbox and one container each, ever.
-	for name, c := range perPod {
-		if c > 1 {
-			problems = append(problems, fmt.Sprintf("pod %s has %d sandboxes", name, c))
-		}
-	}
-	cs, err := rs.ListContainers(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perName := map[string]int{}
-	for _, c := range cs {
-		name, ok := strings.CutSuffix(c.Labels[podconfig.LabelPodName], "-"+n.node)
-		if !ok {
-			continue
-		}
-		if !desired[name] {
-			problems = append(problems, fmt.Sprintf("container %.12s of removed pod %s (%s)", c.Id, name, c.State))
-			continue
-		}
-		perName[name+"/"+c.Metadata.GetName()]++
-	}
-	for name, c := range perName {
-		if c > 1 {
-			problems = append(problems, fmt.Sprintf("duplicate container %s: %d containers", name, c))
-		}
-	}
-	known := func(uid string) bool { _, ok := uids[types.UID(uid)]; return ok }
-	// Pod cgroups: kubepods/pod<uid>, kubepods/{burstable,besteffort}/pod<uid>.
-	for _, top := range cgroupfs.PodDirs(n.cgroupRoot + "/kubepods") {
-		_ = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			if uid, ok := strings.CutPrefix(d.Name(), "pod"); ok && !known(uid) {
-				problems = append(problems, "cgroup dir "+p)
-			}
-			return nil
-		})
-	}
-	if es, err := os.ReadDir(filepath.Join(n.root, "pods")); err == nil {
-		for _, e := range es {
-			if !known(e.Name()) {
-				problems = append(problems, "pod dir "+filepath.Join(n.root, "pods", e.Name()))
-			}
-		}
-	}
-	if es, err := os.ReadDir(n.logs); err == nil {
-		for _, e := range es {
-			parts := strings.Split(e.Name(), "_")
-			if len(parts) != 3 || !known(parts[2]) {
-				problems = append(problems, "log dir "+filepath.Join(n.logs, e.Name()))
-			}
-		}
-	}
-	slices.Sort(problems)
-	return uids, problems
 }
 
 // Fault: the agent SIGKILLed at a random point of a pod's creation or

@@ -1,14 +1,13 @@
+//go:build faults
+
 package e2e
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,104 +15,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/status/node"
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
-
-// faultPods is the state of a set of the agent's pods the fault tests
-// compare before and after a fault: per pod its UID, its running
-// container ids, its sandbox ids and its restart counts.
-type faultPods struct {
-	uids       map[string]types.UID
-	containers []string
-	sandboxes  map[types.UID][]string
-	restarts   map[string]int32
-}
-
-// snapshotPods records the state of the named pods (all Running).
-func snapshotPods(t *testing.T, n *agentNode, rs interface {
-	ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
-	ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
-}, names ...string) faultPods {
-	t.Helper()
-	pods := n.waitRunning(t, time.Minute, names...)
-	s := faultPods{uids: map[string]types.UID{}, sandboxes: map[types.UID][]string{}, restarts: map[string]int32{}}
-	for name, p := range pods {
-		if !slices.Contains(names, name) {
-			continue
-		}
-		s.uids[name] = p.UID
-		for _, c := range p.Status.ContainerStatuses {
-			s.restarts[name+"/"+c.Name] = c.RestartCount
-		}
-		sel := map[string]string{podconfig.LabelPodUID: string(p.UID)}
-		cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range cs {
-			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				s.containers = append(s.containers, c.Id)
-			}
-		}
-		sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sb := range sbs {
-			s.sandboxes[p.UID] = append(s.sandboxes[p.UID], sb.Id)
-		}
-		slices.Sort(s.sandboxes[p.UID])
-	}
-	slices.Sort(s.containers)
-	return s
-}
-
-// compare reports every difference between two snapshots of the same
-// pods: a pod lost or replaced, a container or sandbox changed, a
-// restart.
-func (s faultPods) compare(t *testing.T, after faultPods, what string) {
-	t.Helper()
-	for name, uid := range s.uids {
-		if after.uids[name] != uid {
-			t.Errorf("%s: pod %s was %s, now %q", what, name, uid, after.uids[name])
-		}
-		if !slices.Equal(s.sandboxes[uid], after.sandboxes[uid]) {
-			t.Errorf("%s: pod %s sandboxes %v, now %v", what, name, s.sandboxes[uid], after.sandboxes[uid])
-		}
-	}
-	if !slices.Equal(s.containers, after.containers) {
-		t.Errorf("%s: running containers changed:\nbefore %v\nafter  %v", what, s.containers, after.containers)
-	}
-	for c, n := range s.restarts {
-		if after.restarts[c] != n {
-			t.Errorf("%s: container %s restartCount %d, now %d", what, c, n, after.restarts[c])
-		}
-	}
-}
-
-// healthCheck is GET /healthz/<check> on the agent's read-only port:
-// nil when it answers 200.
-func (n *agentNode) healthCheck(check string) error {
-	path := "/healthz"
-	if check != "" {
-		path += "/" + check
-	}
-	resp, err := agentClient.Get(n.url(path))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	return nil
-}
 
 // statusOutput runs `kernelet status` against the agent.
 func (n *agentNode) statusOutput(t *testing.T) string {
