@@ -34,6 +34,13 @@ func faultSeed(t *testing.T) uint64 {
 	return seed
 }
 
+// scratchVolume mounts an emptyDir in podManifest's container.
+const scratchVolume = `    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+  volumes:
+  - {name: scratch, emptyDir: {}}
+`
+
 // Fault: the agent SIGKILLed at a random point of a pod's creation or
 // deletion, 20 times. After each restart the agent converges on the
 // manifests: every desired pod Running with one sandbox and one container,
@@ -70,7 +77,8 @@ func TestFaultAgentKilled(t *testing.T) {
 		if len(names) < 2 || (len(names) < 5 && rng.IntN(2) == 0) {
 			name := fmt.Sprintf("k%d", next)
 			next++
-			m := podManifest(name, `["sleep"]`, "", 2)
+			// An emptyDir: a volume dir under <root-dir>/pods/<uid>.
+			m := podManifest(name, `["sleep"]`, scratchVolume, 2)
 			if next%2 == 0 {
 				m = strings.Replace(m, "imagePullPolicy: IfNotPresent", "imagePullPolicy: Always", 1)
 			}
@@ -88,6 +96,7 @@ func TestFaultAgentKilled(t *testing.T) {
 		delay := time.Duration(rng.Int64N(int64(maxDelay) + 1))
 		time.Sleep(delay) // the fault's random point, not synchronisation
 		n.stop(t, syscall.SIGKILL)
+		logFrom := len(n.log(t))
 		n.start(t)
 
 		// Settle: desired pods Running, nothing else left.
@@ -113,8 +122,16 @@ func TestFaultAgentKilled(t *testing.T) {
 			t.Fatalf("iteration %d (%s, SIGKILL after %v, seed %d): %d problems %v after the restart:\n%s",
 				i, action, delay.Round(time.Millisecond), seed, len(problems), settle, strings.Join(problems, "\n"))
 		}
+		took := time.Since(t0)
 		t.Logf("iteration %2d: %-10s SIGKILL after %4dms, settled in %v: %d pods %v", i, action, delay.Milliseconds(),
-			time.Since(t0).Round(time.Millisecond), len(want), want)
+			took.Round(time.Millisecond), len(want), want)
+		if took > 5*time.Second { // what held it up: the restarted agent's errors
+			for _, l := range strings.Split(n.log(t)[logFrom:], "\n") {
+				if strings.HasPrefix(l, "E") {
+					t.Logf("  %s", l)
+				}
+			}
+		}
 	}
 	_, problems := nodeLeftovers(t, n, rs, desired)
 	if len(problems) > 0 {
