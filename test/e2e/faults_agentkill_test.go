@@ -108,8 +108,18 @@ func TestFaultAgentKilled(t *testing.T) {
 			}
 		})
 		t0 := time.Now()
-		n.waitRunning(t, settle, want...)
+		running := n.waitRunning(t, settle, want...)
 		var problems []string
+		// sleep never exits: a restart count above 0 is a restart the
+		// crash caused.
+		for _, name := range want {
+			for _, c := range running[name].Status.ContainerStatuses {
+				if c.RestartCount != 0 {
+					t.Errorf("iteration %d (%s, SIGKILL after %v, seed %d): pod %s container %s restartCount %d",
+						i, action, delay.Round(time.Millisecond), seed, name, c.Name, c.RestartCount)
+				}
+			}
+		}
 		deadline := time.Now().Add(settle)
 		for {
 			_, problems = nodeLeftovers(t, n, rs, desired)
