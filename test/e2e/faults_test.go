@@ -120,7 +120,8 @@ func (n *agentNode) healthCheck(check string) error {
 // nodeLeftovers lists what the runtime, the cgroup tree, <root>/pods and
 // the pod log dir hold of node n's pods that is not one of the desired
 // pods (by name), and every duplicate: more than one sandbox of a pod, or
-// more than one container of a name and attempt.
+// more than one container of a name that has not exited (an exited one is
+// the previous instance, kept as kubelet keeps it).
 func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, desired map[string]bool) (uids map[types.UID]string, problems []string) {
 	t.Helper()
 	uids = map[types.UID]string{}
@@ -162,11 +163,13 @@ func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, de
 			problems = append(problems, fmt.Sprintf("container %.12s of removed pod %s (%s)", c.Id, name, c.State))
 			continue
 		}
-		perName[name+"/"+c.Metadata.GetName()]++
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			perName[name+"/"+c.Metadata.GetName()]++
+		}
 	}
 	for name, c := range perName {
 		if c > 1 {
-			problems = append(problems, fmt.Sprintf("duplicate container %s: %d containers", name, c))
+			problems = append(problems, fmt.Sprintf("duplicate container %s: %d containers not exited", name, c))
 		}
 	}
 	known := func(uid string) bool { _, ok := uids[types.UID(uid)]; return ok }
@@ -199,4 +202,26 @@ func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, de
 	}
 	slices.Sort(problems)
 	return uids, problems
+}
+
+// exitedInstances describes the exited containers of node n's pod name
+// (reason, exit code, attempt), newest first as the runtime lists them.
+func exitedInstances(t *testing.T, n *agentNode, rs internalapi.RuntimeService, name string) []string {
+	t.Helper()
+	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podconfig.LabelPodName: name + "-" + n.node}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range cs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		desc := fmt.Sprintf("%s attempt %d", c.Metadata.GetName(), c.Metadata.GetAttempt())
+		if st, err := rs.ContainerStatus(t.Context(), c.Id, false); err == nil && st.GetStatus() != nil {
+			desc += fmt.Sprintf(" exited %d %s %q (started %v)", st.Status.ExitCode, st.Status.Reason, st.Status.Message, st.Status.StartedAt != 0)
+		}
+		out = append(out, desc)
+	}
+	return out
 }
