@@ -68,7 +68,8 @@ lint: ## gofmt, go vet, staticcheck
 	$(GO) vet -tags vmtest ./test/vm/...
 	$(GO) vet -tags faults ./test/e2e/
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./test/e2e/; \
 	else echo "staticcheck not available from the module proxy; skipped"; fi
 
 test-unit: ## fast tests, no privileges or real components (-short)

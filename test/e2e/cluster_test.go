@@ -158,13 +158,6 @@ func startTCPProxy(t *testing.T, target string) *tcpProxy {
 
 func (p *tcpProxy) addr() string { return p.l.Addr().String() }
 
-// live is the number of connections through the proxy now.
-func (p *tcpProxy) live() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.conns) / 2
-}
-
 func (p *tcpProxy) serve() {
 	for {
 		c, err := p.l.Accept()

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
@@ -167,4 +171,26 @@ func TestFaultAgentKilled(t *testing.T) {
 	}
 	t.Logf("%d SIGKILLs at random points (seed %d) in %v: no orphan, no duplicate; %d pods restarted once after a start the SIGKILL cut off",
 		iterations, seed, time.Since(start).Round(time.Millisecond), len(startErrors))
+}
+
+// exitedInstances describes the exited containers of node n's pod name
+// (reason, exit code, attempt), newest first as the runtime lists them.
+func exitedInstances(t *testing.T, n *agentNode, rs internalapi.RuntimeService, name string) []string {
+	t.Helper()
+	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podconfig.LabelPodName: name + "-" + n.node}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range cs {
+		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
+		}
+		desc := fmt.Sprintf("%s attempt %d", c.Metadata.GetName(), c.Metadata.GetAttempt())
+		if st, err := rs.ContainerStatus(t.Context(), c.Id, false); err == nil && st.GetStatus() != nil {
+			desc += fmt.Sprintf(" exited %d %s %q (started %v)", st.Status.ExitCode, st.Status.Reason, st.Status.Message, st.Status.StartedAt != 0)
+		}
+		out = append(out, desc)
+	}
+	return out
 }

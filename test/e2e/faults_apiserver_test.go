@@ -185,3 +185,10 @@ func TestFaultAPIServerRestarts(t *testing.T) {
 	t.Logf("agent goroutines %v before the faults, %v after (bound +%d); open fds %v before, %v after (bound +%d); connections to the API server %d after the first restart, %d after the last",
 		base, g, goroutineSlack, baseFDs, f, fdSlack, connsAfterFirst, conns)
 }
+
+// live is the number of connections through the proxy now.
+func (p *tcpProxy) live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2
+}
