@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check test test-unit fuzz e2e soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet demo lint clean
+.PHONY: help build deps components generate generate-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -66,8 +66,10 @@ lint: ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./test/vm/...
+	$(GO) vet -tags faults ./test/e2e/
 	@if $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -version >/dev/null 2>&1; then \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && \
+		$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./test/e2e/; \
 	else echo "staticcheck not available from the module proxy; skipped"; fi
 
 test-unit: ## fast tests, no privileges or real components (-short)
@@ -85,8 +87,25 @@ test: deps build components lint generate-check ## everything CI runs (installs 
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e) || rc=1; \
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/... 2>&1 | tee $(BIN)/e2e.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	echo "== e2e smoke lines:"; grep -E '(CRI|apiserver|VM) smoke:' $(BIN)/e2e.log || { echo "missing smoke lines"; rc=1; }; \
+	$(FAULTS_TEST) 2>&1 | tee $(BIN)/faults.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet)$$' -benchtime=1x ./... || rc=1; \
 	hack/fuzz.sh || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
+
+# The long fault tests (test/e2e/faults_*_test.go with the faults build
+# tag, ~4 min): containerd restarted under 10 pods, the agent SIGKILLed at
+# 20 random points (KERNELET_FAULT_SEED replays a run), kube-apiserver
+# restarted 5 times. make test runs them after the e2e tests; the short
+# fault tests are in the e2e run.
+FAULTS_TEST = $(GO) test -tags faults -count=1 -v -timeout 20m -run '^(TestFaultContainerdRestart|TestFaultAgentKilled|TestFaultAPIServerRestarts)$$' ./test/e2e/
+
+faults: build components ## the long fault-injection e2e tests (make test runs them too)
+	@$(BIN)/testenv reap
+	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
+	@echo "== faults run $$KERNELET_TEST_RUN"
+	@rc=0; \
+	$(FAULTS_TEST) || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 

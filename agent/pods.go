@@ -320,6 +320,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 		wanted[pod.UID] = true
 	}
 	p.cleanupVolumes(ctx, wanted, listed)
+	p.cleanupLeftovers(ctx, wanted, listed)
 	for _, st := range runtime.Orphans(listed, wanted) {
 		if p.workers.Known(st.UID) {
 			continue
@@ -346,6 +347,33 @@ func (p *pods) housekeeping(ctx context.Context) {
 				log.Error(err, "Kill orphaned pod", "podUID", st.UID)
 			}
 		}()
+	}
+}
+
+// cleanupLeftovers removes what remains of pods that no source wants, no
+// worker runs and the runtime does not hold: the cgroup, volumes, log and
+// pod directories an agent that died in the middle of a kill left.
+func (p *pods) cleanupLeftovers(ctx context.Context, wanted map[types.UID]bool, listed []*runtime.PodStatus) {
+	inRuntime := map[types.UID]bool{}
+	for _, st := range listed {
+		inRuntime[st.UID] = true
+	}
+	keep := func(uid types.UID) bool {
+		p.mu.Lock()
+		busy := p.killing[uid]
+		p.mu.Unlock()
+		return wanted[uid] || inRuntime[uid] || busy || p.workers.Known(uid)
+	}
+	left, err := p.mgr.Leftovers(keep)
+	log := klog.FromContext(ctx)
+	if err != nil {
+		log.Error(err, "Listing what is left of removed pods")
+	}
+	for _, st := range left {
+		log.Info("Removing what is left of a removed pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
+		if err := p.mgr.KillPod(ctx, nil, st, nil).Err(); err != nil {
+			log.Error(err, "Removing what is left of a removed pod", "podUID", st.UID)
+		}
 	}
 }
 

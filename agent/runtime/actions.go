@@ -385,10 +385,21 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, b
 }
 
 // nextRestartCount is the restart count of the next instance of the
-// container named name: one above the newest one's, 0 when none ran.
+// container named name: one above the newest one's, 0 when none ran. A
+// newest instance that was created but never started (the agent died
+// between create and start; its kill removes it) did not run: the next
+// instance takes its count.
 func nextRestartCount(st *PodStatus, name string) int {
 	if c := st.FindContainer(name); c != nil {
+		if neverStarted(c) {
+			return c.RestartCount
+		}
 		return c.RestartCount + 1
 	}
 	return 0
+}
+
+// neverStarted reports whether c was created and never started.
+func neverStarted(c *ContainerStatus) bool {
+	return c.State == ContainerCreated && c.StartedAt.IsZero()
 }

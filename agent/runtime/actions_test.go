@@ -209,3 +209,25 @@ func TestComputePodActionsNoDuplicates(t *testing.T) {
 		t.Fatalf("nextRestartCount = %d", got)
 	}
 }
+
+func TestNeverStartedContainerReplacedWithItsCount(t *testing.T) {
+	// The agent died between CreateContainer and StartContainer: the
+	// created container is killed (and removed) and its replacement takes
+	// its restart count, not one more.
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	created := ctr(pod, "c", "app", ContainerCreated, 0, t0)
+	created.StartedAt, created.RestartCount = time.Time{}, 2
+	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{readySandbox()}, Containers: []*ContainerStatus{created}}
+	a := ComputePodActions(pod, st, t0, NewBackoff(nil))
+	if _, ok := a.ContainersToKill["c"]; !ok || len(a.ContainersToStart) != 1 {
+		t.Fatalf("actions: %+v", a)
+	}
+	if got := nextRestartCount(st, "app"); got != 2 {
+		t.Fatalf("nextRestartCount = %d, want 2 (the never-started instance's)", got)
+	}
+	started := ctr(pod, "c", "app", ContainerExited, 0, t0)
+	started.RestartCount = 2
+	if got := nextRestartCount(&PodStatus{Containers: []*ContainerStatus{started}}, "app"); got != 3 {
+		t.Fatalf("nextRestartCount after a run = %d, want 3", got)
+	}
+}

@@ -11,7 +11,8 @@
 //     the volume manager for the pod's volumes and starts init, sidecar,
 //     regular and ephemeral containers, running postStart hooks;
 //     manager_cgroups.go: the pod cgroup; kill.go: KillPod with preStop
-//     hooks, grace periods and sidecars stopped last);
+//     hooks, grace periods and sidecars stopped last; leftovers.go: the
+//     directories a kill cut short by a crash left behind);
 //   - image pulls per imagePullPolicy with kubelet's reasons, a bound on
 //     parallel pulls and pull secrets (images.go, pullsecrets.go), and the
 //     CrashLoopBackOff and image pull back-off (backoff.go);

@@ -241,6 +241,14 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 	if isNotFound(err) {
 		return nil
 	}
+	if err == nil && k.Container != nil && neverStarted(k.Container) {
+		// Created and never started (left by an agent that died between
+		// create and start): nothing of it is worth keeping, and its
+		// replacement takes its name and restart count.
+		if err := m.rs.RemoveContainer(ctx, id); err != nil && !isNotFound(err) {
+			return fmt.Errorf("remove never-started container: %w", err)
+		}
+	}
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/google/renameio/v2/maybe"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/internal/httpget"
 	"github.com/kernelet/kernelet/internal/kubeversion"
@@ -441,9 +442,12 @@ func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain stri
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
+	// Atomic (temp file, fsync, rename): a full disk or a crash leaves the
+	// previous file or none, never a truncated one that a container
+	// mounts.
 	path := filepath.Join(dir, podconfig.EtcHostsFile)
-	if err := os.WriteFile(path, content, 0o644); err != nil {
-		return "", err
+	if err := maybe.WriteFile(path, content, 0o644); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	return path, os.Chmod(path, 0o644)
 }

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
@@ -360,5 +361,39 @@ func TestStopTimeoutOverride(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An agent SIGKILLed between CreateContainer and StartContainer leaves a
+// container created and never started: the next sync removes it and
+// starts a replacement with the same restart count — one container of
+// the name, no restart counted.
+func TestManagerNeverStartedContainerReplaced(t *testing.T) {
+	ctx := context.Background()
+	m, f, _ := newFakeManager(t)
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	f.images["img:1"] = true
+	st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	r := m.SyncPod(ctx, pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+	if err := r.Err(); err != nil || r.Started["app"] == "" {
+		t.Fatalf("first sync: %v, started %v", err, r.Started)
+	}
+	ghost := r.Started["app"]
+	f.mu.Lock()
+	f.ctrs[ghost].State, f.ctrs[ghost].StartedAt = runtimeapi.ContainerState_CONTAINER_CREATED, 0
+	f.mu.Unlock()
+
+	st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	r = m.SyncPod(ctx, pod, st, SyncOptions{})
+	if err := r.Err(); err != nil || r.Started["app"] == "" || r.Started["app"] == ghost {
+		t.Fatalf("second sync: %v, started %v", err, r.Started)
+	}
+	st, _ = m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if len(st.Containers) != 1 || st.Containers[0].ID == ghost || st.Containers[0].RestartCount != 0 || st.Containers[0].State != ContainerRunning {
+		for _, c := range st.Containers {
+			t.Logf("container %s %s restartCount %d", c.ID, c.State, c.RestartCount)
+		}
+		t.Fatalf("after the sync: %d containers, want the replacement alone, running, restartCount 0", len(st.Containers))
 	}
 }

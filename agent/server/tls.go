@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/renameio/v2/maybe"
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
@@ -229,12 +230,10 @@ func CertCovers(certFile, keyFile, host string, ips []net.IP) bool {
 	return true
 }
 
+// writeAtomic replaces path with data through a temporary file that is
+// fsynced and renamed: a full disk or a crash leaves the old file or none.
 func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := maybe.WriteFile(path, data, mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

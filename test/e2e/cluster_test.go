@@ -48,8 +48,13 @@ var clusterNodes atomic.Int32
 
 func newClusterNode(t *testing.T) *clusterNode {
 	t.Helper()
-	cd := containerd.Shared(t)
-	srv := apiserver.Shared(t)
+	return newClusterNodeOn(t, containerd.Shared(t), apiserver.Shared(t))
+}
+
+// newClusterNodeOn is newClusterNode on the given containerd and API
+// server (a fault test's private ones).
+func newClusterNodeOn(t *testing.T, cd *containerd.Instance, srv *apiserver.Server) *clusterNode {
+	t.Helper()
 	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)

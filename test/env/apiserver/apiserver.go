@@ -107,6 +107,9 @@ type Server struct {
 	mu      sync.Mutex
 	procs   []*process // start order: etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 	stopped bool
+	// apiserverStart starts kube-apiserver again with the flags of the
+	// first start (StartAPIServer); nil for a server attached by Load.
+	apiserverStart func() (*process, error)
 }
 
 // savedState is apiserver.json: what Load and the CLI need.
@@ -235,7 +238,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 
 	f := func(name string) string { return filepath.Join(dir, name) }
 	apiserverStart := time.Now()
-	apiserver, err := startProcess(apiServerName, bins.KubeAPIServer, []string{
+	apiserverArgs := []string{
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", securePort),
@@ -270,7 +273,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	}, childEnv, dir, opts.Detach)
+	}
+	s.apiserverStart = func() (*process, error) {
+		return startProcess(apiServerName, bins.KubeAPIServer, apiserverArgs, childEnv, dir, opts.Detach)
+	}
+	apiserver, err := s.apiserverStart()
 	if err != nil {
 		return nil, err
 	}
@@ -493,6 +500,51 @@ func (s *Server) Stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("remove apiserver state: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// StopAPIServer stops kube-apiserver only (SIGTERM, SIGKILL after 15 s
+// or when ctx is done), as a control-plane upgrade does: etcd, the
+// controller-manager and the scheduler keep running. StartAPIServer starts
+// it again.
+func (s *Server) StopAPIServer(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || len(s.procs) < 2 || s.apiserverStart == nil {
+		return errors.New("stop kube-apiserver: not a running control plane started by this process")
+	}
+	return s.procs[1].stop(ctx, s.dir)
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same port, flags and etcd, and waits for its /readyz.
+func (s *Server) StartAPIServer(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || len(s.procs) < 2 || s.apiserverStart == nil {
+		return errors.New("start kube-apiserver: not a control plane started by this process")
+	}
+	if !s.procs[1].exited() {
+		return errors.New("start kube-apiserver: it is running")
+	}
+	p, err := s.apiserverStart()
+	if err != nil {
+		return err
+	}
+	s.procs[1] = p
+	s.st.APIServerPID = p.pid
+	if err := s.saveState(); err != nil {
+		return err
+	}
+	hc, err := rest.HTTPClientFor(s.admin)
+	if err != nil {
+		return fmt.Errorf("admin HTTP client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := waitHTTP(ctx, hc, s.st.URL+"/readyz", "ok", p); err != nil {
+		return fmt.Errorf("kube-apiserver not ready after a restart: %w\n%s", err, fileTail(p.logPath, 30))
+	}
+	return nil
 }
 
 // Down stops the etcd, kube-apiserver, kube-controller-manager and

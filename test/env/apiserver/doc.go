@@ -11,7 +11,9 @@
 // (system:masters) client and, per node name, the system:node:<name>
 // credential a kubelet has (NodeKubeconfig, NodeClient). Stop and Down
 // stop the processes by PID, after checking they are the state dir's own,
-// and remove the state dir.
+// and remove the state dir. StopAPIServer and StartAPIServer stop and
+// start kube-apiserver alone (same port and flags, etcd kept), for fault
+// tests.
 //
 // For tests and hack/ tools only; kernelet never imports it.
 package apiserver

@@ -241,9 +241,10 @@ func (c *Instance) startProcess() error {
 		return fmt.Errorf("start containerd: %w", err)
 	}
 	c.pid = cmd.Process.Pid
+	exited := c.exited
 	go func() {
 		_ = cmd.Wait()
-		close(c.exited)
+		close(exited)
 	}()
 	if err := writeFileAtomic(c.state.path(pidFileName), []byte(strconv.Itoa(c.pid)+"\n"), 0o644); err != nil {
 		_ = cmd.Process.Kill()
@@ -381,6 +382,47 @@ func (c *Instance) Kill() error {
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("containerd %d did not exit after SIGKILL", c.pid)
 	}
+}
+
+// StopDaemon stops the containerd process only (SIGTERM, SIGKILL after
+// 10 s or when ctx is done), as an operator restarting containerd does:
+// shims, containers, mounts and the rest keep running. StartDaemon
+// starts it again on the same state.
+func (c *Instance) StopDaemon(ctx context.Context) error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	if err := syscall.Kill(c.pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop containerd %d: %w", c.pid, err)
+	}
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.exited:
+		return nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return c.Kill()
+}
+
+// StartDaemon starts containerd again on the instance's state after
+// StopDaemon or Kill and waits until CRI answers with runtime and network
+// ready.
+func (c *Instance) StartDaemon(ctx context.Context) error {
+	select {
+	case <-c.exited:
+	default:
+		return fmt.Errorf("start containerd: %w (pid %d)", ErrRunning, c.pid)
+	}
+	c.exited = make(chan struct{})
+	t0 := time.Now()
+	if err := c.startProcess(); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, t0)
 }
 
 // Down removes everything the test containerd in stateDir

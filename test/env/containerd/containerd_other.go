@@ -20,6 +20,12 @@ func (c *Instance) Stop(ctx context.Context) error { return errContainerdLinux }
 // Kill needs Linux.
 func (c *Instance) Kill() error { return errContainerdLinux }
 
+// StopDaemon needs Linux.
+func (c *Instance) StopDaemon(context.Context) error { return errContainerdLinux }
+
+// StartDaemon needs Linux.
+func (c *Instance) StartDaemon(context.Context) error { return errContainerdLinux }
+
 // Down needs Linux.
 func Down(stateDir string) error { return errContainerdLinux }
 

@@ -5,7 +5,9 @@
 // remove everything an instance created — pods, shims, runc state, cgroups,
 // mounts, netns, links, CNI results — even after a crash, finding it by the
 // run id and touching nothing else (processes are stopped by PID after
-// checking they are the instance's own).
+// checking they are the instance's own). StopDaemon and StartDaemon stop
+// and start the containerd process alone, its shims and containers kept,
+// for fault tests.
 //
 // For tests and hack/ tools only; kernelet never imports it.
 package containerd
