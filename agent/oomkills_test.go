@@ -12,6 +12,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -133,5 +134,35 @@ func TestPodUIDOfCgroup(t *testing.T) {
 	}
 	if !podMemoryLimited(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: {}}}}}}}) {
 		t.Error("a pod whose containers are all limited is limited")
+	}
+}
+
+// An OOM kill in the pods' memory wakes the eviction manager: it decides
+// at once instead of at its next tick (an hour here).
+func TestOOMKillWakesEviction(t *testing.T) {
+	decisions := make(chan struct{}, 4)
+	m, err := eviction.NewManager(eviction.ManagerConfig{Tick: time.Hour,
+		Stats: func(context.Context, []*v1.Pod) (eviction.Stats, error) {
+			decisions <- struct{}{}
+			return eviction.Stats{Time: time.Now()}, nil
+		},
+		ActivePods: func() []*v1.Pod { return nil },
+		Evict:      func(context.Context, *v1.Pod, eviction.Eviction) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go m.Run(ctx)
+	<-decisions // the first decision, at start
+	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: record.NewFakeRecorder(10),
+		kills: newOOMKillsCounter(), ring: oomRing{n: 2}, p: &pods{evictions: m}}
+	ref := testCtr
+	w.handle(ctx, oom.Kill{Time: time.Now(), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage, Pid: 100, Comm: "hog",
+		Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Now())
+	select {
+	case <-decisions:
+	case <-time.After(time.Minute):
+		t.Fatal("no eviction decision after an OOM kill in kubepods")
 	}
 }

@@ -136,6 +136,19 @@ func (w *oomWatch) handle(ctx context.Context, k oom.Kill, now time.Time) {
 	w.status.Total++
 	w.mu.Unlock()
 	w.publish(rec, k)
+	if rec.Scope != OOMScopeNode || k.Global {
+		// A kill in the pods' memory (or the node's) is the kernel saying
+		// memory ran out: the eviction manager decides now, not at its
+		// next tick.
+		w.wakeEviction()
+	}
+}
+
+// wakeEviction wakes the eviction manager when the pod side runs one.
+func (w *oomWatch) wakeEviction() {
+	if w.p != nil && w.p.evictions != nil {
+		w.p.evictions.Wake()
+	}
 }
 
 // publish hands the attributed kill to the live dashboard's hub, with the
