@@ -17,7 +17,7 @@ import (
 func evictionTable(rows []evictionRow) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "agent\tworkload\truns\tevicted before OOM\tstops seen\tp50\tp99\tp50 ratio vs kernelet\tp99 ratio vs kernelet")
+	fmt.Fprintln(tw, "agent\tworkload\truns\tevicted before OOM\tstops seen (early)\tp50\tp99\tp50 ratio vs kernelet\tp99 ratio vs kernelet")
 	base := map[evictionWorkload]evictionRow{}
 	for _, r := range rows {
 		if r.agent == agentKernelet {
@@ -32,26 +32,32 @@ func evictionTable(rows []evictionRow) string {
 			kl := k.latencies()
 			r50, r99 = ratio(p50, percentile(kl, 0.5)), ratio(p99, percentile(kl, 0.99))
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d/%d\t%d\t%s\t%s\t%s\t%s\n", r.agent, r.workload, len(r.runs),
-			r.evictedBeforeOOM(), len(r.runs), len(lat), msOrDash(p50, len(lat)), msOrDash(p99, len(lat)), r50, r99)
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d/%d\t%d (%d)\t%s\t%s\t%s\t%s\n", r.agent, r.workload, len(r.runs),
+			r.evictedBeforeOOM(), len(r.runs), len(lat), r.early(), msOrDash(p50, len(lat)), msOrDash(p99, len(lat)), r50, r99)
 	}
 	_ = tw.Flush()
 	return sb.String()
 }
 
-// ratio is a/b as "12.3×", "-" when either is missing.
+// ratio is a/b as "12.3×", "-" when a is missing; a b under the poll
+// interval (the crossing's resolution) counts as one interval, which
+// makes the ratio a lower bound ("≥12.3×").
 func ratio(a, b time.Duration) string {
-	if a <= 0 || b <= 0 {
+	if a <= 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f×", float64(a)/float64(b))
+	bound := ""
+	if b < evictionPoll {
+		b, bound = evictionPoll, "≥"
+	}
+	return fmt.Sprintf("%s%.1f×", bound, float64(a)/float64(b))
 }
 
 func msOrDash(d time.Duration, n int) string {
 	if n == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f ms", ms(d))
+	return fmt.Sprintf("%.1f ms", ms(d))
 }
 
 // reportEviction logs the table and reports kernelet's and the baselines'
@@ -61,7 +67,7 @@ func reportEviction(b *testing.B, rows []evictionRow) {
 	if len(rows) == 0 {
 		b.Fatal("no runs")
 	}
-	b.Logf("eviction: threshold crossed (kubepods working set ≥ limit − 64Mi, polled every %v) → first StopContainer/StopPodSandbox of the pod at the CRI proxy; evicted before OOM: Failed/Evicted with no OOM in kubepods\n%s",
+	b.Logf("eviction: threshold crossed (kubepods working set ≥ limit − 64Mi, polled every %v) → first StopContainer/StopPodSandbox of the pod at the CRI proxy; evicted before OOM: Failed/Evicted with no OOM in kubepods; early: stops before the poll saw the crossing, counted as 0\n%s",
 		evictionPoll, evictionTable(rows))
 	for _, r := range rows {
 		lat := r.latencies()
@@ -85,18 +91,18 @@ func TestEvictionTable(t *testing.T) {
 	grow := evictionWorkload{kind: "grow", mib: 700, rate: 200}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	rows := []evictionRow{
-		{agent: agentKernelet, workload: hold, runs: []evictionRun{{evicted: true, latency: ms(10)}, {evicted: true, latency: ms(30)}}},
-		{agent: agentKernelet, workload: grow, runs: []evictionRun{{evicted: true, latency: ms(20)}, {evicted: true, oom: true, latency: ms(40)}}},
-		{agent: agentKubelet, workload: hold, runs: []evictionRun{{evicted: true, latency: ms(4000)}, {evicted: true, latency: ms(9000)}}},
+		{agent: agentKernelet, workload: hold, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(10)}, {evicted: true, stopped: true, latency: ms(30)}}},
+		{agent: agentKernelet, workload: grow, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(20)}, {evicted: true, oom: true, stopped: true, latency: ms(-1)}}},
+		{agent: agentKubelet, workload: hold, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(4000)}, {evicted: true, stopped: true, latency: ms(9000)}}},
 		{agent: agentKubelet, workload: grow, runs: []evictionRun{{oom: true}, {oom: true}}},
 	}
 	got := evictionTable(rows)
 	t.Log("\n" + got)
 	for _, want := range []string{
-		"kernelet  hold 480 MiB @ 50 MiB/s   2     2/2                 2           10 ms    30 ms",
-		"kernelet  grow 700 MiB @ 200 MiB/s  2     1/2",
-		"kubelet   hold 480 MiB @ 50 MiB/s   2     2/2                 2           4000 ms  9000 ms  400.0×",
-		"kubelet   grow 700 MiB @ 200 MiB/s  2     0/2                 0           -        -        -",
+		"kernelet  hold 480 MiB @ 50 MiB/s   2     2/2                 2 (0)               10.0 ms    30.0 ms",
+		"kernelet  grow 700 MiB @ 200 MiB/s  2     1/2                 2 (1)               0.0 ms     20.0 ms",
+		"kubelet   hold 480 MiB @ 50 MiB/s   2     2/2                 2 (0)               4000.0 ms  9000.0 ms  400.0×                 300.0×",
+		"kubelet   grow 700 MiB @ 200 MiB/s  2     0/2                 0 (0)               -          -          -",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q", want)
