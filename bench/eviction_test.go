@@ -48,7 +48,9 @@ import (
 //     StopPodSandbox of its sandbox the proxy received after that;
 //   - evicted before the kernel OOM: the pod ended Failed/Evicted and the
 //     kubepods memcg saw no OOM (v1 memory.oom_control eventfd, v2
-//     memory.events) during the run.
+//     memory.events) during the run, which lasts until the pod is deleted
+//     and kubepods' memory is freed (an evicted container still growing
+//     through its grace period can still hit the limit).
 //
 // Workloads: "hold" allocates evictionHoldMiB at 50 MiB/s and keeps it,
 // just past the threshold and under the limit, so every agent evicts
@@ -353,10 +355,7 @@ func (a *nodeAgent) watchKubepods(b *testing.B) *kubepodsMonitor {
 func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, w evictionWorkload, name string) evictionRun {
 	b.Helper()
 	ctx := b.Context()
-	a.wait(b, time.Minute, "kubepods back under half its limit", func() (bool, error) {
-		ws, err := m.workingSet(ctx)
-		return err == nil && ws < m.limit/2, fmt.Errorf("working set %d: %w", ws, err)
-	})
+	m.waitBelowHalf(b, a)
 	oomsBefore := m.ooms.Load()
 	pod := a.createEvictionPod(b, name, w)
 	running := a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
@@ -373,16 +372,69 @@ func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	stopPoll()
 	var r evictionRun
 	r.evicted = end.Status.Phase == v1.PodFailed && end.Status.Reason == "Evicted"
-	r.oom = m.ooms.Load() != oomsBefore
-	if t, ok := <-crossed; ok && !t.IsZero() {
+	if !r.evicted {
+		b.Logf("%s: %s not evicted: phase %s reason %q message %q; containers %s", a.name, name,
+			end.Status.Phase, end.Status.Reason, end.Status.Message, terminations(end))
+	}
+	t, ok := <-crossed
+	switch {
+	case !ok || t.IsZero():
+		if running.Status.Phase == v1.PodRunning {
+			b.Logf("%s: %s: the threshold was not seen crossed", a.name, name)
+		}
+	case r.evicted:
+		// (A pod that ended otherwise, e.g. OOM-killed, has its sandbox
+		// stopped too: not an eviction.)
 		if s := firstStop(proxy, since, sandbox, container); !s.IsZero() {
 			r.stopped, r.latency = true, s.Sub(t)
+		} else {
+			b.Logf("%s: %s evicted, but no stop of sandbox %q or container %q seen; stops since it ran: %s",
+				a.name, name, sandbox, container, stopCalls(proxy, since))
 		}
-	} else if running.Status.Phase == v1.PodRunning {
-		b.Logf("%s: %s: the threshold was not seen crossed", a.name, name)
 	}
+	// The kernel may still OOM-kill in kubepods while the evicted pod's
+	// container is being stopped (its grace period): the run lasts until
+	// the pod is gone and its memory freed.
 	a.deleteEvictionPod(b, name)
+	m.waitBelowHalf(b, a)
+	r.oom = m.ooms.Load() != oomsBefore
 	return r
+}
+
+// waitBelowHalf waits until kubepods' working set is under half its limit.
+func (m *kubepodsMonitor) waitBelowHalf(b *testing.B, a *nodeAgent) {
+	b.Helper()
+	a.wait(b, time.Minute, "kubepods under half its limit", func() (bool, error) {
+		ws, err := m.workingSet(b.Context())
+		return err == nil && ws < m.limit/2, fmt.Errorf("working set %d: %w", ws, err)
+	})
+}
+
+// terminations describes how the pod's containers ended, for a log.
+func terminations(p *v1.Pod) string {
+	var out []string
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil {
+			out = append(out, fmt.Sprintf("%s: exit %d reason %q", c.Name, t.ExitCode, t.Reason))
+		} else {
+			out = append(out, c.Name+": not terminated")
+		}
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// stopCalls lists the stop calls the proxy received since t, for a log.
+func stopCalls(proxy *criproxy.Proxy, since time.Time) string {
+	var out []string
+	for _, c := range proxy.Calls("", since) {
+		switch req := c.Request.(type) {
+		case *runtimeapi.StopContainerRequest:
+			out = append(out, fmt.Sprintf("StopContainer(%s) at %s", req.ContainerId, c.Time.Format("15:04:05.000")))
+		case *runtimeapi.StopPodSandboxRequest:
+			out = append(out, fmt.Sprintf("StopPodSandbox(%s) at %s", req.PodSandboxId, c.Time.Format("15:04:05.000")))
+		}
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }
 
 // pollCrossing sends the first time kubepods' working set reaches its
