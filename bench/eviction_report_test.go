@@ -17,7 +17,7 @@ import (
 func evictionTable(rows []evictionRow) string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "agent\tworkload\truns\tevicted before OOM\tstops seen (early)\tp50\tp99\tp50 ratio vs kernelet\tp99 ratio vs kernelet")
+	fmt.Fprintln(tw, "agent\tworkload\truns\tevicted before OOM\tstatus Evicted\tstops seen (early)\tp50\tp99\tp50 ratio vs kernelet\tp99 ratio vs kernelet")
 	base := map[evictionWorkload]evictionRow{}
 	for _, r := range rows {
 		if r.agent == agentKernelet {
@@ -32,8 +32,8 @@ func evictionTable(rows []evictionRow) string {
 			kl := k.latencies()
 			r50, r99 = ratio(p50, percentile(kl, 0.5)), ratio(p99, percentile(kl, 0.99))
 		}
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d/%d\t%d (%d)\t%s\t%s\t%s\t%s\n", r.agent, r.workload, len(r.runs),
-			r.evictedBeforeOOM(), len(r.runs), len(lat), r.early(), msOrDash(p50, len(lat)), msOrDash(p99, len(lat)), r50, r99)
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d/%d\t%d/%d\t%d (%d)\t%s\t%s\t%s\t%s\n", r.agent, r.workload, len(r.runs),
+			r.evictedBeforeOOM(), len(r.runs), r.statusEvicted(), len(r.runs), len(lat), r.early(), msOrDash(p50, len(lat)), msOrDash(p99, len(lat)), r50, r99)
 	}
 	_ = tw.Flush()
 	return sb.String()
@@ -67,7 +67,7 @@ func reportEviction(b *testing.B, rows []evictionRow) {
 	if len(rows) == 0 {
 		b.Fatal("no runs")
 	}
-	b.Logf("eviction: threshold crossed (kubepods working set ≥ limit − 64Mi, polled every %v) → first StopContainer/StopPodSandbox of the pod at the CRI proxy; evicted before OOM: Failed/Evicted with no OOM in kubepods; early: stops before the poll saw the crossing, counted as 0\n%s",
+	b.Logf("eviction: threshold crossed (kubepods working set ≥ limit − 64Mi, polled every %v) → first StopContainer/StopPodSandbox of the pod at the CRI proxy (before any OOM); evicted before OOM: that stop and no OOM in kubepods until the pod is gone; status Evicted: the pod ended Failed/Evicted; early: stops before the poll saw the crossing, counted as 0\n%s",
 		evictionPoll, evictionTable(rows))
 	for _, r := range rows {
 		lat := r.latencies()
@@ -94,15 +94,15 @@ func TestEvictionTable(t *testing.T) {
 		{agent: agentKernelet, workload: hold, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(10)}, {evicted: true, stopped: true, latency: ms(30)}}},
 		{agent: agentKernelet, workload: grow, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(20)}, {evicted: true, oom: true, stopped: true, latency: ms(-1)}}},
 		{agent: agentKubelet, workload: hold, runs: []evictionRun{{evicted: true, stopped: true, latency: ms(4000)}, {evicted: true, stopped: true, latency: ms(9000)}}},
-		{agent: agentKubelet, workload: grow, runs: []evictionRun{{oom: true}, {oom: true}}},
+		{agent: agentKubelet, workload: grow, runs: []evictionRun{{oom: true}, {oom: true, stopped: true, latency: ms(3000)}}},
 	}
 	got := evictionTable(rows)
 	t.Log("\n" + got)
 	for _, want := range []string{
-		"kernelet  hold 480 MiB @ 50 MiB/s   2     2/2                 2 (0)               10.0 ms    30.0 ms",
-		"kernelet  grow 700 MiB @ 200 MiB/s  2     1/2                 2 (1)               0.0 ms     20.0 ms",
-		"kubelet   hold 480 MiB @ 50 MiB/s   2     2/2                 2 (0)               4000.0 ms  9000.0 ms  400.0×                 300.0×",
-		"kubelet   grow 700 MiB @ 200 MiB/s  2     0/2                 0 (0)               -          -          -",
+		"kernelet  hold 480 MiB @ 50 MiB/s   2     2/2                 2/2             2 (0)               10.0 ms    30.0 ms",
+		"kernelet  grow 700 MiB @ 200 MiB/s  2     1/2                 2/2             2 (1)               0.0 ms     20.0 ms",
+		"kubelet   hold 480 MiB @ 50 MiB/s   2     2/2                 2/2             2 (0)               4000.0 ms  9000.0 ms  400.0×                 300.0×",
+		"kubelet   grow 700 MiB @ 200 MiB/s  2     0/2                 0/2             1 (0)               3000.0 ms  3000.0 ms  ≥1500.0×               150.0×",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q", want)

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +45,17 @@ import (
 //     kubepods memcg of at least its limit − 64Mi, i.e. the moment
 //     allocatableMemory.available fell below the threshold;
 //   - eviction started: the first StopContainer of the pod's container or
-//     StopPodSandbox of its sandbox the proxy received after that;
-//   - evicted before the kernel OOM: the pod ended Failed/Evicted and the
-//     kubepods memcg saw no OOM (v1 memory.oom_control eventfd, v2
+//     StopPodSandbox of its sandbox the proxy received in the run, before
+//     any kernel OOM in kubepods (after one, a stop is the cleanup of a
+//     pod the kernel ended);
+//   - evicted before the kernel OOM: the agent started the eviction and
+//     the kubepods memcg saw no OOM (v1 memory.oom_control eventfd, v2
 //     memory.events) during the run, which lasts until the pod is deleted
 //     and kubepods' memory is freed (an evicted container still growing
-//     through its grace period can still hit the limit).
+//     through its grace period can still hit the limit). How the pod's
+//     status ended is counted apart: the real kubelet reports a pod whose
+//     container exits 0 on SIGTERM (testbox does) as Succeeded, not
+//     Failed/Evicted.
 //
 // Workloads: "hold" allocates evictionHoldMiB at 50 MiB/s and keeps it,
 // just past the threshold and under the limit, so every agent evicts
@@ -98,9 +103,9 @@ func (w evictionWorkload) String() string {
 
 // evictionRun is the outcome of one run.
 type evictionRun struct {
-	evicted bool // the pod ended Failed/Evicted
+	evicted bool // the pod's status ended Failed/Evicted
 	oom     bool // the kernel OOM killer ran in kubepods meanwhile
-	stopped bool // the proxy saw a stop of the pod before the benchmark deleted it
+	stopped bool // the agent stopped the pod (before any OOM)
 	// latency is threshold crossed → first stop of the pod; negative when
 	// the agent's stop came before the poller saw the crossing (an agent
 	// woken by the kernel can be quicker than one poll).
@@ -117,7 +122,18 @@ type evictionRow struct {
 func (r evictionRow) evictedBeforeOOM() int {
 	n := 0
 	for _, x := range r.runs {
-		if x.evicted && !x.oom {
+		if x.stopped && !x.oom {
+			n++
+		}
+	}
+	return n
+}
+
+// statusEvicted counts the runs whose pod ended Failed/Evicted.
+func (r evictionRow) statusEvicted() int {
+	n := 0
+	for _, x := range r.runs {
+		if x.evicted {
 			n++
 		}
 	}
@@ -282,8 +298,8 @@ func (a *nodeAgent) runEviction(b *testing.B, upstream string, workloads []evict
 	for _, w := range workloads {
 		row := evictionRow{agent: a.name, workload: w}
 		for i := range runs {
-			r := a.evictionRunOnce(b, proxy, m, w, fmt.Sprintf("%s%d-%d", a.podPrefix, w.rate, i))
-			b.Logf("%s %v run %d: evicted %v, kernel OOM %v, stop seen %v, threshold → stop %v", a.name, w, i+1, r.evicted, r.oom, r.stopped, r.latency.Round(100*time.Microsecond))
+			r := a.evictionRunOnce(b, proxy, m, w, fmt.Sprintf("%s%s%d-%d", a.podPrefix, w.kind, w.rate, i))
+			b.Logf("%s %v run %d: stopped by the agent %v, kernel OOM %v, status Failed/Evicted %v, threshold → stop %v", a.name, w, i+1, r.stopped, r.oom, r.evicted, r.latency.Round(100*time.Microsecond))
 			row.runs = append(row.runs, r)
 		}
 		rows = append(rows, row)
@@ -297,7 +313,21 @@ type kubepodsMonitor struct {
 	cgroup string
 	r      *cgroups.Reader
 	limit  int64
-	ooms   atomic.Int64
+
+	mu   sync.Mutex
+	ooms []time.Time // when each OOM of kubepods was seen
+}
+
+// firstOOM is the first OOM seen at or after since (zero: none).
+func (m *kubepodsMonitor) firstOOM(since time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.ooms {
+		if !t.Before(since) {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // workingSet is kubepods' working set now.
@@ -344,7 +374,9 @@ func (a *nodeAgent) watchKubepods(b *testing.B) *kubepodsMonitor {
 	b.Cleanup(func() { _ = w.Close() })
 	go func() {
 		for e := range w.Events() {
-			m.ooms.Add(1)
+			m.mu.Lock()
+			m.ooms = append(m.ooms, time.Now())
+			m.mu.Unlock()
 			b.Logf("%s: OOM in kubepods: %+v", a.name, e)
 		}
 	}()
@@ -356,14 +388,16 @@ func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	b.Helper()
 	ctx := b.Context()
 	m.waitBelowHalf(b, a)
-	oomsBefore := m.ooms.Load()
-	pod := a.createEvictionPod(b, name, w)
-	running := a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+	// The poll and the proxy's record start before the pod exists: a fast
+	// pod crosses the threshold (and is evicted) before the API server
+	// shows it Running.
 	since := time.Now()
-
 	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
 	crossed := make(chan time.Time, 1)
 	go m.pollCrossing(pollCtx, crossed)
+	pod := a.createEvictionPod(b, name, w)
+	running := a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 	sandbox, container := a.podRuntimeIDs(b, pod.UID)
 
 	end := a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool {
@@ -377,27 +411,26 @@ func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 			end.Status.Phase, end.Status.Reason, end.Status.Message, terminations(end))
 	}
 	t, ok := <-crossed
-	switch {
-	case !ok || t.IsZero():
-		if running.Status.Phase == v1.PodRunning {
-			b.Logf("%s: %s: the threshold was not seen crossed", a.name, name)
-		}
-	case r.evicted:
-		// (A pod that ended otherwise, e.g. OOM-killed, has its sandbox
-		// stopped too: not an eviction.)
-		if s := firstStop(proxy, since, sandbox, container); !s.IsZero() {
-			r.stopped, r.latency = true, s.Sub(t)
-		} else {
-			b.Logf("%s: %s evicted, but no stop of sandbox %q or container %q seen; stops since it ran: %s",
-				a.name, name, sandbox, container, stopCalls(proxy, since))
-		}
+	if !ok || t.IsZero() {
+		b.Logf("%s: %s: the threshold was not seen crossed (pod %s)", a.name, name, running.Status.Phase)
 	}
+	stop := firstStop(proxy, since, sandbox, container)
 	// The kernel may still OOM-kill in kubepods while the evicted pod's
 	// container is being stopped (its grace period): the run lasts until
 	// the pod is gone and its memory freed.
 	a.deleteEvictionPod(b, name)
 	m.waitBelowHalf(b, a)
-	r.oom = m.ooms.Load() != oomsBefore
+	oom := m.firstOOM(since)
+	r.oom = !oom.IsZero()
+	if !stop.IsZero() && (oom.IsZero() || stop.Before(oom)) {
+		r.stopped = true
+		if ok && !t.IsZero() {
+			r.latency = stop.Sub(t)
+		}
+	} else if r.evicted {
+		b.Logf("%s: %s evicted, but no stop of sandbox %q or container %q seen before an OOM (%v); stops in the run: %s",
+			a.name, name, sandbox, container, oom.Format("15:04:05.000"), stopCalls(proxy, since))
+	}
 	return r
 }
 
