@@ -104,16 +104,9 @@ kube_missing() {
   return 1
 }
 
-build_kube() {
-  mkdir -p "$kube_dir"
-  exec 8>"$kube_dir/.lock"
-  flock 8
-  if ! kube_missing; then
-    log "cached: ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $kube_dir"
-    exec 8>&-; return
-  fi
-  log "building ${KUBE_COMPONENTS[*]} $KUBE_VERSION (cold: several minutes, ~2 GB RAM) in $kube_src"
-  local start=$SECONDS
+# kube_module writes the scratch module that requires
+# k8s.io/kubernetes@KUBE_VERSION in $kube_src (the caller holds the lock).
+kube_module() {
   new_module "$kube_src" kltest.invalid/kubernetes
   local gomod
   gomod=$(cd "$kube_src" && kube_gomod)
@@ -138,6 +131,19 @@ build_kube() {
     for m in "${served[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
     printf ')\n'
   } >"$kube_src/go.mod"
+}
+
+build_kube() {
+  mkdir -p "$kube_dir"
+  exec 8>"$kube_dir/.lock"
+  flock 8
+  if ! kube_missing; then
+    log "cached: ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $kube_dir"
+    exec 8>&-; return
+  fi
+  log "building ${KUBE_COMPONENTS[*]} $KUBE_VERSION (cold: several minutes, ~2 GB RAM) in $kube_src"
+  local start=$SECONDS
+  kube_module
 
   # One go build of all the packages into a temporary directory: the shared
   # dependencies compile once. The binaries are moved in only when all built.
@@ -154,13 +160,13 @@ build_kube() {
 }
 
 # ---------------------------------------------------------------- kubelet
-# build_kubelet builds cmd/kubelet in the scratch module build_kube set up
-# (it ran just before, under the same lock), with the same version stamps.
+# build_kubelet builds cmd/kubelet in the scratch module of build_kube
+# (written again if it is gone), with the same version stamps.
 build_kubelet() {
   exec 8>"$kube_dir/.lock"
   flock 8
   if [ -x "$KUBELET_BIN" ]; then log "cached: kubelet $KUBE_VERSION in $kube_dir"; exec 8>&-; return; fi
-  [ -f "$kube_src/go.mod" ] || { log "$kube_src/go.mod missing: the control plane build did not run"; exit 1; }
+  grep -q '^require k8s.io/kubernetes' "$kube_src/go.mod" 2>/dev/null || kube_module
   log "building kubelet $KUBE_VERSION (cold: several minutes) in $kube_src"
   local start=$SECONDS pkg=k8s.io/component-base/version
   (cd "$kube_src" && go build -trimpath -o "$KUBELET_BIN.tmp.$$" \
