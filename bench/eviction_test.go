@@ -407,7 +407,7 @@ func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	var r evictionRun
 	r.evicted = end.Status.Phase == v1.PodFailed && end.Status.Reason == "Evicted"
 	if !r.evicted {
-		b.Logf("%s: %s not evicted: phase %s reason %q message %q; containers %s", a.name, name,
+		b.Logf("%s: %s did not end Failed/Evicted: phase %s reason %q message %q; containers %s", a.name, name,
 			end.Status.Phase, end.Status.Reason, end.Status.Message, terminations(end))
 	}
 	t, ok := <-crossed
