@@ -2,24 +2,16 @@ package bench
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kernelet/kernelet/test/env"
-	"github.com/kernelet/kernelet/test/env/cgroupfs"
-	"github.com/kernelet/kernelet/test/env/images"
 )
 
 // scrapeKubeletScrapes is how many /metrics/cadvisor scrapes are measured
@@ -56,13 +48,15 @@ func BenchmarkCadvisorScrapeKubelet(b *testing.B) {
 	settle := envDuration(b, "KERNELET_SCRAPE_SETTLE", 20*time.Second)
 	res := map[string]scrapeCost{}
 	for _, name := range []string{"kubelet", "kernelet"} {
-		a := &footprintAgent{
+		a := &nodeAgent{
 			name: name, ns: ns, admin: admin, rs: rs, endpoint: cd.Endpoint(), srv: srv,
 			node:       strings.ToLower(env.RunID()) + "-s" + name,
 			cgroupRoot: "/" + env.RunID() + "-s" + name,
 			tag:        "s" + name[:4],
 			bin:        kubelet,
 		}
+		a.podPrefix = "fp-" + a.tag + "-"
+		a.evictionConfig = footprintEviction
 		if name == "kernelet" {
 			a.bin = kerneletBinary(b)
 		}
@@ -88,27 +82,12 @@ type scrapeCost struct {
 }
 
 // scrapeCost runs the agent with n pods and measures its scrapes.
-func (a *footprintAgent) scrapeCost(b *testing.B, n int, settle time.Duration) scrapeCost {
+func (a *nodeAgent) scrapeCost(b *testing.B, n int, settle time.Duration) scrapeCost {
 	b.Helper()
-	a.dir = b.TempDir()
-	a.log = filepath.Join(a.dir, a.name+".log")
-	b.Cleanup(func() { a.cleanup(b) })
-	a.writeConfig(b)
-	if a.isKubelet() {
-		a.saveSysctls()
-		hs, err := cgroupfs.Hierarchies()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, h := range hs {
-			if err := os.Mkdir(filepath.Join(h, a.cgroupRoot), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				b.Fatalf("cgroup root: %v", err)
-			}
-		}
-	}
+	a.prepare(b)
 	a.start(b)
 	a.waitNodeReady(b)
-	a.runScrapePods(b, n)
+	a.runPods(b, n)
 	time.Sleep(settle)
 	pid := a.cmd.Process.Pid
 	url := fmt.Sprintf("https://127.0.0.1:%d/metrics/cadvisor", a.securePort)
@@ -156,40 +135,4 @@ func scrapeOnce(hc *http.Client, url string) (series, size int, err error) {
 		}
 	}
 	return series, len(body), nil
-}
-
-// runScrapePods creates n API pods bound to the node (named as the
-// footprint agent's cleanup expects) and waits until all run.
-func (a *footprintAgent) runScrapePods(b *testing.B, n int) {
-	b.Helper()
-	ctx := b.Context()
-	no, grace := false, int64(1)
-	for i := range n {
-		pod := &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fp-%s-%03d", a.tag, i), Namespace: a.ns},
-			Spec: v1.PodSpec{
-				NodeName: a.node, HostNetwork: true, DNSPolicy: v1.DNSDefault, AutomountServiceAccountToken: &no,
-				TerminationGracePeriodSeconds: &grace, Tolerations: []v1.Toleration{{Operator: v1.TolerationOpExists}},
-				Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
-					Args: []string{"sleep"}}},
-			},
-		}
-		a.wait(b, 30*time.Second, "create pod "+pod.Name, func() (bool, error) {
-			_, err := a.admin.CoreV1().Pods(a.ns).Create(ctx, pod, metav1.CreateOptions{})
-			return err == nil || apierrors.IsAlreadyExists(err), err
-		})
-	}
-	a.wait(b, 10*time.Minute, fmt.Sprintf("%d pods Running", n), func() (bool, error) {
-		l, err := a.admin.CoreV1().Pods(a.ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.node})
-		if err != nil {
-			return false, err
-		}
-		running := 0
-		for _, p := range l.Items {
-			if p.Status.Phase == v1.PodRunning {
-				running++
-			}
-		}
-		return running == n, fmt.Errorf("%d of %d pods Running", running, n)
-	})
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -196,12 +195,13 @@ func BenchmarkObjectStrategies(b *testing.B) {
 	for range b.N {
 		for _, strategy := range []string{"Watch", "Get"} {
 			lower := strings.ToLower(strategy)
-			a := &footprintAgent{
+			a := &nodeAgent{
 				name: "kernelet", ns: ns, admin: admin, rs: rs, endpoint: cd.Endpoint(), srv: srv,
 				node:       strings.ToLower(env.RunID()) + "-obj-" + lower,
 				cgroupRoot: "/" + env.RunID() + "-obj-" + lower,
 				tag:        "obj" + lower,
 				bin:        kerneletBinary(b),
+				podPrefix:  "fp-obj" + lower + "-", evictionConfig: footprintEviction,
 			}
 			results[strategy] = a.runObjects(b, strategy, pods, window)
 		}
@@ -228,21 +228,11 @@ func BenchmarkObjectStrategies(b *testing.B) {
 
 // runObjects runs one agent with strategy and pods pods and returns the
 // API server's counts for the window.
-func (a *footprintAgent) runObjects(b *testing.B, strategy string, pods int, window time.Duration) objectCounts {
+func (a *nodeAgent) runObjects(b *testing.B, strategy string, pods int, window time.Duration) objectCounts {
 	b.Helper()
 	ctx := b.Context()
-	a.dir = b.TempDir()
-	a.log = a.dir + "/" + a.name + ".log"
-	b.Cleanup(func() { a.cleanup(b) })
-	a.writeConfig(b)
-	f, err := os.OpenFile(a.dir+"/config.yaml", os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, err = fmt.Fprintf(f, "configMapAndSecretChangeDetectionStrategy: %s\n", strategy)
-	if err := errors.Join(err, f.Close()); err != nil {
-		b.Fatal(err)
-	}
+	a.extraConfig = "configMapAndSecretChangeDetectionStrategy: " + strategy + "\n"
+	a.prepare(b)
 	before, err := scrapeObjectCounts(ctx, a.admin)
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@
 #   $CACHE/kubernetes/<KUBE_VERSION>/kube-controller-manager
 #   $CACHE/kubernetes/<KUBE_VERSION>/kube-scheduler
 #   $CACHE/etcd/<ETCD_VERSION>/etcd
+#   $CACHE/kubernetes/<KUBE_VERSION>/kubelet        (only with KUBELET=1)
 #
 # with CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet} ($XDG_CACHE_HOME is
 # honoured like Go's os.UserCacheDir, so this matches env.CacheDir()).
@@ -19,6 +20,10 @@
 #                 client-go v0.37 kernelet uses)
 #   ETCD_VERSION  go.etcd.io/etcd/server/v3 release (default: the version
 #                 k8s.io/kubernetes@KUBE_VERSION pins in its go.mod)
+#   KUBELET=1     also build (or find) the real kubelet from the same scratch
+#                 module, for benchmarks against it (bench-eviction); a
+#                 separate go build after the control plane, so a run
+#                 without it (make components, CI) does no extra work
 #
 # The scratch modules live in the cache dir; every go command runs there with
 # GOWORK=off, so the build never sees the repository's go.mod.
@@ -27,6 +32,8 @@
 #   KUBE_CONTROLLER_MANAGER=<path>
 #   KUBE_SCHEDULER=<path>
 #   ETCD=<path>
+# and with KUBELET=1 a fifth:
+#   KUBELET=<path>
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -88,6 +95,7 @@ APISERVER_BIN="$kube_dir/kube-apiserver"
 CONTROLLER_MANAGER_BIN="$kube_dir/kube-controller-manager"
 SCHEDULER_BIN="$kube_dir/kube-scheduler"
 ETCD_BIN="$CACHE/etcd/$ETCD_VERSION/etcd"
+KUBELET_BIN="$kube_dir/kubelet"
 
 # ------------------------------------------------- the Kubernetes components
 kube_missing() {
@@ -96,16 +104,9 @@ kube_missing() {
   return 1
 }
 
-build_kube() {
-  mkdir -p "$kube_dir"
-  exec 8>"$kube_dir/.lock"
-  flock 8
-  if ! kube_missing; then
-    log "cached: ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $kube_dir"
-    exec 8>&-; return
-  fi
-  log "building ${KUBE_COMPONENTS[*]} $KUBE_VERSION (cold: several minutes, ~2 GB RAM) in $kube_src"
-  local start=$SECONDS
+# kube_module writes the scratch module that requires
+# k8s.io/kubernetes@KUBE_VERSION in $kube_src (the caller holds the lock).
+kube_module() {
   new_module "$kube_src" kltest.invalid/kubernetes
   local gomod
   gomod=$(cd "$kube_src" && kube_gomod)
@@ -130,6 +131,19 @@ build_kube() {
     for m in "${served[@]}"; do printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"; done
     printf ')\n'
   } >"$kube_src/go.mod"
+}
+
+build_kube() {
+  mkdir -p "$kube_dir"
+  exec 8>"$kube_dir/.lock"
+  flock 8
+  if ! kube_missing; then
+    log "cached: ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $kube_dir"
+    exec 8>&-; return
+  fi
+  log "building ${KUBE_COMPONENTS[*]} $KUBE_VERSION (cold: several minutes, ~2 GB RAM) in $kube_src"
+  local start=$SECONDS
+  kube_module
 
   # One go build of all the packages into a temporary directory: the shared
   # dependencies compile once. The binaries are moved in only when all built.
@@ -142,6 +156,24 @@ build_kube() {
   for c in "${KUBE_COMPONENTS[@]}"; do mv "$out/$c" "$kube_dir/$c"; done
   rm -rf "$out"
   log "built ${KUBE_COMPONENTS[*]} $KUBE_VERSION in $((SECONDS - start)) s"
+  exec 8>&-
+}
+
+# ---------------------------------------------------------------- kubelet
+# build_kubelet builds cmd/kubelet in the scratch module of build_kube
+# (written again if it is gone), with the same version stamps.
+build_kubelet() {
+  exec 8>"$kube_dir/.lock"
+  flock 8
+  if [ -x "$KUBELET_BIN" ]; then log "cached: kubelet $KUBE_VERSION in $kube_dir"; exec 8>&-; return; fi
+  grep -q '^require k8s.io/kubernetes' "$kube_src/go.mod" 2>/dev/null || kube_module
+  log "building kubelet $KUBE_VERSION (cold: several minutes) in $kube_src"
+  local start=$SECONDS pkg=k8s.io/component-base/version
+  (cd "$kube_src" && go build -trimpath -o "$KUBELET_BIN.tmp.$$" \
+    -ldflags "-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean" \
+    k8s.io/kubernetes/cmd/kubelet) || { rm -f "$KUBELET_BIN.tmp.$$"; exit 1; }
+  mv "$KUBELET_BIN.tmp.$$" "$KUBELET_BIN"
+  log "built kubelet $KUBE_VERSION in $((SECONDS - start)) s"
   exec 8>&-
 }
 
@@ -176,6 +208,7 @@ EOF
 
 build_etcd
 build_kube
+if [ "${KUBELET:-}" = 1 ]; then build_kubelet; fi
 
 for c in "${KUBE_COMPONENTS[@]}"; do
   echo "$c: $("$kube_dir/$c" --version 2>&1 | head -1)"
@@ -185,3 +218,7 @@ echo "KUBE_APISERVER=$APISERVER_BIN"
 echo "KUBE_CONTROLLER_MANAGER=$CONTROLLER_MANAGER_BIN"
 echo "KUBE_SCHEDULER=$SCHEDULER_BIN"
 echo "ETCD=$ETCD_BIN"
+if [ "${KUBELET:-}" = 1 ]; then
+  echo "kubelet: $("$KUBELET_BIN" --version 2>&1 | head -1)"
+  echo "KUBELET=$KUBELET_BIN"
+fi

@@ -9,7 +9,7 @@
 // containerd with the test images), images (OCI images and an in-memory
 // registry), apiserver (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler), vm (a cgroup v2 kernel in qemu), cgroupfs (test-owned
-// cgroups). Everything a test run creates carries the run's prefix, so a
+// cgroups), criproxy (a recording CRI proxy that can delay or fail calls). Everything a test run creates carries the run's prefix, so a
 // leak check can find what was left behind and `down` can remove it after a
 // crash. Tests that need a component call the matching Require function: it
 // skips with a reason on a developer machine that lacks the component, and
