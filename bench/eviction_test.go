@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/oom"
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/criproxy"
 	"github.com/kernelet/kernelet/test/env/images"
@@ -49,10 +52,13 @@ import (
 //     any kernel OOM in kubepods (after one, a stop is the cleanup of a
 //     pod the kernel ended);
 //   - evicted before the kernel OOM: the agent started the eviction and
-//     the kubepods memcg saw no OOM (v1 memory.oom_control eventfd, v2
-//     memory.events) during the run, which lasts until the pod is deleted
-//     and kubepods' memory is freed (an evicted container still growing
-//     through its grace period can still hit the limit). How the pod's
+//     the kernel OOM-killed no process in kubepods during the run (a
+//     "oom-kill:" line of /dev/kmsg whose OOM memcg or victim memcg is
+//     kubepods or below), which lasts until the pod is deleted and
+//     kubepods' memory is freed (an evicted container still growing
+//     through its grace period can still hit the limit). kubepods
+//     reaching its limit without a kill (the OOM killer waits for the
+//     exiting victim) is logged, not counted: nothing was killed. How the pod's
 //     status ended is counted apart: the real kubelet reports a pod whose
 //     container exits 0 on SIGTERM (testbox does) as Succeeded, not
 //     Failed/Evicted.
@@ -315,7 +321,49 @@ type kubepodsMonitor struct {
 	limit  int64
 
 	mu   sync.Mutex
-	ooms []time.Time // when each OOM of kubepods was seen
+	ooms []time.Time // when each OOM kill in kubepods was seen (kmsg)
+}
+
+// watchKills records the kernel's OOM kills in kubepods from /dev/kmsg
+// (read from its end, so only kills from now on) until ctx ends.
+func (m *kubepodsMonitor) watchKills(b *testing.B, name string) {
+	b.Helper()
+	f, err := os.Open("/dev/kmsg")
+	if err != nil {
+		b.Fatalf("kernel log: %v", err)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		_ = f.Close()
+		b.Fatalf("kernel log: %v", err)
+	}
+	b.Cleanup(func() { _ = f.Close() })
+	go func() {
+		buf := make([]byte, 8192)
+		for {
+			n, err := f.Read(buf)
+			if errors.Is(err, syscall.EPIPE) {
+				continue // records were overwritten: go on from the next
+			}
+			if err != nil {
+				return // closed at cleanup
+			}
+			rec, err := oom.ParseKmsg(string(buf[:n]))
+			if err != nil || rec.Kind != oom.KmsgOOMKill {
+				continue
+			}
+			if under(rec.OOMMemcg, m.cgroup) || under(rec.TaskMemcg, m.cgroup) {
+				m.mu.Lock()
+				m.ooms = append(m.ooms, time.Now())
+				m.mu.Unlock()
+				b.Logf("%s: OOM kill in kubepods: pid %d (%s), oom memcg %s, task memcg %s", name, rec.Pid, rec.Comm, rec.OOMMemcg, rec.TaskMemcg)
+			}
+		}
+	}()
+}
+
+// under tells whether cgroup path p is dir or below it.
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // firstOOM is the first OOM seen at or after since (zero: none).
@@ -374,12 +422,10 @@ func (a *nodeAgent) watchKubepods(b *testing.B) *kubepodsMonitor {
 	b.Cleanup(func() { _ = w.Close() })
 	go func() {
 		for e := range w.Events() {
-			m.mu.Lock()
-			m.ooms = append(m.ooms, time.Now())
-			m.mu.Unlock()
-			b.Logf("%s: OOM in kubepods: %+v", a.name, e)
+			b.Logf("%s: kubepods reached its limit (OOM notification, a kill only if kmsg says so): %+v", a.name, e)
 		}
 	}()
+	m.watchKills(b, a.name)
 	return m
 }
 
@@ -420,16 +466,16 @@ func (a *nodeAgent) evictionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	// the pod is gone and its memory freed.
 	a.deleteEvictionPod(b, name)
 	m.waitBelowHalf(b, a)
-	oom := m.firstOOM(since)
-	r.oom = !oom.IsZero()
-	if !stop.IsZero() && (oom.IsZero() || stop.Before(oom)) {
+	oomAt := m.firstOOM(since)
+	r.oom = !oomAt.IsZero()
+	if !stop.IsZero() && (oomAt.IsZero() || stop.Before(oomAt)) {
 		r.stopped = true
 		if ok && !t.IsZero() {
 			r.latency = stop.Sub(t)
 		}
 	} else if r.evicted {
 		b.Logf("%s: %s evicted, but no stop of sandbox %q or container %q seen before an OOM (%v); stops in the run: %s",
-			a.name, name, sandbox, container, oom.Format("15:04:05.000"), stopCalls(proxy, since))
+			a.name, name, sandbox, container, oomAt.Format("15:04:05.000"), stopCalls(proxy, since))
 	}
 	return r
 }
