@@ -26,6 +26,7 @@ require (
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	k8s.io/metrics v0.37.2 // indirect
 )
 
 require (
