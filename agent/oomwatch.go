@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
@@ -66,7 +67,8 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	kc := &a.opts.Config.Kubelet
 	w := &oomWatch{nodeName: a.opts.NodeName, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), p: p,
 		recorder: a.recorder, kills: newOOMKillsCounter(), ring: oomRing{n: oomRecentKills}}
-	w.resolver = &podCgroupResolver{p: p, fallback: runtime.NewCgroupResolver(rs)}
+	res := &podCgroupResolver{p: p, fallback: runtime.NewCgroupResolver(rs)}
+	w.resolver = res
 	a.mu.Lock()
 	a.oom = w
 	a.mu.Unlock()
@@ -82,6 +84,16 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.mu.Lock()
 	w.status.CgroupTracer = env.CgroupTracer
 	w.mu.Unlock()
+	// The same env's eBPF programs: their run statistics on /metrics, and
+	// the reclaim stall tracer.
+	if err := a.registry.Register(bpf.NewCollector(env)); err != nil {
+		log.Error(err, "BPF program statistics not registered")
+	}
+	stalls := newReclaimStallCounter()
+	if err := a.registry.Register(stalls); err != nil {
+		log.Error(err, "Reclaim stall counter not registered")
+	}
+	startReclaimWatch(ctx, env, res, stalls)
 	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true, Window: oomMergeWindow,
 		OOMControlCgroups: []string{w.kubepods}})
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -87,11 +89,12 @@ type MetricsServer struct {
 	srv  *Server
 	dir  string
 	proc *process
-	URL  string // its own https URL on 127.0.0.1
+	URL  string // its own https URL
 }
 
 // StartMetricsServer runs bin (see EnsureMetricsServer) as a host process on
-// a free 127.0.0.1 port, authenticating to the apiserver and to kubelets
+// a free port of ip — a host address that is not loopback: an EndpointSlice
+// refuses 127.0.0.0/8 — authenticating to the apiserver and to kubelets
 // with the admin kubeconfig, reaching kubelets at their InternalIP and the
 // port of their Node status, not verifying their serving certificates, and
 // scraping every 10 s (its minimum). It then creates in kube-system a
@@ -99,7 +102,11 @@ type MetricsServer struct {
 // (the apiserver routes to endpoints: --enable-aggregator-routing), and the
 // APIService v1beta1.metrics.k8s.io, and waits until the APIService is
 // Available. Stop undoes all of it; only one may run per Server at a time.
-func (s *Server) StartMetricsServer(ctx context.Context, bin string) (*MetricsServer, error) {
+func (s *Server) StartMetricsServer(ctx context.Context, bin, ip string) (*MetricsServer, error) {
+	addr := net.ParseIP(ip)
+	if addr == nil || addr.To4() == nil || addr.IsLoopback() {
+		return nil, fmt.Errorf("metrics-server address %q: want an IPv4 host address that is not loopback (EndpointSlices refuse loopback)", ip)
+	}
 	dir, err := os.MkdirTemp(s.dir, metricsServerName+"-")
 	if err != nil {
 		return nil, fmt.Errorf("metrics-server dir: %w", err)
@@ -118,10 +125,10 @@ func (s *Server) StartMetricsServer(ctx context.Context, bin string) (*MetricsSe
 		return nil, err
 	}
 	port := ports[0]
-	m.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	m.URL = fmt.Sprintf("https://%s", net.JoinHostPort(ip, strconv.Itoa(port)))
 	kubeconfig := s.AdminKubeconfig()
 	m.proc, err = startProcess(metricsServerName, bin, []string{
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + ip,
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + filepath.Join(dir, "certs"), // self-signed serving cert
 		"--kubeconfig=" + kubeconfig,
@@ -143,7 +150,7 @@ func (s *Server) StartMetricsServer(ctx context.Context, bin string) (*MetricsSe
 	if err := waitHTTP(readyCtx, hc, m.URL+"/livez", "ok", m.proc); err != nil {
 		return nil, fmt.Errorf("metrics-server not live: %w\n%s", err, fileTail(m.proc.logPath, 30))
 	}
-	if err := m.register(readyCtx, int32(port)); err != nil {
+	if err := m.register(readyCtx, ip, int32(port)); err != nil {
 		return nil, fmt.Errorf("register metrics-server: %w\n%s", err, fileTail(m.proc.logPath, 30))
 	}
 	ok = true
@@ -153,7 +160,7 @@ func (s *Server) StartMetricsServer(ctx context.Context, bin string) (*MetricsSe
 // LogTail returns the last n lines of metrics-server's log.
 func (m *MetricsServer) LogTail(n int) string { return fileTail(m.proc.logPath, n) }
 
-func (m *MetricsServer) register(ctx context.Context, port int32) error {
+func (m *MetricsServer) register(ctx context.Context, ip string, port int32) error {
 	c, err := m.srv.AdminClient()
 	if err != nil {
 		return err
@@ -165,7 +172,7 @@ func (m *MetricsServer) register(ctx context.Context, port int32) error {
 	const ns, name, portName = metav1.NamespaceSystem, metricsServerName, "https"
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Name: portName, Port: 443, Protocol: v1.ProtocolTCP}}},
+		Spec:       v1.ServiceSpec{Ports: []v1.ServicePort{{Name: portName, Port: 443, Protocol: v1.ProtocolTCP}}},
 	}
 	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Service %s/%s: %w", ns, name, err)
@@ -176,7 +183,7 @@ func (m *MetricsServer) register(ctx context.Context, port int32) error {
 			discoveryv1.LabelManagedBy:   env.Prefix + "-test",
 		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(port), Protocol: ptr.To(v1.ProtocolTCP)}},
 	}
 	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
