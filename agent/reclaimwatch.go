@@ -35,9 +35,9 @@ func reclaimStallLabels(cg string, lookup func(string) (oom.PodRef, bool)) (name
 
 // startReclaimWatch opens the eBPF reclaim stall tracer through env and
 // adds each stall's duration to its pod's counter until ctx ends. Pods
-// are found from the agent's own state (podCgroupResolver.lookup), never
-// through CRI: stalls can be frequent. Without eBPF it logs why and does
-// nothing.
+// are found from the agent's own state (the "pod<uid>" directory of the
+// cgroup among the workers' pods: podCgroupResolver.podOf), never through
+// CRI: stalls can be frequent. Without eBPF it logs why and does nothing.
 func startReclaimWatch(ctx context.Context, env *kevents.Env, r *podCgroupResolver, stalls *prometheus.CounterVec) {
 	log := klog.FromContext(ctx)
 	tr, err := env.OpenReclaim(ctx)
@@ -57,9 +57,24 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, r *podCgroupResolv
 					return
 				}
 				cg := env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
-				ns, pod := reclaimStallLabels(cg, r.lookup)
+				ns, pod := reclaimStallLabels(cg, r.podOf)
 				stalls.WithLabelValues(ns, pod).Add(ev.Duration.Seconds())
 			}
 		}
 	}()
+}
+
+// podOf is the workers' pod whose cgroup holds cg (its pod cgroup or one
+// below), by the "pod<uid>" directory alone: no container lookup.
+func (r *podCgroupResolver) podOf(cg string) (oom.PodRef, bool) {
+	uid, _, ok := podUIDOfCgroup(cg)
+	if !ok || r.p == nil || r.p.workers == nil {
+		return oom.PodRef{}, false
+	}
+	for _, rec := range r.p.workers.Pods() {
+		if string(rec.Pod.UID) == uid {
+			return oom.PodRef{Namespace: rec.Pod.Namespace, Name: rec.Pod.Name, UID: uid}, true
+		}
+	}
+	return oom.PodRef{}, false
 }
