@@ -13,5 +13,12 @@
 // stop the processes by PID, after checking they are the state dir's own,
 // and remove the state dir.
 //
+// The aggregation layer is on (a front-proxy-client certificate,
+// --enable-aggregator-routing): StartMetricsServer runs metrics-server
+// (hack/metrics-server/build.sh, EnsureMetricsServer) as a host process
+// and registers it as APIService v1beta1.metrics.k8s.io through a Service
+// and EndpointSlice in kube-system, for `kubectl top`; its Stop removes
+// the APIService first.
+//
 // For tests and hack/ tools only; kernelet never imports it.
 package apiserver
