@@ -15,7 +15,7 @@
 // agent/oomwatch.go wires the stream. The same kevents env opens the eBPF
 // reclaim stall tracer (agent/reclaimwatch.go:
 // kernelet_pod_reclaim_stall_seconds_total per pod, pods found by their
-// cgroup's pod<uid> directory) and exports its tracers' run statistics
+// cgroup's pod<uid> directory in a UID map of the workers' pods) and exports its tracers' run statistics
 // (bpf.Collector: kernelet_bpf_program_run_{count,seconds}_total).
 //
 // The agent imports the kernel side (cgroups, bpf, eviction, oom) as values

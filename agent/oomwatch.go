@@ -67,8 +67,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	kc := &a.opts.Config.Kubelet
 	w := &oomWatch{nodeName: a.opts.NodeName, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), p: p,
 		recorder: a.recorder, kills: newOOMKillsCounter(), ring: oomRing{n: oomRecentKills}}
-	res := &podCgroupResolver{p: p, fallback: runtime.NewCgroupResolver(rs)}
-	w.resolver = res
+	w.resolver = &podCgroupResolver{p: p, fallback: runtime.NewCgroupResolver(rs)}
 	a.mu.Lock()
 	a.oom = w
 	a.mu.Unlock()
@@ -93,7 +92,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	if err := a.registry.Register(stalls); err != nil {
 		log.Error(err, "Reclaim stall counter not registered")
 	}
-	startReclaimWatch(ctx, env, res, stalls)
+	startReclaimWatch(ctx, env, p, stalls)
 	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true, Window: oomMergeWindow,
 		OOMControlCgroups: []string{w.kubepods}})
 	if err != nil {
