@@ -12,7 +12,11 @@
 // manager: every kill is attributed to its pod and container and recorded
 // (OOMKilling / SystemOOM events, kernelet_oom_kills_total, the recent
 // kills of /status) — agent/oomkills.go decides scope and texts,
-// agent/oomwatch.go wires the stream.
+// agent/oomwatch.go wires the stream. The same kevents env opens the eBPF
+// reclaim stall tracer (agent/reclaimwatch.go:
+// kernelet_pod_reclaim_stall_seconds_total per pod, pods found by their
+// cgroup's pod<uid> directory in a UID map of the workers' pods) and exports its tracers' run statistics
+// (bpf.Collector: kernelet_bpf_program_run_{count,seconds}_total).
 //
 // dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
 // agent/server/dashboard): evictions and OOMKilled terminations are

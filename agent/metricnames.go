@@ -13,6 +13,7 @@ import (
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/stats"
+	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/eviction"
 )
 
@@ -30,7 +31,8 @@ func MetricNames() (map[string][]string, error) {
 		[]string{"reason"}) // agent/gc's, registered with the image GC
 	main := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image,
-		crimetrics.NewMetrics(), newPodMetrics(nil), stats.NewPressureCollector(agentSweeps{a}), newOOMKillsCounter()}
+		crimetrics.NewMetrics(), newPodMetrics(nil), stats.NewPressureCollector(agentSweeps{a}), newOOMKillsCounter(),
+		newReclaimStallCounter(), bpf.NewCollector()}
 	reg := prometheus.NewRegistry()
 	if _, err := pleg.New(pleg.Config{Lister: noPods{}, Registerer: reg}); err != nil {
 		return nil, err

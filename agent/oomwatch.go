@@ -19,6 +19,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
@@ -83,6 +84,16 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.mu.Lock()
 	w.status.CgroupTracer = env.CgroupTracer
 	w.mu.Unlock()
+	// The same env's eBPF programs: their run statistics on /metrics, and
+	// the reclaim stall tracer.
+	if err := a.registry.Register(bpf.NewCollector(env)); err != nil {
+		log.Error(err, "BPF program statistics not registered")
+	}
+	stalls := newReclaimStallCounter()
+	if err := a.registry.Register(stalls); err != nil {
+		log.Error(err, "Reclaim stall counter not registered")
+	}
+	startReclaimWatch(ctx, env, p, stalls)
 	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true, Window: oomMergeWindow,
 		OOMControlCgroups: []string{w.kubepods}})
 	if err != nil {

@@ -54,6 +54,12 @@
 // as emptydirfs.limit, ephemeralpodfs.limit, ephemeralcontainerfs.limit)
 // and, as kubelet, ends the decision there when it evicted any.
 //
+// Reaction latency (reaction.go): Crossings keeps, per met threshold, when
+// its crossing was first observed — the Wake that started the decision
+// which first saw it met, else that decision's stats read — and the first
+// eviction started for it observes kernelet_eviction_reaction_seconds
+// (minus the threshold's grace period) once per crossing.
+//
 // The package must not read files, call the runtime or kill anything
 // itself: stats come in as values and pods are killed through a function
 // handed to the manager.

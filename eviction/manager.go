@@ -126,6 +126,8 @@ type Manager struct {
 	mu            sync.Mutex
 	met           []Threshold
 	firstObserved FirstObserved
+	crossings     Crossings // reaction latency: when each met threshold was crossed
+	wokeAt        time.Time // the first Wake not yet taken by a decision
 	lastObserved  map[v1.NodeConditionType]time.Time
 	conditions    []v1.NodeConditionType
 	observations  Observations
@@ -187,6 +189,11 @@ func (m *Manager) Wake() {
 	if m.cfg.Mode == ModeKubelet {
 		return
 	}
+	m.mu.Lock()
+	if m.wokeAt.IsZero() {
+		m.wokeAt = m.clock.Now()
+	}
+	m.mu.Unlock()
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -252,7 +259,7 @@ func (m *Manager) Conditions() []v1.NodeConditionType {
 
 // Synchronize makes one decision with stats read now.
 func (m *Manager) Synchronize(ctx context.Context) error {
-	m.startDecision()
+	woke := m.startDecision()
 	defer m.endDecision()
 	active := m.cfg.ActivePods()
 	all := append(slices.Clone(active), m.pendingPods()...)
@@ -266,7 +273,7 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	}
 	now := m.clock.Now()
 	obs := Observe(stats)
-	actionable := m.update(obs, now)
+	actionable := m.update(obs, now, decisionSeen(woke, stats.Time, now))
 	if m.cfg.Decided != nil {
 		m.cfg.Decided(ctx, stats)
 	}
@@ -296,8 +303,9 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 }
 
 // update applies kubelet's threshold bookkeeping to obs at now and returns
-// the thresholds to act on (met for their grace period).
-func (m *Manager) update(obs Observations, now time.Time) []Threshold {
+// the thresholds to act on (met for their grace period); a threshold
+// newly met was crossed at seen.
+func (m *Manager) update(obs Observations, now, seen time.Time) []Threshold {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	met := ThresholdsMet(m.cfg.Thresholds, obs, false)
@@ -305,6 +313,7 @@ func (m *Manager) update(obs Observations, now time.Time) []Threshold {
 		met = MergeThresholds(met, ThresholdsMet(m.met, obs, true))
 	}
 	m.firstObserved = UpdateFirstObserved(met, m.firstObserved, now)
+	m.crossings = UpdateCrossings(met, m.crossings, seen)
 	m.lastObserved = ConditionsLastObserved(met, m.lastObserved, now)
 	m.conditions = ConditionsObservedSince(m.lastObserved, m.cfg.PressureTransitionPeriod, now)
 	m.met = MetGracePeriod(met, m.firstObserved, now)

@@ -7,10 +7,13 @@ import (
 )
 
 // Metrics are kubelet's eviction metrics: kubelet_evictions{eviction_signal}
-// and kubelet_eviction_stats_age_seconds{eviction_signal}.
+// and kubelet_eviction_stats_age_seconds{eviction_signal}; and kernelet's:
+// kernelet_eviction_reaction_seconds{eviction_signal} (see Crossings) and
+// kernelet_eviction_dry_run_pods{eviction_signal}.
 type Metrics struct {
 	evictions *prometheus.CounterVec
 	statsAgeH *prometheus.HistogramVec
+	reactionH *prometheus.HistogramVec
 	dryRun    *prometheus.GaugeVec
 }
 
@@ -26,6 +29,12 @@ func NewMetrics() *Metrics {
 			Help:    "Time between when stats are collected, and when pod is evicted based on those stats by eviction signal",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"eviction_signal"}),
+		reactionH: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kernelet", Name: "eviction_reaction_seconds",
+			Help: "Time from when a threshold crossing was first observed (the kernel notification that woke the decision, else its stats read) " +
+				"to the start of the first eviction for it, minus the threshold's grace period, by eviction signal",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms .. 32 s
+		}, []string{"eviction_signal"}),
 		dryRun: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Subsystem: "kernelet", Name: "eviction_dry_run_pods",
 			Help: "Pods the latest eviction decision would evict in dry-run mode, by eviction signal",
@@ -37,6 +46,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	m.evictions.Describe(ch)
 	m.statsAgeH.Describe(ch)
+	m.reactionH.Describe(ch)
 	m.dryRun.Describe(ch)
 }
 
@@ -44,6 +54,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.evictions.Collect(ch)
 	m.statsAgeH.Collect(ch)
+	m.reactionH.Collect(ch)
 	m.dryRun.Collect(ch)
 }
 
@@ -58,4 +69,8 @@ func (m *Metrics) setDryRun(counts map[Signal]int) {
 
 func (m *Metrics) statsAge(s Signal, age time.Duration) {
 	m.statsAgeH.WithLabelValues(string(s)).Observe(age.Seconds())
+}
+
+func (m *Metrics) reaction(s Signal, latency time.Duration) {
+	m.reactionH.WithLabelValues(string(s)).Observe(latency.Seconds())
 }

@@ -79,11 +79,14 @@ func (m *Manager) wouldEvict(ctx context.Context, pod *v1.Pod, e Eviction, now t
 		UID: pod.UID, Signal: e.Signal, Message: e.Message})
 }
 
-// startDecision forgets the previous decision's dry-run list.
-func (m *Manager) startDecision() {
+// startDecision forgets the previous decision's dry-run list and takes
+// the time of the Wake that triggered it (zero for a tick).
+func (m *Manager) startDecision() (woke time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dryRun = nil
+	woke, m.wokeAt = m.wokeAt, time.Time{}
+	return woke
 }
 
 // endDecision exports the dry-run list of the decision.

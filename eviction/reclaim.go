@@ -147,6 +147,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			}
 			continue
 		}
+		evictAt := m.clock.Now()
 		if err := m.cfg.Evict(ctx, pod, e); err != nil {
 			log.Error(err, "Eviction manager: evicting pod failed", "pod", klog.KObj(pod))
 			count--
@@ -156,6 +157,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			"usage", usageFor(t.Signal, ps), "remaining", remaining)
 		remaining -= usageFor(t.Signal, ps)
 		m.started(pod, t.Signal, e.Message, now)
+		m.reacted(t, evictAt)
 		if !hasStats {
 			// What it frees is unknown: count it as enough for this
 			// decision (one pod, as kubelet) rather than evicting every
@@ -170,6 +172,17 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 
 // maxRecords is how many evictions Records keeps.
 const maxRecords = 50
+
+// reacted observes the reaction latency of t's crossing at its first
+// eviction.
+func (m *Manager) reacted(t Threshold, at time.Time) {
+	m.mu.Lock()
+	latency, ok := m.crossings.React(t, at)
+	m.mu.Unlock()
+	if ok && m.cfg.Metrics != nil {
+		m.cfg.Metrics.reaction(t.Signal, latency)
+	}
+}
 
 // started records an eviction: pending for its signal, in the history,
 // in the counter.

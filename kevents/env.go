@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
@@ -21,6 +23,9 @@ type Env struct {
 	// <mode>", or why not (the cache then walks the hierarchy on a miss).
 	CgroupTracer string
 	closers      []func() error
+
+	mu      sync.Mutex
+	tracers []bpf.StatsSource // for ProgramStats
 }
 
 // Open discovers the cgroup hierarchies and builds the path cache, fed by
@@ -48,11 +53,51 @@ func Open(ctx context.Context, opts Options) (*Env, error) {
 			break
 		}
 		e.closers = append(e.closers, tr.Close)
+		e.addTracer(tr)
 		e.CgroupTracer = "eBPF " + tr.Mode().String()
 		go e.Paths.Follow(ctx, CgroupChanges(ctx, tr.Events(), h))
 	}
 	return e, nil
 }
+
+// addTracer adds a tracer to those ProgramStats reports.
+func (e *Env) addTracer(t bpf.StatsSource) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.tracers = append(e.tracers, t)
+}
+
+// ProgramStats are the run statistics of every eBPF program opened
+// through e (the cgroup tracer, OpenOOM's and OpenReclaim's tracers): e is
+// a bpf.StatsSource for bpf.Collector. A closed tracer reports none.
+func (e *Env) ProgramStats() []bpf.ProgramStats {
+	e.mu.Lock()
+	tracers := slices.Clone(e.tracers)
+	e.mu.Unlock()
+	var out []bpf.ProgramStats
+	for _, t := range tracers {
+		out = append(out, t.ProgramStats()...)
+	}
+	return out
+}
+
+// OpenReclaim opens the eBPF memcg reclaim stall tracer (bpf.ReclaimTracer,
+// nothing when eBPF is forced off); the caller closes it. Its program
+// statistics join ProgramStats.
+func (e *Env) OpenReclaim(ctx context.Context) (*bpf.ReclaimTracer, error) {
+	if e.opts.BPFOff {
+		return nil, fmt.Errorf("reclaim stalls: %w", errBPFOff)
+	}
+	tr, err := bpf.OpenReclaimTracer(ctx, e.opts.BPF)
+	if err != nil {
+		return nil, err
+	}
+	e.addTracer(tr)
+	return tr, nil
+}
+
+// errBPFOff: eBPF is forced off (Options.BPFOff).
+var errBPFOff = errors.New("eBPF forced off")
 
 // Close stops the tracers Open started.
 func (e *Env) Close() error {

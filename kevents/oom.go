@@ -64,6 +64,7 @@ func (e *Env) OpenOOM(ctx context.Context, o OOMOptions) (*OOM, error) {
 		switch {
 		case err == nil && s.Active()&oom.SourceBPF != 0:
 			out.Stream = s
+			e.addTracer(s)
 			return out, nil
 		case err == nil:
 			out.BPFErr = errors.New(strings.Join(s.Notes(), "; "))

@@ -67,6 +67,7 @@ type Stream struct {
 	active Sources
 	notes  []string
 	mode   bpf.AttachMode
+	stats  bpf.StatsSource // the eBPF source's tracer, nil without it
 	stop   func() error
 }
 
@@ -83,6 +84,15 @@ func (s *Stream) Notes() []string { return s.notes }
 // BPFMode is the attach mode of the eBPF source (meaningful when Active
 // has SourceBPF).
 func (s *Stream) BPFMode() bpf.AttachMode { return s.mode }
+
+// ProgramStats are the run statistics of the eBPF source's programs (none
+// without it): the stream is a bpf.StatsSource.
+func (s *Stream) ProgramStats() []bpf.ProgramStats {
+	if s.stats == nil {
+		return nil
+	}
+	return s.stats.ProgramStats()
+}
 
 // Close stops every source and closes Kills.
 func (s *Stream) Close() error { return s.stop() }

@@ -34,6 +34,7 @@ func OpenStream(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 		s.active |= o.kind
 		if b, ok := src.(*bpfSource); ok {
 			s.mode = b.tr.Mode()
+			s.stats = b.tr
 		}
 		opened = append(opened, src)
 	}

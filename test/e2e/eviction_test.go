@@ -218,6 +218,11 @@ func TestEvictionMemory(t *testing.T) {
 		if !strings.Contains(m, `kubelet_evictions{eviction_signal="allocatableMemory.available"} 1`) {
 			t.Fatalf("kubelet_evictions not counted:\n%s", grepLines(m, "kubelet_evictions"))
 		}
+		// One crossing, one eviction started for it: one reaction latency.
+		if !strings.Contains(m, `kernelet_eviction_reaction_seconds_count{eviction_signal="allocatableMemory.available"} 1`) {
+			t.Fatalf("kernelet_eviction_reaction_seconds not observed once:\n%s", grepLines(m, "kernelet_eviction_reaction_seconds"))
+		}
+		t.Logf("eviction reaction: %s", grepLines(m, "kernelet_eviction_reaction_seconds_sum"))
 		waitFor(t, 20*time.Second, "EvictionThresholdMet node event", func() (bool, error) {
 			evs, err := c.admin.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{
 				FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + c.node + ",reason=EvictionThresholdMet"})

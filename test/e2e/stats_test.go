@@ -216,6 +216,33 @@ func TestStatsEndpoints(t *testing.T) {
 			t.Errorf("kubelet_runtime_operations_total = %v, want ≥ 3 run_podsandbox, 4 create_container, exec_sync and list_containers", ops)
 		}
 	})
+	t.Run("kernelet eBPF metrics", func(t *testing.T) {
+		// The OOM-killed pods' allocations stalled in their memcg's reclaim
+		// first; the eBPF programs' run statistics are enabled by the tracers.
+		var stalls map[string]float64
+		var runs float64
+		waitFor(t, 30*time.Second, "reclaim stalls of the OOM pods and BPF program runs on /metrics", func() (bool, error) {
+			fams, err := scrape(k.url("/metrics"))
+			if err != nil {
+				return false, err
+			}
+			stalls = map[string]float64{}
+			for _, m := range fams["kernelet_pod_reclaim_stall_seconds_total"].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "pod" {
+						stalls[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
+			runs = 0
+			for _, m := range fams["kernelet_bpf_program_run_count_total"].GetMetric() {
+				runs += m.GetCounter().GetValue()
+			}
+			return stalls[oomchild] > 0 && stalls[oommain] > 0 && runs > 0,
+				fmt.Errorf("reclaim stall seconds by pod %v, BPF program runs %v", stalls, runs)
+		})
+		t.Logf("reclaim stall seconds: %s %.6f, %s %.6f; BPF program runs %v", oomchild, stalls[oomchild], oommain, stalls[oommain], runs)
+	})
 	t.Run("every family served is in agent.MetricNames", func(t *testing.T) {
 		names, err := agent.MetricNames()
 		if err != nil {

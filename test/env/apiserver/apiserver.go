@@ -45,6 +45,10 @@ const (
 	controllerManagerKubeconfig = "controller-manager.kubeconfig"
 	schedulerKubeconfig         = "scheduler.kubeconfig"
 	schedulerConfig             = "scheduler.yaml"
+
+	// frontProxyClient is the CN of the aggregation layer's client
+	// certificate, the one name --requestheader-allowed-names accepts.
+	frontProxyClient = "front-proxy-client"
 )
 
 // processNames are the programs of a state dir in start order.
@@ -250,12 +254,20 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		// controller-manager and scheduler read it from
 		// kube-system/extension-apiserver-authentication and log errors
 		// without it. Only a certificate named front-proxy-client may assert
-		// the headers, and none is issued.
+		// the headers: the apiserver's own proxy client certificate, which
+		// the aggregation layer presents to extension apiservers
+		// (metrics-server in TestKubectlTop).
 		"--requestheader-client-ca-file=" + f(caCertFile),
-		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-allowed-names=" + frontProxyClient,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + f(frontProxyClient+".crt"),
+		"--proxy-client-key-file=" + f(frontProxyClient+".key"),
+		// An APIService's Service is reached at its EndpointSlice's
+		// address, not its ClusterIP: no kube-proxy here. Only APIServices
+		// a test registers are affected.
+		"--enable-aggregator-routing=true",
 		"--kubelet-client-certificate=" + f("kubelet-client.crt"),
 		"--kubelet-client-key=" + f("kubelet-client.key"),
 		// As the conformance kit: nodes are reached at their InternalIP
@@ -648,6 +660,7 @@ func (s *Server) writePKI() error {
 		{"controller-manager", certRequest{commonName: "system:kube-controller-manager"}},
 		{"scheduler", certRequest{commonName: "system:kube-scheduler"}},
 		{"kubelet-client", certRequest{commonName: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}}},
+		{frontProxyClient, certRequest{commonName: frontProxyClient}},
 	} {
 		certPEM, keyPEM, err := s.pki.issue(c.req)
 		if err != nil {

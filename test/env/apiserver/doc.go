@@ -15,5 +15,12 @@
 // start kube-apiserver alone (same port and flags, etcd kept), for fault
 // tests.
 //
+// The aggregation layer is on (a front-proxy-client certificate,
+// --enable-aggregator-routing): StartMetricsServer runs metrics-server
+// (hack/metrics-server/build.sh, EnsureMetricsServer) as a host process
+// and registers it as APIService v1beta1.metrics.k8s.io through a Service
+// and EndpointSlice in kube-system, for `kubectl top`; its Stop removes
+// the APIService first.
+//
 // For tests and hack/ tools only; kernelet never imports it.
 package apiserver
