@@ -97,8 +97,24 @@ func (p *pods) workerPods() map[string]oom.PodRef {
 	return out
 }
 
+// A pod's reclaim stall of at least reclaimWakeStall wakes the eviction
+// manager (the kernel struggles to find memory for the pods: decide now,
+// not at the next tick), at most once per reclaimWakeEvery so that a
+// storm of stalls does not turn into back-to-back decisions.
+const (
+	reclaimWakeStall = 10 * time.Millisecond
+	reclaimWakeEvery = 100 * time.Millisecond
+)
+
+// reclaimWakes tells whether a stall of d at now wakes the eviction
+// manager, the last wake-up having been at last.
+func reclaimWakes(d time.Duration, last, now time.Time) bool {
+	return d >= reclaimWakeStall && now.Sub(last) >= reclaimWakeEvery
+}
+
 // startReclaimWatch opens the eBPF reclaim stall tracer through env and
-// adds each stall's duration to its pod's counter until ctx ends. Pods
+// adds each stall's duration to its pod's counter until ctx ends; a long
+// stall of a pod wakes the eviction manager (reclaimWakes). Pods
 // are found from the agent's own state (podNames over the workers' pods),
 // never through CRI; the series of pods that are gone are dropped every
 // reclaimPodsSweep. Without eBPF it logs why and does nothing.
@@ -115,6 +131,7 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, p *pods, stalls *p
 		defer tr.Close()
 		sweep := time.NewTicker(reclaimPodsSweep)
 		defer sweep.Stop()
+		var lastWake time.Time
 		for {
 			select {
 			case <-ctx.Done():
@@ -130,6 +147,10 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, p *pods, stalls *p
 				cg := env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
 				ns, pod := names.labels(cg)
 				stalls.WithLabelValues(ns, pod).Add(ev.Duration.Seconds())
+				if now := time.Now(); pod != "" && reclaimWakes(ev.Duration, lastWake, now) && p.evictions != nil {
+					lastWake = now
+					p.evictions.Wake()
+				}
 			}
 		}
 	}()
