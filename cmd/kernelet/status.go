@@ -139,6 +139,10 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 		for _, k := range keys {
 			fmt.Fprintf(w, "  %s=%s\n", k, i.Conditions[k])
 		}
+	case st.Runtime.Connected:
+		// Connected, but the runtime does not answer (containerd stopped,
+		// or too slow): the agent keeps its connection and retries.
+		fmt.Fprintf(w, "Runtime:     not answering: %s\n", st.Runtime.Error)
 	default:
 		fmt.Fprintf(w, "Runtime:     not connected: %s\n", st.Runtime.Error)
 	}
