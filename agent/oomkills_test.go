@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kernelet/kernelet/agent/live"
@@ -164,5 +165,23 @@ func TestOOMKillWakesEviction(t *testing.T) {
 	case <-decisions:
 	case <-time.After(time.Minute):
 		t.Fatal("no eviction decision after an OOM kill in kubepods")
+	}
+}
+
+// A pod's counter series goes once the pod is gone, not before.
+func TestOOMKillsSweepGone(t *testing.T) {
+	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: record.NewFakeRecorder(10),
+		kills: newOOMKillsCounter(), ring: oomRing{n: 2}}
+	ref := testCtr
+	w.handle(context.Background(), oom.Kill{Time: time.Unix(1, 0), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage,
+		Pid: 100, Comm: "hog", Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Unix(1, 0))
+	series := func() int { return testutil.CollectAndCount(w.kills) }
+	w.sweepGone(func(n types.NamespacedName) bool { return n.Namespace == "ns" && n.Name == "web" })
+	if n := series(); n != 1 {
+		t.Fatalf("series of a running pod after a sweep: %d, want 1", n)
+	}
+	w.sweepGone(func(types.NamespacedName) bool { return false })
+	if n := series(); n != 0 {
+		t.Errorf("series of a gone pod after a sweep: %d, want 0", n)
 	}
 }

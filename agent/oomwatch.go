@@ -49,6 +49,46 @@ type oomWatch struct {
 	mu     sync.Mutex
 	status OOMStatus
 	ring   oomRing
+	// counted are the pods with a kernelet_oom_kills_total series, whose
+	// series go once the pod is gone (sweepGone).
+	counted map[types.NamespacedName]bool
+}
+
+// oomPodsSweep is how often the counter series of pods that are gone are
+// dropped (a pod's series survives its containers' re-creation, not the
+// pod).
+const oomPodsSweep = 30 * time.Second
+
+// sweepGone drops the counter series of the pods known is false for.
+func (w *oomWatch) sweepGone(known func(types.NamespacedName) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n := range w.counted {
+		if !known(n) {
+			w.kills.DeletePartialMatch(prometheus.Labels{"namespace": n.Namespace, "pod": n.Name})
+			delete(w.counted, n)
+		}
+	}
+}
+
+// runSweeps calls sweepGone every oomPodsSweep with the workers' pods
+// until ctx ends.
+func (w *oomWatch) runSweeps(ctx context.Context) {
+	t := time.NewTicker(oomPodsSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pods := w.p.workerPods()
+			names := make(map[types.NamespacedName]bool, len(pods))
+			for _, ref := range pods {
+				names[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
+			}
+			w.sweepGone(func(n types.NamespacedName) bool { return names[n] })
+		}
+	}
 }
 
 // newOOMKillsCounter is kernelet_oom_kills_total, keyed by pod and
@@ -113,6 +153,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.status.Sources, w.status.Fallback, w.status.Notes = s.Via(), s.Why(), s.Notes()
 	w.mu.Unlock()
 	p.kernelOOMs.Store(p.hub != nil)
+	go w.runSweeps(ctx)
 	go func() {
 		defer env.Close()
 		defer s.Close()
@@ -145,6 +186,12 @@ func (w *oomWatch) handle(ctx context.Context, k oom.Kill, now time.Time) {
 	w.mu.Lock()
 	w.ring.add(rec)
 	w.status.Total++
+	if rec.Pod != "" {
+		if w.counted == nil {
+			w.counted = map[types.NamespacedName]bool{}
+		}
+		w.counted[types.NamespacedName{Namespace: rec.Namespace, Name: rec.Pod}] = true
+	}
 	w.mu.Unlock()
 	w.publish(rec, k)
 	if rec.Scope != OOMScopeNode || k.Global {
