@@ -127,6 +127,14 @@ func (s *storageStats) measure(ctx context.Context, pods []*v1.Pod) map[types.UI
 	return out
 }
 
+// cached is the pod's storage as last measured (nil: never), without
+// measuring.
+func (s *storageStats) cached(uid types.UID) *eviction.PodStorage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pods[uid].st
+}
+
 // refreshRuntime reads the image filesystem and the writable layers.
 func (s *storageStats) refreshRuntime(ctx context.Context) {
 	log := klog.FromContext(ctx)

@@ -1,12 +1,14 @@
 package stats
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // Summary converts a sweep into the Summary API (/stats/summary): the
@@ -66,8 +68,15 @@ func Summary(s *Sweep, onlyCPUAndMemory bool) *statsapi.Summary {
 		for j := range p.Containers {
 			c := &p.Containers[j]
 			if c.Found {
-				ps.Containers = append(ps.Containers, containerStats(c.Name, c.StartTime, &c.CgroupSample, onlyCPUAndMemory))
+				cs := containerStats(c.Name, c.StartTime, &c.CgroupSample, onlyCPUAndMemory)
+				if !onlyCPUAndMemory {
+					addContainerStorage(&cs, p.Storage, s.Time, s.ImageFs, s.NodeFs)
+				}
+				ps.Containers = append(ps.Containers, cs)
 			}
+		}
+		if !onlyCPUAndMemory {
+			addPodStorage(&ps, p.Storage, s.Time, s.NodeFs)
 		}
 		out.Pods = append(out.Pods, ps)
 	}
@@ -175,4 +184,57 @@ func rlimit(s *Sweep) *statsapi.RlimitStats {
 	maxPID := int64(min(p.PidMax.V, p.ThreadsMax.Or(p.PidMax.V)))
 	running := int64(p.Running.V)
 	return &statsapi.RlimitStats{Time: metav1.NewTime(s.Time), MaxPID: &maxPID, NumOfRunningProcesses: &running}
+}
+
+// usageStats is a usage on filesystem fs (nil: capacity unknown) as the
+// Summary API's FsStats.
+func usageStats(at time.Time, u eviction.FsUsage, fs *cgroups.FSStats) *statsapi.FsStats {
+	used, inodes := uint64(max(u.Bytes, 0)), uint64(max(u.Inodes, 0))
+	out := &statsapi.FsStats{Time: metav1.NewTime(at), UsedBytes: &used, InodesUsed: &inodes}
+	if fs != nil {
+		out.AvailableBytes, out.CapacityBytes = &fs.AvailableBytes, &fs.CapacityBytes
+		out.Inodes, out.InodesFree = ptr(fs.Inodes), ptr(fs.InodesFree)
+	}
+	return out
+}
+
+// addPodStorage fills a pod's ephemeral storage (its total: writable
+// layers, logs and local volumes, as kubelet) and the stats of its local
+// ephemeral volumes from st (nil: not measured, left out).
+func addPodStorage(ps *statsapi.PodStats, st *eviction.PodStorage, at time.Time, nodeFs *cgroups.FSStats) {
+	if st == nil {
+		return
+	}
+	ps.EphemeralStorage = usageStats(at, st.Total(), nodeFs)
+	names := make([]string, 0, len(st.Volumes))
+	for name := range st.Volumes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ps.VolumeStats = append(ps.VolumeStats, statsapi.VolumeStats{Name: name,
+			FsStats: *usageStats(at, st.Volumes[name], nodeFs)})
+	}
+}
+
+// addContainerStorage fills a container's rootfs (its writable layer, on
+// the image filesystem) and logs (on the node filesystem) from st.
+func addContainerStorage(cs *statsapi.ContainerStats, st *eviction.PodStorage, at time.Time, imageFs, nodeFs *cgroups.FSStats) {
+	if st == nil {
+		return
+	}
+	c, ok := st.Containers[cs.Name]
+	if !ok {
+		return
+	}
+	if c.Rootfs != nil {
+		fs := imageFs
+		if fs == nil {
+			fs = nodeFs
+		}
+		cs.Rootfs = usageStats(at, *c.Rootfs, fs)
+	}
+	if c.Logs != nil {
+		cs.Logs = usageStats(at, *c.Logs, nodeFs)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/kernelet/kernelet/eviction"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -56,5 +57,38 @@ func TestSummary(t *testing.T) {
 	if only.Node.Fs != nil || only.Node.IO != nil || only.Pods[0].IO != nil || only.Pods[0].Containers[0].IO != nil ||
 		only.Pods[0].Memory == nil || only.Pods[0].CPU == nil {
 		t.Errorf("only_cpu_and_memory kept more than CPU and memory: %+v", only.Pods[0])
+	}
+}
+
+// A pod's measured local storage is its ephemeral storage (writable layers,
+// logs, volumes: kubelet's total), its volume stats and its containers'
+// rootfs and logs; unmeasured, they are left out.
+func TestSummaryStorage(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	s, err := c.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := Summary(s, false).Pods[0]; p.EphemeralStorage != nil || p.VolumeStats != nil || p.Containers[0].Rootfs != nil {
+		t.Fatalf("storage reported without a measurement: %+v", p)
+	}
+	s.Pods[0].Storage = &eviction.PodStorage{
+		Volumes: map[string]eviction.FsUsage{"data": {Bytes: 4 << 20, Inodes: 3}, "cache": {Bytes: 1 << 20, Inodes: 1}},
+		Containers: map[string]eviction.ContainerStorage{"app": {Rootfs: &eviction.FsUsage{Bytes: 8 << 20, Inodes: 10},
+			Logs: &eviction.FsUsage{Bytes: 2 << 20, Inodes: 2}}},
+	}
+	p := Summary(s, false).Pods[0]
+	if p.EphemeralStorage == nil || *p.EphemeralStorage.UsedBytes != 15<<20 || *p.EphemeralStorage.InodesUsed != 16 ||
+		p.EphemeralStorage.CapacityBytes == nil {
+		t.Errorf("ephemeral storage = %+v, want 15 MiB, 16 inodes, the node filesystem's capacity", p.EphemeralStorage)
+	}
+	if len(p.VolumeStats) != 2 || p.VolumeStats[0].Name != "cache" || *p.VolumeStats[1].UsedBytes != 4<<20 {
+		t.Errorf("volume stats = %+v", p.VolumeStats)
+	}
+	if c := p.Containers[0]; c.Rootfs == nil || *c.Rootfs.UsedBytes != 8<<20 || c.Logs == nil || *c.Logs.UsedBytes != 2<<20 {
+		t.Errorf("container rootfs/logs = %+v / %+v", c.Rootfs, c.Logs)
+	}
+	if only := Summary(s, true).Pods[0]; only.EphemeralStorage != nil || only.VolumeStats != nil || only.Containers[0].Rootfs != nil {
+		t.Errorf("only_cpu_and_memory kept the storage")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/kernelet/kernelet/eviction"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/cgroups"
@@ -23,6 +25,10 @@ type Pod struct {
 	// Containers are every container instance the pod's status names:
 	// running ones are read, terminated ones count their OOM kills.
 	Containers []Container
+	// Storage is the pod's local ephemeral storage as the eviction
+	// manager last measured it (emptyDirs, writable layers, logs; nil when
+	// not measured): the Summary API's ephemeral storage and volumes.
+	Storage *eviction.PodStorage
 }
 
 // Container is one container instance of a pod.

@@ -323,6 +323,11 @@ func checkSummary(t *testing.T, via, body, node string, want map[[2]string]bool)
 		if p.CPU == nil || p.Memory == nil || p.Memory.WorkingSetBytes == nil || p.Memory.PSI == nil || p.CPU.PSI == nil {
 			t.Errorf("%s: pod %s: cpu %+v memory %+v", via, p.PodRef.Name, p.CPU, p.Memory)
 		}
+		// The eviction manager measures every pod's local storage
+		// (localStorageCapacityIsolation) within its first decisions.
+		if e := p.EphemeralStorage; e == nil || e.UsedBytes == nil || e.CapacityBytes == nil {
+			t.Errorf("%s: pod %s: no ephemeral storage: %+v", via, p.PodRef.Name, e)
+		}
 		for _, c := range p.Containers {
 			got[[2]string{p.PodRef.Name, c.Name}] = true
 			if c.Memory == nil || c.Memory.WorkingSetBytes == nil || c.Memory.PSI == nil || c.CPU == nil ||
