@@ -274,9 +274,24 @@ func TestStatsEndpoints(t *testing.T) {
 		}
 	})
 	t.Run("summary", func(t *testing.T) {
-		body, err := get(k.url("/stats/summary"))
-		if err != nil {
-			t.Fatal(err)
+		// The eviction manager measures the running pods' local storage
+		// (localStorageCapacityIsolation) at its next decisions: the
+		// Summary has their ephemeral storage once it has.
+		var body string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var err error
+			if body, err = get(k.url("/stats/summary")); err != nil {
+				t.Fatal(err)
+			}
+			missing := storageMissing(body)
+			if missing == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s, no ephemeral storage for pod %s in the Summary", missing)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 		checkSummary(t, "direct", body, k.node, want)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -298,6 +313,21 @@ func TestStatsEndpoints(t *testing.T) {
 			t.Errorf("only_cpu_and_memory: node fs %v, memory %v, %d pods", only.Node.Fs, only.Node.Memory, len(only.Pods))
 		}
 	})
+}
+
+// storageMissing names a pod with running containers that has no
+// ephemeral storage in the Summary body ("" when none).
+func storageMissing(body string) string {
+	var s statsapi.Summary
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		return "(undecodable: " + err.Error() + ")"
+	}
+	for _, p := range s.Pods {
+		if e := p.EphemeralStorage; len(p.Containers) > 0 && (e == nil || e.UsedBytes == nil || e.CapacityBytes == nil) {
+			return p.PodRef.Name
+		}
+	}
+	return ""
 }
 
 // checkSummary decodes a Summary and checks the node, every pod of want
@@ -323,11 +353,7 @@ func checkSummary(t *testing.T, via, body, node string, want map[[2]string]bool)
 		if p.CPU == nil || p.Memory == nil || p.Memory.WorkingSetBytes == nil || p.Memory.PSI == nil || p.CPU.PSI == nil {
 			t.Errorf("%s: pod %s: cpu %+v memory %+v", via, p.PodRef.Name, p.CPU, p.Memory)
 		}
-		// The eviction manager measures every pod's local storage
-		// (localStorageCapacityIsolation) within its first decisions.
-		if e := p.EphemeralStorage; e == nil || e.UsedBytes == nil || e.CapacityBytes == nil {
-			t.Errorf("%s: pod %s: no ephemeral storage: %+v", via, p.PodRef.Name, e)
-		}
+
 		for _, c := range p.Containers {
 			got[[2]string{p.PodRef.Name, c.Name}] = true
 			if c.Memory == nil || c.Memory.WorkingSetBytes == nil || c.Memory.PSI == nil || c.CPU == nil ||
