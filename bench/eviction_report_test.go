@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -78,12 +77,6 @@ func reportEviction(b *testing.B, rows []evictionRow) {
 		}
 		b.ReportMetric(float64(r.evictedBeforeOOM()), unit+"_evicted_before_oom")
 	}
-}
-
-// execOutput runs bin with args and returns its combined output.
-func execOutput(bin string, args ...string) (string, error) {
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	return string(out), err
 }
 
 func TestEvictionTable(t *testing.T) {
