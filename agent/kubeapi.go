@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
@@ -21,6 +20,7 @@ import (
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
 	"github.com/kernelet/kernelet/agent/streaming"
+	"github.com/kernelet/kernelet/internal/quantity"
 )
 
 // LocalSocket is the agent's local API under the root dir: /status,
@@ -180,7 +180,7 @@ func (a *Agent) rotateLogs(ctx context.Context) {
 		return
 	}
 	kc := &a.opts.Config.Kubelet
-	size, err := resource.ParseQuantity(kc.ContainerLogMaxSize) // validated at load
+	size, err := quantity.Parse(kc.ContainerLogMaxSize) // validated at load
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Container log rotation off", "containerLogMaxSize", kc.ContainerLogMaxSize)
 		return

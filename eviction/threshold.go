@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kernelet/kernelet/internal/quantity"
 )
 
 // Field names of the KubeletConfiguration eviction maps, used in error paths.
@@ -160,7 +161,10 @@ func parseValue(raw string) (*Value, error) {
 		}
 		return &Value{Percentage: f / 100}, nil
 	}
-	q, err := resource.ParseQuantity(s)
+	if err := quantity.Check(s); err != nil {
+		return nil, fmt.Errorf("must be a quantity (e.g. 100Mi) or a percentage (e.g. 10%%): %w", err)
+	}
+	q, err := quantity.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("must be a quantity (e.g. 100Mi) or a percentage (e.g. 10%%)")
 	}

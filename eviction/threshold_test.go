@@ -39,6 +39,11 @@ func TestParseThresholds(t *testing.T) {
 			cfg:      Config{Hard: map[string]string{"memory.available": "lots"}},
 			wantErrs: []string{`evictionHard[memory.available]: Invalid value: "lots": must be a quantity`},
 		},
+		"exponent out of range": {
+			// resource.ParseQuantity alone spends minutes on this one.
+			cfg:      Config{Hard: map[string]string{"memory.available": "1e-2000000000"}},
+			wantErrs: []string{`evictionHard[memory.available]: Invalid value: "1e-2000000000": must be a quantity (e.g. 100Mi) or a percentage (e.g. 10%): exponent -2000000000 out of range [-64, 64]`},
+		},
 		"negative quantity": {
 			cfg:      Config{Hard: map[string]string{"memory.available": "-1Mi"}},
 			wantErrs: []string{`evictionHard[memory.available]: Invalid value: "-1Mi": quantity must not be negative`},

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/quantity"
 )
 
 // Validate checks every field kernelet acts on in cfg.Kubelet (defaults
@@ -167,7 +167,7 @@ func Validate(cfg *Config) field.ErrorList {
 	}
 
 	// Container logs.
-	if q, err := resource.ParseQuantity(kc.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
+	if q, err := quantity.Parse(kc.ContainerLogMaxSize); err != nil || q.Sign() <= 0 {
 		errs = append(errs, field.Invalid(p("containerLogMaxSize"), kc.ContainerLogMaxSize, "must be a positive quantity (e.g. 10Mi)"))
 	}
 	if v := *kc.ContainerLogMaxFiles; v < 2 {
@@ -272,7 +272,7 @@ func reserved(errs field.ErrorList, fp *field.Path, m map[string]string) field.E
 			errs = append(errs, field.NotSupported(kp, k, valid))
 			continue
 		}
-		q, err := resource.ParseQuantity(m[k])
+		q, err := quantity.Parse(m[k])
 		switch {
 		case err != nil:
 			errs = append(errs, field.Invalid(kp, m[k], "must be a quantity (e.g. 500m, 1Gi)"))

@@ -82,6 +82,9 @@ func decodeDocument(doc int, raw []byte) (_ []Manifest, empty bool) {
 	if len(js) == 0 || js[0] != '{' {
 		return bad(invalid("not an object"))
 	}
+	if err := checkQuantities(js); err != nil {
+		return bad(invalid("%w", err))
+	}
 	var dupWarn []string
 	if _, err := yaml.YAMLToJSONStrict(raw); err != nil {
 		// Duplicate keys: the last value is used, as kubelet does.

@@ -134,6 +134,15 @@ func TestDecodeDocuments(t *testing.T) {
 		"bad doc among good":  {in: "apiVersion: v1\nkind: Pod\n---\nkind: Service\napiVersion: v1\n---\napiVersion: v1\nkind: Pod\n", pods: 2, errs: []string{"unsupported Service"}},
 		"json pod list":       {in: `{"apiVersion":"v1","kind":"PodList","items":[{"metadata":{"name":"a"}}]}`, pods: 1},
 		"duplicate yaml keys": {in: "apiVersion: v1\nkind: Pod\nkind: Pod\n", pods: 1, warnings: 1},
+		// resource.ParseQuantity alone spends minutes on these.
+		"quantity exponent": {
+			in:   "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, resources: {limits: {memory: '1e-2000000000'}}}]}\n---\napiVersion: v1\nkind: Pod\n",
+			pods: 1, errs: []string{`spec.containers[0].resources.limits[memory]: quantity "1e-2000000000": exponent -2000000000 out of range [-64, 64]`},
+		},
+		"sizeLimit exponent": {
+			in:   "apiVersion: v1\nkind: PodList\nitems: [{spec: {volumes: [{name: v, emptyDir: {sizeLimit: 9E99999999}}]}}]\n",
+			errs: []string{`items[0].spec.volumes[0].emptyDir.sizeLimit: quantity "9E99999999"`},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

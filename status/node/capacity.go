@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/quantity"
 )
 
 // Capacity is the node's capacity as kubelet reports it: cpu (online
@@ -92,7 +93,7 @@ func reservation(capacity v1.ResourceList, kubeReserved, systemReserved map[stri
 	}
 	for _, m := range []map[string]string{kubeReserved, systemReserved} {
 		for _, k := range sortedKeys(m) {
-			if q, err := resource.ParseQuantity(m[k]); err == nil {
+			if q, err := quantity.Parse(m[k]); err == nil {
 				add(v1.ResourceName(k), q)
 			}
 		}
