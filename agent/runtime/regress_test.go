@@ -2,9 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -125,5 +129,39 @@ func TestSidecarPreStopWithinGrace(t *testing.T) {
 				t.Errorf("sidecar: hook took %v, then StopContainer timeout %d s: %v > grace 30 s", spent, to, total)
 			}
 		}
+	}
+}
+
+// A RunPodSandbox that times out is reported for its operation: the
+// FailedCreatePodSandBox event carries the runtime's error, and the sync
+// error names the step and the pod (there is no sandbox id).
+func TestRunPodSandboxTimeoutReported(t *testing.T) {
+	m, f, _ := newFakeManager(t)
+	timeout := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	f.runSandboxErr = timeout
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	st, err := m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.SyncPod(t.Context(), pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+	err = r.Err()
+	if !errors.Is(err, timeout) {
+		t.Fatalf("sync error %v does not wrap the RunPodSandbox error", err)
+	}
+	if want := "CreatePodSandbox " + string(pod.UID) + ": "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("sync error %q, want it to start with %q", err, want)
+	}
+	var ev []Event
+	for _, e := range r.Events {
+		if e.Reason == EventFailedCreateSandbox {
+			ev = append(ev, e)
+		}
+	}
+	if want := "Failed to create pod sandbox: " + timeout.Error(); len(ev) != 1 || ev[0].Type != v1.EventTypeWarning || ev[0].Message != want {
+		t.Errorf("events %+v, want one Warning %s %q", r.Events, EventFailedCreateSandbox, want)
+	}
+	if f.called("CreateContainer") != 0 {
+		t.Error("a container was created without a sandbox")
 	}
 }
