@@ -45,8 +45,9 @@ type fakeCRI struct {
 	pid  map[string]int
 	// stopped lists the names of stopped containers in call order.
 	stopped []string
-	// runSandboxErr, when set, fails RunPodSandbox.
-	runSandboxErr error
+	// runSandboxErr, when set, fails RunPodSandbox; stopSandboxErr
+	// StopPodSandbox.
+	runSandboxErr, stopSandboxErr error
 }
 
 func newFakeCRI() *fakeCRI {
@@ -98,6 +99,9 @@ func (f *fakeCRI) StopPodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("StopPodSandbox")
+	if f.stopSandboxErr != nil {
+		return f.stopSandboxErr
+	}
 	sb := f.sbs[id]
 	if sb == nil {
 		return notFound(id)

@@ -165,3 +165,63 @@ func TestRunPodSandboxTimeoutReported(t *testing.T) {
 		t.Error("a container was created without a sandbox")
 	}
 }
+
+// A kill that fails (a StopPodSandbox past its deadline) is reported as
+// kubelet does, with a FailedKillPod event naming the error; a kill cut
+// short by its context ending (the agent stopping) is not.
+func TestKillPodFailureReported(t *testing.T) {
+	timeout := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	for _, tc := range []struct {
+		name      string
+		stopErr   error
+		cancelled bool
+		want      string
+	}{
+		{name: "stop sandbox times out", stopErr: timeout, want: "error killing pod: KillPodSandbox sb1: " + timeout.Error()},
+		{name: "killed", want: ""},
+		{name: "agent stopping", stopErr: status.Error(codes.Canceled, "context canceled"), cancelled: true, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, f, _ := newFakeManager(t)
+			pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+			pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+			f.images["img:1"] = true
+			st, err := m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.SyncPod(t.Context(), pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err = m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace); err != nil {
+				t.Fatal(err)
+			}
+			f.stopSandboxErr = tc.stopErr
+			ctx, cancel := context.WithCancel(t.Context())
+			if tc.cancelled {
+				cancel()
+			}
+			defer cancel()
+			zero := int64(0)
+			r := m.KillPod(ctx, pod, st, &zero)
+			var got []string
+			for _, e := range r.Events {
+				if e.Reason == EventFailedKillPod {
+					if e.Type != v1.EventTypeWarning || e.Container != "" {
+						t.Errorf("event %+v, want a Warning on the pod", e)
+					}
+					got = append(got, e.Message)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("%s events %q, want none", EventFailedKillPod, got)
+			case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
+				t.Errorf("%s events %q, want [%q]", EventFailedKillPod, got, tc.want)
+			}
+			if tc.stopErr != nil && !errors.Is(r.Err(), tc.stopErr) {
+				t.Errorf("kill error %v does not wrap the StopPodSandbox error", r.Err())
+			}
+		})
+	}
+}
