@@ -197,17 +197,19 @@ func agentEvents(log, pod, reason string) []string {
 // RunPodSandbox, CreateContainer and StartContainer is delayed by 1 s
 // (under the timeout), and the proxy holds past the timeout: the
 // RunPodSandbox calls of one new pod, the CreateContainer calls of two
-// others (one deleted while held), the first RunPodSandbox of a fourth
-// (created upstream, answered after the deadline) and the StopPodSandbox
-// of a pod being deleted; the image pull of a sixth takes 1.5× the
-// timeout. Each held call lasts until kernelet's deadline for its
-// operation (RunPodSandbox 2×, the others 1× the timeout, as kubelet's CRI
-// client) and is reported for that operation (pod event, container
-// status, kubelet_runtime_operations_errors_total); the pull is not cut
-// short; a new pod starts meanwhile; the pod deleted while its call is
-// held goes at once; the sandbox answered late is adopted, not
-// duplicated; no running pod restarts. Once the runtime is fast again the
-// slowed pods start, and pods are deleted as usual, leaving nothing.
+// others (one deleted while held), the first RunPodSandbox of one and the
+// first CreateContainer of another (both done upstream, answered after
+// the deadline) and the StopPodSandbox of a pod being deleted; the image
+// pull of one more takes 1.5× the timeout. Each held call lasts until
+// kernelet's deadline for its operation (RunPodSandbox 2×, the others 1×
+// the timeout, as kubelet's CRI client) and is reported for that
+// operation (pod event, container status,
+// kubelet_runtime_operations_errors_total); the pull is not cut short; a
+// new pod starts meanwhile; the pod deleted while its call is held goes at
+// once; the sandbox answered late is adopted, the container answered late
+// replaced, neither duplicated; no running pod restarts. Once the runtime
+// is fast again the slowed pods start, and pods are deleted as usual,
+// leaving nothing.
 func TestFaultSlowRuntime(t *testing.T) {
 	const (
 		timeout = 4 * time.Second
@@ -262,6 +264,18 @@ func TestFaultSlowRuntime(t *testing.T) {
 		lateSandbox <- id
 		return err
 	})
+	lateContainer := make(chan string, 1)
+	h.answerLate(full("latect"), "CreateContainer", func(c criproxy.Call) error {
+		req, ok := c.Request.(*runtimeapi.CreateContainerRequest)
+		if !ok {
+			return fmt.Errorf("request %T", c.Request)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		id, err := rs.CreateContainer(ctx, req.PodSandboxId, req.Config, req.SandboxConfig)
+		lateContainer <- id
+		return err
+	})
 	for _, id := range stopper.sandboxes[stopper.uids["stopper"]] {
 		h.nameSandbox(id, full("stopper"))
 	}
@@ -272,7 +286,7 @@ func TestFaultSlowRuntime(t *testing.T) {
 		proxy.SetDelay(m, delay)
 	}
 	slowSince := time.Now()
-	for _, name := range []string{"slowsb", "slowct", "slowdel", "latesb"} {
+	for _, name := range []string{"slowsb", "slowct", "slowdel", "latesb", "latect"} {
 		writeManifest(t, n.manifests, name+".yaml", podManifest(name, `["sleep"]`, "", 2))
 	}
 	writeManifest(t, n.manifests, "slowpull.yaml", strings.Replace(podManifest("slowpull", `["sleep"]`, "", 2),
@@ -286,9 +300,9 @@ func TestFaultSlowRuntime(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the slow pods' calls held", func() (bool, error) {
 		sb, ct, del, late := held("slowsb", "RunPodSandbox"), held("slowct", "CreateContainer"), held("slowdel", "CreateContainer"), held("latesb", "RunPodSandbox")
-		stop, pull := held("stopper", "StopPodSandbox"), held("slowpull", "PullImage")
-		return sb > 0 && ct > 0 && del > 0 && late > 0 && stop > 0 && pull > 0,
-			fmt.Errorf("in flight: slowsb %d, slowct %d, slowdel %d, latesb %d, stopper %d, slowpull %d", sb, ct, del, late, stop, pull)
+		latect, stop, pull := held("latect", "CreateContainer"), held("stopper", "StopPodSandbox"), held("slowpull", "PullImage")
+		return sb > 0 && ct > 0 && del > 0 && late > 0 && latect > 0 && stop > 0 && pull > 0,
+			fmt.Errorf("in flight: slowsb %d, slowct %d, slowdel %d, latesb %d, latect %d, stopper %d, slowpull %d", sb, ct, del, late, latect, stop, pull)
 	})
 
 	// Other pods progress: a new pod starts while the slow pods' calls
@@ -376,6 +390,31 @@ func TestFaultSlowRuntime(t *testing.T) {
 			lateID, strings.Join(agentEvents(log, full("latesb"), "FailedCreatePodSandBox"), "; "))
 	}
 
+	// The container the runtime created but answered for after the
+	// deadline never ran: it is replaced (removed, created again with the
+	// same restart count), not left beside the new one.
+	n.waitRunning(t, 4*timeout, "latect")
+	var lateCtID string
+	select {
+	case lateCtID = <-lateContainer:
+	case <-time.After(time.Second):
+		t.Fatal("the CreateContainer of latect was not done upstream")
+	}
+	ctPod, _ := n.podStatus(t, "latect")
+	ctCs, _ := podObjects(t, rs, ctPod.UID)
+	var ctDesc []string
+	for _, c := range ctCs {
+		ctDesc = append(ctDesc, fmt.Sprintf("%.12s (%s, attempt %d)", c.Id, c.State, c.Metadata.GetAttempt()))
+	}
+	if len(ctCs) != 1 || ctCs[0].Id == lateCtID || ctCs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Errorf("latect containers %v, want one running, not %.12s (created after the deadline)", ctDesc, lateCtID)
+	}
+	if rc := ctPod.Status.ContainerStatuses[0].RestartCount; rc != 0 {
+		t.Errorf("latect restartCount %d, want 0 (the container created after the deadline never ran)", rc)
+	}
+	t.Logf("latect Running in %v, restartCount 0; the container created after kernelet's CreateContainer timed out (%.12s) is gone; events Failed %s, Killing %s",
+		ctDesc, lateCtID, strings.Join(agentEvents(n.log(t), full("latect"), "Failed"), "; "), strings.Join(agentEvents(n.log(t), full("latect"), "Killing"), "; "))
+
 	// The slow pull took its time: no deadline cut it short.
 	n.waitRunning(t, pullDelay+4*timeout, "slowpull")
 	if _, gaveUp, _ := h.counts(full("slowpull") + "/PullImage"); gaveUp != 0 {
@@ -423,6 +462,7 @@ func TestFaultSlowRuntime(t *testing.T) {
 	for key, want := range map[string]time.Duration{
 		full("slowsb") + "/RunPodSandbox":   2 * timeout,
 		full("latesb") + "/RunPodSandbox":   2 * timeout,
+		full("latect") + "/CreateContainer": timeout,
 		full("slowct") + "/CreateContainer": timeout,
 		full("stopper") + "/StopPodSandbox": timeout,
 	} {
@@ -446,6 +486,7 @@ func TestFaultSlowRuntime(t *testing.T) {
 	for key, op := range map[string]string{
 		full("slowsb") + "/RunPodSandbox":    "run_podsandbox",
 		full("latesb") + "/RunPodSandbox":    "run_podsandbox",
+		full("latect") + "/CreateContainer":  "create_container",
 		full("slowct") + "/CreateContainer":  "create_container",
 		full("slowdel") + "/CreateContainer": "create_container",
 		full("stopper") + "/StopPodSandbox":  "stop_podsandbox",
@@ -475,12 +516,12 @@ func TestFaultSlowRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	desired := map[string]bool{"slowsb": true, "latesb": true, "slowpull": true, "steady0": true, "steady2": true, "steady3": true}
+	desired := map[string]bool{"slowsb": true, "latesb": true, "latect": true, "slowpull": true, "steady0": true, "steady2": true, "steady3": true}
 	waitFor(t, 30*time.Second, "nothing left of the removed pods", func() (bool, error) {
 		_, problems := nodeLeftovers(t, n, rs, desired)
 		return len(problems) == 0, errors.New(strings.Join(problems, "; "))
 	})
-	n.waitRunning(t, time.Second, "slowsb", "latesb", "slowpull", "steady0", "steady2", "steady3")
+	n.waitRunning(t, time.Second, "slowsb", "latesb", "latect", "slowpull", "steady0", "steady2", "steady3")
 	t.Logf("slow runtime survived in %v (slowness from +%v): timeouts reported per operation, late pod started in %v, deleted pod gone in %v, no restart, nothing left behind",
 		time.Since(start).Round(time.Millisecond), slowSince.Sub(start).Round(time.Millisecond), lateTook.Round(time.Millisecond), delTook.Round(time.Millisecond))
 }
