@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,7 +212,8 @@ func agentEvents(log, pod, reason string) []string {
 // once; the sandbox answered late is adopted, the container answered late
 // replaced, neither duplicated; no running pod restarts. Once the runtime
 // is fast again the slowed pods start, and pods are deleted as usual,
-// leaving nothing.
+// leaving nothing. Last, the agent stops on SIGTERM at once while a
+// CreateContainer is held, leaving the pods running.
 func TestFaultSlowRuntime(t *testing.T) {
 	const (
 		timeout = 4 * time.Second
@@ -521,7 +525,28 @@ func TestFaultSlowRuntime(t *testing.T) {
 		_, problems := nodeLeftovers(t, n, rs, desired)
 		return len(problems) == 0, errors.New(strings.Join(problems, "; "))
 	})
-	n.waitRunning(t, time.Second, "slowsb", "latesb", "latect", "slowpull", "steady0", "steady2", "steady3")
+	final := snapshotPods(t, n, rs, "slowsb", "latesb", "latect", "slowpull", "steady0", "steady2", "steady3")
+
+	// The agent stops (SIGTERM) at once while a CreateContainer is held,
+	// leaving the pods running.
+	h2 := newCallHold()
+	h2.hold(full("shutdown"), "CreateContainer")
+	proxy.SetHook(h2.hook)
+	writeManifest(t, n.manifests, "shutdown.yaml", podManifest("shutdown", `["sleep"]`, "", 2))
+	waitFor(t, 30*time.Second, "a CreateContainer of shutdown held", func() (bool, error) {
+		_, _, f := h2.counts(full("shutdown") + "/CreateContainer")
+		return f > 0, errors.New("none in flight")
+	})
+	stopping := time.Now()
+	n.stop(t, syscall.SIGTERM)
+	stopTook := time.Since(stopping)
+	if stopTook >= timeout {
+		t.Errorf("the agent took %v to stop with a CreateContainer held, not less than the %v timeout", stopTook.Round(time.Millisecond), timeout)
+	}
+	if ids := runningContainers(t, rs, slices.Collect(maps.Values(final.uids))); !slices.Equal(ids, final.containers) {
+		t.Errorf("running containers after the agent stopped:\n%v\nwant\n%v", ids, final.containers)
+	}
+	t.Logf("agent stopped (SIGTERM) in %v with a CreateContainer held; %d pods keep running", stopTook.Round(time.Millisecond), len(final.uids))
 	t.Logf("slow runtime survived in %v (slowness from +%v): timeouts reported per operation, late pod started in %v, deleted pod gone in %v, no restart, nothing left behind",
 		time.Since(start).Round(time.Millisecond), slowSince.Sub(start).Round(time.Millisecond), lateTook.Round(time.Millisecond), delTook.Round(time.Millisecond))
 }
