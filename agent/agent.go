@@ -18,8 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	internalapi "k8s.io/cri-api/pkg/apis"
-	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/crimetrics"
@@ -83,9 +81,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		deps.Now = time.Now
 	}
 	if deps.ConnectImages == nil {
-		deps.ConnectImages = func(ctx context.Context, ep string, to time.Duration) (internalapi.ImageManagerService, error) {
-			return remote.NewRemoteImageServiceBuilder().WithEndpoint(ep).WithConnectionTimeout(to).Build(ctx)
-		}
+		deps.ConnectImages = runtime.ConnectImages
 	}
 	if deps.NodeIPSources.Lookup == nil && deps.NodeIPSources.DefaultRouteIP == nil {
 		deps.NodeIPSources = DefaultNodeIPSources()

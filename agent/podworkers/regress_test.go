@@ -3,12 +3,15 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 )
 
 // slowSyncer's first SyncPod ignores cancellation until released (a CRI
@@ -136,5 +139,45 @@ func TestWaitingPodReSentStartsOnce(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if ws.Known(b.UID) {
 		t.Errorf("b was removed by its source but started again (syncs=%d)", f.count("sync"))
+	}
+}
+
+// grpcCancelSyncer's SyncPod waits for its context to end and then fails
+// as a CRI call cut short does: a gRPC Canceled status, which wraps no
+// context.Canceled.
+type grpcCancelSyncer struct{ *fakeSyncer }
+
+func (s grpcCancelSyncer) SyncPod(ctx context.Context, pod *v1.Pod) (SyncResult, error) {
+	s.record("sync", pod.UID)
+	s.inSync <- struct{}{}
+	<-ctx.Done()
+	return SyncResult{}, errors.New("StartContainer app: rpc error: code = Canceled desc = context canceled")
+}
+
+// A sync cut short by the pod's termination is no failed sync: it is not
+// logged as one (the slow-runtime fault test saw "Sync pod failed" for
+// each pod deleted while a CRI call was held) and the pod terminates.
+func TestSyncCancelledByTerminateIsNoFailure(t *testing.T) {
+	f := grpcCancelSyncer{newFake()}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	lctx := klog.NewContext(context.Background(), logger)
+	ws, err := New(Config{Syncer: f, SyncFrequency: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(lctx)
+	t.Cleanup(func() { cancel(); ws.Wait() })
+	p := testPod("a", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: p})
+	wait(t, f.inSync)
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: p})
+	wait(t, f.killed)
+	wait(t, f.cleaned)
+	log := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	if strings.Contains(log, "Sync pod failed") {
+		t.Errorf("a sync cancelled by the terminate was logged as a failure:\n%s", log)
+	}
+	if !strings.Contains(log, "Sync pod cancelled") {
+		t.Errorf("no \"Sync pod cancelled\" line:\n%s", log)
 	}
 }

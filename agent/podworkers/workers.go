@@ -317,6 +317,11 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			return
 		}
 		res, err := ws.cfg.Syncer.SyncPod(sctx, u.Pod)
+		// Whether the sync was cut short by a terminate or kill is the
+		// worker's own knowledge, not the error's: a CRI call cut short
+		// fails with a gRPC Canceled status, which wraps no
+		// context.Canceled.
+		cancelled := sctx.Err() != nil
 		cancel()
 		ws.mu.Lock()
 		w.cancelSync = nil
@@ -327,12 +332,16 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 		}
 		ws.mu.Unlock()
 		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			if !cancelled && !errors.Is(err, context.Canceled) {
 				fails++
 				log.Error(err, "Sync pod failed; retrying", "failures", fails)
 				delay = retry.Step()
 			} else {
-				delay = retry.Duration // a cancelled sync does not move the back-off on
+				// A cancelled sync is no failure and does not move the
+				// back-off on: what cancelled it (a terminate, a kill, the
+				// agent stopping) comes next.
+				log.V(2).Info("Sync pod cancelled", "err", err)
+				delay = retry.Duration
 			}
 			continue
 		}

@@ -45,6 +45,9 @@ type fakeCRI struct {
 	pid  map[string]int
 	// stopped lists the names of stopped containers in call order.
 	stopped []string
+	// runSandboxErr, when set, fails RunPodSandbox; stopSandboxErr
+	// StopPodSandbox.
+	runSandboxErr, stopSandboxErr error
 }
 
 func newFakeCRI() *fakeCRI {
@@ -81,6 +84,9 @@ func (f *fakeCRI) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxCon
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("RunPodSandbox")
+	if f.runSandboxErr != nil {
+		return "", f.runSandboxErr
+	}
 	f.n++
 	id := fmt.Sprintf("sb%d", f.n)
 	f.sbs[id] = &runtimeapi.PodSandboxStatus{Id: id, Metadata: cfg.Metadata, State: runtimeapi.PodSandboxState_SANDBOX_READY,
@@ -93,6 +99,9 @@ func (f *fakeCRI) StopPodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("StopPodSandbox")
+	if f.stopSandboxErr != nil {
+		return f.stopSandboxErr
+	}
 	sb := f.sbs[id]
 	if sb == nil {
 		return notFound(id)

@@ -110,7 +110,32 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, grace
 		log.V(4).Info("pod directory kept", "dir", podDir, "err", err) // other owners' content (volumes)
 	}
 	r.step(ActionRemoveLogs, string(st.UID), errors.Join(errs...), "")
+	if msg, ok := killFailedMessage(r.Steps, ctx.Err()); ok {
+		r.warn(EventFailedKillPod, msg)
+	}
 	return r
+}
+
+// killFailedMessage is the message of kubelet's FailedKillPod event for a
+// kill whose steps stopping a container or sandbox failed (the pod worker
+// retries the kill); none when they all succeeded or the kill was cut
+// short by its context ending (ctxErr: the agent stopping), which is no
+// failure of the runtime. Failed removals are not kubelet's kill: they
+// are retried and logged.
+func killFailedMessage(steps []Step, ctxErr error) (string, bool) {
+	if ctxErr != nil {
+		return "", false
+	}
+	var errs []string
+	for _, s := range steps {
+		if s.Err != nil && (s.Action == ActionKillContainer || s.Action == ActionKillPodSandbox) {
+			errs = append(errs, fmt.Sprintf("%s %s: %v", s.Action, s.Target, s.Err))
+		}
+	}
+	if len(errs) == 0 {
+		return "", false
+	}
+	return "error killing pod: " + strings.Join(errs, "; "), true
 }
 
 // StopPod stops a pod that has finished: its running containers (sidecars

@@ -337,11 +337,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		if err == nil {
 			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, handler)
 		}
-		r.step(ActionCreatePodSandbox, sandboxID, err, "")
 		if err != nil {
+			// No sandbox id: the step names the pod, not "".
+			r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
 			r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			return r
 		}
+		r.step(ActionCreatePodSandbox, sandboxID, nil, "")
 	} else {
 		sbOpts.Attempt = st.Sandbox().Attempt
 	}

@@ -2,9 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -125,5 +129,99 @@ func TestSidecarPreStopWithinGrace(t *testing.T) {
 				t.Errorf("sidecar: hook took %v, then StopContainer timeout %d s: %v > grace 30 s", spent, to, total)
 			}
 		}
+	}
+}
+
+// A RunPodSandbox that times out is reported for its operation: the
+// FailedCreatePodSandBox event carries the runtime's error, and the sync
+// error names the step and the pod (there is no sandbox id).
+func TestRunPodSandboxTimeoutReported(t *testing.T) {
+	m, f, _ := newFakeManager(t)
+	timeout := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	f.runSandboxErr = timeout
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	st, err := m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.SyncPod(t.Context(), pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+	err = r.Err()
+	if !errors.Is(err, timeout) {
+		t.Fatalf("sync error %v does not wrap the RunPodSandbox error", err)
+	}
+	if want := "CreatePodSandbox " + string(pod.UID) + ": "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("sync error %q, want it to start with %q", err, want)
+	}
+	var ev []Event
+	for _, e := range r.Events {
+		if e.Reason == EventFailedCreateSandbox {
+			ev = append(ev, e)
+		}
+	}
+	if want := "Failed to create pod sandbox: " + timeout.Error(); len(ev) != 1 || ev[0].Type != v1.EventTypeWarning || ev[0].Message != want {
+		t.Errorf("events %+v, want one Warning %s %q", r.Events, EventFailedCreateSandbox, want)
+	}
+	if f.called("CreateContainer") != 0 {
+		t.Error("a container was created without a sandbox")
+	}
+}
+
+// A kill that fails (a StopPodSandbox past its deadline) is reported as
+// kubelet does, with a FailedKillPod event naming the error; a kill cut
+// short by its context ending (the agent stopping) is not.
+func TestKillPodFailureReported(t *testing.T) {
+	timeout := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	for _, tc := range []struct {
+		name      string
+		stopErr   error
+		cancelled bool
+		want      string
+	}{
+		{name: "stop sandbox times out", stopErr: timeout, want: "error killing pod: KillPodSandbox sb1: " + timeout.Error()},
+		{name: "killed", want: ""},
+		{name: "agent stopping", stopErr: status.Error(codes.Canceled, "context canceled"), cancelled: true, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, f, _ := newFakeManager(t)
+			pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+			pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+			f.images["img:1"] = true
+			st, err := m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.SyncPod(t.Context(), pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if st, err = m.GetPodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace); err != nil {
+				t.Fatal(err)
+			}
+			f.stopSandboxErr = tc.stopErr
+			ctx, cancel := context.WithCancel(t.Context())
+			if tc.cancelled {
+				cancel()
+			}
+			defer cancel()
+			zero := int64(0)
+			r := m.KillPod(ctx, pod, st, &zero)
+			var got []string
+			for _, e := range r.Events {
+				if e.Reason == EventFailedKillPod {
+					if e.Type != v1.EventTypeWarning || e.Container != "" {
+						t.Errorf("event %+v, want a Warning on the pod", e)
+					}
+					got = append(got, e.Message)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("%s events %q, want none", EventFailedKillPod, got)
+			case tc.want != "" && (len(got) != 1 || got[0] != tc.want):
+				t.Errorf("%s events %q, want [%q]", EventFailedKillPod, got, tc.want)
+			}
+			if tc.stopErr != nil && !errors.Is(r.Err(), tc.stopErr) {
+				t.Errorf("kill error %v does not wrap the StopPodSandbox error", r.Err())
+			}
+		})
 	}
 }

@@ -26,7 +26,10 @@ type Runtime struct {
 	svc      internalapi.RuntimeService
 }
 
-// Connect dials the CRI endpoint and checks that it speaks CRI v1.
+// Connect dials the CRI endpoint and checks that it speaks CRI v1. Each
+// call gets timeout (runtimeRequestTimeout) as its deadline, as kubelet's
+// do: RunPodSandbox twice that, StopContainer that plus the grace, ExecSync
+// that plus the exec's own timeout (none when the exec has none).
 func Connect(ctx context.Context, endpoint string, timeout time.Duration) (*Runtime, error) {
 	svc, err := remote.NewRemoteRuntimeServiceBuilder().
 		WithEndpoint(endpoint).
@@ -36,6 +39,20 @@ func Connect(ctx context.Context, endpoint string, timeout time.Duration) (*Runt
 		return nil, fmt.Errorf("connect to runtime %s: %w", endpoint, err)
 	}
 	return &Runtime{endpoint: endpoint, svc: svc}, nil
+}
+
+// ConnectImages dials the CRI image service of endpoint. Each call gets
+// timeout as its deadline except PullImage, which gets none (kubelet's:
+// a pull takes as long as the image needs).
+func ConnectImages(ctx context.Context, endpoint string, timeout time.Duration) (internalapi.ImageManagerService, error) {
+	is, err := remote.NewRemoteImageServiceBuilder().
+		WithEndpoint(endpoint).
+		WithConnectionTimeout(timeout).
+		Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
+	}
+	return is, nil
 }
 
 // Service is the underlying CRI runtime service.

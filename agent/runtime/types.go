@@ -161,6 +161,7 @@ const (
 	EventKilling             = "Killing"
 	EventSandboxChanged      = "SandboxChanged"
 	EventFailedCreateSandbox = "FailedCreatePodSandBox"
+	EventFailedKillPod       = "FailedKillPod"
 	EventFailedPostStartHook = "FailedPostStartHook"
 	EventFailedPreStopHook   = "FailedPreStopHook"
 	EventNetworkNotReady     = "NetworkNotReady"

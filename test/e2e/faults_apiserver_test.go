@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,32 +20,6 @@ import (
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
-
-// metricValue is the sum of the samples of metric (with any labels) in a
-// Prometheus text exposition; -1 when there is none.
-func metricValue(text, metric string, labelFilter ...string) float64 {
-	sum, seen := 0.0, false
-lines:
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, metric+" ") && !strings.HasPrefix(l, metric+"{") {
-			continue
-		}
-		for _, f := range labelFilter {
-			if !strings.Contains(l, f) {
-				continue lines
-			}
-		}
-		f := strings.Fields(l)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum, seen = sum+v, true
-		}
-	}
-	if !seen {
-		return -1
-	}
-	return sum
-}
 
 // startPrivateAPIServer starts a control plane of the test's own (a fault
 // test stops its kube-apiserver), stopped at the end of the test.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +203,30 @@ func nodeLeftovers(t *testing.T, n *agentNode, rs internalapi.RuntimeService, de
 	}
 	slices.Sort(problems)
 	return uids, problems
+}
+
+// metricValue is the sum of the samples of metric (with any labels) in a
+// Prometheus text exposition; -1 when there is none.
+func metricValue(text, metric string, labelFilter ...string) float64 {
+	sum, seen := 0.0, false
+lines:
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(l, metric+" ") && !strings.HasPrefix(l, metric+"{") {
+			continue
+		}
+		for _, f := range labelFilter {
+			if !strings.Contains(l, f) {
+				continue lines
+			}
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum, seen = sum+v, true
+		}
+	}
+	if !seen {
+		return -1
+	}
+	return sum
 }
