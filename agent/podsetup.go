@@ -54,8 +54,12 @@ type PodSetup struct {
 func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, rootDir string) PodSetup {
 	kc := &cfg.Kubelet
 	alloc := allocatable(kc, cfg.Thresholds, c)
+	// kubepods is limited to capacity − reserved, as kubelet enforces it:
+	// the hard eviction thresholds are left inside it, as headroom between
+	// allocatableMemory.available crossing and the kernel's OOM killer.
+	enforced := allocatable(kc, nil, c)
 	qosCfg := cgroups.QoSConfig{
-		Allocatable:            cgroups.NodeAllocatable{MilliCPU: alloc.MilliCPU, MemoryBytes: alloc.MemoryBytes},
+		Allocatable:            cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes},
 		EnforceAllocatable:     contains(kc.EnforceNodeAllocatable, "pods"),
 		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
 		MemoryThrottlingFactor: 0.9,
@@ -92,7 +96,7 @@ func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []st
 }
 
 // allocatable is capacity − systemReserved − kubeReserved − the hard
-// eviction thresholds, computed as the Node's status.allocatable is
+// eviction thresholds ths, computed as the Node's status.allocatable is
 // (node.Allocatable), so admission and the Node agree to the byte.
 func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
 	capacity := v1.ResourceList{
