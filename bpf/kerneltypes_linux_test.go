@@ -59,3 +59,30 @@ func TestKernelTypesOneCacheForOverlappingOpens(t *testing.T) {
 		t.Fatal("a dropped cache was handed out again")
 	}
 }
+
+// Tracers opened one after the other in tp_btf mode use the shared kernel
+// types, which ReleaseKernelTypes drops; a tracer opened after that decodes
+// them again.
+func TestKernelTypesAcrossTracers(t *testing.T) {
+	requireBPF(t)
+	ReleaseKernelTypes()
+	cg := requireMode(t, ModeTpBTF, OpenCgroupTracer, Options{})
+	defer cg.Close()
+	if !sharedKernelTypes.held() {
+		t.Fatal("no kernel types kept after opening the cgroup tracer")
+	}
+	first := sharedKernelTypes.acquire()
+	sharedKernelTypes.release(KernelTypesIdle)
+	oom := requireMode(t, ModeTpBTF, OpenOOMTracer, Options{})
+	defer oom.Close()
+	if got := sharedKernelTypes.acquire(); got != first {
+		t.Error("the OOM tracer did not share the cgroup tracer's kernel types")
+	}
+	sharedKernelTypes.release(KernelTypesIdle)
+	ReleaseKernelTypes()
+	if sharedKernelTypes.held() {
+		t.Fatal("kernel types kept after ReleaseKernelTypes")
+	}
+	rc := requireMode(t, ModeTpBTF, OpenReclaimTracer, Options{})
+	defer rc.Close()
+}
