@@ -136,17 +136,24 @@ soak: deps build components ## 110 pods in waves for SOAK (default 10m) per vari
 bench: build ## run the benchmarks for real (ratios against same-run baselines)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 
-# Not in `make test`: it needs the conformance kit's kubelet (KERNELET_KUBELET_BIN,
-# default ~/.cache/kernelet-conformance/v1.33.13/kubelet; `../shared/conformance/kit build`
-# makes it) and skips without it. Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
-# KERNELET_FOOTPRINT_SETTLE=30s are the defaults).
-bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's (needs the kit's kubelet)
+# Not in `make test`: it needs a real kubelet: $KERNELET_KUBELET_BIN, else the one
+# hack/apiserver/build.sh builds or finds at the API server's version (KUBELET=1, cached,
+# as bench-eviction). Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
+# KERNELET_FOOTPRINT_SETTLE=30s are the defaults; KERNELET_FOOTPRINT_AGENTS=kernelet measures
+# kernelet alone, KERNELET_FOOTPRINT_DUMP=DIR saves smaps, heap profile and /metrics per level).
+bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's
 	@echo "== reap: leftovers of killed runs (testenv reap)"
 	@$(BIN)/testenv reap
-	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
-	@echo "== footprint run $$KERNELET_TEST_RUN"
-	@rc=0; \
-	$(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	@kubelet="$$KERNELET_KUBELET_BIN"; \
+	if [ -z "$$kubelet" ]; then \
+		echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"; \
+		out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
+		kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
+	fi; \
+	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
+	echo "== footprint run $$KERNELET_TEST_RUN"; \
+	rc=0; \
+	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 

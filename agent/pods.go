@@ -225,6 +225,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	wg.Go(func() { p.evictions.Run(ctx) })
 	a.watchEvictionSignals(ctx, &wg, h, p)
 	a.startOOMWatch(ctx, p, rs)
+	releaseStartupMemory()
 	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
 	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
 	p.dispatchUpdates(ctx)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -91,10 +92,14 @@ func kubeletBinary() string {
 }
 
 func BenchmarkFootprint(b *testing.B) {
-	kubelet := kubeletBinary()
-	if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		b.Skipf("no kubelet %s at %s (set KERNELET_KUBELET_BIN, or build the conformance kit's: ../shared/conformance/kit build)",
-			footprintKubeletVersion, kubelet)
+	agents := footprintAgents(b)
+	kubelet, version := kubeletBinary(), ""
+	if slices.Contains(agents, "kubelet") {
+		if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			b.Skipf("no kubelet %s at %s (set KERNELET_KUBELET_BIN, or build the conformance kit's: ../shared/conformance/kit build)",
+				footprintKubeletVersion, kubelet)
+		}
+		version = kubeletVersion(kubelet)
 	}
 	if os.Geteuid() != 0 {
 		b.Skip("the footprint benchmark runs the kubelet and kernelet: needs root")
@@ -108,7 +113,7 @@ func BenchmarkFootprint(b *testing.B) {
 	// kl[j], ke[j]: the measurements at levels[j], one per iteration.
 	kl, ke := make([][]footprint, len(levels)), make([][]footprint, len(levels))
 	for i := range b.N {
-		for _, name := range []string{"kubelet", "kernelet"} {
+		for _, name := range agents {
 			a := &nodeAgent{
 				name: name, ns: ns, admin: admin, rs: rs, endpoint: cd.Endpoint(), srv: srv,
 				node:       strings.ToLower(env.RunID()) + "-" + name,
@@ -122,7 +127,7 @@ func BenchmarkFootprint(b *testing.B) {
 			} else {
 				a.bin = kerneletBinary(b)
 			}
-			for j, f := range a.run(b, settle, levels) {
+			for j, f := range a.run(b, settle, levels, i) {
 				if name == "kubelet" {
 					kl[j] = append(kl[j], f)
 				} else {
@@ -131,15 +136,50 @@ func BenchmarkFootprint(b *testing.B) {
 			}
 		}
 	}
+	if len(agents) == 1 {
+		for j, n := range levels {
+			reportOneAgent(b, agents[0], n, append(kl[j], ke[j]...), settle)
+		}
+		return
+	}
 	for j, n := range levels {
-		reportFootprint(b, n, kl[j], ke[j], settle)
+		reportFootprint(b, version, n, kl[j], ke[j], settle)
 	}
 	network := "host network"
 	if os.Getenv("KERNELET_FOOTPRINT_NETWORK") == "pod" {
 		network = "pod network"
 	}
 	b.Logf("footprint table (kernelet vs kubelet %s, same run, mean of %d runs each, pods on the %s; idle CPU = user+system over %d s of sampling):\n%s",
-		footprintKubeletVersion, b.N, network, footprintSamples, footprintTable(levels, kl, ke))
+		version, b.N, network, footprintSamples, footprintTable(levels, kl, ke))
+}
+
+// footprintAgents is $KERNELET_FOOTPRINT_AGENTS ("kubelet,kernelet" by
+// default; one of them alone measures only that agent, e.g. while
+// changing kernelet, and reports no ratio).
+func footprintAgents(b *testing.B) []string {
+	s := os.Getenv("KERNELET_FOOTPRINT_AGENTS")
+	if s == "" {
+		return []string{"kubelet", "kernelet"}
+	}
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if (f != "kubelet" && f != "kernelet") || slices.Contains(out, f) {
+			b.Fatalf("KERNELET_FOOTPRINT_AGENTS=%q: want kubelet, kernelet or both", s)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// kubeletVersion is what `kubelet --version` prints after "Kubernetes ",
+// or the kit's version when it prints nothing usable.
+func kubeletVersion(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "Kubernetes "); err == nil && ok && v != "" {
+		return v
+	}
+	return footprintKubeletVersion + "?"
 }
 
 // footprintPodLevels is $KERNELET_FOOTPRINT_PODS (comma-separated, rising)
@@ -186,7 +226,21 @@ func footprintTable(levels []int, kl, ke [][]footprint) string {
 	return sb.String()
 }
 
-func reportFootprint(b *testing.B, pods int, kl, ke []footprint, settle time.Duration) {
+// reportOneAgent logs the figures of one agent measured alone.
+func reportOneAgent(b *testing.B, name string, pods int, fs []footprint, settle time.Duration) {
+	b.Helper()
+	sfx := fmt.Sprintf("_%dpods", pods)
+	rss := meanOf(fs, func(f footprint) float64 { return mib(f.median()) })
+	cpu := meanOf(fs, func(f footprint) float64 { return f.cpu * 1000 })
+	b.ReportMetric(rss, name+"_rss_MiB"+sfx)
+	b.ReportMetric(cpu, name+"_cpu_millicores"+sfx)
+	f := fs[len(fs)-1]
+	b.Logf("footprint of %s alone, idle with %d running pods (%v settled): RSS %.1f MiB (max %.1f), anon/file %.1f/%.1f MiB, Go heap in use %.1f MiB, CPU %.1f millicores\n"+
+		"  executable: %.1f MiB resident; %v\n  VmRSS samples (MiB): %v",
+		name, pods, settle, rss, mib(f.max()), mib(f.anon), mib(f.file), f.heap/(1<<20), cpu, mib(f.exe), f.exeSecs, mibs(f.rss))
+}
+
+func reportFootprint(b *testing.B, version string, pods int, kl, ke []footprint, settle time.Duration) {
 	b.Helper()
 	sfx := fmt.Sprintf("_%dpods", pods)
 	med := func(f footprint) float64 { return mib(f.median()) }
@@ -218,7 +272,7 @@ func reportFootprint(b *testing.B, pods int, kl, ke []footprint, settle time.Dur
 		"  kernelet's executable: %v\n"+
 		"  kubelet's executable:  %v\n"+
 		"  VmRSS samples (MiB): kernelet %v, kubelet %v",
-		pods, settle, footprintSamples, footprintEvery, kRSS, kMax, footprintKubeletVersion, lRSS, lMax, kRSS/lRSS, kMax/lMax, verdict,
+		pods, settle, footprintSamples, footprintEvery, kRSS, kMax, version, lRSS, lMax, kRSS/lRSS, kMax/lMax, verdict,
 		kCPU, lCPU, kh, lh, mib(last(ke).anon), mib(last(ke).file), mib(last(kl).anon), mib(last(kl).file),
 		last(ke).startup.Round(time.Millisecond), last(kl).startup.Round(time.Millisecond),
 		last(ke).podsUp.Round(time.Millisecond), last(kl).podsUp.Round(time.Millisecond),
@@ -227,7 +281,7 @@ func reportFootprint(b *testing.B, pods int, kl, ke []footprint, settle time.Dur
 
 // run starts the agent and, for each level of pods, runs that many pods,
 // lets the node settle and samples; then it removes everything.
-func (a *nodeAgent) run(b *testing.B, settle time.Duration, levels []int) []footprint {
+func (a *nodeAgent) run(b *testing.B, settle time.Duration, levels []int, iter int) []footprint {
 	b.Helper()
 	a.prepare(b)
 	a.start(b)
@@ -237,6 +291,7 @@ func (a *nodeAgent) run(b *testing.B, settle time.Duration, levels []int) []foot
 		f := footprint{pods: n, startup: startup, podsUp: a.runPods(b, n)}
 		time.Sleep(settle) // the idle time before sampling: not a synchronisation
 		a.sample(b, &f)
+		a.dump(b, fmt.Sprintf("%s-%d-%dpods", a.name, iter, n))
 		out = append(out, f)
 	}
 	a.cleanup(b)

@@ -15,6 +15,11 @@
 // tracer has no task, hence no cgroups); every event says so in Known.
 // Events carry CLOCK_MONOTONIC time (Ktime) and wall-clock time.
 //
+// The kernel's BTF, decoded for CO-RE and the tp_btf attach targets (several
+// MiB of heap), is shared by the tracers opened one after the other and
+// dropped KernelTypesIdle after the last open, or at once by
+// ReleaseKernelTypes.
+//
 // Every tracer turns on the kernel's BPF run-time statistics while open
 // (where allowed) and reports its programs' run count and time;
 // NewCollector exports them to Prometheus.

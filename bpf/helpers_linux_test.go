@@ -30,7 +30,7 @@ var allModes = []AttachMode{ModeTpBTF, ModeRawTP, ModeTracepoint}
 
 // requireBPF requires root and a kernel that loads BPF programs with ring
 // buffers here (fails under CI=true instead of skipping).
-func requireBPF(t *testing.T) {
+func requireBPF(t testing.TB) {
 	t.Helper()
 	env.RequireRoot(t)
 	err := features.HaveMapType(ebpf.RingBuf)

@@ -163,9 +163,11 @@ func attach[E any](fam *family, mode AttachMode, opts Options) (_ *stream[E], er
 		}
 	}()
 	env := &attachEnv{mode: mode, opts: opts}
+	types := sharedKernelTypes.acquire()
+	defer sharedKernelTypes.release(KernelTypesIdle)
 	switch mode {
 	case ModeTpBTF, ModeRawTP:
-		if env.kernel, err = btf.LoadKernelSpec(); err != nil {
+		if env.kernel, err = types.Kernel(); err != nil {
 			return nil, fmt.Errorf("kernel BTF not found (/sys/kernel/btf/vmlinux): %w", err)
 		}
 		if mode == ModeRawTP {
@@ -194,6 +196,7 @@ func attach[E any](fam *family, mode AttachMode, opts Options) (_ *stream[E], er
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: env.kernel},
+		Cache:    types,
 	})
 	if err != nil {
 		return nil, loadError(err)

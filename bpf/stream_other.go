@@ -21,6 +21,9 @@ func (s *stream[E]) close() error                 { return nil }
 func (s *stream[E]) programStats() []ProgramStats { return nil }
 func (s *stream[E]) dropped() uint64              { return 0 }
 
+// ReleaseKernelTypes does nothing off Linux.
+func ReleaseKernelTypes() {}
+
 func errNotLinux() error {
 	return fmt.Errorf("%w: eBPF tracing needs little-endian Linux, this is %s/%s", ErrUnavailable, runtime.GOOS, runtime.GOARCH)
 }
