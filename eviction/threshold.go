@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kernelet/kernelet/internal/quantity"
@@ -164,7 +165,7 @@ func parseValue(raw string) (*Value, error) {
 	if err := quantity.Check(s); err != nil {
 		return nil, fmt.Errorf("must be a quantity (e.g. 100Mi) or a percentage (e.g. 10%%): %w", err)
 	}
-	q, err := quantity.Parse(s)
+	q, err := resource.ParseQuantity(s) // bounded by quantity.Check above
 	if err != nil {
 		return nil, fmt.Errorf("must be a quantity (e.g. 100Mi) or a percentage (e.g. 10%%)")
 	}
