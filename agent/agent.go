@@ -17,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/crimetrics"
@@ -28,6 +27,7 @@ import (
 	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/clientset"
 	"github.com/kernelet/kernelet/status/events"
 	"github.com/kernelet/kernelet/status/node"
 )
@@ -133,7 +133,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("root dir: %w", err)
 	}
 
-	var evClient kubernetes.Interface
+	var evClient clientset.Interface
 	if a.clients != nil {
 		evClient = a.clients.Events
 	}

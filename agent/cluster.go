@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	nodeinformers "k8s.io/client-go/informers/node/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/internal/clientset"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
 
@@ -30,8 +29,8 @@ type cluster struct {
 	clients  *kubeclient.Clients
 	// podInformer watches this node's pods, nodeInformer its Node,
 	// svcInformer every service (containers get service variables). They
-	// are client-go's per-type informers: the shared informer factory
-	// would link an informer and lister for every API group.
+	// are client-go shared informers over internal/clientset's list and
+	// watch: the informer factory would link the full clientset.
 	podInformer, nodeInformer, svcInformer cache.SharedIndexInformer
 	nodeLister                             corelisters.NodeLister
 	// rcInformer holds the RuntimeClasses (runtimeClassName).
@@ -45,15 +44,16 @@ type cluster struct {
 func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) {
 	c := &cluster{nodeName: nodeName, clients: clients}
 	nsIndex := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	c.podInformer = coreinformers.NewFilteredPodInformer(clients.Main, metav1.NamespaceAll, 0, nsIndex,
-		func(o *metav1.ListOptions) { o.FieldSelector = sources.NodePodsSelector(nodeName) })
-	c.nodeInformer = coreinformers.NewFilteredNodeInformer(clients.Main, 0, nsIndex,
+	api := clients.Main
+	c.podInformer = cache.NewSharedIndexInformer(clientset.ListWatch(api.Pods(metav1.NamespaceAll),
+		func(o *metav1.ListOptions) { o.FieldSelector = sources.NodePodsSelector(nodeName) }), &v1.Pod{}, 0, nsIndex)
+	c.nodeInformer = cache.NewSharedIndexInformer(clientset.ListWatch(api.Nodes(),
 		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
-		})
-	c.svcInformer = coreinformers.NewServiceInformer(clients.Main, metav1.NamespaceAll, 0, nsIndex)
+		}), &v1.Node{}, 0, nsIndex)
+	c.svcInformer = cache.NewSharedIndexInformer(clientset.ListWatch(api.Services(metav1.NamespaceAll), nil), &v1.Service{}, 0, nsIndex)
 	c.nodeLister = corelisters.NewNodeLister(c.nodeInformer.GetIndexer())
-	c.rcInformer = nodeinformers.NewRuntimeClassInformer(clients.Main, 0, cache.Indexers{})
+	c.rcInformer = cache.NewSharedIndexInformer(clientset.ListWatch(api.RuntimeClasses(), nil), &nodev1.RuntimeClass{}, 0, cache.Indexers{})
 	c.rcLister = nodelisters.NewRuntimeClassLister(c.rcInformer.GetIndexer())
 	var err error
 	c.status, err = statuspods.New(statuspods.Config{Client: clients.Main, Pods: corelisters.NewPodLister(c.podInformer.GetIndexer()),

@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/kernelet/kernelet/agent/config"
@@ -16,6 +15,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/clientset"
 	"github.com/kernelet/kernelet/status/node"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
@@ -78,7 +78,7 @@ type Deps struct {
 	// KubeClient reaches the API server for the kubelet API's TokenReview
 	// and SubjectAccessReview; nil in standalone mode, where the webhook
 	// authentication and authorization modes refuse to start.
-	KubeClient kubernetes.Interface
+	KubeClient clientset.Interface
 }
 
 // Runtime is what the agent needs from the CRI runtime today.

@@ -14,9 +14,9 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // Object kinds an ObjectRef names.
@@ -125,7 +125,7 @@ const CacheTTL = time.Minute
 // kept for CacheTTL (a pod registering drops its objects from the cache);
 // with Get, every read is a GET.
 type ObjectManager struct {
-	client   kubernetes.Interface
+	client   clientset.Interface
 	strategy Strategy
 	onChange func()
 	// syncWait bounds how long a Get waits for a new watch's first list.
@@ -154,7 +154,7 @@ type objectWatch struct {
 // NewObjectManager returns an ObjectManager on client with strategy (""
 // is Watch); onChange (may be nil) is called after a watched object
 // changed.
-func NewObjectManager(client kubernetes.Interface, strategy Strategy, onChange func()) *ObjectManager {
+func NewObjectManager(client clientset.Interface, strategy Strategy, onChange func()) *ObjectManager {
 	if strategy == "" {
 		strategy = StrategyWatch
 	}
@@ -216,29 +216,11 @@ func (m *ObjectManager) release(refs []ObjectRef) {
 
 func (m *ObjectManager) listWatch(r ObjectRef) (*cache.ListWatch, kruntime.Object) {
 	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
-	core := m.client.CoreV1()
+	tweak := func(o *metav1.ListOptions) { o.FieldSelector = sel }
 	if r.Kind == KindConfigMap {
-		return &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-				o.FieldSelector = sel
-				return core.ConfigMaps(r.Namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.FieldSelector = sel
-				return core.ConfigMaps(r.Namespace).Watch(ctx, o)
-			},
-		}, &v1.ConfigMap{}
+		return clientset.ListWatch(m.client.ConfigMaps(r.Namespace), tweak), &v1.ConfigMap{}
 	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-			o.FieldSelector = sel
-			return core.Secrets(r.Namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return core.Secrets(r.Namespace).Watch(ctx, o)
-		},
-	}, &v1.Secret{}
+	return clientset.ListWatch(m.client.Secrets(r.Namespace), tweak), &v1.Secret{}
 }
 
 // startWatch starts the watch of r; m.mu is held.
@@ -354,9 +336,9 @@ func (m *ObjectManager) direct(ctx context.Context, r ObjectRef) (kruntime.Objec
 	var obj kruntime.Object
 	var err error
 	if r.Kind == KindConfigMap {
-		obj, err = m.client.CoreV1().ConfigMaps(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		obj, err = m.client.ConfigMaps(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	} else {
-		obj, err = m.client.CoreV1().Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		obj, err = m.client.Secrets(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, notFound(r)

@@ -1,6 +1,8 @@
 package apiobjects
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"slices"
 	"testing"
@@ -43,7 +45,7 @@ func TestObjectManagerWatches(t *testing.T) {
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}, Data: map[string]string{"k": "1"}}
 	client := fake.NewClientset(cm)
 	changed := make(chan struct{}, 10)
-	m := NewObjectManager(client, "", func() { changed <- struct{}{} })
+	m := NewObjectManager(clientsettest.FromClientset(client), "", func() { changed <- struct{}{} })
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", UID: "u"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
 		{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}},
 		{Name: "w", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "missing"}}}},
@@ -89,7 +91,7 @@ func TestObjectManagerGetAndCache(t *testing.T) {
 	ctx := context.Background()
 	for _, s := range []Strategy{StrategyGet, StrategyCache} {
 		client := fake.NewClientset(cm.DeepCopy())
-		m := NewObjectManager(client, s, nil)
+		m := NewObjectManager(clientsettest.FromClientset(client), s, nil)
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", UID: "u"}, Spec: v1.PodSpec{Volumes: []v1.Volume{
 			{Name: "v", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "c"}}}}}}}
 		m.RegisterPod(pod)

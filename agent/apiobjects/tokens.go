@@ -10,9 +10,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // MaxTokenAge is how long a token is used at most before it is refreshed,
@@ -48,7 +49,7 @@ type cachedToken struct {
 // TokenManager gets service account tokens bound to pods through the
 // TokenRequest API and caches them until NeedsRefresh.
 type TokenManager struct {
-	client kubernetes.Interface
+	client clientset.Interface
 	clock  clock.PassiveClock
 
 	mu    sync.Mutex
@@ -57,7 +58,7 @@ type TokenManager struct {
 
 // NewTokenManager returns a TokenManager on client; clk nil is the real
 // clock.
-func NewTokenManager(client kubernetes.Interface, clk clock.PassiveClock) *TokenManager {
+func NewTokenManager(client clientset.Interface, clk clock.PassiveClock) *TokenManager {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
@@ -91,7 +92,7 @@ func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, 
 	if audience != "" {
 		tr.Spec.Audiences = []string{audience}
 	}
-	got, err := m.client.CoreV1().ServiceAccounts(key.namespace).CreateToken(ctx, key.serviceAccount, tr, metav1.CreateOptions{})
+	got, err := m.client.ServiceAccounts(key.namespace).CreateToken(ctx, key.serviceAccount, tr, metav1.CreateOptions{})
 	if err != nil {
 		if ok && now.Before(c.expires) {
 			klog.FromContext(ctx).Error(err, "Token refresh failed; using the cached token", "pod", klog.KObj(pod), "serviceAccount", key.serviceAccount)

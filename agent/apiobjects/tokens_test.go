@@ -1,6 +1,8 @@
 package apiobjects
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"testing"
 	"time"
@@ -50,7 +52,7 @@ func TestTokenManagerCachesAndRotates(t *testing.T) {
 		tr.Status.ExpirationTimestamp = metav1.NewTime(clk.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))
 		return true, tr, nil
 	})
-	m := NewTokenManager(client, clk)
+	m := NewTokenManager(clientsettest.FromClientset(client), clk)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid1"}}
 	ctx := context.Background()
 	tok, err := m.Token(ctx, pod, "", 3607)

@@ -2,12 +2,13 @@ package kubeclient
 
 import (
 	"fmt"
-	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
 	"k8s.io/client-go/tools/clientcmd"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // ContentTypeProtobuf is the content type of the main client's requests;
@@ -23,11 +24,9 @@ const UserAgent = "kernelet"
 // Clients are the agent's API server clients.
 type Clients struct {
 	// Main reads and writes pods, nodes and the objects pods use.
-	Main kubernetes.Interface
+	Main clientset.Interface
 	// Events records events.
-	Events kubernetes.Interface
-	// Heartbeat updates the node status and renews the Lease.
-	Heartbeat kubernetes.Interface
+	Events clientset.Interface
 	// Host is the API server's URL.
 	Host string
 	// Config is the main client's configuration (for informers and
@@ -46,17 +45,8 @@ func Load(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// HeartbeatTimeout is the heartbeat client's request timeout:
-// min(lease duration, nodeStatusUpdateFrequency), as kubelet.
-func HeartbeatTimeout(kc *kubeletv1beta1.KubeletConfiguration) time.Duration {
-	d := time.Duration(kc.NodeLeaseDurationSeconds) * time.Second
-	if f := kc.NodeStatusUpdateFrequency.Duration; f > 0 && (d <= 0 || f < d) {
-		d = f
-	}
-	return d
-}
-
-// New builds the three clients from base (see Load) and the defaulted
+// New builds the main and the event clients (the heartbeat client is
+// status/node.HeartbeatClient) from base (see Load) and the defaulted
 // configuration's client settings.
 func New(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (*Clients, error) {
 	main := rest.CopyConfig(base)
@@ -80,20 +70,13 @@ func New(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (*Clients, 
 	}
 	events.Burst = int(kc.EventBurst)
 
-	heartbeat := rest.CopyConfig(main)
-	heartbeat.QPS = -1 // no client-side rate limit
-	heartbeat.Timeout = HeartbeatTimeout(kc)
-
 	c := &Clients{Host: main.Host, Config: main}
 	var err error
-	if c.Main, err = kubernetes.NewForConfig(main); err != nil {
+	if c.Main, err = clientset.NewForConfig(main); err != nil {
 		return nil, fmt.Errorf("api client: %w", err)
 	}
-	if c.Events, err = kubernetes.NewForConfig(events); err != nil {
+	if c.Events, err = clientset.NewForConfig(events); err != nil {
 		return nil, fmt.Errorf("event client: %w", err)
-	}
-	if c.Heartbeat, err = kubernetes.NewForConfig(heartbeat); err != nil {
-		return nil, fmt.Errorf("heartbeat client: %w", err)
 	}
 	return c, nil
 }

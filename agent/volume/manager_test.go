@@ -1,6 +1,8 @@
 package volume
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"errors"
 	"os"
@@ -71,7 +73,7 @@ func TestManagerSetUpTearDown(t *testing.T) {
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "ns"},
 		Data: map[string]string{"ca.crt": "CA"}})
 	toks := &fakeTokens{}
-	objs := apiobjects.NewObjectManager(client, apiobjects.StrategyWatch, nil)
+	objs := apiobjects.NewObjectManager(clientsettest.FromClientset(client), apiobjects.StrategyWatch, nil)
 	m, err := NewManager(Config{PodsDir: filepath.Join(root, "pods"), Objects: objs, Tokens: toks, Mounter: mnt})
 	if err != nil {
 		t.Fatal(err)

@@ -4,12 +4,12 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // Component is the source component of the agent's events: kubelet's, so
@@ -24,7 +24,7 @@ type Recorder struct {
 
 // New returns a recorder of events on node nodeName, written through
 // client (nil: logged only), until Shutdown.
-func New(ctx context.Context, client kubernetes.Interface, nodeName string) *Recorder {
+func New(ctx context.Context, client clientset.Interface, nodeName string) *Recorder {
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	log := klog.FromContext(ctx)
 	b.StartEventWatcher(func(e *v1.Event) {
@@ -33,9 +33,9 @@ func New(ctx context.Context, client kubernetes.Interface, nodeName string) *Rec
 			"type", e.Type, "reason", e.Reason, "message", e.Message)
 	})
 	if client != nil {
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		b.StartRecordingToSink(sink{client})
 	}
-	r := b.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component, Host: nodeName})
+	r := b.NewRecorder(clientset.Scheme, v1.EventSource{Component: Component, Host: nodeName})
 	return &Recorder{EventRecorderLogger: r, broadcaster: b}
 }
 
@@ -71,4 +71,20 @@ func PodRef(pod *v1.Pod, container string) *v1.ObjectReference {
 	}
 	ref.FieldPath = "spec.containers{" + container + "}"
 	return ref
+}
+
+// sink writes the broadcaster's events through the core/v1 events API,
+// each in its own namespace.
+type sink struct{ client clientset.Interface }
+
+func (s sink) Create(e *v1.Event) (*v1.Event, error) {
+	return s.client.Events(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
+}
+
+func (s sink) Update(e *v1.Event) (*v1.Event, error) {
+	return s.client.Events(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
+}
+
+func (s sink) Patch(e *v1.Event, data []byte) (*v1.Event, error) {
+	return s.client.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }

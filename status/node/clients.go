@@ -5,9 +5,10 @@ import (
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // HeartbeatClient builds the heartbeat clientset (Config.HeartbeatClient)
@@ -17,7 +18,7 @@ import (
 // nodeStatusUpdateFrequency). closeIdle closes its idle connections; pass
 // it as Config.OnRepeatedHeartbeatFailure so that a connection the network
 // silently dropped is not reused.
-func HeartbeatClient(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (client kubernetes.Interface, closeIdle func(), err error) {
+func HeartbeatClient(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (client clientset.Interface, closeIdle func(), err error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	cfg.Timeout = kc.NodeStatusUpdateFrequency.Duration
@@ -28,7 +29,7 @@ func HeartbeatClient(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heartbeat HTTP client: %w", err)
 	}
-	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	cs, err := clientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heartbeat client: %w", err)
 	}

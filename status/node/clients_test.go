@@ -32,7 +32,7 @@ func TestHeartbeatClient(t *testing.T) {
 	}
 	start := time.Now()
 	for range 20 {
-		if _, err := client.CoreV1().Nodes().Get(t.Context(), "n", metav1.GetOptions{}); err != nil {
+		if _, err := client.Nodes().Get(t.Context(), "n", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

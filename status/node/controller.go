@@ -132,10 +132,8 @@ func (c *Controller) Run(ctx context.Context) {
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	leaseCtl := c.newLeaseController()
-	leaseCtx := klog.NewContext(ctx, demoted(logger.WithName("lease"), leaseLogVerbosity))
 	wg.Add(1)
-	go func() { defer wg.Done(); leaseCtl.Run(leaseCtx) }()
+	go func() { defer wg.Done(); c.runLease(ctx) }()
 
 	for ctx.Err() == nil {
 		if !c.registerUntilDone(ctx) {
@@ -176,7 +174,7 @@ func (c *Controller) registerUntilDone(ctx context.Context) bool {
 // what this agent owns on it (Reconcile) and patches that. With
 // registerNode false it only reads the Node.
 func (c *Controller) register(ctx context.Context) error {
-	nodes := c.cfg.Client.CoreV1().Nodes()
+	nodes := c.cfg.Client.Nodes()
 	if c.cfg.Kubelet.RegisterNode != nil && !*c.cfg.Kubelet.RegisterNode {
 		n, err := nodes.Get(ctx, c.cfg.NodeName, metav1.GetOptions{})
 		if err != nil {
@@ -303,7 +301,7 @@ func (c *Controller) updateStatus(ctx context.Context) error {
 func (c *Controller) tryUpdateStatus(ctx context.Context, in Inputs, try int) error {
 	ctx, cancel := context.WithTimeout(ctx, c.heartbeatTimeout())
 	defer cancel()
-	nodes := c.cfg.HeartbeatClient.CoreV1().Nodes()
+	nodes := c.cfg.HeartbeatClient.Nodes()
 	opts := metav1.GetOptions{}
 	if try == 0 {
 		opts.ResourceVersion = "0"

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"errors"
 	"slices"
@@ -41,7 +43,7 @@ type harness struct {
 func newHarness(t *testing.T, cfg *Config, objects ...runtime.Object) *harness {
 	h := &harness{t: t, client: fake.NewClientset(objects...), clock: clocktesting.NewFakeClock(t0),
 		recorder: record.NewFakeRecorder(100), in: readyInputs(), done: make(chan struct{})}
-	cfg.Client, cfg.Clock, cfg.Recorder = h.client, h.clock, h.recorder
+	cfg.Client, cfg.Clock, cfg.Recorder = clientsettest.FromClientset(h.client), h.clock, h.recorder
 	cfg.Inputs = func(context.Context) Inputs {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -340,7 +342,7 @@ func TestNewChecksConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
-			cfg.Client = fake.NewClientset()
+			cfg.Client = clientsettest.FromClientset(fake.NewClientset())
 			cfg.Inputs = func(context.Context) Inputs { return Inputs{} }
 			mutate(cfg)
 			if _, err := New(*cfg); err == nil {

@@ -46,12 +46,13 @@
 //     says "Starting kernelet.".
 //   - The Lease is held and named after the node, renewed every
 //     nodeLeaseDurationSeconds/4, owned by the Node, and created again when
-//     deleted.
+//     deleted; a failed renewal is retried from 200 ms, doubling, up to 7 s
+//     apart (DesiredLease decides the object, leaseRenewer writes it).
 //
 // Unlike kubelet, a Node deleted while the agent runs is registered again
 // (kubelet needs a restart). An API outage is logged once when it starts
-// and once when it ends (the lease controller's own lines are demoted to
-// V(4)); Controller.Status tells the times of the last successes and the
+// and once when it ends (each loop's further failures at V(4));
+// Controller.Status tells the times of the last successes and the
 // last error.
 //
 // The package never talks to the runtime, the kernel after start, or the

@@ -12,6 +12,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 	"github.com/kernelet/kernelet/status/node"
 )
 
@@ -19,7 +20,9 @@ import (
 // machine (node.ReadMachine) and its clients, and runs the Controller
 // beside the pod workers; the Inputs function gathers what changes.
 func ExampleController() {
-	client := fake.NewClientset() // the agent passes its real clients
+	// The agent passes its internal/clientset clients; here client-go's
+	// fake clientset, adapted.
+	client := clientsettest.FromClientset(fake.NewClientset())
 	version, _ := node.KubeletVersion("v1.37.2", "v0.1.0")
 	ctl, err := node.New(node.Config{
 		NodeName: "worker-1",

@@ -5,12 +5,12 @@ import (
 	"net"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // Machine is what the host says about itself: identity, OS and the
@@ -139,7 +139,7 @@ type Config struct {
 	// renews the Lease: no client-side rate limit, a timeout of
 	// min(nodeLeaseDuration, nodeStatusUpdateFrequency). Either may be the
 	// other.
-	Client, HeartbeatClient kubernetes.Interface
+	Client, HeartbeatClient clientset.Interface
 	// OnRepeatedHeartbeatFailure, if set, is called when Lease renewals or
 	// status updates fail repeatedly within one period, e.g. to close the
 	// heartbeat client's idle connections (a dead TCP connection otherwise

@@ -234,7 +234,7 @@ func (m *Manager) patch(ctx context.Context, api *v1.Pod, next v1.PodStatus) err
 	if err != nil {
 		return err
 	}
-	_, err = m.cfg.Client.CoreV1().Pods(api.Namespace).Patch(ctx, api.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	_, err = m.cfg.Client.Pods(api.Namespace).Patch(ctx, api.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	switch {
 	case err == nil:
 		klog.FromContext(ctx).V(3).Info("Pod status patched", "pod", klog.KObj(api), "phase", next.Phase)
@@ -287,7 +287,7 @@ func (m *Manager) forgetFinalize(uid types.UID) {
 func (m *Manager) deleteNow(ctx context.Context, pod *v1.Pod) error {
 	zero := int64(0)
 	uid := pod.UID
-	err := m.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+	err := m.cfg.Client.Pods(pod.Namespace).Delete(ctx, pod.Name,
 		metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil

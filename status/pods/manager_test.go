@@ -1,6 +1,8 @@
 package pods
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"testing"
 
@@ -25,7 +27,7 @@ func newHarness(t *testing.T, objs ...*v1.Pod) *harness {
 	for _, o := range objs {
 		h.add(t, o)
 	}
-	m, err := New(Config{Client: h.client, Pods: corelisters.NewPodLister(h.indexer), NodeName: "node-1",
+	m, err := New(Config{Client: clientsettest.FromClientset(h.client), Pods: corelisters.NewPodLister(h.indexer), NodeName: "node-1",
 		NodeUID: func() types.UID { return "node-uid" }})
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func (m *Manager) syncMirrors(ctx context.Context) error {
 	}
 	for _, s := range plan.Create {
 		mp := MirrorPod(s, m.cfg.NodeName, nodeUID)
-		_, err := m.cfg.Client.CoreV1().Pods(mp.Namespace).Create(ctx, mp, metav1.CreateOptions{})
+		_, err := m.cfg.Client.Pods(mp.Namespace).Create(ctx, mp, metav1.CreateOptions{})
 		switch {
 		case err == nil:
 			log.V(2).Info("Created mirror pod", "pod", klog.KObj(mp), "staticPodUID", s.UID)

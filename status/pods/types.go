@@ -4,9 +4,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // DefaultResync is how often every status is compared with the API
@@ -17,7 +18,7 @@ const DefaultResync = 10 * time.Second
 // Config configures a Manager.
 type Config struct {
 	// Client writes pod statuses, mirror pods and deletions.
-	Client kubernetes.Interface
+	Client clientset.Interface
 	// Pods lists the pods bound to this node (an informer's lister over
 	// spec.nodeName=NodeName), mirror pods included.
 	Pods corelisters.PodLister

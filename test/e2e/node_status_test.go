@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"errors"
 	"io"
@@ -95,7 +97,7 @@ func nodeStatusConfig(t *testing.T, name string, client kubernetes.Interface, re
 	return node.Config{
 		NodeName: name, Kubelet: nodeStatusKubelet(), Thresholds: ths,
 		NodeLabels: map[string]string{"kernelet.dev/test": "node-status"}, Machine: m, KubeletVersion: version,
-		Client: client, HeartbeatClient: client, Recorder: rec, Inputs: in.get,
+		Client: clientsettest.FromClientset(client), HeartbeatClient: clientsettest.FromClientset(client), Recorder: rec, Inputs: in.get,
 	}
 }
 

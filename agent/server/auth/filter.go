@@ -61,7 +61,7 @@ func New(cfg Config) (*Auth, error) {
 		if cfg.Client == nil {
 			return nil, fmt.Errorf("authentication.webhook.enabled: %w", ErrNoClient)
 		}
-		reviewer := &tokenReviewer{client: cfg.Client.AuthenticationV1().TokenReviews(), backoff: webhookBackoff(), timeout: webhookTimeout}
+		reviewer := &tokenReviewer{client: cfg.Client.TokenReviews(), backoff: webhookBackoff(), timeout: webhookTimeout}
 		ttl := an.Webhook.CacheTTL.Duration
 		tokens := tokencache.New(reviewer, false, ttl, ttl)
 		authns = append(authns, bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
@@ -88,7 +88,7 @@ func New(cfg Config) (*Auth, error) {
 		if cfg.Client == nil {
 			return nil, fmt.Errorf("authorization.mode Webhook: %w", ErrNoClient)
 		}
-		a.authz = newSARAuthorizer(cfg.Client.AuthorizationV1().SubjectAccessReviews(), webhookBackoff(),
+		a.authz = newSARAuthorizer(cfg.Client.SubjectAccessReviews(), webhookBackoff(),
 			az.Webhook.CacheAuthorizedTTL.Duration, az.Webhook.CacheUnauthorizedTTL.Duration)
 	default:
 		return nil, fmt.Errorf("authorization.mode: unknown mode %q", az.Mode)

@@ -3,9 +3,9 @@ package auth
 import (
 	"errors"
 
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // Config is what New needs.
@@ -22,11 +22,11 @@ type Config struct {
 	Client Client
 }
 
-// Client is the part of the API server clientset the reviews use
-// (kubernetes.Interface has it).
+// Client is the part of the API server client the reviews use
+// (clientset.Interface has it).
 type Client interface {
-	AuthenticationV1() authenticationv1client.AuthenticationV1Interface
-	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
+	TokenReviews() clientset.TokenReviewClient
+	SubjectAccessReviews() clientset.SubjectAccessReviewClient
 }
 
 // ErrNoClient: a webhook mode is configured but there is no API server

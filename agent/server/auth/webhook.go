@@ -17,9 +17,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // The reviews are what k8s.io/apiserver's delegating authenticator and
@@ -42,7 +42,7 @@ const (
 // tokenReviewer authenticates a bearer token with a TokenReview. Wrap it
 // in k8s.io/apiserver's token cache.
 type tokenReviewer struct {
-	client  authenticationv1client.TokenReviewInterface
+	client  clientset.TokenReviewClient
 	backoff wait.Backoff
 	timeout time.Duration
 }
@@ -91,13 +91,13 @@ func (t *tokenReviewer) AuthenticateToken(ctx context.Context, token string) (*a
 // the review's spec, allowed ones for allowTTL, the others for denyTTL. A
 // failed review is NoOpinion with the error.
 type sarAuthorizer struct {
-	client            authorizationv1client.SubjectAccessReviewInterface
+	client            clientset.SubjectAccessReviewClient
 	backoff           wait.Backoff
 	allowTTL, denyTTL time.Duration
 	cache             *cache.LRUExpireCache
 }
 
-func newSARAuthorizer(client authorizationv1client.SubjectAccessReviewInterface, backoff wait.Backoff, allowTTL, denyTTL time.Duration) *sarAuthorizer {
+func newSARAuthorizer(client clientset.SubjectAccessReviewClient, backoff wait.Backoff, allowTTL, denyTTL time.Duration) *sarAuthorizer {
 	return &sarAuthorizer{client: client, backoff: backoff, allowTTL: allowTTL, denyTTL: denyTTL, cache: cache.NewLRUExpireCache(sarCacheSize)}
 }
 

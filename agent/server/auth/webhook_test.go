@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
+
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -74,7 +76,7 @@ func webhookAuth(t *testing.T, srv *reviewServer, anonymous bool) *Auth {
 		},
 		Authorization: kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook,
 			Webhook: kubeletv1beta1.KubeletWebhookAuthorization{CacheAuthorizedTTL: metav1.Duration{Duration: time.Minute}, CacheUnauthorizedTTL: metav1.Duration{Duration: time.Minute}}},
-		Client: srv.client()})
+		Client: clientsettest.FromClientset(srv.client())})
 	if err != nil {
 		t.Fatal(err)
 	}
