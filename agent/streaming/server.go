@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
-	apiproxy "k8s.io/apiserver/pkg/util/proxy"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -77,7 +76,7 @@ func (s Server) stream(w http.ResponseWriter, r *http.Request, prefix string,
 		// A WebSocket client of the v5 protocol: the runtime's streaming
 		// server may not speak it, so translate to SPDY as the API server
 		// does.
-		apiproxy.NewStreamTranslatorHandler(u, nil, 0, apiproxy.Options{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY}).ServeHTTP(w, r)
+		Translator{URL: u, Options: o}.ServeHTTP(w, r)
 		return
 	}
 	upgradeProxy(u).ServeHTTP(w, r)
@@ -127,7 +126,7 @@ func (s Server) PortForward(w http.ResponseWriter, r *http.Request) {
 		// SPDY tunneled through a WebSocket (kubectl port-forward's
 		// WebSocket mode): unwrap it towards the runtime, as the API
 		// server does.
-		apiproxy.NewTunnelingHandler(upgradeProxy(u)).ServeHTTP(w, r)
+		Tunnel{URL: u}.ServeHTTP(w, r)
 		return
 	}
 	upgradeProxy(u).ServeHTTP(w, r)

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/x509"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
@@ -27,7 +26,7 @@ type Auth struct {
 	nodeName string
 	authn    authenticator.Request
 	authz    authorizer.UnconditionalAuthorizer
-	clientCA *dynamiccertificates.DynamicFileCAContent
+	clientCA *ClientCA
 }
 
 // webhookTimeout bounds one TokenReview or SubjectAccessReview.
@@ -50,7 +49,7 @@ func New(cfg Config) (*Auth, error) {
 	an := cfg.Authentication
 	var authns []authenticator.Request
 	if f := an.X509.ClientCAFile; f != "" {
-		ca, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", f)
+		ca, err := NewClientCA(f)
 		if err != nil {
 			return nil, fmt.Errorf("authentication.x509.clientCAFile: %w", err)
 		}
@@ -106,7 +105,7 @@ func (a *Auth) Run(ctx context.Context) {
 	if a.clientCA == nil {
 		return
 	}
-	a.clientCA.Run(ctx, 1)
+	a.clientCA.Run(ctx)
 }
 
 // Wrap returns h behind authentication and authorization. A request
