@@ -19,6 +19,17 @@ var footprintForbidden = map[string]string{
 	"go.opentelemetry.io/otel/sdk/trace":         "the OpenTelemetry SDK and OTLP exporter come with k8s.io/apiserver/pkg/util/webhook",
 	"k8s.io/apiserver/pkg/util/webhook":          "brings CEL, OpenTelemetry and konnectivity; use the typed review clients",
 	"k8s.io/apiserver/pkg/server/egressselector": "the konnectivity egress dialer, not used by a node",
+	// client-go's clientset registers every built-in API group in its
+	// scheme at start and links a typed client for each (issue 9):
+	// internal/clientset is the agent's client.
+	"k8s.io/client-go/kubernetes":                     "the full clientset; use internal/clientset",
+	"k8s.io/client-go/kubernetes/scheme":              "registers every API group at init; use clientset.Scheme",
+	"k8s.io/client-go/informers/internalinterfaces":   "client-go's informers need the full clientset; build cache.NewSharedIndexInformer over clientset.ListWatch",
+	"k8s.io/client-go/tools/events":                   "the events/v1 library needs the full clientset; status/events uses tools/record with its own sink",
+	"k8s.io/client-go/discovery":                      "imports the full scheme and the OpenAPI models",
+	"k8s.io/component-helpers/apimachinery/lease":     "its lease controller needs the full clientset; status/node renews the Lease itself",
+	"k8s.io/apiserver/pkg/util/proxy":                 "imports client-go informers; agent/streaming translates and tunnels streams itself",
+	"k8s.io/apiserver/pkg/server/dynamiccertificates": "imports client-go informers and the clientset; agent/server/auth reloads the client CA itself",
 }
 
 // TestFootprintDependencies keeps the heavy dependency trees out of the

@@ -11,5 +11,6 @@
 // resident memory spent on groups it never calls (issue 9, the footprint
 // goal). The interfaces here are subsets of the clientset's typed
 // interfaces, so a client-go fake clientset satisfies them too
-// (clientsettest adapts one for unit tests).
+// (clientsettest adapts one for unit tests). cmd/kernelet's
+// TestFootprintDependencies keeps the full clientset out of the agent.
 package clientset

@@ -9,9 +9,9 @@
 // and ShouldPatch, StatusPatch and MetadataPatch, KubeletVersion,
 // ValidateNodeLabels. The effects sit beside them: ReadMachine reads the
 // host once (files under a root prefix, so tests use fixtures), and the
-// Controller runs the registration, the status loop and the
-// component-helpers lease controller through the client-go clients it is
-// given. RuntimeStateFromCRI and ImagesFromCRI turn CRI answers into
+// Controller runs the registration, the status loop and the Lease
+// renewal (DesiredLease decides, leaseRenewer writes) through the
+// internal/clientset clients it is given. RuntimeStateFromCRI and ImagesFromCRI turn CRI answers into
 // Inputs.
 //
 // What kubelet does that this package reproduces (behaviour, not code):

@@ -2,7 +2,7 @@
 // clientset.Interface, for tests only: unit tests drive kernelet's
 // packages with client-go's fake clientset (reactors, recorded actions),
 // e2e tests may pass a real one. The agent itself never imports this
-// package (TestAgentLinksNoFullClientset in internal/clientset checks).
+// package (cmd/kernelet's TestFootprintDependencies checks).
 package clientsettest
 
 import (
