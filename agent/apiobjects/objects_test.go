@@ -1,8 +1,6 @@
 package apiobjects
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"slices"
 	"testing"
@@ -12,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 // kubeRootCA is the projected volume's part of the kube-api-access volume

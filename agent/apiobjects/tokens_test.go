@@ -1,8 +1,6 @@
 package apiobjects
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"testing"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	ktesting "k8s.io/client-go/testing"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 func TestNeedsRefresh(t *testing.T) {

@@ -1,8 +1,6 @@
 package volume
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"errors"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kernelet/kernelet/agent/apiobjects"
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 // fakeMounter records tmpfs mounts without mounting.

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"errors"
 	"slices"
@@ -23,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 // harness runs a Controller against client-go's fake clientset with a fake

@@ -1,8 +1,6 @@
 package pods
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"testing"
 
@@ -13,6 +11,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 type harness struct {

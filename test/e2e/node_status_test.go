@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"errors"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 	"github.com/kernelet/kernelet/internal/kubeversion"
 
 	v1 "k8s.io/api/core/v1"

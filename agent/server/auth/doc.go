@@ -5,11 +5,14 @@
 // SubjectAccessReview on the node (resource nodes, a subresource chosen by
 // the request path, the verb by the HTTP method).
 //
-// The building blocks are k8s.io/apiserver's request authenticators (x509
-// against a reloaded CA bundle, bearer token and WebSocket protocol, union,
-// authenticated group, anonymous) and token cache, composed as its
-// delegating authenticator composes them; the TokenReview and
-// SubjectAccessReview are sent with client-go's typed clients, retried on
+// The building blocks are k8s.io/apiserver's request authenticators (x509,
+// bearer token and WebSocket protocol, union, authenticated group,
+// anonymous) and token cache, composed as its delegating authenticator
+// composes them. The x509 authenticator verifies against ClientCA, the
+// clientCAFile reloaded when it changes (fsnotify, and once a minute);
+// apiserver's dynamiccertificates would link client-go's informers and
+// full clientset. The TokenReview and SubjectAccessReview are sent with
+// internal/clientset's typed clients, retried on
 // transient errors and cached (apimachinery's LRU expiring cache) as
 // k8s.io/apiserver's webhook authenticator and authorizer do. The delegating
 // factories themselves are not used: their webhook package links CEL,

@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
-
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 )
 
 // fastBackoff keeps retries in tests short.
