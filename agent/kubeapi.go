@@ -55,7 +55,7 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		Probes:        a.statsRegs.probes,
 		Summary:       a.Summary,
 	}
-	st := streaming.Server{Pods: lookup, Runtime: a.runtimeService}
+	st := streaming.Server{Pods: lookup, Runtime: a.runtimeService, IdleTimeout: kc.StreamingConnectionIdleTimeout.Duration}
 	api.Exec, api.Attach = http.HandlerFunc(st.Exec), http.HandlerFunc(st.Attach)
 	api.PortForward, api.Run = http.HandlerFunc(st.PortForward), http.HandlerFunc(st.Run)
 

@@ -76,7 +76,7 @@ func (s Server) stream(w http.ResponseWriter, r *http.Request, prefix string,
 		// A WebSocket client of the v5 protocol: the runtime's streaming
 		// server may not speak it, so translate to SPDY as the API server
 		// does.
-		Translator{URL: u, Options: o}.ServeHTTP(w, r)
+		Translator{URL: u, Options: o, IdleTimeout: s.IdleTimeout}.ServeHTTP(w, r)
 		return
 	}
 	upgradeProxy(u).ServeHTTP(w, r)

@@ -24,9 +24,10 @@ import (
 
 // Timings of a translated session.
 const (
-	// sessionIdleTimeout ends a WebSocket session nothing crossed for
-	// that long (kubelet's default streamingConnectionIdleTimeout).
-	sessionIdleTimeout = 4 * time.Hour
+	// DefaultIdleTimeout ends a WebSocket session nothing crossed for
+	// that long when no IdleTimeout is given (kubelet's default
+	// streamingConnectionIdleTimeout).
+	DefaultIdleTimeout = 4 * time.Hour
 	// statusWriteTimeout bounds writing the final status.
 	statusWriteTimeout = 10 * time.Second
 	// runtimePingPeriod keeps the SPDY connection to the runtime alive.
@@ -45,6 +46,9 @@ type Translator struct {
 	URL *url.URL
 	// Options are the streams the client asked for.
 	Options Options
+	// IdleTimeout ends the session after that long without traffic
+	// (streamingConnectionIdleTimeout); 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // ServeHTTP upgrades the request to a WebSocket (an upgrade that fails
@@ -55,7 +59,11 @@ func (t Translator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
 		rc.StreamProtocolV5Name: {Binary: true, Channels: channelTypes(t.Options)},
 	})
-	conn.SetIdleTimeout(sessionIdleTimeout)
+	idle := t.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	conn.SetIdleTimeout(idle)
 	_, channels, err := conn.Open(w, r)
 	if err != nil {
 		log.V(2).Info("WebSocket remote-command upgrade failed", "err", err, "path", r.URL.Path)

@@ -135,6 +135,11 @@ func execScript(o Options, s map[string]httpstream.Stream) {
 // a hijacked connection whose client has gone, so Translator must see
 // that itself.
 func translatorServer(t *testing.T, runtimeURL *url.URL) *httptest.Server {
+	return idleTranslatorServer(t, runtimeURL, 0)
+}
+
+// idleTranslatorServer is translatorServer with Translator.IdleTimeout idle.
+func idleTranslatorServer(t *testing.T, runtimeURL *url.URL, idle time.Duration) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithoutCancel(r.Context()))
 		o, err := ParseOptions(r.URL.Query())
@@ -144,7 +149,7 @@ func translatorServer(t *testing.T, runtimeURL *url.URL) *httptest.Server {
 		}
 		u := *runtimeURL
 		u.RawQuery = r.URL.RawQuery
-		Translator{URL: &u, Options: o}.ServeHTTP(w, r)
+		Translator{URL: &u, Options: o, IdleTimeout: idle}.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -272,6 +277,36 @@ func TestTranslatorClientGone(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the runtime's connection is still open 10 s after the client went away")
+	}
+}
+
+// A session nothing crosses for IdleTimeout (streamingConnectionIdleTimeout)
+// is ended: the client's call returns and the runtime's connection closes,
+// though the command still runs.
+func TestTranslatorIdleTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	rt, closed := spdyRuntime(t, rc.StreamProtocolV4Name, streamsOf(t, func(_ Options, s map[string]httpstream.Stream) {
+		<-hang
+	}))
+	srv := idleTranslatorServer(t, rt, 300*time.Millisecond)
+	ex, err := remotecommand.NewWebSocketExecutor(&rest.Config{Host: srv.URL}, "GET", srv.URL+"/attach?output=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		ended <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: io.Discard})
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an idle session still open 10 s after a 300 ms idle timeout")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime's connection is still open 10 s after the session timed out")
 	}
 }
 

@@ -1,6 +1,8 @@
 package streaming
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
 )
@@ -15,6 +17,10 @@ type Server struct {
 	Pods Pods
 	// Runtime returns the CRI runtime service, nil until connected.
 	Runtime func() internalapi.RuntimeService
+	// IdleTimeout ends a translated WebSocket exec or attach session after
+	// that long without traffic (streamingConnectionIdleTimeout); 0 means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // Options are the streams of an exec or attach request.
