@@ -21,10 +21,7 @@ import (
 func HeartbeatClient(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration) (client clientset.Interface, closeIdle func(), err error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	cfg.Timeout = kc.NodeStatusUpdateFrequency.Duration
-	if lease := time.Duration(kc.NodeLeaseDurationSeconds) * time.Second; lease > 0 && (cfg.Timeout <= 0 || lease < cfg.Timeout) {
-		cfg.Timeout = lease
-	}
+	cfg.Timeout = HeartbeatTimeout(kc)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heartbeat HTTP client: %w", err)
@@ -34,4 +31,15 @@ func HeartbeatClient(base *rest.Config, kc *kubeletv1beta1.KubeletConfiguration)
 		return nil, nil, fmt.Errorf("heartbeat client: %w", err)
 	}
 	return cs, func() { utilnet.CloseIdleConnectionsFor(hc.Transport) }, nil
+}
+
+// HeartbeatTimeout bounds one heartbeat call (node status or Lease):
+// min(nodeLeaseDurationSeconds, nodeStatusUpdateFrequency), as kubelet;
+// a value that is not positive is left out.
+func HeartbeatTimeout(kc *kubeletv1beta1.KubeletConfiguration) time.Duration {
+	d := kc.NodeStatusUpdateFrequency.Duration
+	if lease := time.Duration(kc.NodeLeaseDurationSeconds) * time.Second; lease > 0 && (d <= 0 || lease < d) {
+		d = lease
+	}
+	return d
 }

@@ -41,3 +41,21 @@ func TestHeartbeatClient(t *testing.T) {
 	}
 	closeIdle()
 }
+
+func TestHeartbeatTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		update time.Duration
+		lease  int32
+		want   time.Duration
+	}{
+		{10 * time.Second, 40, 10 * time.Second},
+		{time.Minute, 40, 40 * time.Second},
+		{0, 40, 40 * time.Second},
+		{10 * time.Second, 0, 10 * time.Second},
+	} {
+		kc := &kubeletv1beta1.KubeletConfiguration{NodeStatusUpdateFrequency: metav1.Duration{Duration: tc.update}, NodeLeaseDurationSeconds: tc.lease}
+		if got := HeartbeatTimeout(kc); got != tc.want {
+			t.Errorf("update %v, lease %d s: %v, want %v", tc.update, tc.lease, got, tc.want)
+		}
+	}
+}

@@ -363,10 +363,7 @@ func (c *Controller) setNodeLocked(n *v1.Node) {
 
 // heartbeatTimeout bounds one status call: min(lease duration, update
 // period), as the heartbeat client's timeout.
-func (c *Controller) heartbeatTimeout() time.Duration {
-	return min(time.Duration(c.cfg.Kubelet.NodeLeaseDurationSeconds)*time.Second,
-		c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration)
-}
+func (c *Controller) heartbeatTimeout() time.Duration { return HeartbeatTimeout(c.cfg.Kubelet) }
 
 // nodeEvents records the conditions' transition events with kubelet's
 // message.

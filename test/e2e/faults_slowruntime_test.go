@@ -374,14 +374,7 @@ func TestFaultSlowRuntime(t *testing.T) {
 
 	// The sandbox the runtime answered for after kernelet gave up is the
 	// pod's one sandbox: adopted on the retry, not created again.
-	n.waitRunning(t, 4*timeout, "latesb")
-	var lateID string
-	select {
-	case lateID = <-lateSandbox:
-	case <-time.After(time.Second):
-		t.Fatal("the RunPodSandbox of latesb was not done upstream")
-	}
-	latePod, _ := n.podStatus(t, "latesb")
+	lateID, latePod := runningAfterLateAnswer(t, n, timeout, "latesb", lateSandbox, "RunPodSandbox")
 	_, sbs := podObjects(t, rs, latePod.UID)
 	if len(sbs) != 1 || sbs[0].Id != lateID {
 		var ids []string
@@ -397,14 +390,7 @@ func TestFaultSlowRuntime(t *testing.T) {
 	// The container the runtime created but answered for after the
 	// deadline never ran: it is replaced (removed, created again with the
 	// same restart count), not left beside the new one.
-	n.waitRunning(t, 4*timeout, "latect")
-	var lateCtID string
-	select {
-	case lateCtID = <-lateContainer:
-	case <-time.After(time.Second):
-		t.Fatal("the CreateContainer of latect was not done upstream")
-	}
-	ctPod, _ := n.podStatus(t, "latect")
+	lateCtID, ctPod := runningAfterLateAnswer(t, n, timeout, "latect", lateContainer, "CreateContainer")
 	ctCs, _ := podObjects(t, rs, ctPod.UID)
 	var ctDesc []string
 	for _, c := range ctCs {
@@ -558,4 +544,20 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(time.Millisecond)
 	}
 	return out
+}
+
+// runningAfterLateAnswer waits until pod name runs again after kernelet
+// gave up on its call (op) that the runtime answered late, and returns the
+// ID the runtime answered with (from answered) and the pod.
+func runningAfterLateAnswer(t *testing.T, n *agentNode, timeout time.Duration, name string, answered <-chan string, op string) (string, v1.Pod) {
+	t.Helper()
+	n.waitRunning(t, 4*timeout, name)
+	var id string
+	select {
+	case id = <-answered:
+	case <-time.After(time.Second):
+		t.Fatalf("the %s of %s was not done upstream", op, name)
+	}
+	pod, _ := n.podStatus(t, name)
+	return id, pod
 }
