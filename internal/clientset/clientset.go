@@ -9,7 +9,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,7 +47,6 @@ type (
 	EventClient               = Resource[*v1.Event, *v1.EventList]
 	LeaseClient               = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	RuntimeClassClient        = Resource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]
-	EndpointSliceClient       = Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]
 	TokenReviewClient         = Creator[*authenticationv1.TokenReview]
 	SubjectAccessReviewClient = Creator[*authorizationv1.SubjectAccessReview]
 )
@@ -73,7 +71,6 @@ type Interface interface {
 	Events(namespace string) EventClient
 	Leases(namespace string) LeaseClient
 	RuntimeClasses() RuntimeClassClient
-	EndpointSlices(namespace string) EndpointSliceClient
 	TokenReviews() TokenReviewClient
 	SubjectAccessReviews() SubjectAccessReviewClient
 }
@@ -170,11 +167,6 @@ func (cs *Clientset) Leases(namespace string) LeaseClient {
 // RuntimeClasses is the RuntimeClasses.
 func (cs *Clientset) RuntimeClasses() RuntimeClassClient {
 	return newResource(cs, nodev1.SchemeGroupVersion, "runtimeclasses", "", func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} })
-}
-
-// EndpointSlices is the EndpointSlices of namespace.
-func (cs *Clientset) EndpointSlices(namespace string) EndpointSliceClient {
-	return newResource(cs, discoveryv1.SchemeGroupVersion, "endpointslices", namespace, func() *discoveryv1.EndpointSlice { return &discoveryv1.EndpointSlice{} }, func() *discoveryv1.EndpointSliceList { return &discoveryv1.EndpointSliceList{} })
 }
 
 // TokenReviews creates TokenReviews.

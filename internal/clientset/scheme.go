@@ -5,7 +5,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,8 +14,8 @@ import (
 )
 
 // Scheme knows the API groups kernelet talks to, and nothing else:
-// core/v1, coordination/v1, authentication/v1, authorization/v1,
-// node/v1 and discovery/v1 (EndpointSlices, which only tests write).
+// core/v1, coordination/v1, authentication/v1, authorization/v1 and
+// node/v1.
 var Scheme = runtime.NewScheme()
 
 // Codecs encodes and decodes Scheme's types (JSON, YAML, protobuf).
@@ -37,7 +36,6 @@ var groups = []struct {
 	{authenticationv1.SchemeGroupVersion, "/apis", authenticationv1.AddToScheme},
 	{authorizationv1.SchemeGroupVersion, "/apis", authorizationv1.AddToScheme},
 	{nodev1.SchemeGroupVersion, "/apis", nodev1.AddToScheme},
-	{discoveryv1.SchemeGroupVersion, "/apis", discoveryv1.AddToScheme},
 }
 
 func init() {

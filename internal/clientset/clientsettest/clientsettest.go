@@ -33,9 +33,6 @@ func (a adapter) Leases(ns string) clientset.LeaseClient {
 	return a.cs.CoordinationV1().Leases(ns)
 }
 func (a adapter) RuntimeClasses() clientset.RuntimeClassClient { return a.cs.NodeV1().RuntimeClasses() }
-func (a adapter) EndpointSlices(ns string) clientset.EndpointSliceClient {
-	return a.cs.DiscoveryV1().EndpointSlices(ns)
-}
 func (a adapter) TokenReviews() clientset.TokenReviewClient {
 	return a.cs.AuthenticationV1().TokenReviews()
 }
