@@ -6,10 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,10 +29,10 @@ import (
 // --server may also name the read-only port (http://127.0.0.1:10255) or a
 // unix:// socket. Exit 1 when the agent cannot be reached or is unhealthy.
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var addr agentAddr
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	server := fs.String("server", "", "the agent's API URL: unix:///path/to/kernelet.sock or http://host:readOnlyPort (default: unix://<root-dir>/"+agent.LocalSocket+")")
-	rootDir := fs.String("root-dir", DefaultRootDir, "the agent's --root-dir, where its local socket is")
+	addr.register(fs, "the agent's API URL: unix:///path/to/kernelet.sock or http://host:readOnlyPort")
 	asJSON := fs.Bool("json", false, "print the agent's /status as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the agent")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -39,10 +40,7 @@ func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if *server == "" {
-		*server = "unix://" + filepath.Join(*rootDir, agent.LocalSocket)
-	}
-	base := strings.TrimRight(*server, "/")
+	base := addr.base()
 	get := newGetter(base)
 
 	code, health, err := get(ctx, base+"/healthz?verbose")
@@ -131,12 +129,7 @@ func printStatus(w io.Writer, base string, code int, health string, st agent.Sta
 	case st.Runtime.Connected && st.Runtime.Info != nil:
 		i := st.Runtime.Info
 		fmt.Fprintf(w, "Runtime:     %s %s (CRI %s) at %s\n", i.RuntimeName, i.RuntimeVersion, i.RuntimeAPIVersion, i.Endpoint)
-		keys := make([]string, 0, len(i.Conditions))
-		for k := range i.Conditions {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(i.Conditions)) {
 			fmt.Fprintf(w, "  %s=%s\n", k, i.Conditions[k])
 		}
 	case st.Runtime.Connected:
@@ -276,18 +269,45 @@ func containerProblem(c v1.ContainerStatus) string {
 	return terminated(c.LastTerminationState.Terminated, "last run ")
 }
 
+// agentAddr names a running agent: --server, else the local socket below
+// --root-dir. `kernelet status` and `kernelet top` share it.
+type agentAddr struct {
+	server, rootDir string
+}
+
+// register adds --server (described by usage) and --root-dir to fs.
+func (a *agentAddr) register(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&a.server, "server", "", usage+" (default: unix://<root-dir>/"+agent.LocalSocket+")")
+	fs.StringVar(&a.rootDir, "root-dir", DefaultRootDir, "the agent's --root-dir, where its local socket is")
+}
+
+// base is the agent's URL without a trailing slash: --server, or
+// unix://<root-dir>/kernelet.sock.
+func (a *agentAddr) base() string {
+	server := a.server
+	if server == "" {
+		server = "unix://" + filepath.Join(a.rootDir, agent.LocalSocket)
+	}
+	return strings.TrimRight(server, "/")
+}
+
+// unixClient is an HTTP client whose every request goes to the Unix
+// socket sock, whatever the URL's host.
+func unixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
 // newGetter returns a GET function for URLs below base: over the Unix
 // socket for a unix:// base, plain HTTP(S) otherwise.
 func newGetter(base string) func(ctx context.Context, url string) (int, string, error) {
 	client, prefix := http.DefaultClient, ""
 	if sock, ok := strings.CutPrefix(base, "unix://"); ok {
-		client = &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-		}}
-		prefix = base
+		client, prefix = unixClient(sock), base
 	}
 	return func(ctx context.Context, url string) (int, string, error) {
 		if prefix != "" {
@@ -324,13 +344,8 @@ func oomScoreColumn(ann string) string {
 	if err != nil || len(scores) == 0 {
 		return "?"
 	}
-	names := make([]string, 0, len(scores))
-	for name := range scores {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var parts []string
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(scores)) {
 		c := scores[name]
 		v := strconv.Itoa(c.Effective)
 		if c.Effective != c.Requested {
@@ -416,7 +431,11 @@ func thresholdLine(t eviction.ThresholdStatus) string {
 	case t.PSI:
 		op = ">"
 	case t.Observed:
-		obs = fmt.Sprintf("available %d, threshold %d", t.Available, t.Quantity)
+		amount := func(v int64) string { return strconv.FormatInt(v, 10) }
+		if bytesSignal(t.Signal) {
+			amount = humanBytes
+		}
+		obs = fmt.Sprintf("available %s, threshold %s", amount(t.Available), amount(t.Quantity))
 	}
 	if t.Observed && !t.ObservedAt.IsZero() {
 		obs += fmt.Sprintf(" (read %s ago)", time.Since(t.ObservedAt).Round(time.Millisecond))
@@ -425,6 +444,42 @@ func thresholdLine(t eviction.ThresholdStatus) string {
 		obs += " MET"
 	}
 	return fmt.Sprintf("%s%s%s: %s", t.Signal, op, t.Threshold, obs)
+}
+
+// bytesSignal: the signal's amounts are bytes (memory and filesystem
+// space), not counts (inodes, PIDs) or PSI stalls.
+func bytesSignal(s eviction.Signal) bool {
+	return strings.HasSuffix(string(s), ".available") && s != eviction.SignalPIDAvailable
+}
+
+// binarySuffixes are kubectl's binary quantity suffixes, 1024^1 up.
+var binarySuffixes = []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+
+// humanBytes renders n bytes as kubectl renders a quantity for people: in
+// the largest binary unit it reaches, with one decimal where the amount is
+// not whole in it ("75.2Gi", "64Mi", "1000").
+func humanBytes(n int64) string {
+	sign, u := "", uint64(n)
+	if n < 0 {
+		sign, u = "-", uint64(-n)
+	}
+	if u < 1024 {
+		return sign + strconv.FormatUint(u, 10)
+	}
+	unit, i := uint64(1024), 0
+	for i+1 < len(binarySuffixes) && u >= unit*1024 {
+		unit *= 1024
+		i++
+	}
+	// Tenths of the unit, rounded half up; 1023.96Ki rounds to 1Mi.
+	tenths := u/unit*10 + (u%unit*10+unit/2)/unit
+	if tenths >= 10240 && i+1 < len(binarySuffixes) {
+		tenths, i = tenths/1024, i+1
+	}
+	if tenths%10 == 0 {
+		return fmt.Sprintf("%s%d%s", sign, tenths/10, binarySuffixes[i])
+	}
+	return fmt.Sprintf("%s%d.%d%s", sign, tenths/10, tenths%10, binarySuffixes[i])
 }
 
 // printOOM prints the OOM kill sources (and the fallbacks replacing eBPF)

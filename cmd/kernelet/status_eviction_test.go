@@ -32,7 +32,7 @@ func TestPrintEviction(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"Pressure:    [MemoryPressure] (decided ",
-		"  allocatableMemory.available<64Mi: available 1000, threshold 67108864 MET\n",
+		"  allocatableMemory.available<64Mi: available 1000, threshold 64Mi MET\n",
 		"  pid.available<10%: not observed\n",
 		"  mode: kubelet (one pod per decision, no kernel wake-ups), dry run (nothing is evicted)\n",
 		"  kubepods.memory.pressure.some.avg10>20%: stalled 35.2%, threshold 20% (read ",

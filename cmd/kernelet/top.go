@@ -7,22 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/internal/top"
 )
 
 // topFlags are `kernelet top`'s flags.
 type topFlags struct {
-	server, rootDir, token, cert, key, ca, sort string
-	insecure                                    bool
+	addr                       agentAddr
+	token, cert, key, ca, sort string
+	insecure                   bool
 }
 
 // topCommand: `kernelet top` shows the node's memory pressure and its pods
@@ -35,14 +33,13 @@ func topCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f topFlags
-	fs.StringVar(&f.server, "server", "", "the agent's URL: unix:///path/to/kernelet.sock, http://host:readOnlyPort or https://host:port (default: unix://<root-dir>/"+agent.LocalSocket+")")
-	fs.StringVar(&f.rootDir, "root-dir", DefaultRootDir, "the agent's --root-dir, where its local socket is")
+	fs.StringVar(&f.sort, "sort", "m", "initial order: m (memory), p (PSI), o (OOM kills), n (name)")
+	f.addr.register(fs, "the agent's URL: unix:///path/to/kernelet.sock, http://host:readOnlyPort or https://host:port")
 	fs.StringVar(&f.token, "token", "", "bearer token for https (default: $KERNELET_TOKEN)")
 	fs.StringVar(&f.cert, "cert", "", "client certificate file for https")
 	fs.StringVar(&f.key, "key", "", "client key file for https")
 	fs.StringVar(&f.ca, "ca", "", "CA file to verify the agent's serving certificate")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the agent's serving certificate (kernelet's own self-signed one)")
-	fs.StringVar(&f.sort, "sort", "m", "initial order: m (memory), p (PSI), o (OOM kills), n (name)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -61,7 +58,10 @@ func topCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	source := f.server
+	source := f.addr.server
+	if source == "" {
+		source = f.addr.base()
+	}
 	if err := top.Run(ctx, top.Options{Base: base, Source: source, Client: client, In: os.Stdin, Out: stdout, Sort: key}); err != nil {
 		fmt.Fprintf(stderr, "kernelet top: %v\n", err)
 		return 1
@@ -71,20 +71,12 @@ func topCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // client is the base URL and HTTP client for the agent f names.
 func (f *topFlags) client() (string, *http.Client, error) {
-	if f.server == "" {
-		f.server = "unix://" + filepath.Join(f.rootDir, agent.LocalSocket)
-	}
-	base := strings.TrimRight(f.server, "/")
+	base := f.addr.base()
 	if sock, ok := strings.CutPrefix(base, "unix://"); ok {
-		return "http://kernelet", &http.Client{Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", sock)
-			},
-		}}, nil
+		return "http://kernelet", unixClient(sock), nil
 	}
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return "", nil, fmt.Errorf("--server %q: want unix://, http:// or https://", f.server)
+		return "", nil, fmt.Errorf("--server %q: want unix://, http:// or https://", f.addr.server)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: f.insecure} //nolint:gosec // asked for by flag
