@@ -7,6 +7,8 @@
 # removes every trace (pods, containerd, shims, mounts, CNI state, cgroups,
 # state dirs).
 #
+# Once kernelet's read-only port serves the dashboard, it prints its URL.
+#
 # Environment: BIN (default ./bin), DEMO_PORT (10250, the secure kubelet API), DEMO_READONLY_PORT
 # (10255, the read-only port), DEMO_HEALTHZ_PORT (10248).
 set -euo pipefail
@@ -42,6 +44,15 @@ rm_cgroups() {
     [ -d "$d" ] && echo "demo: could not remove cgroup $d" >&2 2>/dev/null
   done
   return 0
+}
+# dashboard_up: GET /dashboard/ on the read-only port answers 200 (bash's
+# /dev/tcp: the demo needs no HTTP client).
+dashboard_up() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$ROPORT" || exit 1
+    printf 'GET /dashboard/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    IFS= read -r -t 2 line <&3 && [[ "$line" == *" 200 "* ]]
+  ) 2>/dev/null 9>&-
 }
 cleanup() {
   # Ctrl-C reaches every process of the terminal's foreground group: a
@@ -113,4 +124,13 @@ setsid "$BIN/kernelet" run --config "$root/config.yaml" --pod-manifest-path "$ma
   --container-runtime-endpoint "$CONTAINERD_ENDPOINT" --root-dir "$root" \
   --hostname-override demo-node --port "$PORT" --healthz-port "$HPORT" -v 2 9>&- &
 kpid=$!
+# Once the dashboard answers on the read-only port, say where it is.
+dashboard="http://127.0.0.1:$ROPORT/dashboard/"
+while kill -0 "$kpid" 2>/dev/null; do
+  if dashboard_up; then
+    echo "demo: the dashboard is up: $dashboard (open it in a browser on this machine)"
+    break
+  fi
+  sleep 0.5
+done
 wait "$kpid"
