@@ -60,19 +60,18 @@ type Manager struct {
 
 // New returns a Manager; Stop ends its workers.
 func New(cfg Config) *Manager {
-	m := &Manager{cfg: cfg, clock: cfg.Clock, h: newHandlers(cfg.Exec, cfg.UserAgent), metrics: NewMetrics(),
+	m := &Manager{cfg: cfg, clock: cfg.Clock, h: newHandlers(cfg.Exec, cfg.UserAgent), metrics: cfg.Metrics,
 		pods: map[types.UID]*podState{}, workers: map[workerKey]*worker{}, results: map[resultKey]Result{}}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
+	}
+	if m.metrics == nil {
+		m.metrics = NewMetrics()
 	}
 	m.start = m.clock.Now()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
-
-// Metrics is the Manager's prober_probe_* collector, for the agent's
-// registry.
-func (m *Manager) Metrics() *Metrics { return m.metrics }
 
 // Stop ends every worker and waits for them.
 func (m *Manager) Stop() {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // Metrics are kubelet's prober metrics: prober_probe_total and
@@ -29,16 +31,10 @@ func NewMetrics() *Metrics {
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (mt *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	mt.total.Describe(ch)
-	mt.duration.Describe(ch)
-}
-
-// Collect implements prometheus.Collector.
-func (mt *Metrics) Collect(ch chan<- prometheus.Metric) {
-	mt.total.Collect(ch)
-	mt.duration.Collect(ch)
+// Register registers the metrics with reg (kubelet serves them on
+// /metrics/probes).
+func (mt *Metrics) Register(reg prometheus.Registerer) error {
+	return promreg.Register(reg, mt.total, mt.duration)
 }
 
 // resultLabel is the result label of an outcome (kubelet's values).
