@@ -87,4 +87,3 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 		return out
 	}
 }
-

@@ -112,4 +112,3 @@ func Register(reg prometheus.Registerer, in Info) error {
 	}
 	return nil
 }
-

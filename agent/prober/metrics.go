@@ -18,17 +18,13 @@ type Metrics struct {
 
 // NewMetrics returns unregistered prober metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{
-		total: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "prober", Name: "probe_total",
-			Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
-		}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "prober", Name: "probe_duration_seconds",
-			Help:    "Duration in seconds for a probe response.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"probe_type", "container", "pod", "namespace"}),
-	}
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "prober", Name: "probe_total",
+		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
+		[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "prober", Name: "probe_duration_seconds",
+		Help: "Duration in seconds for a probe response.", Buckets: prometheus.DefBuckets},
+		[]string{"probe_type", "container", "pod", "namespace"})
+	return &Metrics{total: total, duration: duration}
 }
 
 // Register registers the metrics with reg (kubelet serves them on
