@@ -104,7 +104,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot})
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot, Observe: a.metrics.cgroups.Observe})
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/kubeversion"
 	"github.com/kernelet/kernelet/status/node"
@@ -46,6 +47,7 @@ type podMetrics struct {
 	oomKills      *prometheus.CounterVec
 	reclaimStalls *prometheus.CounterVec
 	bpf           *bpf.Collector
+	cgroups       *cgroups.ManagerMetrics
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -57,7 +59,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: newOOMKillsCounter(), reclaimStalls: newReclaimStallCounter(),
-		bpf: bpf.NewCollector()}
+		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main)}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
