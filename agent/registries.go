@@ -14,6 +14,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
@@ -66,6 +67,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		r.main.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		buildinfo.Register(r.main, buildinfo.Info{Version: Version, KubeletVersion: kv, NodeName: a.opts.NodeName}),
 		pleg.RegisterRunning(r.main, a.plegPods),
+		kubeclient.RegisterMetrics(r.main), // client-go's rest_client_*
 		m.cri.Register(r.main),
 		m.eviction.Register(r.main),
 		r.main.Register(m.oomScores),
