@@ -63,10 +63,10 @@ func TestPodStartSLI(t *testing.T) {
 	now = created.Add(15 * time.Second)
 	m.synced(pod, now, v1.PodRunning)
 	m.ImagePulled(pod.UID, now, now.Add(time.Hour))                 // running: ignored
-	if got, want := histogramSum(t, m.startSLI), 6.0; got != want { // 15 s - 9 s of pulls
+	if got, want := histogram(t, m.startSLI).GetSampleSum(), 6.0; got != want { // 15 s - 9 s of pulls
 		t.Errorf("SLI = %v s, want %v s", got, want)
 	}
-	if got, want := histogramSum(t, m.start), 13.0; got != want { // first seen at 2 s
+	if got, want := histogram(t, m.start).GetSampleSum(), 13.0; got != want { // first seen at 2 s
 		t.Errorf("start = %v s, want %v s", got, want)
 	}
 	if len(m.pulls) != 0 || len(m.firstAt) != 0 {
@@ -74,25 +74,17 @@ func TestPodStartSLI(t *testing.T) {
 	}
 	noCreation := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u2"}}
 	m.synced(noCreation, now, v1.PodRunning)
-	if got := histogramCount(t, m.startSLI); got != 1 {
+	if got := histogram(t, m.startSLI).GetSampleCount(); got != 1 {
 		t.Errorf("SLI samples = %d, want 1 (none without a creation timestamp)", got)
 	}
 }
 
-func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
+// histogram is h's one sample set.
+func histogram(t *testing.T, h prometheus.Histogram) *dto.Histogram {
 	t.Helper()
 	var m dto.Metric
 	if err := h.Write(&m); err != nil {
 		t.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleSum()
-}
-
-func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
-	t.Helper()
-	var m dto.Metric
-	if err := h.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleCount()
+	return m.GetHistogram()
 }
