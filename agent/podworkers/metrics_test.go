@@ -62,7 +62,7 @@ func TestPodStartSLI(t *testing.T) {
 	m.ImagePulled(pod.UID, created.Add(3*time.Second), created.Add(10*time.Second))
 	now = created.Add(15 * time.Second)
 	m.synced(pod, now, v1.PodRunning)
-	m.ImagePulled(pod.UID, now, now.Add(time.Hour))                 // running: ignored
+	m.ImagePulled(pod.UID, now, now.Add(time.Hour))                             // running: ignored
 	if got, want := histogram(t, m.startSLI).GetSampleSum(), 6.0; got != want { // 15 s - 9 s of pulls
 		t.Errorf("SLI = %v s, want %v s", got, want)
 	}
