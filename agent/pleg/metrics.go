@@ -12,7 +12,10 @@ import (
 // kubelet_pleg_relist_interval_seconds and kubelet_pleg_last_seen_seconds.
 type Metrics struct {
 	relistDuration, relistInterval prometheus.Histogram
-	lastSeen                       prometheus.Gauge
+	// lastSeen has no label: a vec, so that there is no sample (rather
+	// than 0, which alerts on "time() - last seen") before the first
+	// relist.
+	lastSeen *prometheus.GaugeVec
 }
 
 // NewMetrics returns the relist metrics, registered with reg (nil: not
@@ -30,10 +33,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Interval in seconds between relisting in PLEG.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
 		}),
-		lastSeen: f.NewGauge(prometheus.GaugeOpts{
+		lastSeen: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "kubelet_pleg_last_seen_seconds",
 			Help: "Timestamp in seconds when PLEG was last seen active.",
-		}),
+		}, nil),
 	}
 }
 

@@ -42,3 +42,20 @@ kubelet_running_pods 1
 		t.Error(err)
 	}
 }
+
+// Before the first relist there is no kubelet_pleg_last_seen_seconds
+// sample (a 0 would fire "time() - last seen > 180" alerts).
+func TestNoLastSeenBeforeRelist(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p, err := New(Config{Lister: &fakeLister{}, Metrics: NewMetrics(reg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kubelet_pleg_last_seen_seconds"); err != nil || n != 0 {
+		t.Errorf("before a relist: %d samples (%v), want none", n, err)
+	}
+	p.Relist(t.Context())
+	if n, err := testutil.GatherAndCount(reg, "kubelet_pleg_last_seen_seconds"); err != nil || n != 1 {
+		t.Errorf("after a relist: %d samples (%v), want 1", n, err)
+	}
+}

@@ -145,7 +145,7 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	}
 	p.previous = cur
 	p.mu.Unlock()
-	p.m.lastSeen.Set(float64(start.UnixNano()) / 1e9)
+	p.m.lastSeen.WithLabelValues().Set(float64(start.UnixNano()) / 1e9)
 
 	var evs []Event
 	for uid, st := range cur {
