@@ -12,14 +12,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
-	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
@@ -34,10 +32,13 @@ import (
 
 // Agent is a running node agent.
 type Agent struct {
-	opts     Options
-	deps     Deps
-	registry *prometheus.Registry
-	start    time.Time
+	opts  Options
+	deps  Deps
+	start time.Time
+	// regs are the metric endpoints' registries; metrics the registered
+	// metrics the pod side updates (registries.go).
+	regs    registries
+	metrics podMetrics
 
 	mu         sync.Mutex
 	rt         Runtime
@@ -56,13 +57,9 @@ type Agent struct {
 	auth     *auth.Auth
 	// oom is the OOM kill stream once the pod side runs it.
 	oom *oomWatch
-	// stats is the cgroup sweep of the stats endpoints (agent/stats.go),
-	// set once the pod side runs; statsRegs serve /metrics/cadvisor,
-	// /metrics/resource and /metrics/probes.
-	stats     *stats.Collector
-	statsRegs statsRegistries
-	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
-	criMetrics *crimetrics.Metrics
+	// stats is the cgroup sweep of the stats endpoints (sweeps.go), set
+	// once the pod side runs.
+	stats *stats.Collector
 	// dash is the live dashboard's hub and snapshot (agent/dashboard.go).
 	dash *liveView
 }
@@ -89,16 +86,11 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		NewBuildInfoCollector(),
-	)
-	a := &Agent{opts: opts, deps: deps, registry: reg, runtimeUp: make(chan struct{})}
-	a.statsRegs = a.newStatsRegistries()
-	a.criMetrics = crimetrics.NewMetrics()
-	reg.MustRegister(newRunningCollector(a), a.criMetrics, stats.NewPressureCollector(agentSweeps{a}))
+	a := &Agent{opts: opts, deps: deps, runtimeUp: make(chan struct{})}
+	var err error
+	if a.regs, a.metrics, err = a.newRegistries(); err != nil {
+		return nil, err
+	}
 	a.dash = newLiveView(a)
 	if opts.Kubeconfig != "" {
 		base, err := kubeclient.Load(opts.Kubeconfig)
@@ -119,7 +111,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 }
 
 // Registry is the agent's metrics registry.
-func (a *Agent) Registry() *prometheus.Registry { return a.registry }
+func (a *Agent) Registry() *prometheus.Registry { return a.regs.main }
 
 // Run binds the endpoints, connects to the runtime, and serves until ctx is
 // done; then it shuts everything down gracefully. A port that cannot be

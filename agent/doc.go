@@ -18,6 +18,15 @@
 // cgroup's pod<uid> directory in a UID map of the workers' pods) and exports its tracers' run statistics
 // (bpf.Collector: kernelet_bpf_program_run_{count,seconds}_total).
 //
+// Metrics: New builds the registries of /metrics, /metrics/cadvisor,
+// /metrics/resource and /metrics/probes (registries.go) and has each
+// producing package register its own collectors there (agent/buildinfo,
+// pleg, podworkers, prober, crimetrics, gc, stats, kubeclient's
+// rest_client_*, eviction, cgroups, bpf, runtime's oom_score_adj), also
+// those whose producers start later with the pod side; MetricNames
+// describes those registries. sweeps.go hands the stats sweep of the pod
+// side to agent/stats and the Summary API.
+//
 // dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
 // agent/server/dashboard): evictions and OOMKilled terminations are
 // published to the live hub as they happen, pressure condition changes

@@ -38,10 +38,7 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 	p.evictionStats = es
 	es.storage = &storageStats{runtime: rs, images: p.images, rootDir: a.opts.RootDir, podLogsDir: kc.PodLogsDir,
 		vols: p.vols, thresholds: a.opts.Config.Thresholds, status: func(uid types.UID) *runtime.PodStatus { st, _ := p.pleg.Cache().Get(uid); return st }}
-	metrics := eviction.NewMetrics()
-	if err := a.registry.Register(metrics); err != nil {
-		return nil, fmt.Errorf("eviction metrics: %w", err)
-	}
+	metrics := a.metrics.eviction
 	if t := a.deps.EvictionTick; t < 0 {
 		return nil, fmt.Errorf("eviction tick %v: must not be negative", t)
 	}

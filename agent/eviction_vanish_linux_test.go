@@ -213,3 +213,8 @@ func TestFaultCgroupsVanishDuringReads(t *testing.T) {
 	t.Logf("%d pods created and removed in %v under %d eviction decisions and %d cgroup reads (%d of a vanished cgroup): no error, %d log lines",
 		nPods, took.Round(time.Millisecond), decisions.Load(), reads.Load(), notFound.Load(), logLines.Load())
 }
+
+// noPods is a pleg.Lister of an empty runtime.
+type noPods struct{}
+
+func (noPods) ListPods(context.Context) ([]*runtime.PodStatus, error) { return nil, nil }

@@ -31,7 +31,7 @@ func (a *Agent) newCollectors(p *pods, rs internalapi.RuntimeService, is interna
 		return err
 	}
 	p.imageGC, err = gc.NewImageGC(gc.ImageGCConfig{Images: is, Runtime: rs, Recorder: a.recorder, Node: node,
-		PodImages: p.specImages, Registerer: a.registry,
+		PodImages: p.specImages, Metrics: a.metrics.imageGC,
 		Policy: gc.ImagePolicy{HighThresholdPercent: int(*kc.ImageGCHighThresholdPercent),
 			LowThresholdPercent: int(*kc.ImageGCLowThresholdPercent),
 			MinAge:              kc.ImageMinimumGCAge.Duration, MaxAge: kc.ImageMaximumGCAge.Duration}})

@@ -35,7 +35,7 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 	kc := &a.opts.Config.Kubelet
 	base := server.Options{
 		Checks:   checks,
-		Gatherer: a.registry,
+		Gatherer: a.regs.main,
 		Configz:  func() any { return a.opts.Config.Kubelet },
 		Status:   func(ctx context.Context) any { return a.Status(ctx) },
 		Pods:     func(ctx context.Context) any { return a.PodList(ctx) },
@@ -50,9 +50,9 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		NodeLogsDir:   "/var/log",
 		NoDebugging:   kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		Profiling:     kc.EnableProfilingHandler == nil || *kc.EnableProfilingHandler,
-		Cadvisor:      a.statsRegs.cadvisor,
-		Resource:      a.statsRegs.resource,
-		Probes:        a.statsRegs.probes,
+		Cadvisor:      a.regs.cadvisor,
+		Resource:      a.regs.resource,
+		Probes:        a.regs.probes,
 		Summary:       a.Summary,
 	}
 	st := streaming.Server{Pods: lookup, Runtime: a.runtimeService, IdleTimeout: kc.StreamingConnectionIdleTimeout.Duration}

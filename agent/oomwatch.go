@@ -19,7 +19,6 @@ import (
 
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
-	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
@@ -107,14 +106,11 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	log := klog.FromContext(ctx)
 	kc := &a.opts.Config.Kubelet
 	w := &oomWatch{nodeName: a.opts.NodeName, kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), p: p,
-		recorder: a.recorder, kills: newOOMKillsCounter(), ring: oomRing{n: oomRecentKills}}
+		recorder: a.recorder, kills: a.metrics.oomKills, ring: oomRing{n: oomRecentKills}}
 	w.resolver = &podCgroupResolver{p: p, fallback: runtime.NewCgroupResolver(rs)}
 	a.mu.Lock()
 	a.oom = w
 	a.mu.Unlock()
-	if err := a.registry.Register(w.kills); err != nil {
-		log.Error(err, "OOM kills counter not registered")
-	}
 	env, err := kevents.Open(ctx, kevents.Options{BPFOff: a.opts.BPFOff})
 	if err != nil {
 		w.setError(err)
@@ -126,14 +122,8 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 	w.mu.Unlock()
 	// The same env's eBPF programs: their run statistics on /metrics, and
 	// the reclaim stall tracer.
-	if err := a.registry.Register(bpf.NewCollector(env)); err != nil {
-		log.Error(err, "BPF program statistics not registered")
-	}
-	stalls := newReclaimStallCounter()
-	if err := a.registry.Register(stalls); err != nil {
-		log.Error(err, "Reclaim stall counter not registered")
-	}
-	startReclaimWatch(ctx, env, p, stalls)
+	a.metrics.bpf.Add(env)
+	startReclaimWatch(ctx, env, p, a.metrics.reclaimStalls)
 	s, err := env.OpenOOM(ctx, kevents.OOMOptions{Resolver: w.resolver, WithKmsg: true, Window: oomMergeWindow,
 		OOMControlCgroups: []string{w.kubepods}})
 	if err != nil {

@@ -104,7 +104,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot})
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot, Observe: a.metrics.cgroups.Observe})
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
@@ -123,7 +123,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("image service: %w", err)
 	}
-	rs, is = crimetrics.Wrap(rs, is, a.criMetrics) // kubelet_runtime_operations_*
+	rs, is = crimetrics.Wrap(rs, is, a.metrics.cri) // kubelet_runtime_operations_*
 	podsDir := filepath.Join(a.opts.RootDir, "pods")
 	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
 	if err != nil {
@@ -142,13 +142,13 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
-		Threshold: a.deps.PLEGThreshold, Registerer: a.registry})
+		Threshold: a.deps.PLEGThreshold, Metrics: a.metrics.pleg})
 	if err != nil {
 		return err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
-		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
+		oomScores: a.metrics.oomScores, memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
 	p.hub, p.ooms = a.dash.hub, a.dash.ooms
 	var extraSources []sources.Source
@@ -164,23 +164,17 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{evictionAdmit(p.evictions, a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
-	if err := a.registry.Register(p.oomScores); err != nil {
-		return fmt.Errorf("oom_score_adj metrics: %w", err)
-	}
-	if err := p.startProbes(rs, a.statsRegs.probes); err != nil {
+	if err := p.startProbes(rs, a.metrics.probes); err != nil {
 		return err
 	}
 	defer p.probes.Stop()
 	p.syncOpt = setup.Sync
-	podMetrics := newPodMetrics(a.deps.Now) // kubelet_pod_worker_duration_seconds, kubelet_pod_start_duration_seconds
-	if err := a.registry.Register(podMetrics); err != nil {
-		return fmt.Errorf("pod metrics: %w", err)
-	}
-	p.workers, err = podworkers.New(podworkers.Config{Syncer: timedSyncer{p, podMetrics}, SyncFrequency: kc.SyncFrequency.Duration,
+	podMetrics := a.metrics.workers // kubelet_pod_worker_duration_seconds, kubelet_pod_start*_duration_seconds
+	p.workers, err = podworkers.New(podworkers.Config{Syncer: podMetrics.Timed(p), SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
-			podMetrics.forget(pod.UID)
+			podMetrics.Forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
 			}

@@ -1,11 +1,9 @@
 package agent
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,10 +15,9 @@ import (
 )
 
 // startProbes makes the prober: exec probes through rs, events through
-// the pod recorder, results waking the pod's worker; its metrics go to
-// reg.
-func (p *pods) startProbes(rs internalapi.RuntimeService, reg prometheus.Registerer) error {
-	p.probes = prober.New(prober.Config{
+// the pod recorder, results waking the pod's worker; its metrics are m.
+func (p *pods) startProbes(rs internalapi.RuntimeService, m *prober.Metrics) error {
+	p.probes = prober.New(prober.Config{Metrics: m,
 		Exec: rs.ExecSync,
 		Event: func(pod *v1.Pod, container, typ, reason, msg string) {
 			p.recorder.Event(events.PodRef(pod, container), typ, reason, msg)
@@ -30,10 +27,6 @@ func (p *pods) startProbes(rs internalapi.RuntimeService, reg prometheus.Registe
 			p.terminatingReadiness(uid)
 		},
 	})
-	if err := reg.Register(p.probes.Metrics()); err != nil {
-		p.probes.Stop()
-		return fmt.Errorf("prober metrics: %w", err)
-	}
 	return nil
 }
 

@@ -2,7 +2,9 @@
 // memory, cpu, io, pids, PSI; meminfo, root memory.stat, filesystem usage,
 // pid limits — over cgroup v2, hybrid and v1 with one API, watches
 // memory.events, v1 oom_control and PSI triggers, and writes the QoS
-// hierarchy (kubepods, burstable, besteffort, pod cgroups).
+// hierarchy (kubepods, burstable, besteffort, pod cgroups); the writes can
+// be timed (ManagerConfig.Observe, ManagerMetrics: kubelet's
+// kubelet_cgroup_manager_duration_seconds).
 //
 // Where the cgroup filesystems are mounted is discovered from
 // /proc/self/mountinfo (Discover), never assumed. Parsers are pure

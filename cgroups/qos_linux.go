@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
@@ -42,6 +43,7 @@ type Manager struct {
 	memoryQoSWhy error
 	pageSize     int64
 	warnOnce     sync.Once
+	observe      func(operation string, d time.Duration)
 }
 
 // NewManager returns a Manager for the hierarchies h (from Discover). The
@@ -55,7 +57,7 @@ func NewManager(h *Hierarchies, cfg ManagerConfig) (*Manager, error) {
 	if h == nil || h.Mode == Unavailable {
 		return nil, fmt.Errorf("qos manager: %w", ErrNoCgroups)
 	}
-	m := &Manager{root: root, owner: map[string]*Mount{}, pageSize: int64(os.Getpagesize())}
+	m := &Manager{root: root, owner: map[string]*Mount{}, pageSize: int64(os.Getpagesize()), observe: cfg.Observe}
 	m.mounts = h.V1Mounts()
 	var v2 []string
 	if h.Unified != nil {
@@ -181,6 +183,27 @@ func (m *Manager) EnsurePod(ctx context.Context, cfg QoSConfig, pod PodResources
 // updates the values. The limits are in place before the caller puts any
 // process into the cgroup.
 func (m *Manager) Ensure(ctx context.Context, cgroup string, s CgroupSettings) error {
+	if m.observe == nil {
+		return m.ensure(ctx, cgroup, s)
+	}
+	op := "update"
+	if d, err := m.dir(m.owner["memory"], cgroup); err != nil || !isDir(d) {
+		op = "create"
+	}
+	start := time.Now()
+	err := m.ensure(ctx, cgroup, s)
+	m.observe(op, time.Since(start))
+	return err
+}
+
+// isDir reports whether path is a directory.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// ensure is Ensure, unobserved.
+func (m *Manager) ensure(ctx context.Context, cgroup string, s CgroupSettings) error {
 	if err := insideRoot(m.root, cgroup); err != nil {
 		return err
 	}
@@ -511,6 +534,14 @@ func writeCgroupFile(dir, name, value string) error {
 // (errors.Is(err, ErrCgroupBusy)). A cgroup that does not exist is not an
 // error.
 func (m *Manager) Remove(ctx context.Context, cgroup string) error {
+	if m.observe != nil {
+		defer func(start time.Time) { m.observe("destroy", time.Since(start)) }(time.Now())
+	}
+	return m.remove(ctx, cgroup)
+}
+
+// remove is Remove, unobserved.
+func (m *Manager) remove(ctx context.Context, cgroup string) error {
 	if err := insideRoot(m.root, cgroup); err != nil {
 		return err
 	}

@@ -90,7 +90,14 @@ func qosReadTrim(t *testing.T, p string) string {
 func TestQoSManagerHost(t *testing.T) {
 	h, root := qosTestSetup(t, "host")
 	ctx := t.Context()
-	m, err := NewManager(h, ManagerConfig{CgroupRoot: root, MemoryQoS: true})
+	var ops []string // ManagerConfig.Observe's operations
+	observe := func(op string, d time.Duration) {
+		if d < 0 {
+			t.Errorf("%s took %v", op, d)
+		}
+		ops = append(ops, op)
+	}
+	m, err := NewManager(h, ManagerConfig{CgroupRoot: root, MemoryQoS: true, Observe: observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +137,9 @@ func TestQoSManagerHost(t *testing.T) {
 	}
 	if _, err := m.EnsureQoS(ctx, cfg, pods); err != nil { // idempotent
 		t.Fatalf("second EnsureQoS: %v", err)
+	}
+	if want := []string{"create", "create", "create", "update", "update", "update"}; !slices.Equal(ops, want) {
+		t.Errorf("observed cgroup operations %v, want %v", ops, want)
 	}
 	cgroups := map[string]string{
 		"kubepods":   KubepodsCgroup(root),
@@ -327,6 +337,9 @@ func TestQoSManagerHost(t *testing.T) {
 	}
 	if err := m.Remove(ctx, cgroups["kubepods"]); err != nil {
 		t.Errorf("Remove of a missing cgroup = %v, want nil", err)
+	}
+	if got := ops[len(ops)-1]; got != "destroy" {
+		t.Errorf("last observed cgroup operation %q, want destroy", got)
 	}
 	// Only the (empty) root itself is left; the cleanup removes it and
 	// checks that nothing with the run id remains.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The contract of the QoS hierarchy writer (Manager, qos_linux.go): its
@@ -46,6 +47,11 @@ type ManagerConfig struct {
 	// (memory.min 0, memory.high max) so that values of an earlier run
 	// with Memory QoS do not linger.
 	MemoryQoS bool
+	// Observe, when set, is told how long each Ensure and Remove took, by
+	// kubelet's operation_type of kubelet_cgroup_manager_duration_seconds:
+	// "create" (Ensure of a cgroup that did not exist), "update" (Ensure of
+	// one that did) and "destroy" (Remove); ManagerMetrics.Observe is one.
+	Observe func(operation string, d time.Duration)
 }
 
 // BusyError is returned by Remove while processes remain.

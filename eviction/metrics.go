@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // Metrics are kubelet's eviction metrics: kubelet_evictions{eviction_signal}
@@ -42,20 +44,9 @@ func NewMetrics() *Metrics {
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.evictions.Describe(ch)
-	m.statsAgeH.Describe(ch)
-	m.reactionH.Describe(ch)
-	m.dryRun.Describe(ch)
-}
-
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.evictions.Collect(ch)
-	m.statsAgeH.Collect(ch)
-	m.reactionH.Collect(ch)
-	m.dryRun.Collect(ch)
+// Register registers the metrics with reg (the agent's /metrics).
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	return promreg.Register(reg, m.evictions, m.statsAgeH, m.reactionH, m.dryRun)
 }
 
 // setDryRun exports how many pods the latest dry-run decision would

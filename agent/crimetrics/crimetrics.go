@@ -5,14 +5,19 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // Metrics are the runtime operation metrics.
 type Metrics struct {
 	total, errors *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	// pulled, when set, is told of every image pull made for a pod.
+	pulled func(pod types.UID, start, end time.Time)
 }
 
 // NewMetrics returns unregistered metrics.
@@ -29,19 +34,15 @@ func NewMetrics() *Metrics {
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.total.Describe(ch)
-	m.errors.Describe(ch)
-	m.duration.Describe(ch)
+// Register registers the metrics with reg (the agent's /metrics).
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	return promreg.Register(reg, m.total, m.errors, m.duration)
 }
 
-// Collect implements prometheus.Collector.
-func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.total.Collect(ch)
-	m.errors.Collect(ch)
-	m.duration.Collect(ch)
-}
+// ObservePulls has every image pull made for a pod (the pull's sandbox
+// config names it) reported to pulled, e.g. for the pod start SLI; call it
+// before Wrap's services are used.
+func (m *Metrics) ObservePulls(pulled func(pod types.UID, start, end time.Time)) { m.pulled = pulled }
 
 // done records one finished operation.
 func (m *Metrics) done(op string, start time.Time, err error) {
@@ -50,6 +51,22 @@ func (m *Metrics) done(op string, start time.Time, err error) {
 	if err != nil {
 		m.errors.WithLabelValues(op).Inc()
 	}
+}
+
+// timed runs call as operation op of m.
+func timed[T any](m *Metrics, op string, call func() (T, error)) (T, error) {
+	start := time.Now()
+	v, err := call()
+	m.done(op, start, err)
+	return v, err
+}
+
+// timedErr runs call as operation op.
+func (m *Metrics) timedErr(op string, call func() error) error {
+	start := time.Now()
+	err := call()
+	m.done(op, start, err)
+	return err
 }
 
 // Wrap returns rs and is recording into m (a nil service stays nil).
@@ -70,79 +87,68 @@ type runtimeService struct {
 	m *Metrics
 }
 
-func (s *runtimeService) Version(ctx context.Context, v string) (r *runtimeapi.VersionResponse, err error) {
-	defer func(t time.Time) { s.m.done("version", t, err) }(time.Now())
-	return s.RuntimeService.Version(ctx, v)
+func (s *runtimeService) Version(ctx context.Context, v string) (*runtimeapi.VersionResponse, error) {
+	return timed(s.m, "version", func() (*runtimeapi.VersionResponse, error) { return s.RuntimeService.Version(ctx, v) })
 }
 
-func (s *runtimeService) Status(ctx context.Context, verbose bool) (r *runtimeapi.StatusResponse, err error) {
-	defer func(t time.Time) { s.m.done("status", t, err) }(time.Now())
-	return s.RuntimeService.Status(ctx, verbose)
+func (s *runtimeService) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	return timed(s.m, "status", func() (*runtimeapi.StatusResponse, error) { return s.RuntimeService.Status(ctx, verbose) })
 }
 
-func (s *runtimeService) RunPodSandbox(ctx context.Context, c *runtimeapi.PodSandboxConfig, handler string) (id string, err error) {
-	defer func(t time.Time) { s.m.done("run_podsandbox", t, err) }(time.Now())
-	return s.RuntimeService.RunPodSandbox(ctx, c, handler)
+func (s *runtimeService) RunPodSandbox(ctx context.Context, c *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	return timed(s.m, "run_podsandbox", func() (string, error) { return s.RuntimeService.RunPodSandbox(ctx, c, handler) })
 }
 
-func (s *runtimeService) StopPodSandbox(ctx context.Context, id string) (err error) {
-	defer func(t time.Time) { s.m.done("stop_podsandbox", t, err) }(time.Now())
-	return s.RuntimeService.StopPodSandbox(ctx, id)
+func (s *runtimeService) StopPodSandbox(ctx context.Context, id string) error {
+	return s.m.timedErr("stop_podsandbox", func() error { return s.RuntimeService.StopPodSandbox(ctx, id) })
 }
 
-func (s *runtimeService) RemovePodSandbox(ctx context.Context, id string) (err error) {
-	defer func(t time.Time) { s.m.done("remove_podsandbox", t, err) }(time.Now())
-	return s.RuntimeService.RemovePodSandbox(ctx, id)
+func (s *runtimeService) RemovePodSandbox(ctx context.Context, id string) error {
+	return s.m.timedErr("remove_podsandbox", func() error { return s.RuntimeService.RemovePodSandbox(ctx, id) })
 }
 
-func (s *runtimeService) PodSandboxStatus(ctx context.Context, id string, verbose bool) (r *runtimeapi.PodSandboxStatusResponse, err error) {
-	defer func(t time.Time) { s.m.done("podsandbox_status", t, err) }(time.Now())
-	return s.RuntimeService.PodSandboxStatus(ctx, id, verbose)
+func (s *runtimeService) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	return timed(s.m, "podsandbox_status", func() (*runtimeapi.PodSandboxStatusResponse, error) {
+		return s.RuntimeService.PodSandboxStatus(ctx, id, verbose)
+	})
 }
 
-func (s *runtimeService) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) (r []*runtimeapi.PodSandbox, err error) {
-	defer func(t time.Time) { s.m.done("list_podsandbox", t, err) }(time.Now())
-	return s.RuntimeService.ListPodSandbox(ctx, f)
+func (s *runtimeService) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	return timed(s.m, "list_podsandbox", func() ([]*runtimeapi.PodSandbox, error) { return s.RuntimeService.ListPodSandbox(ctx, f) })
 }
 
-func (s *runtimeService) CreateContainer(ctx context.Context, sb string, c *runtimeapi.ContainerConfig, sc *runtimeapi.PodSandboxConfig) (id string, err error) {
-	defer func(t time.Time) { s.m.done("create_container", t, err) }(time.Now())
-	return s.RuntimeService.CreateContainer(ctx, sb, c, sc)
+func (s *runtimeService) CreateContainer(ctx context.Context, sb string, c *runtimeapi.ContainerConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
+	return timed(s.m, "create_container", func() (string, error) { return s.RuntimeService.CreateContainer(ctx, sb, c, sc) })
 }
 
-func (s *runtimeService) StartContainer(ctx context.Context, id string) (err error) {
-	defer func(t time.Time) { s.m.done("start_container", t, err) }(time.Now())
-	return s.RuntimeService.StartContainer(ctx, id)
+func (s *runtimeService) StartContainer(ctx context.Context, id string) error {
+	return s.m.timedErr("start_container", func() error { return s.RuntimeService.StartContainer(ctx, id) })
 }
 
-func (s *runtimeService) StopContainer(ctx context.Context, id string, timeout int64) (err error) {
-	defer func(t time.Time) { s.m.done("stop_container", t, err) }(time.Now())
-	return s.RuntimeService.StopContainer(ctx, id, timeout)
+func (s *runtimeService) StopContainer(ctx context.Context, id string, timeout int64) error {
+	return s.m.timedErr("stop_container", func() error { return s.RuntimeService.StopContainer(ctx, id, timeout) })
 }
 
-func (s *runtimeService) RemoveContainer(ctx context.Context, id string) (err error) {
-	defer func(t time.Time) { s.m.done("remove_container", t, err) }(time.Now())
-	return s.RuntimeService.RemoveContainer(ctx, id)
+func (s *runtimeService) RemoveContainer(ctx context.Context, id string) error {
+	return s.m.timedErr("remove_container", func() error { return s.RuntimeService.RemoveContainer(ctx, id) })
 }
 
-func (s *runtimeService) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) (r []*runtimeapi.Container, err error) {
-	defer func(t time.Time) { s.m.done("list_containers", t, err) }(time.Now())
-	return s.RuntimeService.ListContainers(ctx, f)
+func (s *runtimeService) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return timed(s.m, "list_containers", func() ([]*runtimeapi.Container, error) { return s.RuntimeService.ListContainers(ctx, f) })
 }
 
-func (s *runtimeService) ContainerStatus(ctx context.Context, id string, verbose bool) (r *runtimeapi.ContainerStatusResponse, err error) {
-	defer func(t time.Time) { s.m.done("container_status", t, err) }(time.Now())
-	return s.RuntimeService.ContainerStatus(ctx, id, verbose)
+func (s *runtimeService) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	return timed(s.m, "container_status", func() (*runtimeapi.ContainerStatusResponse, error) {
+		return s.RuntimeService.ContainerStatus(ctx, id, verbose)
+	})
 }
 
-func (s *runtimeService) UpdateContainerResources(ctx context.Context, id string, r *runtimeapi.ContainerResources) (err error) {
-	defer func(t time.Time) { s.m.done("update_container", t, err) }(time.Now())
-	return s.RuntimeService.UpdateContainerResources(ctx, id, r)
+func (s *runtimeService) UpdateContainerResources(ctx context.Context, id string, r *runtimeapi.ContainerResources) error {
+	return s.m.timedErr("update_container", func() error { return s.RuntimeService.UpdateContainerResources(ctx, id, r) })
 }
 
-func (s *runtimeService) ReopenContainerLog(ctx context.Context, id string) (err error) {
-	defer func(t time.Time) { s.m.done("reopen_container_log", t, err) }(time.Now())
-	return s.RuntimeService.ReopenContainerLog(ctx, id)
+func (s *runtimeService) ReopenContainerLog(ctx context.Context, id string) error {
+	return s.m.timedErr("reopen_container_log", func() error { return s.RuntimeService.ReopenContainerLog(ctx, id) })
 }
 
 func (s *runtimeService) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, err error) {
@@ -150,44 +156,36 @@ func (s *runtimeService) ExecSync(ctx context.Context, id string, cmd []string, 
 	return s.RuntimeService.ExecSync(ctx, id, cmd, timeout)
 }
 
-func (s *runtimeService) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (r *runtimeapi.ExecResponse, err error) {
-	defer func(t time.Time) { s.m.done("exec", t, err) }(time.Now())
-	return s.RuntimeService.Exec(ctx, req)
+func (s *runtimeService) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	return timed(s.m, "exec", func() (*runtimeapi.ExecResponse, error) { return s.RuntimeService.Exec(ctx, req) })
 }
 
-func (s *runtimeService) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (r *runtimeapi.AttachResponse, err error) {
-	defer func(t time.Time) { s.m.done("attach", t, err) }(time.Now())
-	return s.RuntimeService.Attach(ctx, req)
+func (s *runtimeService) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	return timed(s.m, "attach", func() (*runtimeapi.AttachResponse, error) { return s.RuntimeService.Attach(ctx, req) })
 }
 
-func (s *runtimeService) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (r *runtimeapi.PortForwardResponse, err error) {
-	defer func(t time.Time) { s.m.done("port_forward", t, err) }(time.Now())
-	return s.RuntimeService.PortForward(ctx, req)
+func (s *runtimeService) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	return timed(s.m, "port_forward", func() (*runtimeapi.PortForwardResponse, error) { return s.RuntimeService.PortForward(ctx, req) })
 }
 
-func (s *runtimeService) ContainerStats(ctx context.Context, id string) (r *runtimeapi.ContainerStats, err error) {
-	defer func(t time.Time) { s.m.done("container_stats", t, err) }(time.Now())
-	return s.RuntimeService.ContainerStats(ctx, id)
+func (s *runtimeService) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	return timed(s.m, "container_stats", func() (*runtimeapi.ContainerStats, error) { return s.RuntimeService.ContainerStats(ctx, id) })
 }
 
-func (s *runtimeService) ListContainerStats(ctx context.Context, f *runtimeapi.ContainerStatsFilter) (r []*runtimeapi.ContainerStats, err error) {
-	defer func(t time.Time) { s.m.done("list_container_stats", t, err) }(time.Now())
-	return s.RuntimeService.ListContainerStats(ctx, f)
+func (s *runtimeService) ListContainerStats(ctx context.Context, f *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return timed(s.m, "list_container_stats", func() ([]*runtimeapi.ContainerStats, error) { return s.RuntimeService.ListContainerStats(ctx, f) })
 }
 
-func (s *runtimeService) PodSandboxStats(ctx context.Context, id string) (r *runtimeapi.PodSandboxStats, err error) {
-	defer func(t time.Time) { s.m.done("podsandbox_stats", t, err) }(time.Now())
-	return s.RuntimeService.PodSandboxStats(ctx, id)
+func (s *runtimeService) PodSandboxStats(ctx context.Context, id string) (*runtimeapi.PodSandboxStats, error) {
+	return timed(s.m, "podsandbox_stats", func() (*runtimeapi.PodSandboxStats, error) { return s.RuntimeService.PodSandboxStats(ctx, id) })
 }
 
-func (s *runtimeService) ListPodSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) (r []*runtimeapi.PodSandboxStats, err error) {
-	defer func(t time.Time) { s.m.done("list_podsandbox_stats", t, err) }(time.Now())
-	return s.RuntimeService.ListPodSandboxStats(ctx, f)
+func (s *runtimeService) ListPodSandboxStats(ctx context.Context, f *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	return timed(s.m, "list_podsandbox_stats", func() ([]*runtimeapi.PodSandboxStats, error) { return s.RuntimeService.ListPodSandboxStats(ctx, f) })
 }
 
-func (s *runtimeService) UpdateRuntimeConfig(ctx context.Context, c *runtimeapi.RuntimeConfig) (err error) {
-	defer func(t time.Time) { s.m.done("update_runtime_config", t, err) }(time.Now())
-	return s.RuntimeService.UpdateRuntimeConfig(ctx, c)
+func (s *runtimeService) UpdateRuntimeConfig(ctx context.Context, c *runtimeapi.RuntimeConfig) error {
+	return s.m.timedErr("update_runtime_config", func() error { return s.RuntimeService.UpdateRuntimeConfig(ctx, c) })
 }
 
 // imageService records the ImageManagerService calls.
@@ -196,27 +194,29 @@ type imageService struct {
 	m *Metrics
 }
 
-func (s *imageService) ListImages(ctx context.Context, f *runtimeapi.ImageFilter) (r []*runtimeapi.Image, err error) {
-	defer func(t time.Time) { s.m.done("list_images", t, err) }(time.Now())
-	return s.ImageManagerService.ListImages(ctx, f)
+func (s *imageService) ListImages(ctx context.Context, f *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	return timed(s.m, "list_images", func() ([]*runtimeapi.Image, error) { return s.ImageManagerService.ListImages(ctx, f) })
 }
 
-func (s *imageService) ImageStatus(ctx context.Context, img *runtimeapi.ImageSpec, verbose bool) (r *runtimeapi.ImageStatusResponse, err error) {
-	defer func(t time.Time) { s.m.done("image_status", t, err) }(time.Now())
-	return s.ImageManagerService.ImageStatus(ctx, img, verbose)
+func (s *imageService) ImageStatus(ctx context.Context, img *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	return timed(s.m, "image_status", func() (*runtimeapi.ImageStatusResponse, error) {
+		return s.ImageManagerService.ImageStatus(ctx, img, verbose)
+	})
 }
 
-func (s *imageService) PullImage(ctx context.Context, img *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (ref string, err error) {
-	defer func(t time.Time) { s.m.done("pull_image", t, err) }(time.Now())
-	return s.ImageManagerService.PullImage(ctx, img, auth, sc)
+func (s *imageService) PullImage(ctx context.Context, img *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
+	start := time.Now()
+	ref, err := timed(s.m, "pull_image", func() (string, error) { return s.ImageManagerService.PullImage(ctx, img, auth, sc) })
+	if s.m.pulled != nil && sc.GetMetadata().GetUid() != "" {
+		s.m.pulled(types.UID(sc.GetMetadata().GetUid()), start, time.Now())
+	}
+	return ref, err
 }
 
-func (s *imageService) RemoveImage(ctx context.Context, img *runtimeapi.ImageSpec) (err error) {
-	defer func(t time.Time) { s.m.done("remove_image", t, err) }(time.Now())
-	return s.ImageManagerService.RemoveImage(ctx, img)
+func (s *imageService) RemoveImage(ctx context.Context, img *runtimeapi.ImageSpec) error {
+	return s.m.timedErr("remove_image", func() error { return s.ImageManagerService.RemoveImage(ctx, img) })
 }
 
-func (s *imageService) ImageFsInfo(ctx context.Context) (r *runtimeapi.ImageFsInfoResponse, err error) {
-	defer func(t time.Time) { s.m.done("image_fs_info", t, err) }(time.Now())
-	return s.ImageManagerService.ImageFsInfo(ctx)
+func (s *imageService) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	return timed(s.m, "image_fs_info", func() (*runtimeapi.ImageFsInfoResponse, error) { return s.ImageManagerService.ImageFsInfo(ctx) })
 }

@@ -210,7 +210,7 @@ func TestImageGC(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	avail := int64(100)
 	reg := prometheus.NewRegistry()
-	g, err := NewImageGC(ImageGCConfig{Images: f, Runtime: f, Clock: clk, Recorder: rec, Node: events.NodeRef("n1"), Registerer: reg,
+	g, err := NewImageGC(ImageGCConfig{Images: f, Runtime: f, Clock: clk, Recorder: rec, Node: events.NodeRef("n1"), Metrics: NewImageGCMetrics(reg),
 		Policy:    ImagePolicy{HighThresholdPercent: 50, LowThresholdPercent: 40, MinAge: time.Minute},
 		PodImages: func() []string { return []string{"busybox"} },
 		FsStats:   func(context.Context) (int64, int64, error) { return 1000, avail, nil }})

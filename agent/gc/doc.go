@@ -10,6 +10,7 @@
 // periodically (kubelet's periods: one minute for containers, five for
 // images) and on demand (DeleteAllUnusedContainers, DeleteUnusedImages),
 // which is what the eviction manager calls first under disk pressure.
+// ImageGCMetrics is kubelet's kubelet_image_garbage_collected_total{reason}.
 //
 // It must not decide which pods exist: a PodStateFunc handed to it says
 // whether a pod is active, finished or removed. It never removes a running

@@ -19,6 +19,7 @@ import (
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/internal/imageref"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // ImageGCConfig wires an ImageGC.
@@ -37,9 +38,23 @@ type ImageGCConfig struct {
 	Recorder record.EventRecorder
 	Node     *v1.ObjectReference
 	Clock    clock.Clock
-	// Registerer receives kubelet's kubelet_image_garbage_collected_total
-	// counter (nil: not exported).
-	Registerer prometheus.Registerer
+	// Metrics are kubelet's kubelet_image_garbage_collected_total
+	// (NewImageGCMetrics; nil: not exported).
+	Metrics *ImageGCMetrics
+}
+
+// ImageGCMetrics are kubelet's kubelet_image_garbage_collected_total{reason}.
+type ImageGCMetrics struct {
+	collected *prometheus.CounterVec
+}
+
+// NewImageGCMetrics returns the image GC metrics, registered with reg (nil:
+// not registered).
+func NewImageGCMetrics(reg prometheus.Registerer) *ImageGCMetrics {
+	return &ImageGCMetrics{collected: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet",
+		Name: "image_garbage_collected_total",
+		Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age."},
+		[]string{"reason"})}
 }
 
 // Reasons of kubelet_image_garbage_collected_total (kubelet's).
@@ -75,17 +90,12 @@ func NewImageGC(cfg ImageGCConfig) (*ImageGC, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	g := &ImageGC{cfg: cfg, began: cfg.Clock.Now(), records: map[string]*ImageRecord{},
-		collected: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "kubelet", Name: "image_garbage_collected_total",
-			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age."},
-			[]string{"reason"})}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewImageGCMetrics(nil)
+	}
+	g := &ImageGC{cfg: cfg, began: cfg.Clock.Now(), records: map[string]*ImageRecord{}, collected: cfg.Metrics.collected}
 	if g.cfg.FsStats == nil {
 		g.cfg.FsStats = g.criFsStats
-	}
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(g.collected); err != nil {
-			return nil, fmt.Errorf("image gc metrics: %w", err)
-		}
 	}
 	return g, nil
 }

@@ -6,5 +6,7 @@
 // a short timeout) is status/node.HeartbeatClient.
 //
 // It only builds clients: it makes no request, so an API server that is
-// down at start never stops the agent.
+// down at start never stops the agent. RegisterMetrics serves client-go's
+// rest_client_* metrics (as kubelet does) through client-go's metrics
+// hooks, with adapters of its own.
 package kubeclient

@@ -3,5 +3,7 @@
 // for the pod workers, keeps a cache of the latest runtime status of each
 // pod, and reports its own health (kubelet's `pleg` check). It tries CRI
 // GetContainerEvents as a wake-up hint and falls back to relist alone.
-// It does not run or kill anything.
+// It does not run or kill anything. Its metrics (metrics.go) are kubelet's
+// relist ones (NewMetrics) and kubelet_running_pods and
+// kubelet_running_containers counted from its cache (RegisterRunning).
 package pleg

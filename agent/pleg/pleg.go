@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,9 +25,7 @@ type PLEG struct {
 	cache  *Cache
 	wake   chan struct{}
 
-	relistDuration prometheus.Histogram
-	relistInterval prometheus.Histogram
-	lastSeen       prometheus.Gauge
+	m *Metrics
 
 	mu     sync.Mutex
 	lastOK time.Time
@@ -57,27 +54,10 @@ func New(cfg Config) (*PLEG, error) {
 	p := &PLEG{
 		cfg: cfg, clock: cfg.Clock, events: make(chan Event, cfg.EventBuffer), cache: NewCache(),
 		wake: make(chan struct{}, 1),
-		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "kubelet_pleg_relist_duration_seconds",
-			Help:    "Duration in seconds for relisting pods in PLEG.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
-		}),
-		relistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "kubelet_pleg_relist_interval_seconds",
-			Help:    "Interval in seconds between relisting in PLEG.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 10),
-		}),
-		lastSeen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "kubelet_pleg_last_seen_seconds",
-			Help: "Timestamp in seconds when PLEG was last seen active.",
-		}),
+		m:    cfg.Metrics,
 	}
-	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{p.relistDuration, p.relistInterval, p.lastSeen} {
-			if err := cfg.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("pleg metrics: %w", err)
-			}
-		}
+	if p.m == nil {
+		p.m = NewMetrics(nil)
 	}
 	return p, nil
 }
@@ -146,10 +126,10 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	p.lastStart = start
 	p.mu.Unlock()
 	if !prevStart.IsZero() {
-		p.relistInterval.Observe(start.Sub(prevStart).Seconds())
+		p.m.relistInterval.Observe(start.Sub(prevStart).Seconds())
 	}
 	listed, err := p.cfg.Lister.ListPods(ctx)
-	p.relistDuration.Observe(p.clock.Since(start).Seconds())
+	p.m.relistDuration.Observe(p.clock.Since(start).Seconds())
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error(err, "PLEG relist failed")
@@ -165,7 +145,7 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	}
 	p.previous = cur
 	p.mu.Unlock()
-	p.lastSeen.Set(float64(start.UnixNano()) / 1e9)
+	p.m.lastSeen.WithLabelValues().Set(float64(start.UnixNano()) / 1e9)
 
 	var evs []Event
 	for uid, st := range cur {

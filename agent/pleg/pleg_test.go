@@ -75,7 +75,7 @@ func TestRelistEventsAndCache(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	l := &fakeLister{pods: []*runtime.PodStatus{pod("a", true, ctr("c1", runtime.ContainerRunning))}}
 	reg := prometheus.NewRegistry()
-	p, err := New(Config{Lister: l, Clock: clk, Registerer: reg})
+	p, err := New(Config{Lister: l, Clock: clk, Metrics: NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

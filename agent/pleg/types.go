@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -56,8 +55,8 @@ type Config struct {
 	Threshold time.Duration
 	// Clock is the clock; nil means the real one.
 	Clock clock.Clock
-	// Registerer receives the metrics; nil registers nothing.
-	Registerer prometheus.Registerer
+	// Metrics are the relist metrics (NewMetrics); nil: unregistered ones.
+	Metrics *Metrics
 	// EventBuffer is the size of the event channel; 0 means 1000.
 	EventBuffer int
 }

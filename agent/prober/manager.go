@@ -60,19 +60,18 @@ type Manager struct {
 
 // New returns a Manager; Stop ends its workers.
 func New(cfg Config) *Manager {
-	m := &Manager{cfg: cfg, clock: cfg.Clock, h: newHandlers(cfg.Exec, cfg.UserAgent), metrics: NewMetrics(),
+	m := &Manager{cfg: cfg, clock: cfg.Clock, h: newHandlers(cfg.Exec, cfg.UserAgent), metrics: cfg.Metrics,
 		pods: map[types.UID]*podState{}, workers: map[workerKey]*worker{}, results: map[resultKey]Result{}}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
+	}
+	if m.metrics == nil {
+		m.metrics = NewMetrics()
 	}
 	m.start = m.clock.Now()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
-
-// Metrics is the Manager's prober_probe_* collector, for the agent's
-// registry.
-func (m *Manager) Metrics() *Metrics { return m.metrics }
 
 // Stop ends every worker and waits for them.
 func (m *Manager) Stop() {
@@ -202,17 +201,10 @@ func (m *Manager) Ready(pod *v1.Pod, name, id string) bool {
 // Unhealthy lists, by container ID, the containers of pod that failed
 // their liveness or startup probe.
 func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ps := m.pods[pod.UID]
-	if ps == nil {
-		return nil
-	}
 	var out map[string]Unhealthy
-	for name, cs := range ps.containers {
-		c := FindContainer(pod, name)
-		if c == nil || cs.id == "" {
-			continue
+	m.eachContainer(pod, func(c *v1.Container, cs containerState) {
+		if cs.id == "" {
+			return
 		}
 		for _, k := range []Kind{Startup, Liveness} {
 			if m.results[resultKey{cs.id, k}] != Failure {
@@ -228,31 +220,40 @@ func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
 			out[cs.id] = u
 			break
 		}
-	}
+	})
 	return out
 }
 
 // NotStarted lists, by container ID, the running containers of pod with
 // a startup probe that has not passed yet.
 func (m *Manager) NotStarted(pod *v1.Pod) map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ps := m.pods[pod.UID]
-	if ps == nil {
-		return nil
-	}
 	var out map[string]bool
-	for name, cs := range ps.containers {
-		c := FindContainer(pod, name)
-		if c == nil || c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
-			continue
+	m.eachContainer(pod, func(c *v1.Container, cs containerState) {
+		if c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
+			return
 		}
 		if out == nil {
 			out = map[string]bool{}
 		}
 		out[cs.id] = true
-	}
+	})
 	return out
+}
+
+// eachContainer calls f, under the lock, for each container of pod the
+// manager tracks that pod's spec still has.
+func (m *Manager) eachContainer(pod *v1.Pod, f func(c *v1.Container, cs containerState)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[pod.UID]
+	if ps == nil {
+		return
+	}
+	for name, cs := range ps.containers {
+		if c := FindContainer(pod, name); c != nil {
+			f(c, cs)
+		}
+	}
 }
 
 // set stores a result; it reports whether it changed.

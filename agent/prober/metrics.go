@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // Metrics are kubelet's prober metrics: prober_probe_total and
@@ -16,29 +18,19 @@ type Metrics struct {
 
 // NewMetrics returns unregistered prober metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{
-		total: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "prober", Name: "probe_total",
-			Help: "Cumulative number of a liveness, readiness or startup probe for a container by result.",
-		}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "prober", Name: "probe_duration_seconds",
-			Help:    "Duration in seconds for a probe response.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"probe_type", "container", "pod", "namespace"}),
-	}
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "prober", Name: "probe_total",
+		Help: "Cumulative number of a liveness, readiness or startup probe for a container by result."},
+		[]string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{Subsystem: "prober", Name: "probe_duration_seconds",
+		Help: "Duration in seconds for a probe response.", Buckets: prometheus.DefBuckets},
+		[]string{"probe_type", "container", "pod", "namespace"})
+	return &Metrics{total: total, duration: duration}
 }
 
-// Describe implements prometheus.Collector.
-func (mt *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	mt.total.Describe(ch)
-	mt.duration.Describe(ch)
-}
-
-// Collect implements prometheus.Collector.
-func (mt *Metrics) Collect(ch chan<- prometheus.Metric) {
-	mt.total.Collect(ch)
-	mt.duration.Collect(ch)
+// Register registers the metrics with reg (kubelet serves them on
+// /metrics/probes).
+func (mt *Metrics) Register(reg prometheus.Registerer) error {
+	return promreg.Register(reg, mt.total, mt.duration)
 }
 
 // resultLabel is the result label of an outcome (kubelet's values).

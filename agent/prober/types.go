@@ -79,6 +79,9 @@ type EventFunc func(pod *v1.Pod, container, eventType, reason, message string)
 
 // Config wires a Manager.
 type Config struct {
+	// Metrics are the prober_probe_* metrics to update (nil: unregistered
+	// ones).
+	Metrics *Metrics
 	// Exec runs exec probes (required for them; nil fails them as
 	// errors).
 	Exec ExecFunc

@@ -11,6 +11,23 @@ import (
 // scrapeTimeout bounds the sweep a scrape waits for.
 const scrapeTimeout = 10 * time.Second
 
+// scrape reads the sweep of one scrape and emits its error gauge errDesc
+// (1: no sweep, or a sweep with errors); nil when there is no sweep.
+func scrape(c SweepSource, errDesc *prometheus.Desc, ch chan<- prometheus.Metric) *Sweep {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	s, err := c.Get(ctx)
+	failed := 0.0
+	if err != nil || s.Errors > 0 {
+		failed = 1
+	}
+	ch <- prometheus.MustNewConstMetric(errDesc, prometheus.GaugeValue, failed)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
 // cadvisorLabels are cAdvisor's labels of a container series as kubelet
 // serves them: the container and pod names, the cgroup path (id), the
 // image, the runtime's name for the cgroup (name: the container ID) and
@@ -73,23 +90,13 @@ func (cc *CadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (cc *CadvisorCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	s, err := cc.c.Get(ctx)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(cc.err, prometheus.GaugeValue, 1)
-		return
+	if s := scrape(cc.c, cc.err, ch); s != nil {
+		cc.collect(s, ch)
 	}
-	cc.collect(s, ch)
 }
 
-// collect emits the series of one sweep.
+// collect emits the series of one sweep but container_scrape_error.
 func (cc *CadvisorCollector) collect(s *Sweep, ch chan<- prometheus.Metric) {
-	scrapeErr := 0.0
-	if s.Errors > 0 {
-		scrapeErr = 1
-	}
-	ch <- prometheus.MustNewConstMetric(cc.err, prometheus.GaugeValue, scrapeErr)
 	if v, ok := s.Node.Memory.CapacityBytes.Get(); ok {
 		ch <- prometheus.MustNewConstMetric(cc.mem, prometheus.GaugeValue, float64(v))
 	}

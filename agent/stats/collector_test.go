@@ -249,3 +249,17 @@ kernelet_pod_pressure_avg10_ratio{kind="some",namespace="ns",pod="web",resource=
 	}
 	lintClean(t, pc)
 }
+
+// container_memory_failcnt is a counter, as cAdvisor types it (v1's
+// memory.failcnt only grows).
+func TestFailcntIsACounter(t *testing.T) {
+	for _, s := range cadvisorCgroupSeries {
+		if s.name == "container_memory_failcnt" {
+			if !s.counter {
+				t.Error("container_memory_failcnt is not a counter")
+			}
+			return
+		}
+	}
+	t.Error("no container_memory_failcnt series")
+}

@@ -4,7 +4,9 @@
 // shared by /metrics/cadvisor, /metrics/resource and /stats/summary, and
 // the pure conversions of a sweep into cAdvisor's series, kubelet's
 // resource metrics, the Summary API (k8s.io/kubelet stats/v1alpha1) and
-// kernelet's PSI gauges of /metrics.
+// kernelet's PSI gauges of /metrics (the avg10 shares; the cumulative stall
+// times are cAdvisor's container_pressure_*). Register registers the three
+// collectors with their endpoints' registries.
 //
 // A Collector reads a sweep on demand and keeps it for a short window
 // (Config.MaxAge, 1 s by default): scrapes of the three endpoints within
@@ -16,7 +18,8 @@
 // The pods and containers to read come from an Inventory function the
 // agent provides (pod identity, cgroup, containers with their runtime IDs
 // and images); the package knows nothing of the pod workers, the runtime
-// or HTTP. container_oom_events_total counts, per pod and container name,
+// or HTTP. ContainersOf turns a pod status's container into the
+// Inventory's instances; BootTime reads the node's boot time. container_oom_events_total counts, per pod and container name,
 // over every instance of the container seen while the pod lives: the
 // kernel's OOM kill counter of the instance's cgroup (v2 memory.events
 // oom_kill, v1 memory.oom_control oom_kill) as last read, or 1 when the

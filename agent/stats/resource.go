@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,22 +48,13 @@ func (rc *ResourceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (rc *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	s, err := rc.c.Get(ctx)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(rc.scrapeErr, prometheus.GaugeValue, 1)
-		return
+	if s := scrape(rc.c, rc.scrapeErr, ch); s != nil {
+		rc.collect(s, ch)
 	}
-	rc.collect(s, ch)
 }
 
+// collect emits the series of one sweep but resource_scrape_error.
 func (rc *ResourceCollector) collect(s *Sweep, ch chan<- prometheus.Metric) {
-	scrapeErr := 0.0
-	if s.Errors > 0 {
-		scrapeErr = 1
-	}
-	ch <- prometheus.MustNewConstMetric(rc.scrapeErr, prometheus.GaugeValue, scrapeErr)
 	emit := func(d *prometheus.Desc, vt prometheus.ValueType, at time.Time, v cgroups.Value, scale float64, lv ...string) {
 		if v.Known {
 			ch <- prometheus.NewMetricWithTimestamp(at, prometheus.MustNewConstMetric(d, vt, float64(v.V)*scale, lv...))

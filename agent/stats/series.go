@@ -33,7 +33,33 @@ func limitOf(v cgroups.Value) (float64, bool) {
 
 // cadvisorCgroupSeries are the per-cgroup series of /metrics/cadvisor,
 // with cAdvisor's names and meanings.
-var cadvisorCgroupSeries = []cgroupSeries{
+var cadvisorCgroupSeries = append(cadvisorUsageSeries, pressureSeries()...)
+
+// pressureSeries are cAdvisor's container_pressure_{cpu,memory,io}_
+// {waiting,stalled}_seconds_total: the cgroup's PSI some and full totals.
+func pressureSeries() []cgroupSeries {
+	var out []cgroupSeries
+	for _, r := range []struct {
+		name, congestion string
+		of               func(s *cgroups.CgroupStats) cgroups.Pressure
+	}{
+		{"cpu", "CPU", func(s *cgroups.CgroupStats) cgroups.Pressure { return s.Pressure.CPU }},
+		{"memory", "memory", func(s *cgroups.CgroupStats) cgroups.Pressure { return s.Pressure.Memory }},
+		{"io", "IO", func(s *cgroups.CgroupStats) cgroups.Pressure { return s.Pressure.IO }},
+	} {
+		out = append(out,
+			cgroupSeries{"container_pressure_" + r.name + "_waiting_seconds_total",
+				"Total time duration tasks in the container have waited due to " + r.congestion + " congestion.", true,
+				func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(r.of(s).Some) }},
+			cgroupSeries{"container_pressure_" + r.name + "_stalled_seconds_total",
+				"Total time duration no tasks in the container could make progress due to " + r.congestion + " congestion.", true,
+				func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(r.of(s).Full) }})
+	}
+	return out
+}
+
+// cadvisorUsageSeries are the memory, cpu and io series of a cgroup.
+var cadvisorUsageSeries = []cgroupSeries{
 	{"container_memory_working_set_bytes", "Current working set of the container in bytes", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.WorkingSetBytes) }},
 	{"container_memory_usage_bytes", "Current memory usage in bytes, including all memory regardless of when it was accessed", false,
@@ -48,9 +74,9 @@ var cadvisorCgroupSeries = []cgroupSeries{
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.SwapBytes) }},
 	{"container_memory_max_usage_bytes", "Maximum memory usage recorded in bytes", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.PeakBytes) }},
-	// cAdvisor types it a counter; a gauge here, as a counter without
-	// _total fails promtool check metrics.
-	{"container_memory_failcnt", "Number of memory usage hits limits", false,
+	// A counter as cAdvisor types it, although the name has no _total
+	// (promtool check metrics says so).
+	{"container_memory_failcnt", "Number of memory usage hits limits", true,
 		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.Memory.Failcnt) }},
 	{"container_spec_memory_limit_bytes", "Memory limit for the container.", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return limitOf(s.Memory.LimitBytes) }},
@@ -72,18 +98,6 @@ var cadvisorCgroupSeries = []cgroupSeries{
 		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.ReadOps) }},
 	{"container_fs_writes_total", "Cumulative count of writes completed (all block devices)", true,
 		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.WriteOps) }},
-	{"container_pressure_cpu_waiting_seconds_total", "Total time duration tasks in the container have waited due to CPU congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.CPU.Some) }},
-	{"container_pressure_cpu_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to CPU congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.CPU.Full) }},
-	{"container_pressure_memory_waiting_seconds_total", "Total time duration tasks in the container have waited due to memory congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.Memory.Some) }},
-	{"container_pressure_memory_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to memory congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.Memory.Full) }},
-	{"container_pressure_io_waiting_seconds_total", "Total time duration tasks in the container have waited due to IO congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.IO.Some) }},
-	{"container_pressure_io_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to IO congestion.", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return psiTotal(s.Pressure.IO.Full) }},
 }
 
 // unixSeconds is t as Unix seconds with fractions.
