@@ -16,7 +16,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/cgroups"
-	statuspods "github.com/kernelet/kernelet/status/pods"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // statsRegistries are the gatherers of /metrics/cadvisor,
@@ -102,7 +102,7 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 					sp.Containers = append(sp.Containers, statsContainers(&list[i])...)
 				}
 			}
-			if statuspods.IsTerminal(r.Status.Phase) && len(sp.Containers) == 0 {
+			if podutil.IsTerminal(r.Status.Phase) && len(sp.Containers) == 0 {
 				continue
 			}
 			out = append(out, sp)
