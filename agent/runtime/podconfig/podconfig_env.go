@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Expand replaces the variable references $(NAME) in s by their values, as
@@ -240,52 +242,14 @@ func keyRefValue(pod *v1.Pod, src *v1.EnvVarSource, opts ContainerOptions) (stri
 	return v, true, nil
 }
 
-// subscript splits "metadata.labels['key']" into its key, when path has
-// the form prefix['key'].
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
 // fieldRefValue resolves a downward-API field path for an environment
-// variable.
+// variable: one of the fields envFieldRef accepts.
 func fieldRefValue(pod *v1.Pod, path string, opts ContainerOptions) (string, error) {
-	first := func(l []string) string {
-		if len(l) == 0 {
-			return ""
-		}
-		return l[0]
+	v, ok := podutil.FieldValue(pod, path, &podutil.Addresses{HostIPs: opts.HostIPs, PodIPs: opts.PodIPs})
+	if !ok || !envFieldRef(path) {
+		return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
 	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return first(opts.HostIPs), nil
-	case "status.hostIPs":
-		return strings.Join(opts.HostIPs, ","), nil
-	case "status.podIP":
-		return first(opts.PodIPs), nil
-	case "status.podIPs":
-		return strings.Join(opts.PodIPs, ","), nil
-	}
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
-	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
-	}
-	return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
+	return v, nil
 }
 
 // ResourceFieldRefValue is the value of a resourceFieldRef of container c
