@@ -3,6 +3,7 @@ package podconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -138,41 +139,42 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runti
 	return out, nil
 }
 
-// sourceData is the data of the configMap or secret an env source names;
-// nil, nil when it is missing and optional.
+// sourceData is the data of the configMap or secret an env source names
+// (a configMap's binaryData after its data); nil, nil when it is missing
+// and optional.
 func sourceData(isConfigMap bool, name string, optional *bool, opts ContainerOptions) (map[string]string, error) {
-	opt := optional != nil && *optional
-	out := map[string]string{}
+	kind, available := "secret", opts.Secret != nil
 	if isConfigMap {
-		if opts.ConfigMap == nil {
-			return nil, fmt.Errorf("configmap %q: %w: no API server", name, ErrUnsupported)
-		}
-		cm, err := opts.ConfigMap(name)
-		if apierrors.IsNotFound(err) && opt {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range cm.Data {
-			out[k] = v
-		}
-		for k, v := range cm.BinaryData {
-			out[k] = string(v)
-		}
-		return out, nil
+		kind, available = "configmap", opts.ConfigMap != nil
 	}
-	if opts.Secret == nil {
-		return nil, fmt.Errorf("secret %q: %w: no API server", name, ErrUnsupported)
+	if !available {
+		return nil, fmt.Errorf("%s %q: %w: no API server", kind, name, ErrUnsupported)
 	}
-	s, err := opts.Secret(name)
-	if apierrors.IsNotFound(err) && opt {
+	var data map[string]string
+	var binary map[string][]byte
+	var err error
+	if isConfigMap {
+		var cm *v1.ConfigMap
+		if cm, err = opts.ConfigMap(name); err == nil {
+			data, binary = cm.Data, cm.BinaryData
+		}
+	} else {
+		var sec *v1.Secret
+		if sec, err = opts.Secret(name); err == nil {
+			binary = sec.Data
+		}
+	}
+	if apierrors.IsNotFound(err) && optional != nil && *optional {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range s.Data {
+	out := maps.Clone(data)
+	if out == nil {
+		out = make(map[string]string, len(binary))
+	}
+	for k, v := range binary {
 		out[k] = string(v)
 	}
 	return out, nil
@@ -196,13 +198,8 @@ func envFromSource(pod *v1.Pod, from *v1.EnvFromSource, opts ContainerOptions, e
 	if err != nil {
 		return fmt.Errorf("envFrom: %w", err)
 	}
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var invalid []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		n := from.Prefix + k
 		if len(validation.IsRelaxedEnvVarName(n)) > 0 {
 			invalid = append(invalid, n)
