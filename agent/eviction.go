@@ -20,8 +20,8 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
-	statuspods "github.com/kernelet/kernelet/status/pods"
 )
 
 // newEvictionManager builds the eviction manager of the pod side: stats
@@ -79,7 +79,7 @@ func (a *Agent) newEvictionManager(p *pods, h *cgroups.Hierarchies, allocatableM
 func (p *pods) activePods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, r := range p.workers.Pods() {
-		if r.Terminating || r.Finished || r.LastSync.IsZero() || statuspods.IsTerminal(r.Status.Phase) {
+		if r.Terminating || r.Finished || r.LastSync.IsZero() || podutil.IsTerminal(r.Status.Phase) {
 			continue
 		}
 		out = append(out, r.Pod)

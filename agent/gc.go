@@ -9,6 +9,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -47,7 +48,7 @@ func (p *pods) gcState(uid types.UID) gc.PodState {
 		if r.Pod.UID != uid {
 			continue
 		}
-		terminal := r.Status.Phase == v1.PodSucceeded || r.Status.Phase == v1.PodFailed
+		terminal := podutil.IsTerminal(r.Status.Phase)
 		if r.Finished || (r.Terminating && terminal) {
 			return gc.PodFinished
 		}

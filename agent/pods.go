@@ -30,6 +30,7 @@ import (
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
@@ -257,7 +258,7 @@ func (p *pods) dispatchUpdates(ctx context.Context) {
 func staticPods(all []*v1.Pod) []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range all {
-		if statuspods.IsStatic(p) {
+		if podutil.IsStatic(p) {
 			out = append(out, p)
 		}
 	}

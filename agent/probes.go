@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -78,7 +79,7 @@ func (p *pods) terminatingReadiness(uid types.UID) {
 // ContainersReady and Ready conditions that follow (runtime.Readiness, as
 // the status is made); changed tells whether anything differs.
 func WithReadiness(pod *v1.Pod, st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
-	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+	if podutil.IsTerminal(st.Phase) {
 		// A terminal pod (finished, evicted, past its deadline) keeps the
 		// conditions its end gave it, whatever a probe says meanwhile.
 		return st, false

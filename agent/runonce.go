@@ -15,6 +15,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -160,7 +161,7 @@ func (a *Agent) waitRunOnce(ctx context.Context, p *pods, deadline time.Time, ti
 		expired := time.Now().After(deadline) || ctx.Err() != nil
 		if all || expired {
 			for i := range results {
-				if !results[i].OK && !isTerminal(results[i].Phase) {
+				if !results[i].OK && !podutil.IsTerminal(results[i].Phase) {
 					results[i].Detail = strings.TrimSuffix(fmt.Sprintf("neither finished nor ready after %v; %s", timeout, results[i].Detail), "; ")
 				}
 			}
@@ -173,12 +174,10 @@ func (a *Agent) waitRunOnce(ctx context.Context, p *pods, deadline time.Time, ti
 	}
 }
 
-func isTerminal(ph v1.PodPhase) bool { return ph == v1.PodSucceeded || ph == v1.PodFailed }
-
 // RunOnceOutcome is pod's result from its status, and whether the pod is
 // done waiting for: it finished, or runs with every container ready.
 func RunOnceOutcome(pod *v1.Pod, st v1.PodStatus) (RunOnceResult, bool) {
-	r := RunOnceResult{Pod: pod.Namespace + "/" + pod.Name, UID: pod.UID, Phase: st.Phase}
+	r := RunOnceResult{Pod: podutil.FullName(pod), UID: pod.UID, Phase: st.Phase}
 	if r.Phase == "" {
 		r.Phase = v1.PodPending
 	}
@@ -212,7 +211,7 @@ func RunOnceOutcome(pod *v1.Pod, st v1.PodStatus) (RunOnceResult, bool) {
 			r.Detail = strings.TrimSpace(strings.Join(details, "; "))
 		}
 	}
-	return r, r.OK || isTerminal(r.Phase)
+	return r, r.OK || podutil.IsTerminal(r.Phase)
 }
 
 // runOnceCleanupMargin is added to the pods' longest grace period for

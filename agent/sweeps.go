@@ -9,7 +9,7 @@ import (
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/cgroups"
-	statuspods "github.com/kernelet/kernelet/status/pods"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // agentSweeps is the agent's stats collector as a SweepSource: the
@@ -79,7 +79,7 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 					sp.Containers = append(sp.Containers, stats.ContainersOf(&list[i])...)
 				}
 			}
-			if statuspods.IsTerminal(r.Status.Phase) && len(sp.Containers) == 0 {
+			if podutil.IsTerminal(r.Status.Phase) && len(sp.Containers) == 0 {
 				continue
 			}
 			out = append(out, sp)

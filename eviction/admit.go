@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // AdmitResult is an admission decision under node pressure; Reason and
@@ -24,7 +26,7 @@ type AdmitResult struct {
 // any other pressure, no. A rejection has reason Evicted and the message
 // "The node had condition: [<conditions>]. ".
 func Admit(conditions []v1.NodeConditionType, pod *v1.Pod, bestEffort bool) AdmitResult {
-	if len(conditions) == 0 || IsCritical(pod) {
+	if len(conditions) == 0 || podutil.IsCritical(pod) {
 		return AdmitResult{Admit: true}
 	}
 	memoryOnly := !slices.ContainsFunc(conditions, func(c v1.NodeConditionType) bool {

@@ -178,7 +178,7 @@ func TestEvictedStatus(t *testing.T) {
 	st := v1.PodStatus{Phase: v1.PodRunning,
 		Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
 		ContainerStatuses: []v1.ContainerStatus{{Name: "app", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}
-	got := EvictedStatus(st, "msg. ", now)
+	got := EvictedStatusOf(st, Eviction{Message: "msg. "}, now)
 	if got.Phase != v1.PodFailed || got.Reason != "Evicted" || got.Message != "msg. " {
 		t.Fatalf("status %+v", got)
 	}

@@ -32,8 +32,8 @@
 // − available) needs, estimated from each pod's usage; pods already evicted
 // for a signal count as freeing their usage until their cgroup is gone or
 // a cooldown passes, so a pod whose memory is being freed does not cause
-// more evictions. Critical pods (static, mirror, priority ≥ 2000000000)
-// are never evicted.
+// more evictions. Critical pods (podutil.IsCritical: static, mirror,
+// priority ≥ 2000000000) are never evicted.
 //
 // Disk (disk.go, reclaim_disk.go, localstorage.go): nodefs.*, imagefs.*
 // and containerfs.* are observed from the filesystems the agent

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // The signals of local storage limit evictions (kubelet's labels of
@@ -83,7 +85,7 @@ func (m *Manager) evictLocalStorage(ctx context.Context, active []*v1.Pod, stats
 	log := klog.FromContext(ctx)
 	evicted := false
 	for _, pod := range active {
-		if IsCritical(pod) || m.isPending(pod.UID) {
+		if podutil.IsCritical(pod) || m.isPending(pod.UID) {
 			continue
 		}
 		ps, ok := stats.Pods[pod.UID]

@@ -73,23 +73,14 @@ func Message(resource v1.ResourceName, pod *v1.Pod, stats PodStats, hasStats boo
 	return b.String()
 }
 
-// EvictedStatus is the status of a pod evicted with message, from its last
+// EvictedStatusOf is the status of a pod evicted by e, from its last
 // status st: phase Failed, reason Evicted, the DisruptionTarget condition
-// (TerminationByKubelet) and every container not yet terminated reported
-// as terminated with an unknown status, as kubelet reports a pod it
-// stopped.
-func EvictedStatus(st v1.PodStatus, message string, now time.Time) v1.PodStatus {
-	return evictedStatus(st, message, now, true)
-}
-
-// EvictedStatusOf is the status of a pod evicted by e: EvictedStatus,
-// without the DisruptionTarget condition when e asks so (kubelet's local
-// storage limit evictions).
+// (TerminationByKubelet; left out when e asks so, as for kubelet's local
+// storage limit evictions) and every container not yet terminated
+// reported as terminated with an unknown status, as kubelet reports a pod
+// it stopped.
 func EvictedStatusOf(st v1.PodStatus, e Eviction, now time.Time) v1.PodStatus {
-	return evictedStatus(st, e.Message, now, !e.NoDisruptionCondition)
-}
-
-func evictedStatus(st v1.PodStatus, message string, now time.Time, disruption bool) v1.PodStatus {
+	message, disruption := e.Message, !e.NoDisruptionCondition
 	out := *st.DeepCopy()
 	out.Phase, out.Reason, out.Message = v1.PodFailed, Reason, message
 	cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: ConditionReason,

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // reclaim acts on the first threshold (in eviction priority order) whose
@@ -124,7 +126,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		if remaining <= 0 || count == limit {
 			break
 		}
-		if IsCritical(pod) || m.isPending(pod.UID) {
+		if podutil.IsCritical(pod) || m.isPending(pod.UID) {
 			continue
 		}
 		if !announced {

@@ -27,103 +27,136 @@ const (
 // is set replaces the default thresholds entirely, unless
 // mergeDefaultEvictionSettings is true, which adds the missing defaults.
 func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
-	dur := func(d *metav1.Duration, def time.Duration) {
-		if d.Duration == 0 {
-			d.Duration = def
-		}
-	}
-	i32 := func(p **int32, def int32) {
-		if *p == nil {
-			*p = &def
-		}
-	}
-	boolean := func(p **bool, def bool) {
-		if *p == nil {
-			*p = &def
-		}
-	}
-	str := func(p *string, def string) {
-		if *p == "" {
-			*p = def
-		}
-	}
+	defaultPodSources(kc)
+	defaultServer(kc)
+	defaultAPIClients(kc)
+	defaultNodeStatus(kc)
+	defaultImages(kc)
+	defaultResources(kc)
+	defaultNetwork(kc)
+	defaultEviction(kc)
+	defaultContainerLogs(kc)
+	defaultValue(&kc.ContainerRuntimeEndpoint, DefaultContainerRuntimeEndpoint)
+	defaultPtr(&kc.RegisterNode, true)
+	defaultPtr(&kc.FailSwapOn, true)
+	defaultPtr(&kc.EnableControllerAttachDetach, true)
+	defaultPtr(&kc.SeccompDefault, false)
+	defaultPtr(&kc.LocalStorageCapacityIsolation, true)
+}
 
-	boolean(&kc.EnableServer, true)
-	str(&kc.PodLogsDir, DefaultPodLogsDir)
-	dur(&kc.SyncFrequency, time.Minute)
-	dur(&kc.FileCheckFrequency, 20*time.Second)
-	dur(&kc.HTTPCheckFrequency, 20*time.Second)
-	str(&kc.Address, "0.0.0.0")
-	if kc.Port == 0 {
-		kc.Port = DefaultPort
+// defaultValue sets *p to def when it is the zero value.
+func defaultValue[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
 	}
-	boolean(&kc.Authentication.Anonymous.Enabled, false)
-	boolean(&kc.Authentication.Webhook.Enabled, true)
-	dur(&kc.Authentication.Webhook.CacheTTL, 2*time.Minute)
-	if kc.Authorization.Mode == "" {
-		kc.Authorization.Mode = kubeletv1beta1.KubeletAuthorizationModeWebhook
+}
+
+// defaultPtr points *p at a copy of def when it is nil.
+func defaultPtr[T any](p **T, def T) {
+	if *p == nil {
+		*p = &def
 	}
-	dur(&kc.Authorization.Webhook.CacheAuthorizedTTL, 5*time.Minute)
-	dur(&kc.Authorization.Webhook.CacheUnauthorizedTTL, 30*time.Second)
-	i32(&kc.RegistryPullQPS, 5)
-	if kc.RegistryBurst == 0 {
-		kc.RegistryBurst = 10
+}
+
+// defaultPodSources fills the pod sources, their periods and the pod logs
+// directory.
+func defaultPodSources(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultValue(&kc.PodLogsDir, DefaultPodLogsDir)
+	defaultValue(&kc.SyncFrequency.Duration, time.Minute)
+	defaultValue(&kc.FileCheckFrequency.Duration, 20*time.Second)
+	defaultValue(&kc.HTTPCheckFrequency.Duration, 20*time.Second)
+	defaultValue(&kc.ConfigMapAndSecretChangeDetectionStrategy, kubeletv1beta1.WatchChangeDetectionStrategy)
+}
+
+// defaultServer fills the kubelet API: addresses, ports, authentication,
+// authorization, handlers and streaming.
+func defaultServer(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultPtr(&kc.EnableServer, true)
+	defaultValue(&kc.Address, "0.0.0.0")
+	defaultValue(&kc.Port, DefaultPort)
+	defaultPtr(&kc.Authentication.Anonymous.Enabled, false)
+	defaultPtr(&kc.Authentication.Webhook.Enabled, true)
+	defaultValue(&kc.Authentication.Webhook.CacheTTL.Duration, 2*time.Minute)
+	defaultValue(&kc.Authorization.Mode, kubeletv1beta1.KubeletAuthorizationModeWebhook)
+	defaultValue(&kc.Authorization.Webhook.CacheAuthorizedTTL.Duration, 5*time.Minute)
+	defaultValue(&kc.Authorization.Webhook.CacheUnauthorizedTTL.Duration, 30*time.Second)
+	defaultPtr(&kc.EnableDebuggingHandlers, true)
+	defaultPtr(&kc.HealthzPort, DefaultHealthzPort)
+	defaultValue(&kc.HealthzBindAddress, DefaultHealthzBindAddress)
+	defaultValue(&kc.StreamingConnectionIdleTimeout.Duration, 4*time.Hour)
+	defaultPtr(&kc.EnableSystemLogHandler, true)
+	defaultPtr(&kc.EnableProfilingHandler, true)
+	defaultPtr(&kc.EnableDebugFlagsHandler, true)
+}
+
+// defaultAPIClients fills the API server and event clients' rates and
+// content type.
+func defaultAPIClients(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultPtr(&kc.EventRecordQPS, 50)
+	defaultValue(&kc.EventBurst, 100)
+	defaultValue(&kc.ContentType, "application/vnd.kubernetes.protobuf")
+	defaultPtr(&kc.KubeAPIQPS, 50)
+	defaultValue(&kc.KubeAPIBurst, 100)
+}
+
+// defaultNodeStatus fills the node status and Lease periods.
+func defaultNodeStatus(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultValue(&kc.NodeStatusUpdateFrequency.Duration, 10*time.Second)
+	defaultValue(&kc.NodeStatusReportFrequency.Duration, 5*time.Minute)
+	defaultValue(&kc.NodeLeaseDurationSeconds, 40)
+	defaultPtr(&kc.NodeStatusMaxImages, 50)
+	defaultValue(&kc.VolumeStatsAggPeriod.Duration, time.Minute)
+}
+
+// defaultImages fills image pulls and image garbage collection.
+func defaultImages(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultPtr(&kc.RegistryPullQPS, 5)
+	defaultValue(&kc.RegistryBurst, 10)
+	defaultPtr(&kc.SerializeImagePulls, true)
+	defaultValue(&kc.ImageMinimumGCAge.Duration, 2*time.Minute)
+	defaultPtr(&kc.ImageGCHighThresholdPercent, 85)
+	defaultPtr(&kc.ImageGCLowThresholdPercent, 80)
+	defaultValue(&kc.RuntimeRequestTimeout.Duration, 2*time.Minute)
+}
+
+// defaultResources fills cgroups, the resource managers, node allocatable
+// enforcement and the per-pod and process limits.
+func defaultResources(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultPtr(&kc.CgroupsPerQOS, true)
+	defaultValue(&kc.CgroupDriver, DefaultCgroupDriver)
+	defaultValue(&kc.CgroupRoot, "/")
+	defaultPtr(&kc.SingleProcessOOMKill, false)
+	defaultValue(&kc.CPUManagerPolicy, "none")
+	defaultValue(&kc.CPUManagerReconcilePeriod.Duration, 10*time.Second)
+	defaultValue(&kc.MemoryManagerPolicy, "None")
+	defaultValue(&kc.TopologyManagerPolicy, "none")
+	defaultValue(&kc.TopologyManagerScope, "container")
+	defaultPtr(&kc.OOMScoreAdj, DefaultOOMScoreAdj)
+	defaultValue(&kc.MaxPods, DefaultMaxPods)
+	defaultPtr(&kc.PodPidsLimit, -1)
+	defaultPtr(&kc.CPUCFSQuota, true)
+	defaultPtr(&kc.CPUCFSQuotaPeriod, metav1.Duration{Duration: 100 * time.Millisecond})
+	defaultValue(&kc.MaxOpenFiles, 1000000)
+	if kc.EnforceNodeAllocatable == nil {
+		kc.EnforceNodeAllocatable = []string{"pods"}
 	}
-	i32(&kc.EventRecordQPS, 50)
-	if kc.EventBurst == 0 {
-		kc.EventBurst = 100
-	}
-	boolean(&kc.EnableDebuggingHandlers, true)
-	i32(&kc.HealthzPort, DefaultHealthzPort)
-	str(&kc.HealthzBindAddress, DefaultHealthzBindAddress)
-	i32(&kc.OOMScoreAdj, DefaultOOMScoreAdj)
-	dur(&kc.StreamingConnectionIdleTimeout, 4*time.Hour)
-	dur(&kc.NodeStatusUpdateFrequency, 10*time.Second)
-	dur(&kc.NodeStatusReportFrequency, 5*time.Minute)
-	if kc.NodeLeaseDurationSeconds == 0 {
-		kc.NodeLeaseDurationSeconds = 40
-	}
-	dur(&kc.ImageMinimumGCAge, 2*time.Minute)
-	i32(&kc.ImageGCHighThresholdPercent, 85)
-	i32(&kc.ImageGCLowThresholdPercent, 80)
-	dur(&kc.VolumeStatsAggPeriod, time.Minute)
-	boolean(&kc.CgroupsPerQOS, true)
-	str(&kc.CgroupDriver, DefaultCgroupDriver)
-	str(&kc.CgroupRoot, "/")
-	boolean(&kc.SingleProcessOOMKill, false)
-	str(&kc.CPUManagerPolicy, "none")
-	dur(&kc.CPUManagerReconcilePeriod, 10*time.Second)
-	str(&kc.MemoryManagerPolicy, "None")
-	str(&kc.TopologyManagerPolicy, "none")
-	str(&kc.TopologyManagerScope, "container")
-	dur(&kc.RuntimeRequestTimeout, 2*time.Minute)
-	str(&kc.HairpinMode, "promiscuous-bridge")
-	if kc.MaxPods == 0 {
-		kc.MaxPods = DefaultMaxPods
-	}
-	if kc.PodPidsLimit == nil {
-		v := int64(-1)
-		kc.PodPidsLimit = &v
-	}
-	if kc.ResolverConfig == nil {
-		v := "/etc/resolv.conf"
-		kc.ResolverConfig = &v
-	}
-	boolean(&kc.CPUCFSQuota, true)
-	if kc.CPUCFSQuotaPeriod == nil {
-		kc.CPUCFSQuotaPeriod = &metav1.Duration{Duration: 100 * time.Millisecond}
-	}
-	i32(&kc.NodeStatusMaxImages, 50)
-	if kc.MaxOpenFiles == 0 {
-		kc.MaxOpenFiles = 1000000
-	}
-	str(&kc.ContentType, "application/vnd.kubernetes.protobuf")
-	i32(&kc.KubeAPIQPS, 50)
-	if kc.KubeAPIBurst == 0 {
-		kc.KubeAPIBurst = 100
-	}
-	boolean(&kc.SerializeImagePulls, true)
-	boolean(&kc.MergeDefaultEvictionSettings, false)
+	defaultPtr(&kc.MemoryThrottlingFactor, 0.9)
+}
+
+// defaultNetwork fills the pod network and DNS fields.
+func defaultNetwork(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultValue(&kc.HairpinMode, "promiscuous-bridge")
+	defaultPtr(&kc.ResolverConfig, "/etc/resolv.conf")
+	defaultPtr(&kc.MakeIPTablesUtilChains, true)
+	defaultPtr(&kc.IPTablesMasqueradeBit, 14)
+	defaultPtr(&kc.IPTablesDropBit, 15)
+}
+
+// defaultEviction fills the eviction thresholds (see SetDefaults) and the
+// pressure transition period.
+func defaultEviction(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultPtr(&kc.MergeDefaultEvictionSettings, false)
 	switch {
 	case kc.EvictionHard == nil:
 		kc.EvictionHard = eviction.DefaultHard()
@@ -132,33 +165,13 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 		maps.Copy(merged, kc.EvictionHard)
 		kc.EvictionHard = merged
 	}
-	dur(&kc.EvictionPressureTransitionPeriod, 5*time.Minute)
-	boolean(&kc.EnableControllerAttachDetach, true)
-	boolean(&kc.MakeIPTablesUtilChains, true)
-	i32(&kc.IPTablesMasqueradeBit, 14)
-	i32(&kc.IPTablesDropBit, 15)
-	boolean(&kc.FailSwapOn, true)
-	str(&kc.ContainerLogMaxSize, "10Mi")
-	i32(&kc.ContainerLogMaxFiles, 5)
-	i32(&kc.ContainerLogMaxWorkers, 1)
-	if kc.ContainerLogMonitorInterval == nil {
-		kc.ContainerLogMonitorInterval = &metav1.Duration{Duration: 10 * time.Second}
-	}
-	if kc.ConfigMapAndSecretChangeDetectionStrategy == "" {
-		kc.ConfigMapAndSecretChangeDetectionStrategy = kubeletv1beta1.WatchChangeDetectionStrategy
-	}
-	if kc.EnforceNodeAllocatable == nil {
-		kc.EnforceNodeAllocatable = []string{"pods"}
-	}
-	boolean(&kc.EnableSystemLogHandler, true)
-	boolean(&kc.EnableProfilingHandler, true)
-	boolean(&kc.EnableDebugFlagsHandler, true)
-	boolean(&kc.SeccompDefault, false)
-	if kc.MemoryThrottlingFactor == nil {
-		v := 0.9
-		kc.MemoryThrottlingFactor = &v
-	}
-	boolean(&kc.RegisterNode, true)
-	boolean(&kc.LocalStorageCapacityIsolation, true)
-	str(&kc.ContainerRuntimeEndpoint, DefaultContainerRuntimeEndpoint)
+	defaultValue(&kc.EvictionPressureTransitionPeriod.Duration, 5*time.Minute)
+}
+
+// defaultContainerLogs fills container log rotation.
+func defaultContainerLogs(kc *kubeletv1beta1.KubeletConfiguration) {
+	defaultValue(&kc.ContainerLogMaxSize, "10Mi")
+	defaultPtr(&kc.ContainerLogMaxFiles, 5)
+	defaultPtr(&kc.ContainerLogMaxWorkers, 1)
+	defaultPtr(&kc.ContainerLogMonitorInterval, metav1.Duration{Duration: 10 * time.Second})
 }

@@ -23,9 +23,21 @@ import (
 func Validate(cfg *Config) field.ErrorList {
 	kc := &cfg.Kubelet
 	var errs field.ErrorList
-	p := field.NewPath
+	errs = validateEviction(errs, cfg)
+	errs = validateDurations(errs, kc)
+	errs = validateServing(errs, kc)
+	errs = validateCgroups(errs, kc)
+	errs = validateRuntimeAndSources(errs, kc)
+	errs = validatePodLimits(errs, kc)
+	errs = validateImagesAndLogs(errs, kc)
+	return validateClientRates(errs, kc)
+}
 
-	// Eviction.
+// validateEviction parses the eviction thresholds into cfg.Thresholds
+// and checks the other eviction fields.
+func validateEviction(errs field.ErrorList, cfg *Config) field.ErrorList {
+	kc := &cfg.Kubelet
+	p := field.NewPath
 	th, terrs := eviction.ParseThresholds(eviction.Config{
 		Hard:              kc.EvictionHard,
 		Soft:              kc.EvictionSoft,
@@ -36,8 +48,12 @@ func Validate(cfg *Config) field.ErrorList {
 	cfg.Thresholds = th
 	errs = append(errs, terrs...)
 	errs = nonNegativeDuration(errs, p("evictionPressureTransitionPeriod"), kc.EvictionPressureTransitionPeriod.Duration)
+	return errs
+}
 
-	// Durations and frequencies.
+// validateDurations checks the periods, timeouts and grace periods.
+func validateDurations(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -72,7 +88,13 @@ func Validate(cfg *Config) field.ErrorList {
 		errs = append(errs, field.Invalid(p("shutdownGracePeriodCriticalPods"), kc.ShutdownGracePeriodCriticalPods.Duration.String(),
 			"must not exceed shutdownGracePeriod"))
 	}
+	return errs
+}
 
+// validateServing checks the kubelet API: its addresses and ports, TLS and
+// access control.
+func validateServing(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	// Addresses and ports.
 	errs = ipAddress(errs, p("address"), kc.Address)
 	errs = ipAddress(errs, p("healthzBindAddress"), kc.HealthzBindAddress)
@@ -87,7 +109,6 @@ func Validate(cfg *Config) field.ErrorList {
 	if rp := kc.ReadOnlyPort; rp != 0 && (rp == kc.Port || rp == *kc.HealthzPort) {
 		errs = append(errs, field.Invalid(p("readOnlyPort"), rp, "must differ from port and healthzPort"))
 	}
-
 	// The kubelet API's TLS and access control.
 	if v := kc.TLSMinVersion; v != "" {
 		if _, err := cliflag.TLSVersion(v); err != nil {
@@ -103,8 +124,13 @@ func Validate(cfg *Config) field.ErrorList {
 	if m := kc.Authorization.Mode; m != kubeletv1beta1.KubeletAuthorizationModeAlwaysAllow && m != kubeletv1beta1.KubeletAuthorizationModeWebhook {
 		errs = append(errs, field.NotSupported(p("authorization", "mode"), m, []string{"AlwaysAllow", "Webhook"}))
 	}
+	return errs
+}
 
-	// Cgroups.
+// validateCgroups checks the cgroup driver and paths, enforceNodeAllocatable
+// and the reserved resources.
+func validateCgroups(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	if d := kc.CgroupDriver; d != "cgroupfs" && d != "systemd" {
 		errs = append(errs, field.NotSupported(p("cgroupDriver"), d, []string{"cgroupfs", "systemd"}))
 	}
@@ -118,7 +144,13 @@ func Validate(cfg *Config) field.ErrorList {
 	// Reserved resources.
 	errs = reserved(errs, p("systemReserved"), kc.SystemReserved)
 	errs = reserved(errs, p("kubeReserved"), kc.KubeReserved)
+	return errs
+}
 
+// validateRuntimeAndSources checks the runtime endpoints, the static pod
+// sources and the pod logs directory.
+func validateRuntimeAndSources(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	// Runtime endpoints.
 	errs = endpoint(errs, p("containerRuntimeEndpoint"), kc.ContainerRuntimeEndpoint, true)
 	errs = endpoint(errs, p("imageServiceEndpoint"), kc.ImageServiceEndpoint, false)
@@ -136,8 +168,12 @@ func Validate(cfg *Config) field.ErrorList {
 	if !path.IsAbs(kc.PodLogsDir) {
 		errs = append(errs, field.Invalid(p("podLogsDir"), kc.PodLogsDir, "must be an absolute path"))
 	}
+	return errs
+}
 
-	// Pods, processes and memory.
+// validatePodLimits checks the limits on pods, processes and memory.
+func validatePodLimits(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	if kc.MaxPods <= 0 {
 		errs = append(errs, field.Invalid(p("maxPods"), kc.MaxPods, "must be greater than zero"))
 	}
@@ -156,7 +192,13 @@ func Validate(cfg *Config) field.ErrorList {
 	if kc.MaxOpenFiles <= 0 {
 		errs = append(errs, field.Invalid(p("maxOpenFiles"), kc.MaxOpenFiles, "must be greater than zero"))
 	}
+	return errs
+}
 
+// validateImagesAndLogs checks image garbage collection, container log
+// rotation and image pulls.
+func validateImagesAndLogs(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	// Image garbage collection.
 	hi, lo := *kc.ImageGCHighThresholdPercent, *kc.ImageGCLowThresholdPercent
 	errs = percent(errs, p("imageGCHighThresholdPercent"), hi)
@@ -179,9 +221,12 @@ func Validate(cfg *Config) field.ErrorList {
 	if v := kc.ContainerLogMonitorInterval.Duration; v < 3*time.Second {
 		errs = append(errs, field.Invalid(p("containerLogMonitorInterval"), v.String(), "must be at least 3s"))
 	}
-	errs = imagePulls(errs, kc)
+	return imagePulls(errs, kc)
+}
 
-	// API client rates.
+// validateClientRates checks the API client and registry rates.
+func validateClientRates(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
 	for _, r := range []struct {
 		name string
 		v    int32

@@ -38,7 +38,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Messages of the admission rejections, kubelet's texts (Kubernetes ≥ 1.31
@@ -128,7 +128,7 @@ func Taints(node func() *v1.Node) AdmitHandler {
 	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
 		n := node()
-		if n == nil || staticPod(a.Pod) {
+		if n == nil || podutil.IsStatic(a.Pod) {
 			return AdmitResult{Admit: true}
 		}
 		if _, untolerated := corev1.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints,
@@ -137,13 +137,6 @@ func Taints(node func() *v1.Node) AdmitHandler {
 		}
 		return AdmitResult{Admit: true}
 	})
-}
-
-// staticPod is kubelet's IsStaticPod: the pod has a config.source
-// annotation and it is not "api".
-func staticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[qos.AnnotationConfigSource]
-	return ok && src != qos.ConfigSourceAPI
 }
 
 // NodePorts mirrors kubelet's NodePorts predicate: a host port the pod

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +13,8 @@ import (
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Workers are the pod workers of a node.
@@ -46,9 +48,6 @@ type worker struct {
 	// was wanted again (same UID) while terminating.
 	restart *v1.Pod
 }
-
-// fullName is the pod's namespace/name key.
-func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // New returns workers; nothing runs until the first Update.
 func New(cfg Config) (*Workers, error) {
@@ -91,7 +90,7 @@ func (ws *Workers) Update(ctx context.Context, u Update) {
 func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(u.Pod), "podUID", u.Pod.UID)
 	uid := u.Pod.UID
-	fn := fullName(u.Pod)
+	fn := podutil.FullName(u.Pod)
 	if p := ws.waiting[fn]; p != nil && p.UID == uid {
 		// This update decides afresh: it waits again below if it must.
 		delete(ws.waiting, fn)
@@ -147,7 +146,7 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		return // not running (a waiting one was dropped above)
 	}
 	for _, w := range ws.workers {
-		if fullName(w.rec.Pod) == fn {
+		if podutil.FullName(w.rec.Pod) == fn {
 			// Another pod of this name still runs or terminates: this one
 			// starts when it is gone, as kubelet does for static pods.
 			if ws.waiting[fn] == nil {
@@ -259,16 +258,7 @@ func (ws *Workers) Pods() []PodRecord {
 		out = append(out, PodRecord{Pod: p, Status: v1.PodStatus{Phase: v1.PodPending}})
 	}
 	ws.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Pod, out[j].Pod
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.UID < b.UID
-	})
+	slices.SortFunc(out, func(a, b PodRecord) int { return podutil.Compare(podutil.RefOf(a.Pod), podutil.RefOf(b.Pod)) })
 	return out
 }
 
@@ -350,7 +340,7 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 		if res.RetryAfter > 0 && res.RetryAfter < delay {
 			delay = res.RetryAfter
 		}
-		if p := res.Status.Phase; p == v1.PodSucceeded || p == v1.PodFailed {
+		if podutil.IsTerminal(res.Status.Phase) {
 			if next := ws.finish(ctx, w); next != nil {
 				ws.terminate(ctx, w, *next)
 			}
@@ -499,11 +489,11 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		ws.updateLocked(base, Update{Type: SyncPod, Pod: restart})
 	}
 	// A pod that waited for this one's name starts now.
-	fn := fullName(pod)
+	fn := podutil.FullName(pod)
 	if next := ws.waiting[fn]; next != nil {
 		busy := false
 		for _, o := range ws.workers {
-			busy = busy || fullName(o.rec.Pod) == fn
+			busy = busy || podutil.FullName(o.rec.Pod) == fn
 		}
 		if !busy {
 			delete(ws.waiting, fn)

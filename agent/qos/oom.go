@@ -3,35 +3,15 @@ package qos
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/oom"
 )
-
-// Critical reports whether the pod is critical in kubelet's sense: a static
-// pod (its config.source annotation names a source other than "api"), a
-// mirror pod, or a pod with priority ≥ SystemCriticalPriority.
-func Critical(pod *v1.Pod) bool {
-	if src, ok := pod.Annotations[AnnotationConfigSource]; ok && src != ConfigSourceAPI {
-		return true
-	}
-	if _, ok := pod.Annotations[AnnotationConfigMirror]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
-}
-
-// NodeCritical reports whether the pod is node-critical, kubelet's rule: a
-// critical pod (Critical) whose priorityClassName is system-node-critical.
-// The class name alone is not enough — an API pod naming the class without
-// the priority the admission plugin resolves it to is not node-critical.
-func NodeCritical(pod *v1.Pod) bool {
-	return pod.Spec.PriorityClassName == SystemNodeCritical && Critical(pod)
-}
 
 // OOMPod is what the oom_score_adj policy needs to know of pod: its QoS
 // class, whether it is node-critical, and its regular containers with their
 // memory requests (see OOMContainer).
 func OOMPod(pod *v1.Pod) oom.Pod {
-	p := oom.Pod{QOS: Class(pod), NodeCritical: NodeCritical(pod)}
+	p := oom.Pod{QOS: Class(pod), NodeCritical: podutil.IsNodeCritical(pod)}
 	for i := range pod.Spec.Containers {
 		p.Containers = append(p.Containers, OOMContainer(pod, &pod.Spec.Containers[i]))
 	}

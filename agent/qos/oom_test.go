@@ -7,43 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/oom"
 )
-
-func TestNodeCritical(t *testing.T) {
-	prio := func(v int32) *int32 { return &v }
-	cases := map[string]struct {
-		class       string
-		priority    *int32
-		annotations map[string]string
-		critical    bool
-		want        bool
-	}{
-		"api pod with class and resolved priority":  {SystemNodeCritical, prio(SystemNodeCriticalPriority), nil, true, true},
-		"api pod with class, priority at threshold": {SystemNodeCritical, prio(SystemCriticalPriority), nil, true, true},
-		"class without priority (not admitted)":     {SystemNodeCritical, nil, nil, false, false},
-		"class with low priority":                   {SystemNodeCritical, prio(1000), nil, false, false},
-		"static pod naming the class":               {SystemNodeCritical, nil, map[string]string{AnnotationConfigSource: "file"}, true, true},
-		"mirror pod naming the class":               {SystemNodeCritical, nil, map[string]string{AnnotationConfigMirror: "abc"}, true, true},
-		"api source annotation is not static":       {SystemNodeCritical, nil, map[string]string{AnnotationConfigSource: ConfigSourceAPI}, false, false},
-		"cluster critical is critical not node":     {SystemClusterCritical, prio(SystemCriticalPriority), nil, true, false},
-		"high priority without the class":           {"", prio(SystemNodeCriticalPriority), nil, true, false},
-		"static pod without the class":              {"", nil, map[string]string{AnnotationConfigSource: "http"}, true, false},
-		"ordinary pod":                              {"", nil, nil, false, false},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			p := &v1.Pod{Spec: v1.PodSpec{PriorityClassName: tc.class, Priority: tc.priority}}
-			p.Annotations = tc.annotations
-			if got := Critical(p); got != tc.critical {
-				t.Errorf("Critical = %v, want %v", got, tc.critical)
-			}
-			if got := NodeCritical(p); got != tc.want {
-				t.Errorf("NodeCritical = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 func TestOOMPod(t *testing.T) {
 	const mi = int64(1) << 20
@@ -60,8 +26,8 @@ func TestOOMPod(t *testing.T) {
 		"guaranteed node critical": {
 			func() *v1.Pod {
 				p := pod(nil, ctr("a", "1", "1Gi", "1", "1Gi"))
-				p.Spec.PriorityClassName = SystemNodeCritical
-				p.Annotations = map[string]string{AnnotationConfigSource: "file"}
+				p.Spec.PriorityClassName = podutil.SystemNodeCritical
+				p.Annotations = map[string]string{podutil.AnnotationConfigSource: podutil.SourceFile}
 				return p
 			}(),
 			oom.Pod{QOS: cgroups.Guaranteed, NodeCritical: true, Containers: []oom.Container{{Name: "a", MemoryRequest: 1024 * mi}}}},

@@ -205,28 +205,32 @@ func requirementsClass(reqs, lims v1.ResourceList) cgroups.QOSClass {
 	return class
 }
 
+// apiClasses pairs each QoS class with its pod status value.
+var apiClasses = [...]struct {
+	class cgroups.QOSClass
+	api   v1.PodQOSClass
+}{
+	{cgroups.Guaranteed, v1.PodQOSGuaranteed},
+	{cgroups.Burstable, v1.PodQOSBurstable},
+	{cgroups.BestEffort, v1.PodQOSBestEffort},
+}
+
 // FromAPI converts a pod status QoS class; 0 for "" or an unknown value.
 func FromAPI(c v1.PodQOSClass) cgroups.QOSClass {
-	switch c {
-	case v1.PodQOSGuaranteed:
-		return cgroups.Guaranteed
-	case v1.PodQOSBurstable:
-		return cgroups.Burstable
-	case v1.PodQOSBestEffort:
-		return cgroups.BestEffort
+	for _, e := range apiClasses {
+		if e.api == c {
+			return e.class
+		}
 	}
 	return 0
 }
 
 // ToAPI converts a QoS class to the pod status value ("" for 0).
 func ToAPI(c cgroups.QOSClass) v1.PodQOSClass {
-	switch c {
-	case cgroups.Guaranteed:
-		return v1.PodQOSGuaranteed
-	case cgroups.Burstable:
-		return v1.PodQOSBurstable
-	case cgroups.BestEffort:
-		return v1.PodQOSBestEffort
+	for _, e := range apiClasses {
+		if e.class == c {
+			return e.api
+		}
 	}
 	return ""
 }

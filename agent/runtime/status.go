@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // GetPodStatus reads the runtime's view of pod uid: its sandboxes and
@@ -118,16 +120,8 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 		sortStatus(p)
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.UID < b.UID
-	})
+	ref := func(p *PodStatus) podutil.Ref { return podutil.Ref{Namespace: p.Namespace, Name: p.Name, UID: p.UID} }
+	slices.SortFunc(out, func(a, b *PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
 	return out
 }
 

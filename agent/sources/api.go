@@ -8,19 +8,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // NodePodsSelector is the field selector of the pods bound to node: the
 // API source's informer lists and watches only those.
 func NodePodsSelector(node string) string {
 	return fields.OneTermEqualSelector("spec.nodeName", node).String()
-}
-
-// IsMirrorPod reports whether pod is the API server's mirror of a static
-// pod: the agent runs the static pod, never its mirror.
-func IsMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
 }
 
 // APISource is the pods the API server binds to this node, from a pod
@@ -87,7 +82,7 @@ func (s *APISource) pods() []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(objs))
 	for _, o := range objs {
 		pod, ok := o.(*v1.Pod)
-		if !ok || IsMirrorPod(pod) {
+		if !ok || podutil.IsMirror(pod) {
 			continue
 		}
 		c := pod.DeepCopy()
@@ -95,7 +90,7 @@ func (s *APISource) pods() []*v1.Pod {
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
-		c.Annotations[AnnotationConfigSource] = SourceAPI
+		c.Annotations[podutil.AnnotationConfigSource] = SourceAPI
 		out = append(out, c)
 	}
 	return out

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 const node = "Node-1"
@@ -196,9 +198,9 @@ func TestStaticPodDefaults(t *testing.T) {
 		"namespace":        {p.Namespace, "kube-system"},
 		"uid":              {p.UID, uid},
 		"uid length":       {len(p.UID), 32},
-		"config.source":    {p.Annotations[AnnotationConfigSource], SourceFile},
-		"config.hash":      {p.Annotations[AnnotationConfigHash], string(uid)},
-		"config.seen":      {p.Annotations[AnnotationConfigSeen], "2026-05-01T12:00:00Z"},
+		"config.source":    {p.Annotations[podutil.AnnotationConfigSource], SourceFile},
+		"config.hash":      {p.Annotations[podutil.AnnotationConfigHash], string(uid)},
+		"config.seen":      {p.Annotations[podutil.AnnotationConfigSeen], "2026-05-01T12:00:00Z"},
 		"nodeName":         {p.Spec.NodeName, node},
 		"phase":            {p.Status.Phase, v1.PodPending},
 		"restartPolicy":    {p.Spec.RestartPolicy, v1.RestartPolicyOnFailure},
@@ -221,8 +223,8 @@ func TestStaticPodDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hp.Spec.Tolerations) != 0 || hp.Annotations[AnnotationConfigSource] != SourceHTTP {
-		t.Errorf("http pod: tolerations %v source %q", hp.Spec.Tolerations, hp.Annotations[AnnotationConfigSource])
+	if len(hp.Spec.Tolerations) != 0 || hp.Annotations[podutil.AnnotationConfigSource] != SourceHTTP {
+		t.Errorf("http pod: tolerations %v source %q", hp.Spec.Tolerations, hp.Annotations[podutil.AnnotationConfigSource])
 	}
 }
 
@@ -388,13 +390,13 @@ func TestStaticPodUID(t *testing.T) {
 	// A UID the manifest gives is kept.
 	given := base.DeepCopy()
 	given.UID = "0f5e1f3c-7a6b-4c1d-9e2f-3a4b5c6d7e8f"
-	if p, err := StaticPod(given, SourceFile, "/m/g.yaml", node, seenAt); err != nil || p.UID != given.UID || p.Annotations[AnnotationConfigHash] != string(given.UID) {
+	if p, err := StaticPod(given, SourceFile, "/m/g.yaml", node, seenAt); err != nil || p.UID != given.UID || p.Annotations[podutil.AnnotationConfigHash] != string(given.UID) {
 		t.Errorf("manifest UID not kept: %v %v", p, err)
 	}
 	// The seen time is not hashed: two decodes at different times agree.
 	a, err1 := StaticPod(base, SourceFile, "/m/g.yaml", node, seenAt)
 	b, err2 := StaticPod(base, SourceFile, "/m/g.yaml", node, seenAt.Add(time.Hour))
-	if err1 != nil || err2 != nil || a.UID != b.UID || a.Annotations[AnnotationConfigSeen] == b.Annotations[AnnotationConfigSeen] {
+	if err1 != nil || err2 != nil || a.UID != b.UID || a.Annotations[podutil.AnnotationConfigSeen] == b.Annotations[podutil.AnnotationConfigSeen] {
 		t.Errorf("seen time must not change the UID: %s %s (%v %v)", a.UID, b.UID, err1, err2)
 	}
 	// Formatting does not matter: the canonical JSON is hashed.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // URLSource is the static pod URL source (staticPodURL).
@@ -129,11 +131,11 @@ func (s *URLSource) poll(ctx context.Context, out chan<- Update) bool {
 func (s *URLSource) keepSeen(pods []docPod) []docPod {
 	prev := map[string]string{}
 	for _, dp := range s.last.pods {
-		prev[string(dp.pod.UID)] = dp.pod.Annotations[AnnotationConfigSeen]
+		prev[string(dp.pod.UID)] = dp.pod.Annotations[podutil.AnnotationConfigSeen]
 	}
 	for _, dp := range pods {
 		if t, ok := prev[string(dp.pod.UID)]; ok {
-			dp.pod.Annotations[AnnotationConfigSeen] = t
+			dp.pod.Annotations[podutil.AnnotationConfigSeen] = t
 		}
 	}
 	return pods

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // podServer serves whatever the test sets, after checking the headers.
@@ -139,7 +141,7 @@ func TestURLSource(t *testing.T) {
 	h := startURL(t, URLOptions{URL: srv.URL + "/pods"})
 	collect(t, h.m.Updates(), "http/ADD:a-node-1,b-node-1")
 	for _, p := range h.m.Pods() {
-		if p.Annotations[AnnotationConfigSource] != SourceHTTP || p.Spec.NodeName != node || len(p.Spec.Tolerations) != 0 {
+		if p.Annotations[podutil.AnnotationConfigSource] != SourceHTTP || p.Spec.NodeName != node || len(p.Spec.Tolerations) != 0 {
 			t.Errorf("pod %s not defaulted as an http static pod: %v %v", p.Name, p.Annotations, p.Spec.Tolerations)
 		}
 	}
@@ -208,11 +210,11 @@ func TestURLSourceUnchangedBodyIsQuiet(t *testing.T) {
 	srv.serve(http.StatusOK, manifest("a", "nginx"))
 	h := startURL(t, URLOptions{URL: srv.URL})
 	collect(t, h.m.Updates(), "http/ADD:a-node-1")
-	seen := h.m.Pods()[0].Annotations[AnnotationConfigSeen]
+	seen := h.m.Pods()[0].Annotations[podutil.AnnotationConfigSeen]
 	n := srv.requestCount()
 	waitUntil(t, "more requests", func() bool { return srv.requestCount() >= n+3 })
 	expectNone(t, h.m.Updates(), 50*time.Millisecond)
-	if got := h.m.Pods()[0].Annotations[AnnotationConfigSeen]; got != seen {
+	if got := h.m.Pods()[0].Annotations[podutil.AnnotationConfigSeen]; got != seen {
 		t.Errorf("seen changed from %s to %s", seen, got)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Merger merges the pod sets of several sources into one ordered stream
@@ -285,11 +287,11 @@ func podsDiffer(a, b *v1.Pod) bool {
 }
 
 func withoutSeen(a map[string]string) map[string]string {
-	if _, ok := a[AnnotationConfigSeen]; !ok {
+	if _, ok := a[podutil.AnnotationConfigSeen]; !ok {
 		return a
 	}
 	c := maps.Clone(a)
-	delete(c, AnnotationConfigSeen)
+	delete(c, podutil.AnnotationConfigSeen)
 	return c
 }
 

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // pod builds a pod from a short spec: "name" or "name:version" with
@@ -25,7 +27,7 @@ func pod(spec string) *v1.Pod {
 	}
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: "default", UID: types.UID(name + "-" + version),
-		Annotations: map[string]string{AnnotationConfigSeen: "t0"},
+		Annotations: map[string]string{podutil.AnnotationConfigSeen: "t0"},
 	}}
 	p.Spec.Containers = []v1.Container{{Name: "c", Image: "img:" + version}}
 	for m := range strings.SplitSeq(mods, "+") {
@@ -40,7 +42,7 @@ func pod(spec string) *v1.Pod {
 		case "spec":
 			p.Spec.Containers[0].Image = "img:other"
 		case "seen":
-			p.Annotations[AnnotationConfigSeen] = v
+			p.Annotations[podutil.AnnotationConfigSeen] = v
 		}
 	}
 	return p
@@ -153,11 +155,11 @@ func TestDiffKeepsFirstSeen(t *testing.T) {
 	t.Parallel()
 	_, had := Diff(SourceFile, nil, byName(pods("a")))
 	_, had = Diff(SourceFile, had, byName(pods("a+seen=t1")))
-	if got := had["a_default"].Annotations[AnnotationConfigSeen]; got != "t0" {
+	if got := had["a_default"].Annotations[podutil.AnnotationConfigSeen]; got != "t0" {
 		t.Errorf("seen %q, want the first t0", got)
 	}
 	ups, had := Diff(SourceFile, had, byName(pods("a+seen=t2+status=Running")))
-	if describe(ups) != "RECONCILE:a" || had["a_default"].Annotations[AnnotationConfigSeen] != "t0" || had["a_default"].Status.Phase != v1.PodRunning {
+	if describe(ups) != "RECONCILE:a" || had["a_default"].Annotations[podutil.AnnotationConfigSeen] != "t0" || had["a_default"].Status.Phase != v1.PodRunning {
 		t.Errorf("reconcile must take the status only: %s %+v", describe(ups), had["a_default"])
 	}
 }
@@ -237,7 +239,7 @@ func TestMergerSources(t *testing.T) {
 	collect(t, m.Updates(), "http/ADD:a")
 	var names []string
 	for _, p := range m.Pods() {
-		names = append(names, p.Annotations[AnnotationConfigSeen]+p.Name)
+		names = append(names, p.Annotations[podutil.AnnotationConfigSeen]+p.Name)
 	}
 	if got := strings.Join(names, ","); got != "t0a,t0b,t0a" {
 		t.Errorf("merged pods %s", got)

@@ -13,6 +13,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // docPod is a valid static pod and the document it came from.
@@ -168,7 +170,7 @@ func setKeys(pods []*v1.Pod) []string {
 // config.seen time.
 func contentDigest(p *v1.Pod) string {
 	c := p.DeepCopy()
-	delete(c.Annotations, AnnotationConfigSeen)
+	delete(c.Annotations, podutil.AnnotationConfigSeen)
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "?"

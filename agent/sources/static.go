@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kernelet/kernelet/internal/imageref"
+	"github.com/kernelet/kernelet/internal/podutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -74,9 +75,9 @@ func StaticPod(pod *v1.Pod, source, identity, nodeName string, seen time.Time) (
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[AnnotationConfigSource] = source
-	p.Annotations[AnnotationConfigHash] = string(uid)
-	p.Annotations[AnnotationConfigSeen] = seen.UTC().Format(time.RFC3339Nano)
+	p.Annotations[podutil.AnnotationConfigSource] = source
+	p.Annotations[podutil.AnnotationConfigHash] = string(uid)
+	p.Annotations[podutil.AnnotationConfigSeen] = seen.UTC().Format(time.RFC3339Nano)
 	p.Spec.NodeName = nodeName
 	p.Status = v1.PodStatus{Phase: v1.PodPending}
 	if source == SourceFile {

@@ -10,22 +10,17 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Source names, the Update.Source of each source and the value of the
-// kubernetes.io/config.source annotation.
+// kubernetes.io/config.source annotation (podutil.AnnotationConfigSource)
+// on its pods.
 const (
-	SourceFile = "file"
-	SourceHTTP = "http"
-	SourceAPI  = "api"
-)
-
-// Annotations kubelet sets on the pods of its sources.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigSeen   = "kubernetes.io/config.seen"
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+	SourceFile = podutil.SourceFile
+	SourceHTTP = podutil.SourceHTTP
+	SourceAPI  = podutil.SourceAPI
 )
 
 // DefaultCheckFrequency is kubelet's fileCheckFrequency and

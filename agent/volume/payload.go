@@ -3,13 +3,11 @@ package volume
 import (
 	"fmt"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // fileMode is the mode of an item: its own when set, else def.
@@ -90,54 +88,14 @@ func SecretPayload(s *v1.Secret, items []v1.KeyToPath, def os.FileMode, optional
 	return project(keyData(s.Data), items, def, optional, "references non-existent secret key: %s")
 }
 
-// FormatMap renders labels or annotations as the downward API does: one
-// key="value" line per key, sorted, values quoted, no final newline.
-func FormatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(k + "=" + strconv.Quote(m[k]))
-	}
-	return b.String()
-}
-
-// subscript splits "metadata.labels['key']" into its key.
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
+// fieldValue is the value of a downward API volume field of pod: the
+// metadata fields podutil.FieldValue resolves without addresses.
+func fieldValue(pod *v1.Pod, path string) (string, error) {
+	v, ok := podutil.FieldValue(pod, path, nil)
 	if !ok {
-		return "", false
+		return "", fmt.Errorf("%w: downward API field %q", ErrUnsupported, path)
 	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// FieldValue is the value of a downward API volume field of pod.
-func FieldValue(pod *v1.Pod, path string) (string, error) {
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return FormatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return FormatMap(pod.Annotations), nil
-	}
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
-	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
-	}
-	return "", fmt.Errorf("%w: downward API field %q", ErrUnsupported, path)
+	return v, nil
 }
 
 // DownwardAPIPayload is the files of downward API items of pod;
@@ -149,7 +107,7 @@ func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, def os.Fi
 		var err error
 		switch {
 		case it.FieldRef != nil:
-			v, err = FieldValue(pod, it.FieldRef.FieldPath)
+			v, err = fieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
 			v, err = resourceValue(pod, it.ResourceFieldRef, nodeAllocatable)
 		default:

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Manager writes the node's pod statuses, mirror pods and final deletions
@@ -110,7 +112,7 @@ func (m *Manager) SetStaticPods(pods []*v1.Pod) {
 func (m *Manager) Terminated(pod *v1.Pod) {
 	m.mu.Lock()
 	delete(m.entries, pod.UID)
-	if !IsStatic(pod) {
+	if !podutil.IsStatic(pod) {
 		m.finalize[pod.UID] = pod
 	}
 	m.mu.Unlock()
@@ -173,7 +175,7 @@ func (m *Manager) target(pod *v1.Pod) *v1.Pod {
 	if err != nil {
 		return nil
 	}
-	if IsStatic(pod) {
+	if podutil.IsStatic(pod) {
 		if !IsMirrorOf(api, pod) || api.DeletionTimestamp != nil {
 			return nil
 		}

@@ -6,44 +6,23 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
-
-// Annotations of static and mirror pods (kubelet's).
-const (
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	// SourceAPI is the config.source of pods from the API server.
-	SourceAPI = "api"
-)
-
-// IsStatic reports whether pod came from a static source (file or URL).
-func IsStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[AnnotationConfigSource]
-	return ok && src != SourceAPI
-}
-
-// IsMirror reports whether pod is a mirror pod.
-func IsMirror(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
-}
 
 // IsMirrorOf reports whether mirror is the mirror of the static pod: its
 // config.mirror annotation is the static pod's config.hash.
 func IsMirrorOf(mirror, static *v1.Pod) bool {
-	h, ok := mirror.Annotations[AnnotationConfigMirror]
+	h, ok := mirror.Annotations[podutil.AnnotationConfigMirror]
 	return ok && h == staticHash(static)
 }
 
 func staticHash(static *v1.Pod) string {
-	if h := static.Annotations[AnnotationConfigHash]; h != "" {
+	if h := static.Annotations[podutil.AnnotationConfigHash]; h != "" {
 		return h
 	}
 	return string(static.UID)
 }
-
-func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
 // MirrorPod is the mirror of the static pod on node nodeName (whose Node
 // has UID nodeUID): the static pod's name, namespace, labels, annotations
@@ -62,7 +41,7 @@ func MirrorPod(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}
-	m.Annotations[AnnotationConfigMirror] = staticHash(static)
+	m.Annotations[podutil.AnnotationConfigMirror] = staticHash(static)
 	m.Spec.NodeName = nodeName
 	if nodeUID != "" {
 		ctrl := true
@@ -92,25 +71,25 @@ type MirrorPlan struct {
 func MirrorActions(statics, api []*v1.Pod) MirrorPlan {
 	byName := make(map[string]*v1.Pod, len(api))
 	for _, p := range api {
-		byName[fullName(p)] = p
+		byName[podutil.FullName(p)] = p
 	}
 	var plan MirrorPlan
 	wanted := map[string]bool{}
 	for _, s := range statics {
-		fn := fullName(s)
+		fn := podutil.FullName(s)
 		wanted[fn] = true
 		m, ok := byName[fn]
 		switch {
 		case !ok:
 			plan.Create = append(plan.Create, s)
-		case !IsMirror(m):
+		case !podutil.IsMirror(m):
 			plan.Conflicts = append(plan.Conflicts, s)
 		case m.DeletionTimestamp != nil || !IsMirrorOf(m, s):
 			plan.Delete = append(plan.Delete, m)
 		}
 	}
 	for _, p := range api {
-		if IsMirror(p) && !wanted[fullName(p)] {
+		if podutil.IsMirror(p) && !wanted[podutil.FullName(p)] {
 			plan.Delete = append(plan.Delete, p)
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 func staticPod(name, hash string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", UID: types.UID(hash),
 		Labels:      map[string]string{"app": name},
-		Annotations: map[string]string{AnnotationConfigSource: "file", AnnotationConfigHash: hash}},
+		Annotations: map[string]string{podutil.AnnotationConfigSource: podutil.SourceFile, podutil.AnnotationConfigHash: hash}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}}
 }
 
@@ -32,7 +34,7 @@ func names(ps []*v1.Pod) []string {
 func TestMirrorPod(t *testing.T) {
 	s := staticPod("web-node-1", "h1")
 	m := MirrorPod(s, "node-1", "node-uid")
-	if m.Annotations[AnnotationConfigMirror] != "h1" || m.Annotations[AnnotationConfigHash] != "h1" {
+	if m.Annotations[podutil.AnnotationConfigMirror] != "h1" || m.Annotations[podutil.AnnotationConfigHash] != "h1" {
 		t.Errorf("annotations %v", m.Annotations)
 	}
 	if m.UID != "" || m.Spec.NodeName != "node-1" || m.Labels["app"] != "web-node-1" {
@@ -42,7 +44,7 @@ func TestMirrorPod(t *testing.T) {
 		m.OwnerReferences[0].Controller == nil || !*m.OwnerReferences[0].Controller {
 		t.Errorf("owner references %+v", m.OwnerReferences)
 	}
-	if _, ok := s.Annotations[AnnotationConfigMirror]; ok {
+	if _, ok := s.Annotations[podutil.AnnotationConfigMirror]; ok {
 		t.Error("the static pod was changed")
 	}
 	if !IsMirrorOf(m, s) || IsMirrorOf(m, staticPod("web-node-1", "h2")) {

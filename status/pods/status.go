@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // OwnedConditions are the pod conditions the agent computes; any other
@@ -19,11 +21,6 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,
 	v1.PodReady:                  true,
-}
-
-// IsTerminal reports whether phase is Succeeded or Failed.
-func IsTerminal(phase v1.PodPhase) bool {
-	return phase == v1.PodSucceeded || phase == v1.PodFailed
 }
 
 // MergeStatus is the status to send for a pod whose API server status is
@@ -45,7 +42,7 @@ func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	}
 	// The API server's own conditions first, in its order, then ours.
 	out.Conditions = append(conds, out.Conditions...)
-	if IsTerminal(api.Phase) && !IsTerminal(out.Phase) {
+	if podutil.IsTerminal(api.Phase) && !podutil.IsTerminal(out.Phase) {
 		out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
 	}
 	if out.StartTime == nil && api.StartTime != nil {

@@ -19,16 +19,17 @@ var allowedImports = map[string]bool{
 	"hash/fnv": true, "io": true, "maps": true, "math": true, "net": true, "os": true,
 	"path": true, "path/filepath": true, "reflect": true, "slices": true, "strconv": true,
 	"strings": true, "time": true,
-	"k8s.io/api/core/v1":                      true,
-	"k8s.io/api/node/v1":                      true,
-	"k8s.io/apimachinery/pkg/api/errors":      true,
-	"k8s.io/apimachinery/pkg/api/resource":    true,
-	"k8s.io/apimachinery/pkg/util/validation": true,
-	"k8s.io/cri-api/pkg/apis/runtime/v1":      true, // the CRI message types, not the client
-	"k8s.io/kubelet/pkg/types":                true,
-	"github.com/kernelet/kernelet/agent/qos":  true,
-	"github.com/kernelet/kernelet/cgroups":    true, // CPUShares, CPUQuota
-	"github.com/kernelet/kernelet/oom":        true, // ScoreAdj
+	"k8s.io/api/core/v1":                            true,
+	"k8s.io/api/node/v1":                            true,
+	"k8s.io/apimachinery/pkg/api/errors":            true,
+	"k8s.io/apimachinery/pkg/api/resource":          true,
+	"k8s.io/apimachinery/pkg/util/validation":       true,
+	"k8s.io/cri-api/pkg/apis/runtime/v1":            true, // the CRI message types, not the client
+	"k8s.io/kubelet/pkg/types":                      true,
+	"github.com/kernelet/kernelet/agent/qos":        true,
+	"github.com/kernelet/kernelet/cgroups":          true, // CPUShares, CPUQuota
+	"github.com/kernelet/kernelet/internal/podutil": true, // pod identity, downward-API fields
+	"github.com/kernelet/kernelet/oom":              true, // ScoreAdj
 }
 
 // allowedCalls bound what the builders use of the imported packages that

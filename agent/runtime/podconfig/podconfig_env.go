@@ -3,6 +3,7 @@ package podconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Expand replaces the variable references $(NAME) in s by their values, as
@@ -136,41 +139,42 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runti
 	return out, nil
 }
 
-// sourceData is the data of the configMap or secret an env source names;
-// nil, nil when it is missing and optional.
+// sourceData is the data of the configMap or secret an env source names
+// (a configMap's binaryData after its data); nil, nil when it is missing
+// and optional.
 func sourceData(isConfigMap bool, name string, optional *bool, opts ContainerOptions) (map[string]string, error) {
-	opt := optional != nil && *optional
-	out := map[string]string{}
+	kind, available := "secret", opts.Secret != nil
 	if isConfigMap {
-		if opts.ConfigMap == nil {
-			return nil, fmt.Errorf("configmap %q: %w: no API server", name, ErrUnsupported)
-		}
-		cm, err := opts.ConfigMap(name)
-		if apierrors.IsNotFound(err) && opt {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range cm.Data {
-			out[k] = v
-		}
-		for k, v := range cm.BinaryData {
-			out[k] = string(v)
-		}
-		return out, nil
+		kind, available = "configmap", opts.ConfigMap != nil
 	}
-	if opts.Secret == nil {
-		return nil, fmt.Errorf("secret %q: %w: no API server", name, ErrUnsupported)
+	if !available {
+		return nil, fmt.Errorf("%s %q: %w: no API server", kind, name, ErrUnsupported)
 	}
-	s, err := opts.Secret(name)
-	if apierrors.IsNotFound(err) && opt {
+	var data map[string]string
+	var binary map[string][]byte
+	var err error
+	if isConfigMap {
+		var cm *v1.ConfigMap
+		if cm, err = opts.ConfigMap(name); err == nil {
+			data, binary = cm.Data, cm.BinaryData
+		}
+	} else {
+		var sec *v1.Secret
+		if sec, err = opts.Secret(name); err == nil {
+			binary = sec.Data
+		}
+	}
+	if apierrors.IsNotFound(err) && optional != nil && *optional {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range s.Data {
+	out := maps.Clone(data)
+	if out == nil {
+		out = make(map[string]string, len(binary))
+	}
+	for k, v := range binary {
 		out[k] = string(v)
 	}
 	return out, nil
@@ -194,13 +198,8 @@ func envFromSource(pod *v1.Pod, from *v1.EnvFromSource, opts ContainerOptions, e
 	if err != nil {
 		return fmt.Errorf("envFrom: %w", err)
 	}
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var invalid []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		n := from.Prefix + k
 		if len(validation.IsRelaxedEnvVarName(n)) > 0 {
 			invalid = append(invalid, n)
@@ -240,52 +239,14 @@ func keyRefValue(pod *v1.Pod, src *v1.EnvVarSource, opts ContainerOptions) (stri
 	return v, true, nil
 }
 
-// subscript splits "metadata.labels['key']" into its key, when path has
-// the form prefix['key'].
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
 // fieldRefValue resolves a downward-API field path for an environment
-// variable.
+// variable: one of the fields envFieldRef accepts.
 func fieldRefValue(pod *v1.Pod, path string, opts ContainerOptions) (string, error) {
-	first := func(l []string) string {
-		if len(l) == 0 {
-			return ""
-		}
-		return l[0]
+	v, ok := podutil.FieldValue(pod, path, &podutil.Addresses{HostIPs: opts.HostIPs, PodIPs: opts.PodIPs})
+	if !ok || !envFieldRef(path) {
+		return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
 	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return first(opts.HostIPs), nil
-	case "status.hostIPs":
-		return strings.Join(opts.HostIPs, ","), nil
-	case "status.podIP":
-		return first(opts.PodIPs), nil
-	case "status.podIPs":
-		return strings.Join(opts.PodIPs, ","), nil
-	}
-	if k, ok := subscript(path, "metadata.labels"); ok {
-		return pod.Labels[k], nil
-	}
-	if k, ok := subscript(path, "metadata.annotations"); ok {
-		return pod.Annotations[k], nil
-	}
-	return "", fmt.Errorf("%w: fieldRef %q", ErrUnsupported, path)
+	return v, nil
 }
 
 // ResourceFieldRefValue is the value of a resourceFieldRef of container c

@@ -163,7 +163,10 @@ func TestContainerEnv(t *testing.T) {
 
 func TestContainerEnvFromObjects(t *testing.T) {
 	yes := true
-	cms := map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"B": "b", "A": "a", "bad=key": "x"}}}
+	cms := map[string]*v1.ConfigMap{
+		"cfg": {Data: map[string]string{"B": "b", "A": "a", "bad=key": "x"}},
+		"bin": {Data: map[string]string{"T": "text"}, BinaryData: map[string][]byte{"RAW": []byte("bytes")}},
+	}
 	secs := map[string]*v1.Secret{"sec": {Data: map[string][]byte{"PW": []byte("s3cret")}}}
 	opts := ContainerOptions{
 		ConfigMap: func(n string) (*v1.ConfigMap, error) {
@@ -204,6 +207,11 @@ func TestContainerEnvFromObjects(t *testing.T) {
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "InvalidEnvironmentVariableNames: Keys [P_bad=key] from the EnvFrom configMap") {
 		t.Errorf("warnings = %q", warnings)
+	}
+	bin := &v1.Container{Name: "app", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "bin"}}}},
+		Env: []v1.EnvVar{{Name: "R", ValueFrom: cmRef("bin", "RAW", nil)}}}
+	if got, err := ContainerEnv(envPod(), bin, opts); err != nil || envOf(got) != "RAW=bytes;T=text;R=bytes;" {
+		t.Errorf("binaryData env = %s, %v; want RAW=bytes;T=text;R=bytes;", envOf(got), err)
 	}
 	for _, tc := range []struct {
 		env  v1.EnvVar

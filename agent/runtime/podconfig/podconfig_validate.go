@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // volumeKind names the source of a volume as the API does ("configMap",
@@ -65,6 +67,14 @@ var supportedFieldRefs = map[string]bool{
 	"metadata.name": true, "metadata.namespace": true, "metadata.uid": true,
 	"spec.nodeName": true, "spec.serviceAccountName": true,
 	"status.hostIP": true, "status.hostIPs": true, "status.podIP": true, "status.podIPs": true,
+}
+
+// envFieldRef reports whether an env var can name the downward-API field
+// path: one of supportedFieldRefs, or one label or annotation.
+func envFieldRef(path string) bool {
+	_, label := podutil.SubscriptKey(path, "metadata.labels")
+	_, annotation := podutil.SubscriptKey(path, "metadata.annotations")
+	return supportedFieldRefs[path] || label || annotation
 }
 
 // ValidatePodForRuntime lists the fields of pod that kernelet cannot run
@@ -164,10 +174,7 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		case src.FileKeyRef != nil:
 			add(p, "env %q: file references are not supported yet", e.Name)
 		case src.FieldRef != nil:
-			fp := src.FieldRef.FieldPath
-			_, label := subscript(fp, "metadata.labels")
-			_, annotation := subscript(fp, "metadata.annotations")
-			if !supportedFieldRefs[fp] && !label && !annotation {
+			if fp := src.FieldRef.FieldPath; !envFieldRef(fp) {
 				add(p, "env %q: fieldRef %q is not supported", e.Name, fp)
 			}
 		case src.ResourceFieldRef != nil:
