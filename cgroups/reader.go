@@ -253,57 +253,46 @@ func (r *Reader) Cgroup(ctx context.Context, cgroup string, want StatMask, s *Cg
 	sc := r.get()
 	defer r.put(sc)
 
-	looked, found := false, false
-	note := func(l, f bool) {
-		looked = looked || l
-		found = found || f
+	var seen sighting
+	err := readGroup(r, sc, cg, want&StatMemory != 0, &s.Memory, (*Reader).readMemory, &seen)
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatCPU != 0, &s.CPU, (*Reader).readCPU, &seen)
 	}
-	var err error
-	var l, f bool
-	if want&StatMemory != 0 {
-		if l, f, err = r.readMemory(sc, cg, &s.Memory); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.Memory = MemoryStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatIO != 0, &s.IO, (*Reader).readIO, &seen)
 	}
-	if want&StatCPU != 0 {
-		if l, f, err = r.readCPU(sc, cg, &s.CPU); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.CPU = CPUStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatPIDs != 0, &s.PIDs, (*Reader).readPIDs, &seen)
 	}
-	if want&StatIO != 0 {
-		if l, f, err = r.readIO(sc, cg, &s.IO); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.IO = IOStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatPressure != 0, &s.Pressure, (*Reader).readCgroupPressure, &seen)
 	}
-	if want&StatPIDs != 0 {
-		if l, f, err = r.readPIDs(sc, cg, &s.PIDs); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.PIDs = PIDStats{}
+	if err == nil && seen.looked && !seen.found {
+		err = ErrCgroupNotFound
 	}
-	if want&StatPressure != 0 {
-		if l, f, err = r.readCgroupPressure(sc, cg, &s.Pressure); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.Pressure = PressureStats{}
-	}
-	if looked && !found {
-		return fmt.Errorf("cgroup %s: %w", cg, ErrCgroupNotFound)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg, err)
 	}
 	return nil
+}
+
+// sighting is what the group reads of one Cgroup call saw: whether any
+// looked for the cgroup in a hierarchy, and whether any found it there.
+type sighting struct{ looked, found bool }
+
+// readGroup reads one group of values with read into dst when on, and
+// zeroes dst when not.
+func readGroup[T any](r *Reader, sc *scratch, cg string, on bool, dst *T,
+	read func(*Reader, *scratch, string, *T) (looked, found bool, err error), seen *sighting) error {
+	if !on {
+		var zero T
+		*dst = zero
+		return nil
+	}
+	looked, found, err := read(r, sc, cg, dst)
+	seen.looked = seen.looked || looked
+	seen.found = seen.found || found
+	return err
 }
 
 // CgroupByID is Cgroup for the cgroup with id in space (see Resolve).
