@@ -15,28 +15,14 @@ import (
 // delivering CgroupEvent events; see OpenOOMTracer for modes, errors and
 // lifetime.
 func OpenCgroupTracer(ctx context.Context, opts Options) (*CgroupTracer, error) {
-	s, err := openStream(ctx, cgroupFamily, opts, decodeCgroupEvent)
-	if err != nil {
-		return nil, err
-	}
-	return &CgroupTracer{s: s}, nil
-}
-
-var cgroupFamily = &family{
-	name:   "cgroup/cgroup_mkdir,cgroup_rmdir",
-	spec:   loadCgroup,
-	events: "cg_events",
-	drops:  "cg_drops",
-	plan:   planCgroup,
+	return openTracer(ctx, &family{name: "cgroup/cgroup_mkdir,cgroup_rmdir", spec: loadCgroup,
+		events: "cg_events", drops: "cg_drops", plan: planCgroup}, opts, decodeCgroupEvent)
 }
 
 func planCgroup(env *attachEnv) (plan, error) {
 	switch env.mode {
 	case ModeTpBTF, ModeRawTP:
-		suffix := "btf"
-		if env.mode == ModeRawTP {
-			suffix = "raw"
-		}
+		suffix := btfOrRaw(env.mode)
 		return plan{progs: []progRef{
 			{name: "kl_cg_mkdir_" + suffix, label: "cgroup_mkdir", hook: "cgroup_mkdir"},
 			{name: "kl_cg_rmdir_" + suffix, label: "cgroup_rmdir", hook: "cgroup_rmdir"},

@@ -14,28 +14,15 @@ import (
 // per process by default, one per thread with opts.AllThreads. See
 // OpenOOMTracer for modes, errors and lifetime.
 func OpenExitTracer(ctx context.Context, opts Options) (*ExitTracer, error) {
-	s, err := openStream(ctx, exitFamily, opts, decodeProcessExit)
-	if err != nil {
-		return nil, err
-	}
-	return &ExitTracer{s: s}, nil
-}
-
-var exitFamily = &family{
-	name:   "sched/sched_process_exit",
-	spec:   loadExit,
-	events: "exit_events",
-	drops:  "exit_drops",
-	plan:   planExit,
+	return openTracer(ctx, &family{name: "sched/sched_process_exit", spec: loadExit,
+		events: "exit_events", drops: "exit_drops", plan: planExit}, opts, decodeProcessExit)
 }
 
 func planExit(env *attachEnv) (plan, error) {
 	var p progRef
 	switch env.mode {
-	case ModeTpBTF:
-		p = progRef{name: "kl_exit_btf", label: "process_exit", hook: "sched_process_exit"}
-	case ModeRawTP:
-		p = progRef{name: "kl_exit_raw", label: "process_exit", hook: "sched_process_exit"}
+	case ModeTpBTF, ModeRawTP:
+		p = progRef{name: "kl_exit_" + btfOrRaw(env.mode), label: "process_exit", hook: "sched_process_exit"}
 	case ModeTracepoint:
 		if _, err := readTracepointFormat(env.tracefs, "sched", "sched_process_exit"); err != nil {
 			return plan{}, err

@@ -13,19 +13,8 @@ import (
 // (vmscan/mm_vmscan_memcg_reclaim_begin and _end) and starts delivering
 // ReclaimStall events; see OpenOOMTracer for modes, errors and lifetime.
 func OpenReclaimTracer(ctx context.Context, opts Options) (*ReclaimTracer, error) {
-	s, err := openStream(ctx, reclaimFamily, opts, decodeReclaimStall)
-	if err != nil {
-		return nil, err
-	}
-	return &ReclaimTracer{s: s}, nil
-}
-
-var reclaimFamily = &family{
-	name:   "vmscan/mm_vmscan_memcg_reclaim",
-	spec:   loadReclaim,
-	events: "rcl_events",
-	drops:  "rcl_drops",
-	plan:   planReclaim,
+	return openTracer(ctx, &family{name: "vmscan/mm_vmscan_memcg_reclaim", spec: loadReclaim,
+		events: "rcl_events", drops: "rcl_drops", plan: planReclaim}, opts, decodeReclaimStall)
 }
 
 func planReclaim(env *attachEnv) (plan, error) {
@@ -37,10 +26,7 @@ func planReclaim(env *attachEnv) (plan, error) {
 	}
 	switch env.mode {
 	case ModeTpBTF, ModeRawTP:
-		suffix := "btf"
-		if env.mode == ModeRawTP {
-			suffix = "raw"
-		}
+		suffix := btfOrRaw(env.mode)
 		return plan{progs: []progRef{
 			{name: "kl_rcl_begin_" + suffix, label: "reclaim_begin", hook: "mm_vmscan_memcg_reclaim_begin"},
 			{name: "kl_rcl_end_" + suffix, label: "reclaim_end", hook: "mm_vmscan_memcg_reclaim_end"},

@@ -44,6 +44,15 @@ type plan struct {
 	setup func(spec *ebpf.CollectionSpec) error
 }
 
+// btfOrRaw is the suffix of a family's program for ModeTpBTF ("btf") or
+// ModeRawTP ("raw").
+func btfOrRaw(mode AttachMode) string {
+	if mode == ModeRawTP {
+		return "raw"
+	}
+	return "btf"
+}
+
 // attachEnv is what the family's planner may look at.
 type attachEnv struct {
 	mode    AttachMode
@@ -83,10 +92,10 @@ var memlockOnce = sync.OnceValue(func() error {
 	return rlimit.RemoveMemlock()
 })
 
-// openStream loads and attaches fam in the best mode that works (or the
+// openTracer loads and attaches fam in the best mode that works (or the
 // one opts.Mode forces) and starts decoding its ring buffer into the
 // events channel.
-func openStream[E any](ctx context.Context, fam *family, opts Options, decode func([]byte, AttachMode, wallClock) (E, error)) (*stream[E], error) {
+func openTracer[E any](ctx context.Context, fam *family, opts Options, decode func([]byte, AttachMode, wallClock) (E, error)) (*Tracer[E], error) {
 	logger := klog.FromContext(ctx)
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("bpf: %s: %w", fam.name, err)
@@ -109,7 +118,7 @@ func openStream[E any](ctx context.Context, fam *family, opts Options, decode fu
 				logger.V(2).Info("bpf: fell back to a lower attach mode", "family", fam.name, "mode", mode, "reasons", modeErrors(errs).Error())
 			}
 			s.start(ctx, decode)
-			return s, nil
+			return &Tracer[E]{s: s}, nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
