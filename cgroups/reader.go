@@ -224,6 +224,25 @@ func (sc *scratch) value(name string) (Value, error) {
 	return v, nil
 }
 
+// fileValue is a single-value file and where its value goes.
+type fileValue struct {
+	name string
+	dst  *Value
+}
+
+// values reads single-value files in order (each unknown when absent);
+// the first error stops it.
+func (sc *scratch) values(files ...fileValue) error {
+	for _, f := range files {
+		v, err := sc.value(f.name)
+		if err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
 // setSource records the scratch's directory in src, reusing the string
 // when it did not change.
 func (sc *scratch) setSource(src *Source, version int) {
@@ -347,19 +366,11 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 
 	if c.version == 1 {
 		s.SwapBytes = ms.SwapBytes
-		if s.UsageBytes, err = sc.value("memory.usage_in_bytes"); err != nil {
-			return true, true, err
-		}
-		if s.LimitBytes, err = sc.value("memory.limit_in_bytes"); err != nil {
+		if err := sc.values(fileValue{"memory.usage_in_bytes", &s.UsageBytes}, fileValue{"memory.limit_in_bytes", &s.LimitBytes},
+			fileValue{"memory.max_usage_in_bytes", &s.PeakBytes}, fileValue{"memory.failcnt", &s.Failcnt}); err != nil {
 			return true, true, err
 		}
 		s.LimitBytes = v1Limit(s.LimitBytes)
-		if s.PeakBytes, err = sc.value("memory.max_usage_in_bytes"); err != nil {
-			return true, true, err
-		}
-		if s.Failcnt, err = sc.value("memory.failcnt"); err != nil {
-			return true, true, err
-		}
 		b, absent, err := sc.read("memory.oom_control")
 		if err != nil {
 			return true, true, err
@@ -372,24 +383,14 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 			s.UnderOOM, s.Events.OOMKill = o.UnderOOM, o.OOMKill
 		}
 	} else {
-		if s.UsageBytes, err = sc.value("memory.current"); err != nil {
+		if err := sc.values(fileValue{"memory.current", &s.UsageBytes}, fileValue{"memory.max", &s.LimitBytes},
+			fileValue{"memory.high", &s.HighBytes}, fileValue{"memory.peak", &s.PeakBytes},
+			fileValue{"memory.swap.current", &s.SwapBytes}); err != nil {
 			return true, true, err
 		}
 		if !s.UsageBytes.Known && cg == "/" {
 			// The v2 root has no memory.current.
 			s.UsageBytes = add(s.AnonBytes, s.FileBytes)
-		}
-		if s.LimitBytes, err = sc.value("memory.max"); err != nil {
-			return true, true, err
-		}
-		if s.HighBytes, err = sc.value("memory.high"); err != nil {
-			return true, true, err
-		}
-		if s.PeakBytes, err = sc.value("memory.peak"); err != nil {
-			return true, true, err
-		}
-		if s.SwapBytes, err = sc.value("memory.swap.current"); err != nil {
-			return true, true, err
 		}
 		b, absent, err := sc.read("memory.events")
 		if err != nil {
