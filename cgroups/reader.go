@@ -333,18 +333,28 @@ func enter(sc *scratch, c ctrlMount, cg string) (looked, ok bool) {
 	return true, sc.setDir(c.m, cg)
 }
 
+// openIn enters cgroup cg under c and opens its directory. ok is false
+// when c is not available (looked false), does not have cg, or the
+// directory cannot be opened (err); src.Dir is cleared then.
+func openIn(sc *scratch, c ctrlMount, cg string, src *Source) (looked, ok bool, err error) {
+	if looked, ok = enter(sc, c, cg); ok {
+		var absent bool
+		absent, err = sc.openDir()
+		ok = err == nil && !absent
+	}
+	if !ok {
+		src.Dir = ""
+	}
+	return looked, ok, err
+}
+
 // readMemory fills s from the memory controller. looked says whether a
 // hierarchy was consulted, found whether it had the cgroup.
 func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, found bool, err error) {
 	*s = MemoryStats{Source: Source{Dir: s.Source.Dir}}
 	c := r.memory
-	if looked, ok := enter(sc, c, cg); !ok {
-		s.Source.Dir = ""
-		return looked, false, nil
-	}
-	if absent, err := sc.openDir(); err != nil || absent {
-		s.Source.Dir = ""
-		return true, false, err
+	if looked, ok, err := openIn(sc, c, cg, &s.Source); !ok {
+		return looked, false, err
 	}
 	b, absent, err := sc.read("memory.stat")
 	if err != nil || absent {
@@ -542,13 +552,8 @@ func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool,
 func (r *Reader) readPIDs(sc *scratch, cg string, s *PIDStats) (looked, found bool, err error) {
 	*s = PIDStats{Source: Source{Dir: s.Source.Dir}}
 	c := r.pids
-	if looked, ok := enter(sc, c, cg); !ok {
-		s.Source.Dir = ""
-		return looked, false, nil
-	}
-	if absent, err := sc.openDir(); err != nil || absent {
-		s.Source.Dir = ""
-		return true, false, err
+	if looked, ok, err := openIn(sc, c, cg, &s.Source); !ok {
+		return looked, false, err
 	}
 	if s.Current, err = sc.value("pids.current"); err != nil || !s.Current.Known {
 		s.Source.Dir = ""
