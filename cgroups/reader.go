@@ -366,16 +366,9 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 		return true, true, wrapParse(sc, err)
 	}
 	sc.setSource(&s.Source, c.version)
-	s.AnonBytes, s.FileBytes = ms.AnonBytes, ms.FileBytes
-	s.InactiveFileBytes, s.ActiveFileBytes = ms.InactiveFileBytes, ms.ActiveFileBytes
-	s.InactiveAnonBytes, s.ActiveAnonBytes = ms.InactiveAnonBytes, ms.ActiveAnonBytes
-	s.ShmemBytes, s.FileMappedBytes = ms.ShmemBytes, ms.FileMappedBytes
-	s.FileDirtyBytes, s.FileWritebackBytes = ms.FileDirtyBytes, ms.FileWritebackBytes
-	s.UnevictableBytes = ms.UnevictableBytes
-	s.PgFaults, s.PgMajFaults = ms.PgFaults, ms.PgMajFaults
+	s.MemoryStat = ms // SwapBytes: v1 only, v2 reads memory.swap.current
 
 	if c.version == 1 {
-		s.SwapBytes = ms.SwapBytes
 		if err := sc.values(fileValue{"memory.usage_in_bytes", &s.UsageBytes}, fileValue{"memory.limit_in_bytes", &s.LimitBytes},
 			fileValue{"memory.max_usage_in_bytes", &s.PeakBytes}, fileValue{"memory.failcnt", &s.Failcnt}); err != nil {
 			return true, true, err
