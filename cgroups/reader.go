@@ -256,6 +256,20 @@ func wrapParse(sc *scratch, err error) error {
 	return fmt.Errorf("%s: %w", sc.file(), err)
 }
 
+// parseFile reads name in sc's directory and parses it; ok is false (and
+// v the zero value) when the file is absent. A parse error names the file.
+func parseFile[T any](sc *scratch, name string, parse func([]byte) (T, error)) (v T, ok bool, err error) {
+	b, absent, err := sc.read(name)
+	if err != nil || absent {
+		return v, false, err
+	}
+	if v, err = parse(b); err != nil {
+		var zero T
+		return zero, false, wrapParse(sc, err)
+	}
+	return v, true, nil
+}
+
 // Cgroup reads the groups of values selected by want about cgroup (an
 // absolute cgroup path such as /kubepods/burstable/pod<uid>; "/" is the
 // root) into s, overwriting it. A group whose controller is not available,
@@ -374,15 +388,11 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 			return true, true, err
 		}
 		s.LimitBytes = v1Limit(s.LimitBytes)
-		b, absent, err := sc.read("memory.oom_control")
+		o, ok, err := parseFile(sc, "memory.oom_control", ParseOOMControl)
 		if err != nil {
 			return true, true, err
 		}
-		if !absent {
-			o, err := ParseOOMControl(b)
-			if err != nil {
-				return true, true, wrapParse(sc, err)
-			}
+		if ok {
 			s.UnderOOM, s.Events.OOMKill = o.UnderOOM, o.OOMKill
 		}
 	} else {
@@ -395,14 +405,8 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 			// The v2 root has no memory.current.
 			s.UsageBytes = add(s.AnonBytes, s.FileBytes)
 		}
-		b, absent, err := sc.read("memory.events")
-		if err != nil {
+		if s.Events, _, err = parseFile(sc, "memory.events", ParseMemoryEvents); err != nil {
 			return true, true, err
-		}
-		if !absent {
-			if s.Events, err = ParseMemoryEvents(b); err != nil {
-				return true, true, wrapParse(sc, err)
-			}
 		}
 	}
 	s.WorkingSetBytes = sub(s.UsageBytes, s.InactiveFileBytes)
@@ -426,17 +430,11 @@ func (r *Reader) readCPU(sc *scratch, cg string, s *CPUStats) (looked, found boo
 		}
 		if usageFound {
 			sc.setSource(&s.Source, 1)
-			b, absent, err := sc.read("cpuacct.stat")
+			st, _, err := parseFile(sc, "cpuacct.stat", ParseCPUAcctStat)
 			if err != nil {
 				return true, true, err
 			}
-			if !absent {
-				st, err := ParseCPUAcctStat(b)
-				if err != nil {
-					return true, true, wrapParse(sc, err)
-				}
-				s.UserNs, s.SystemNs = st.UserNs, st.SystemNs
-			}
+			s.UserNs, s.SystemNs = st.UserNs, st.SystemNs
 		}
 	}
 	if c := r.cpu; c.version == 1 {
