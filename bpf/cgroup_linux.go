@@ -3,67 +3,30 @@
 package bpf
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
 )
 
-// OpenCgroupTracer loads and attaches the cgroup programs
-// (cgroup/cgroup_mkdir and cgroup/cgroup_rmdir, every hierarchy) and starts
-// delivering CgroupEvent events; see OpenOOMTracer for modes, errors and
-// lifetime.
-func OpenCgroupTracer(ctx context.Context, opts Options) (*CgroupTracer, error) {
-	s, err := openStream(ctx, cgroupFamily, opts, decodeCgroupEvent)
-	if err != nil {
-		return nil, err
+// cgroupSetup writes the record layout of the tracepoints in
+// ModeTracepoint (both events share one, event class "cgroup").
+func cgroupSetup(env *attachEnv, formats []tpFormat) (func(*ebpf.CollectionSpec) error, error) {
+	if env.mode != ModeTracepoint {
+		return nil, nil
 	}
-	return &CgroupTracer{s: s}, nil
-}
-
-var cgroupFamily = &family{
-	name:   "cgroup/cgroup_mkdir,cgroup_rmdir",
-	spec:   loadCgroup,
-	events: "cg_events",
-	drops:  "cg_drops",
-	plan:   planCgroup,
-}
-
-func planCgroup(env *attachEnv) (plan, error) {
-	switch env.mode {
-	case ModeTpBTF, ModeRawTP:
-		suffix := "btf"
-		if env.mode == ModeRawTP {
-			suffix = "raw"
+	var l cgroupCgroupTpLayout
+	for i, name := range []string{"cgroup_mkdir", "cgroup_rmdir"} {
+		k, err := cgroupTracepointLayout(formats[i])
+		if err != nil {
+			return nil, fmt.Errorf("tracepoint cgroup/%s: %w", name, err)
 		}
-		return plan{progs: []progRef{
-			{name: "kl_cg_mkdir_" + suffix, label: "cgroup_mkdir", hook: "cgroup_mkdir"},
-			{name: "kl_cg_rmdir_" + suffix, label: "cgroup_rmdir", hook: "cgroup_rmdir"},
-		}}, nil
-	case ModeTracepoint:
-		var l cgroupCgroupTpLayout
-		for _, name := range []string{"cgroup_mkdir", "cgroup_rmdir"} {
-			f, err := readTracepointFormat(env.tracefs, "cgroup", name)
-			if err != nil {
-				return plan{}, err
-			}
-			// Both events share one record layout (event class "cgroup").
-			k, err := cgroupTracepointLayout(f)
-			if err != nil {
-				return plan{}, fmt.Errorf("tracepoint cgroup/%s: %w", name, err)
-			}
-			if name != "cgroup_mkdir" && k != l {
-				return plan{}, errors.New("tracepoints cgroup/cgroup_mkdir and cgroup_rmdir differ in layout")
-			}
-			l = k
+		if i > 0 && k != l {
+			return nil, errors.New("tracepoints cgroup/cgroup_mkdir and cgroup_rmdir differ in layout")
 		}
-		return plan{progs: []progRef{
-			{name: "kl_cg_mkdir_tp", label: "cgroup_mkdir", hook: "cgroup/cgroup_mkdir"},
-			{name: "kl_cg_rmdir_tp", label: "cgroup_rmdir", hook: "cgroup/cgroup_rmdir"},
-		}, setup: func(spec *ebpf.CollectionSpec) error { return setVariable(spec, "cgroup_tp", l) }}, nil
+		l = k
 	}
-	return plan{}, fmt.Errorf("unknown attach mode %v", env.mode)
+	return func(spec *ebpf.CollectionSpec) error { return setVariable(spec, "cgroup_tp", l) }, nil
 }
 
 func cgroupTracepointLayout(f tpFormat) (cgroupCgroupTpLayout, error) {

@@ -110,19 +110,47 @@ func shortRecord(what string, got, want int) error {
 	return fmt.Errorf("bpf: %s record of %d bytes, want %d", what, got, want)
 }
 
+// stamp checks that b holds a whole record of what (size bytes) and
+// returns when the record was made: every record starts with its ktime
+// (CLOCK_MONOTONIC ns), as wall-clock time and as the ktime.
+func stamp(b []byte, what string, size int, wall wallClock) (time.Time, time.Duration, error) {
+	if len(b) < size {
+		return time.Time{}, 0, shortRecord(what, len(b), size)
+	}
+	k := u64(b, 0)
+	return wall(k), time.Duration(k), nil
+}
+
+// memcgV1ID is the v1 memcg id at off where known says the record has it.
+func memcgV1ID(b []byte, known Fields, off int) uint64 {
+	if !known.Has(FieldMemcgV1ID) {
+		return 0
+	}
+	return u64(b, off)
+}
+
+// memcgUsage is the memcg usage and limit at off and off+8 where known
+// says the record has them.
+func memcgUsage(b []byte, known Fields, off int) (usage, limit uint64) {
+	if !known.Has(FieldMemcgUsage) {
+		return 0, 0
+	}
+	return u64(b, off), u64(b, off+8)
+}
+
 // wallClock converts a CLOCK_MONOTONIC time in ns (bpf_ktime_get_ns) to
 // wall-clock time.
 type wallClock func(ktime uint64) time.Time
 
 func decodeOOMKill(b []byte, mode AttachMode, wall wallClock) (OOMKill, error) {
-	if len(b) < oomEventSize {
-		return OOMKill{}, shortRecord("oom", len(b), oomEventSize)
+	t, k, err := stamp(b, "oom", oomEventSize, wall)
+	if err != nil {
+		return OOMKill{}, err
 	}
-	k := u64(b, oomOffKtime)
 	known := Fields(u64(b, oomOffKnown))
 	ev := OOMKill{
-		Time:          wall(k),
-		Ktime:         time.Duration(k),
+		Time:          t,
+		Ktime:         k,
 		Mode:          mode,
 		Known:         known,
 		Pid:           int(u32(b, oomOffPid)),
@@ -140,25 +168,20 @@ func decodeOOMKill(b []byte, mode AttachMode, wall wallClock) (OOMKill, error) {
 		KillerTgid:    int(u32(b, oomOffKillerTgid)),
 		KillerComm:    cstring(b, oomOffKillerComm, commLen),
 	}
-	if known.Has(FieldMemcgV1ID) {
-		ev.MemcgV1ID = u64(b, oomOffMemcgID)
-	}
-	if known.Has(FieldMemcgUsage) {
-		ev.MemcgUsageBytes = u64(b, oomOffMemcgUsage)
-		ev.MemcgLimitBytes = u64(b, oomOffMemcgLimit)
-	}
+	ev.MemcgV1ID = memcgV1ID(b, known, oomOffMemcgID)
+	ev.MemcgUsageBytes, ev.MemcgLimitBytes = memcgUsage(b, known, oomOffMemcgUsage)
 	return ev, nil
 }
 
 func decodeReclaimStall(b []byte, mode AttachMode, wall wallClock) (ReclaimStall, error) {
-	if len(b) < reclaimEventSize {
-		return ReclaimStall{}, shortRecord("reclaim", len(b), reclaimEventSize)
+	t, k, err := stamp(b, "reclaim", reclaimEventSize, wall)
+	if err != nil {
+		return ReclaimStall{}, err
 	}
-	k := u64(b, rclOffKtime)
 	known := Fields(u64(b, rclOffKnown))
 	ev := ReclaimStall{
-		Time:        wall(k),
-		Ktime:       time.Duration(k),
+		Time:        t,
+		Ktime:       k,
 		Mode:        mode,
 		Known:       known,
 		Duration:    time.Duration(u64(b, rclOffDuration)),
@@ -170,26 +193,21 @@ func decodeReclaimStall(b []byte, mode AttachMode, wall wallClock) (ReclaimStall
 		Comm:        cstring(b, rclOffComm, commLen),
 		CgroupID:    u64(b, rclOffCgroupID),
 	}
-	if known.Has(FieldMemcgV1ID) {
-		ev.MemcgV1ID = u64(b, rclOffMemcgID)
-	}
-	if known.Has(FieldMemcgUsage) {
-		ev.MemcgUsageBytes = u64(b, rclOffMemcgUsage)
-		ev.MemcgLimitBytes = u64(b, rclOffMemcgLimit)
-	}
+	ev.MemcgV1ID = memcgV1ID(b, known, rclOffMemcgID)
+	ev.MemcgUsageBytes, ev.MemcgLimitBytes = memcgUsage(b, known, rclOffMemcgUsage)
 	return ev, nil
 }
 
 func decodeProcessExit(b []byte, mode AttachMode, wall wallClock) (ProcessExit, error) {
-	if len(b) < exitEventSize {
-		return ProcessExit{}, shortRecord("exit", len(b), exitEventSize)
+	t, k, err := stamp(b, "exit", exitEventSize, wall)
+	if err != nil {
+		return ProcessExit{}, err
 	}
-	k := u64(b, exitOffKtime)
 	known := Fields(u64(b, exitOffKnown))
 	status := u32(b, exitOffExitCode)
 	ev := ProcessExit{
-		Time:        wall(k),
-		Ktime:       time.Duration(k),
+		Time:        t,
+		Ktime:       k,
 		Mode:        mode,
 		Known:       known,
 		Pid:         int(u32(b, exitOffPid)),
@@ -207,20 +225,18 @@ func decodeProcessExit(b []byte, mode AttachMode, wall wallClock) (ProcessExit, 
 	if known.Has(FieldStartTime) {
 		ev.Start = wall(u64(b, exitOffStart))
 	}
-	if known.Has(FieldMemcgV1ID) {
-		ev.MemcgV1ID = u64(b, exitOffMemcgID)
-	}
+	ev.MemcgV1ID = memcgV1ID(b, known, exitOffMemcgID)
 	return ev, nil
 }
 
 func decodeCgroupEvent(b []byte, mode AttachMode, wall wallClock) (CgroupEvent, error) {
-	if len(b) < cgroupEventSize {
-		return CgroupEvent{}, shortRecord("cgroup", len(b), cgroupEventSize)
+	t, k, err := stamp(b, "cgroup", cgroupEventSize, wall)
+	if err != nil {
+		return CgroupEvent{}, err
 	}
-	k := u64(b, cgOffKtime)
 	return CgroupEvent{
-		Time:        wall(k),
-		Ktime:       time.Duration(k),
+		Time:        t,
+		Ktime:       k,
 		Mode:        mode,
 		Op:          CgroupOp(u32(b, cgOffOp)),
 		HierarchyID: int(u32(b, cgOffHierarchyID)),

@@ -7,9 +7,10 @@
 // Tracers: OpenOOMTracer (OOMKill, oom/mark_victim), OpenReclaimTracer
 // (ReclaimStall, vmscan/mm_vmscan_memcg_reclaim_begin/_end),
 // OpenExitTracer (ProcessExit, sched/sched_process_exit) and
-// OpenCgroupTracer (CgroupEvent, cgroup/cgroup_mkdir and _rmdir). Each
-// attaches in the best mode that works — tp_btf, then raw_tp, then a
-// tracefs tracepoint — or in the one Options.Mode forces, and fails with
+// OpenCgroupTracer (CgroupEvent, cgroup/cgroup_mkdir and _rmdir); the four
+// tracer types are instances of one generic Tracer[E]. Each attaches in
+// the best mode that works — tp_btf, then raw_tp, then a tracefs
+// tracepoint — or in the one Options.Mode forces, and fails with
 // an error wrapping ErrUnavailable that names what each mode lacked. What
 // an event knows depends on the mode (the tracepoint mode of the OOM
 // tracer has no task, hence no cgroups); every event says so in Known.

@@ -3,51 +3,15 @@
 package bpf
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/cilium/ebpf"
 )
 
-// OpenExitTracer loads and attaches the process exit program
-// (sched/sched_process_exit) and starts delivering ProcessExit events: one
-// per process by default, one per thread with opts.AllThreads. See
-// OpenOOMTracer for modes, errors and lifetime.
-func OpenExitTracer(ctx context.Context, opts Options) (*ExitTracer, error) {
-	s, err := openStream(ctx, exitFamily, opts, decodeProcessExit)
-	if err != nil {
-		return nil, err
-	}
-	return &ExitTracer{s: s}, nil
-}
-
-var exitFamily = &family{
-	name:   "sched/sched_process_exit",
-	spec:   loadExit,
-	events: "exit_events",
-	drops:  "exit_drops",
-	plan:   planExit,
-}
-
-func planExit(env *attachEnv) (plan, error) {
-	var p progRef
-	switch env.mode {
-	case ModeTpBTF:
-		p = progRef{name: "kl_exit_btf", label: "process_exit", hook: "sched_process_exit"}
-	case ModeRawTP:
-		p = progRef{name: "kl_exit_raw", label: "process_exit", hook: "sched_process_exit"}
-	case ModeTracepoint:
-		if _, err := readTracepointFormat(env.tracefs, "sched", "sched_process_exit"); err != nil {
-			return plan{}, err
-		}
-		p = progRef{name: "kl_exit_tp", label: "process_exit", hook: "sched/sched_process_exit"}
-	default:
-		return plan{}, fmt.Errorf("unknown attach mode %v", env.mode)
-	}
-	return plan{progs: []progRef{p}, setup: func(spec *ebpf.CollectionSpec) error {
+// exitSetup makes the program report every thread with opts.AllThreads.
+func exitSetup(env *attachEnv, _ []tpFormat) (func(*ebpf.CollectionSpec) error, error) {
+	return func(spec *ebpf.CollectionSpec) error {
 		if !env.opts.AllThreads {
 			return nil
 		}
 		return setVariable(spec, "exit_all_threads", uint32(1))
-	}}, nil
+	}, nil
 }

@@ -3,26 +3,12 @@
 package bpf
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 )
-
-// OpenOOMTracer loads and attaches the OOM kill programs (oom/mark_victim)
-// in the best attach mode that works here, or the one opts.Mode forces,
-// and starts delivering OOMKill events. The tracer closes when ctx ends or
-// Close is called. When no mode works the error wraps ErrUnavailable and
-// names what each mode lacked.
-func OpenOOMTracer(ctx context.Context, opts Options) (*OOMTracer, error) {
-	s, err := openStream(ctx, oomFamily, opts, decodeOOMKill)
-	if err != nil {
-		return nil, err
-	}
-	return &OOMTracer{s: s}, nil
-}
 
 // oomPidHook, set by tests, makes the tp_btf and raw_tp modes take the
 // path of kernels before 6.8 (victim by pid, task from the SIGKILL) on this
@@ -31,21 +17,10 @@ func OpenOOMTracer(ctx context.Context, opts Options) (*OOMTracer, error) {
 // kernels at hand all pass the task to mark_victim.
 var oomPidHook string
 
-var oomFamily = &family{
-	name:   "oom/mark_victim",
-	spec:   loadOom,
-	events: "oom_events",
-	drops:  "oom_drops",
-	plan:   planOOM,
-}
-
 func planOOM(env *attachEnv) (plan, error) {
 	switch env.mode {
 	case ModeTpBTF, ModeRawTP:
-		suffix := "btf"
-		if env.mode == ModeRawTP {
-			suffix = "raw"
-		}
+		suffix := btfOrRaw(env.mode)
 		takesTask, err := markVictimTakesTask(env.kernel)
 		if err != nil {
 			return plan{}, err

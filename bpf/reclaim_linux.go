@@ -3,70 +3,31 @@
 package bpf
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/cilium/ebpf"
 )
 
-// OpenReclaimTracer loads and attaches the memcg reclaim programs
-// (vmscan/mm_vmscan_memcg_reclaim_begin and _end) and starts delivering
-// ReclaimStall events; see OpenOOMTracer for modes, errors and lifetime.
-func OpenReclaimTracer(ctx context.Context, opts Options) (*ReclaimTracer, error) {
-	s, err := openStream(ctx, reclaimFamily, opts, decodeReclaimStall)
-	if err != nil {
-		return nil, err
-	}
-	return &ReclaimTracer{s: s}, nil
-}
-
-var reclaimFamily = &family{
-	name:   "vmscan/mm_vmscan_memcg_reclaim",
-	spec:   loadReclaim,
-	events: "rcl_events",
-	drops:  "rcl_drops",
-	plan:   planReclaim,
-}
-
-func planReclaim(env *attachEnv) (plan, error) {
-	minStall := func(spec *ebpf.CollectionSpec) error {
-		if env.opts.MinStall <= 0 {
-			return nil
-		}
-		return setVariable(spec, "min_duration_ns", uint64(env.opts.MinStall.Nanoseconds()))
-	}
-	switch env.mode {
-	case ModeTpBTF, ModeRawTP:
-		suffix := "btf"
-		if env.mode == ModeRawTP {
-			suffix = "raw"
-		}
-		return plan{progs: []progRef{
-			{name: "kl_rcl_begin_" + suffix, label: "reclaim_begin", hook: "mm_vmscan_memcg_reclaim_begin"},
-			{name: "kl_rcl_end_" + suffix, label: "reclaim_end", hook: "mm_vmscan_memcg_reclaim_end"},
-		}, setup: minStall}, nil
-	case ModeTracepoint:
-		begin, err := readTracepointFormat(env.tracefs, "vmscan", "mm_vmscan_memcg_reclaim_begin")
-		if err != nil {
-			return plan{}, err
-		}
-		end, err := readTracepointFormat(env.tracefs, "vmscan", "mm_vmscan_memcg_reclaim_end")
-		if err != nil {
-			return plan{}, err
-		}
+// reclaimSetup writes the minimum stall (opts.MinStall) and, in
+// ModeTracepoint, the record layout of the tracepoints.
+func reclaimSetup(env *attachEnv, formats []tpFormat) (func(*ebpf.CollectionSpec) error, error) {
+	minStall := env.opts.MinStall
+	var tp *reclaimRclTpLayout
+	if env.mode == ModeTracepoint {
+		begin, end := formats[0], formats[1]
 		var l reclaimRclTpLayout
 		l.Order.Off, l.Order.Size, _ = begin.layoutField("order", 4)
 		l.GfpFlags.Off, l.GfpFlags.Size, _ = begin.layoutField("gfp_flags", 4, 8)
 		l.NrReclaimed.Off, l.NrReclaimed.Size, _ = end.layoutField("nr_reclaimed", 4, 8)
-		return plan{progs: []progRef{
-			{name: "kl_rcl_begin_tp", label: "reclaim_begin", hook: "vmscan/mm_vmscan_memcg_reclaim_begin"},
-			{name: "kl_rcl_end_tp", label: "reclaim_end", hook: "vmscan/mm_vmscan_memcg_reclaim_end"},
-		}, setup: func(spec *ebpf.CollectionSpec) error {
-			if err := minStall(spec); err != nil {
+		tp = &l
+	}
+	return func(spec *ebpf.CollectionSpec) error {
+		if minStall > 0 {
+			if err := setVariable(spec, "min_duration_ns", uint64(minStall.Nanoseconds())); err != nil {
 				return err
 			}
-			return setVariable(spec, "rcl_tp", l)
-		}}, nil
-	}
-	return plan{}, fmt.Errorf("unknown attach mode %v", env.mode)
+		}
+		if tp == nil {
+			return nil
+		}
+		return setVariable(spec, "rcl_tp", *tp)
+	}, nil
 }

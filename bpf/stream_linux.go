@@ -44,6 +44,15 @@ type plan struct {
 	setup func(spec *ebpf.CollectionSpec) error
 }
 
+// btfOrRaw is the suffix of a family's program for ModeTpBTF ("btf") or
+// ModeRawTP ("raw").
+func btfOrRaw(mode AttachMode) string {
+	if mode == ModeRawTP {
+		return "raw"
+	}
+	return "btf"
+}
+
 // attachEnv is what the family's planner may look at.
 type attachEnv struct {
 	mode    AttachMode
@@ -58,7 +67,62 @@ type family struct {
 	spec   func() (*ebpf.CollectionSpec, error)
 	events string // the ring buffer map
 	drops  string // the drop counter map
-	plan   func(env *attachEnv) (plan, error)
+	// progs are the family's programs, the same in every mode; setup
+	// (optional) returns what writes the spec's constants in env's mode,
+	// given the formats of the progs' tracepoints in ModeTracepoint.
+	progs []progSpec
+	setup func(env *attachEnv, formats []tpFormat) (func(*ebpf.CollectionSpec) error, error)
+	// plan, when set, plans the family instead of progs and setup.
+	plan func(env *attachEnv) (plan, error)
+}
+
+// progSpec is a program of a family: the ELF programs base+"_btf",
+// base+"_raw" and base+"_tp", one for each attach mode, all on the
+// tracepoint "group/name".
+type progSpec struct {
+	base, label, tracepoint string
+}
+
+// ref is the program of p to load and attach in mode.
+func (p progSpec) ref(mode AttachMode) progRef {
+	if mode == ModeTracepoint {
+		return progRef{name: p.base + "_tp", label: p.label, hook: p.tracepoint}
+	}
+	_, name, _ := strings.Cut(p.tracepoint, "/")
+	return progRef{name: p.base + "_" + btfOrRaw(mode), label: p.label, hook: name}
+}
+
+// planFor is what fam loads in env's mode.
+func (fam *family) planFor(env *attachEnv) (plan, error) {
+	if fam.plan != nil {
+		return fam.plan(env)
+	}
+	switch env.mode {
+	case ModeTpBTF, ModeRawTP, ModeTracepoint:
+	default:
+		return plan{}, fmt.Errorf("unknown attach mode %v", env.mode)
+	}
+	var p plan
+	var formats []tpFormat
+	for _, ps := range fam.progs {
+		p.progs = append(p.progs, ps.ref(env.mode))
+		if env.mode == ModeTracepoint {
+			group, name, _ := strings.Cut(ps.tracepoint, "/")
+			f, err := readTracepointFormat(env.tracefs, group, name)
+			if err != nil {
+				return plan{}, err
+			}
+			formats = append(formats, f)
+		}
+	}
+	if fam.setup != nil {
+		setup, err := fam.setup(env, formats)
+		if err != nil {
+			return plan{}, err
+		}
+		p.setup = setup
+	}
+	return p, nil
 }
 
 // stream is an open tracer of events E.
@@ -83,10 +147,10 @@ var memlockOnce = sync.OnceValue(func() error {
 	return rlimit.RemoveMemlock()
 })
 
-// openStream loads and attaches fam in the best mode that works (or the
+// openTracer loads and attaches fam in the best mode that works (or the
 // one opts.Mode forces) and starts decoding its ring buffer into the
 // events channel.
-func openStream[E any](ctx context.Context, fam *family, opts Options, decode func([]byte, AttachMode, wallClock) (E, error)) (*stream[E], error) {
+func openTracer[E any](ctx context.Context, fam *family, opts Options, decode func([]byte, AttachMode, wallClock) (E, error)) (*Tracer[E], error) {
 	logger := klog.FromContext(ctx)
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("bpf: %s: %w", fam.name, err)
@@ -109,7 +173,7 @@ func openStream[E any](ctx context.Context, fam *family, opts Options, decode fu
 				logger.V(2).Info("bpf: fell back to a lower attach mode", "family", fam.name, "mode", mode, "reasons", modeErrors(errs).Error())
 			}
 			s.start(ctx, decode)
-			return s, nil
+			return &Tracer[E]{s: s}, nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -183,7 +247,7 @@ func attach[E any](fam *family, mode AttachMode, opts Options) (_ *stream[E], er
 			return nil, err
 		}
 	}
-	p, err := fam.plan(env)
+	p, err := fam.planFor(env)
 	if err != nil {
 		return nil, err
 	}

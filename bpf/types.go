@@ -269,12 +269,11 @@ const (
 	CgroupRmdir CgroupOp = 2
 )
 
+var cgroupOpNames = [...]string{CgroupMkdir: "mkdir", CgroupRmdir: "rmdir"}
+
 func (o CgroupOp) String() string {
-	switch o {
-	case CgroupMkdir:
-		return "mkdir"
-	case CgroupRmdir:
-		return "rmdir"
+	if int(o) < len(cgroupOpNames) && cgroupOpNames[o] != "" {
+		return cgroupOpNames[o]
 	}
 	return fmt.Sprintf("CgroupOp(%d)", uint8(o))
 }

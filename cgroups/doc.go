@@ -8,7 +8,8 @@
 //
 // Where the cgroup filesystems are mounted is discovered from
 // /proc/self/mountinfo (Discover), never assumed. Parsers are pure
-// functions over bytes, fuzzed with committed seed corpora; everything that
+// functions over bytes that share one line scanner (a per-format setter
+// takes each key), fuzzed with committed seed corpora; everything that
 // touches the filesystem goes through a Hierarchies value.
 //
 // This package must never import the agent (pod) side.

@@ -27,6 +27,16 @@ func syntaxError(n int, what string) error {
 // isSpace is the field separator of every file parsed here.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
 
+// isBlank reports a line of field separators only.
+func isBlank(l []byte) bool {
+	for _, c := range l {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // nextLine splits b at the first newline.
 func nextLine(b []byte) (line, rest []byte) {
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -111,209 +121,208 @@ func atof(b []byte) (float64, bool) {
 	return float64(m) / pow10[frac], true
 }
 
-// kvIter walks a flat-keyed file: one "key value" pair per line, blank lines
-// ignored. Any other non-blank line stops it with an error.
-type kvIter struct {
-	rest     []byte
-	line     int
-	key, val []byte
-	err      error
-}
-
-func (it *kvIter) next() bool {
-	for len(it.rest) > 0 {
+// scan is the one loop of the line-based parsers: it hands each non-blank
+// line of b (blank: only spaces, tabs and carriage returns) with its
+// 1-based number to line, and stops at the first error line returns.
+func scan(b []byte, line func(n int, l []byte) error) error {
+	for n := 1; len(b) > 0; n++ {
 		var l []byte
-		l, it.rest = nextLine(it.rest)
-		it.line++
-		k, r := nextField(l)
-		if len(k) == 0 {
+		l, b = nextLine(b)
+		if isBlank(l) {
 			continue
 		}
-		v, r := nextField(r)
-		if extra, _ := nextField(r); len(v) == 0 || len(extra) != 0 {
-			it.err = syntaxError(it.line, `want "key value"`)
-			return false
+		if err := line(n, l); err != nil {
+			return err
 		}
-		it.key, it.val = k, v
-		return true
 	}
-	return false
+	return nil
 }
 
-// set parses the current value into dst, scaled by scale.
-func (it *kvIter) set(dst *Value, scale uint64) bool {
-	v, ok := atou(it.val)
+// scanFlat walks a flat-keyed file: one "key value" pair per line, blank
+// lines ignored; any other line is an error. It hands each pair to set,
+// the per-format setter, which parses the value (flatValue.into) only for
+// a key kernelet uses.
+func scanFlat(b []byte, set func(key []byte, v flatValue) error) error {
+	return scan(b, func(n int, l []byte) error {
+		k, r := nextField(l)
+		v, r := nextField(r)
+		if extra, _ := nextField(r); len(v) == 0 || len(extra) != 0 {
+			return syntaxError(n, `want "key value"`)
+		}
+		return set(k, flatValue{n: n, key: k, raw: v})
+	})
+}
+
+// flatValue is the value of line n of a flat-keyed file, not parsed yet.
+type flatValue struct {
+	n        int
+	key, raw []byte
+}
+
+// into parses the value, an unsigned number, into dst, scaled by scale.
+func (v flatValue) into(dst *Value, scale uint64) error {
+	x, ok := atou(v.raw)
 	if !ok {
-		it.err = syntaxError(it.line, "value of "+string(it.key)+" is not an unsigned number")
-		return false
+		return syntaxError(v.n, "value of "+string(v.key)+" is not an unsigned number")
 	}
-	*dst = known(mul(v, scale))
-	return true
+	*dst = known(mul(x, scale))
+	return nil
+}
+
+// scanPairs hands each "key=value" field of r, a rest of line n, to pair.
+func scanPairs(n int, r []byte, pair func(k, v []byte) error) error {
+	for {
+		var f []byte
+		if f, r = nextField(r); len(f) == 0 {
+			return nil
+		}
+		eq := bytes.IndexByte(f, '=')
+		if eq < 0 {
+			return syntaxError(n, "want key=value")
+		}
+		if err := pair(f[:eq], f[eq+1:]); err != nil {
+			return err
+		}
+	}
 }
 
 // ParseMemoryStat parses a memory.stat file of cgroup v2 or v1.
 func ParseMemoryStat(b []byte) (MemoryStat, error) {
 	var s MemoryStat
 	var fromTotal uint32 // fields set by a v1 total_* key
-	it := kvIter{rest: b}
-	for it.next() {
-		key := it.key
+	err := scanFlat(b, func(key []byte, v flatValue) error {
 		total := bytes.HasPrefix(key, []byte("total_"))
 		if total {
 			key = key[len("total_"):]
 		}
-		var dst *Value
-		var bit uint32
-		switch string(key) {
-		case "anon", "rss":
-			dst, bit = &s.AnonBytes, 1<<0
-		case "file", "cache":
-			dst, bit = &s.FileBytes, 1<<1
-		case "inactive_file":
-			dst, bit = &s.InactiveFileBytes, 1<<2
-		case "active_file":
-			dst, bit = &s.ActiveFileBytes, 1<<3
-		case "inactive_anon":
-			dst, bit = &s.InactiveAnonBytes, 1<<4
-		case "active_anon":
-			dst, bit = &s.ActiveAnonBytes, 1<<5
-		case "shmem":
-			dst, bit = &s.ShmemBytes, 1<<6
-		case "file_mapped", "mapped_file":
-			dst, bit = &s.FileMappedBytes, 1<<7
-		case "file_dirty", "dirty":
-			dst, bit = &s.FileDirtyBytes, 1<<8
-		case "file_writeback", "writeback":
-			dst, bit = &s.FileWritebackBytes, 1<<9
-		case "unevictable":
-			dst, bit = &s.UnevictableBytes, 1<<10
-		case "swap":
-			dst, bit = &s.SwapBytes, 1<<11
-		case "pgfault":
-			dst, bit = &s.PgFaults, 1<<12
-		case "pgmajfault":
-			dst, bit = &s.PgMajFaults, 1<<13
-		default:
-			continue
-		}
-		if !total && fromTotal&bit != 0 {
-			continue
-		}
-		if !it.set(dst, 1) {
-			break
+		dst, bit := s.field(key)
+		if dst == nil || (!total && fromTotal&bit != 0) {
+			return nil
 		}
 		if total {
 			fromTotal |= bit
 		}
+		return v.into(dst, 1)
+	})
+	return s, err
+}
+
+// field is where the value of a memory.stat key (v2 name or v1 local
+// name) goes, with the bit that marks it set by a total_* key.
+func (s *MemoryStat) field(key []byte) (*Value, uint32) {
+	switch string(key) {
+	case "anon", "rss":
+		return &s.AnonBytes, 1 << 0
+	case "file", "cache":
+		return &s.FileBytes, 1 << 1
+	case "inactive_file":
+		return &s.InactiveFileBytes, 1 << 2
+	case "active_file":
+		return &s.ActiveFileBytes, 1 << 3
+	case "inactive_anon":
+		return &s.InactiveAnonBytes, 1 << 4
+	case "active_anon":
+		return &s.ActiveAnonBytes, 1 << 5
+	case "shmem":
+		return &s.ShmemBytes, 1 << 6
+	case "file_mapped", "mapped_file":
+		return &s.FileMappedBytes, 1 << 7
+	case "file_dirty", "dirty":
+		return &s.FileDirtyBytes, 1 << 8
+	case "file_writeback", "writeback":
+		return &s.FileWritebackBytes, 1 << 9
+	case "unevictable":
+		return &s.UnevictableBytes, 1 << 10
+	case "swap":
+		return &s.SwapBytes, 1 << 11
+	case "pgfault":
+		return &s.PgFaults, 1 << 12
+	case "pgmajfault":
+		return &s.PgMajFaults, 1 << 13
 	}
-	return s, it.err
+	return nil, 0
 }
 
 // ParseMemoryEvents parses cgroup v2 memory.events (or memory.events.local).
 func ParseMemoryEvents(b []byte) (MemoryEvents, error) {
 	var e MemoryEvents
-	it := kvIter{rest: b}
-	for it.next() {
-		var dst *Value
-		switch string(it.key) {
+	err := scanFlat(b, func(key []byte, v flatValue) error {
+		switch string(key) {
 		case "low":
-			dst = &e.Low
+			return v.into(&e.Low, 1)
 		case "high":
-			dst = &e.High
+			return v.into(&e.High, 1)
 		case "max":
-			dst = &e.Max
+			return v.into(&e.Max, 1)
 		case "oom":
-			dst = &e.OOM
+			return v.into(&e.OOM, 1)
 		case "oom_kill":
-			dst = &e.OOMKill
+			return v.into(&e.OOMKill, 1)
 		case "oom_group_kill":
-			dst = &e.OOMGroupKill
-		default:
-			continue
+			return v.into(&e.OOMGroupKill, 1)
 		}
-		if !it.set(dst, 1) {
-			break
-		}
-	}
-	return e, it.err
+		return nil
+	})
+	return e, err
 }
 
 // ParseOOMControl parses cgroup v1 memory.oom_control.
 func ParseOOMControl(b []byte) (OOMControl, error) {
 	var o OOMControl
-	it := kvIter{rest: b}
-	for it.next() {
-		var dst *Value
-		switch string(it.key) {
+	err := scanFlat(b, func(key []byte, v flatValue) error {
+		switch string(key) {
 		case "oom_kill_disable":
-			dst = &o.OOMKillDisable
+			return v.into(&o.OOMKillDisable, 1)
 		case "under_oom":
-			dst = &o.UnderOOM
+			return v.into(&o.UnderOOM, 1)
 		case "oom_kill":
-			dst = &o.OOMKill
-		default:
-			continue
+			return v.into(&o.OOMKill, 1)
 		}
-		if !it.set(dst, 1) {
-			break
-		}
-	}
-	return o, it.err
+		return nil
+	})
+	return o, err
 }
 
 // ParseCPUStat parses cpu.stat of cgroup v2 (microseconds) or of the v1 cpu
 // controller (throttled_time in nanoseconds) into nanoseconds.
 func ParseCPUStat(b []byte) (CPUStat, error) {
 	var s CPUStat
-	it := kvIter{rest: b}
-	for it.next() {
-		var dst *Value
-		scale := uint64(1)
-		switch string(it.key) {
+	err := scanFlat(b, func(key []byte, v flatValue) error {
+		switch string(key) {
 		case "usage_usec":
-			dst, scale = &s.UsageNs, 1000
+			return v.into(&s.UsageNs, 1000)
 		case "user_usec":
-			dst, scale = &s.UserNs, 1000
+			return v.into(&s.UserNs, 1000)
 		case "system_usec":
-			dst, scale = &s.SystemNs, 1000
+			return v.into(&s.SystemNs, 1000)
 		case "nr_periods":
-			dst = &s.Periods
+			return v.into(&s.Periods, 1)
 		case "nr_throttled":
-			dst = &s.ThrottledPeriods
+			return v.into(&s.ThrottledPeriods, 1)
 		case "throttled_usec":
-			dst, scale = &s.ThrottledNs, 1000
+			return v.into(&s.ThrottledNs, 1000)
 		case "throttled_time":
-			dst = &s.ThrottledNs
-		default:
-			continue
+			return v.into(&s.ThrottledNs, 1)
 		}
-		if !it.set(dst, scale) {
-			break
-		}
-	}
-	return s, it.err
+		return nil
+	})
+	return s, err
 }
 
 // ParseCPUAcctStat parses cgroup v1 cpuacct.stat (USER_HZ ticks) into
 // nanoseconds.
 func ParseCPUAcctStat(b []byte) (CPUAcctStat, error) {
 	var s CPUAcctStat
-	it := kvIter{rest: b}
-	for it.next() {
-		var dst *Value
-		switch string(it.key) {
+	err := scanFlat(b, func(key []byte, v flatValue) error {
+		switch string(key) {
 		case "user":
-			dst = &s.UserNs
+			return v.into(&s.UserNs, 1e9/userHZ)
 		case "system":
-			dst = &s.SystemNs
-		default:
-			continue
+			return v.into(&s.SystemNs, 1e9/userHZ)
 		}
-		if !it.set(dst, 1e9/userHZ) {
-			break
-		}
-	}
-	return s, it.err
+		return nil
+	})
+	return s, err
 }
 
 // ParsePressure parses a PSI file: "some" and, where the kernel has it,
@@ -321,70 +330,63 @@ func ParseCPUAcctStat(b []byte) (CPUAcctStat, error) {
 // another kind are skipped.
 func ParsePressure(b []byte) (Pressure, error) {
 	var p Pressure
-	rest, n := b, 0
-	for len(rest) > 0 {
-		var l []byte
-		l, rest = nextLine(rest)
-		n++
+	err := scan(b, func(n int, l []byte) error {
 		kind, r := nextField(l)
 		var dst *PressureLine
 		switch string(kind) {
-		case "":
-			continue
 		case "some":
 			dst = &p.Some
 		case "full":
 			dst = &p.Full
 		default:
-			continue
+			return nil
 		}
-		var line PressureLine
-		var seen uint8
-		for {
-			var f []byte
-			f, r = nextField(r)
-			if len(f) == 0 {
-				break
-			}
-			eq := bytes.IndexByte(f, '=')
-			if eq < 0 {
-				return Pressure{}, syntaxError(n, "want key=value")
-			}
-			k, v := f[:eq], f[eq+1:]
-			var avg *float64
-			var bit uint8
-			switch string(k) {
-			case "avg10":
-				avg, bit = &line.Avg10, 1
-			case "avg60":
-				avg, bit = &line.Avg60, 2
-			case "avg300":
-				avg, bit = &line.Avg300, 4
-			case "total":
-				us, ok := atou(v)
-				if !ok {
-					return Pressure{}, syntaxError(n, "total is not an unsigned number")
-				}
-				line.Total = usToDuration(us)
-				seen |= 8
-				continue
-			default:
-				continue
-			}
-			x, ok := atof(v)
-			if !ok {
-				return Pressure{}, syntaxError(n, string(k)+" is not a decimal")
-			}
-			*avg = x
-			seen |= bit
-		}
-		if seen != 15 {
-			return Pressure{}, syntaxError(n, "want avg10, avg60, avg300 and total")
-		}
-		line.Known = true
+		line, err := parsePressureLine(n, r)
 		*dst = line
+		return err
+	})
+	if err != nil {
+		return Pressure{}, err
 	}
 	return p, nil
+}
+
+// parsePressureLine parses the "avg10=A avg60=A avg300=A total=US" fields
+// of PSI line n; all four must be there.
+func parsePressureLine(n int, r []byte) (PressureLine, error) {
+	var line PressureLine
+	var seen uint8
+	err := scanPairs(n, r, func(k, v []byte) error {
+		var avg *float64
+		switch string(k) {
+		case "avg10":
+			avg, seen = &line.Avg10, seen|1
+		case "avg60":
+			avg, seen = &line.Avg60, seen|2
+		case "avg300":
+			avg, seen = &line.Avg300, seen|4
+		case "total":
+			us, ok := atou(v)
+			if !ok {
+				return syntaxError(n, "total is not an unsigned number")
+			}
+			line.Total, seen = usToDuration(us), seen|8
+			return nil
+		default:
+			return nil
+		}
+		x, ok := atof(v)
+		if !ok {
+			return syntaxError(n, string(k)+" is not a decimal")
+		}
+		*avg = x
+		return nil
+	})
+	if err == nil && seen != 15 {
+		err = syntaxError(n, "want avg10, avg60, avg300 and total")
+	}
+	line.Known = err == nil
+	return line, err
 }
 
 // usToDuration converts microseconds, saturating.
@@ -415,30 +417,14 @@ type IOStat struct {
 // wios=N dbytes=N dios=N" per device) and sums the devices.
 func ParseIOStat(b []byte) (IOStat, error) {
 	var s IOStat
-	rest, n := b, 0
-	for len(rest) > 0 {
-		var l []byte
-		l, rest = nextLine(rest)
-		n++
+	err := scan(b, func(n int, l []byte) error {
 		dev, r := nextField(l)
-		if len(dev) == 0 {
-			continue
-		}
 		if !isDevice(dev) {
-			return IOStat{}, syntaxError(n, "want MAJOR:MINOR")
+			return syntaxError(n, "want MAJOR:MINOR")
 		}
-		for {
-			var f []byte
-			f, r = nextField(r)
-			if len(f) == 0 {
-				break
-			}
-			eq := bytes.IndexByte(f, '=')
-			if eq < 0 {
-				return IOStat{}, syntaxError(n, "want key=value")
-			}
+		return scanPairs(n, r, func(k, v []byte) error {
 			var dst *uint64
-			switch string(f[:eq]) {
+			switch string(k) {
 			case "rbytes":
 				dst = &s.ReadBytes
 			case "wbytes":
@@ -448,14 +434,18 @@ func ParseIOStat(b []byte) (IOStat, error) {
 			case "wios":
 				dst = &s.WriteOps
 			default:
-				continue
+				return nil
 			}
-			v, ok := atou(f[eq+1:])
+			x, ok := atou(v)
 			if !ok {
-				return IOStat{}, syntaxError(n, string(f[:eq])+" is not an unsigned number")
+				return syntaxError(n, string(k)+" is not an unsigned number")
 			}
-			*dst = satAdd(*dst, v)
-		}
+			*dst = satAdd(*dst, x)
+			return nil
+		})
+	})
+	if err != nil {
+		return IOStat{}, err
 	}
 	return s, nil
 }
@@ -472,35 +462,28 @@ func satAdd(a, b uint64) uint64 {
 // blkio.throttle.io_serviced_recursive ("MAJ:MIN Read N" ... "MAJ:MIN Total
 // N", then "Total N"), and sums Read and Write over the devices.
 func ParseBlkio(b []byte) (read, write uint64, err error) {
-	rest, n := b, 0
-	for len(rest) > 0 {
-		var l []byte
-		l, rest = nextLine(rest)
-		n++
+	err = scan(b, func(n int, l []byte) error {
 		f1, r := nextField(l)
-		if len(f1) == 0 {
-			continue
-		}
 		f2, r := nextField(r)
 		f3, r := nextField(r)
 		if extra, _ := nextField(r); len(extra) != 0 || len(f2) == 0 {
-			return 0, 0, syntaxError(n, "want MAJOR:MINOR OP VALUE or Total VALUE")
+			return syntaxError(n, "want MAJOR:MINOR OP VALUE or Total VALUE")
 		}
 		if len(f3) == 0 {
 			if string(f1) != "Total" {
-				return 0, 0, syntaxError(n, "want Total VALUE")
+				return syntaxError(n, "want Total VALUE")
 			}
 			if _, ok := atou(f2); !ok {
-				return 0, 0, syntaxError(n, "Total is not an unsigned number")
+				return syntaxError(n, "Total is not an unsigned number")
 			}
-			continue
+			return nil
 		}
 		if !isDevice(f1) {
-			return 0, 0, syntaxError(n, "want MAJOR:MINOR")
+			return syntaxError(n, "want MAJOR:MINOR")
 		}
 		v, ok := atou(f3)
 		if !ok {
-			return 0, 0, syntaxError(n, "value is not an unsigned number")
+			return syntaxError(n, "value is not an unsigned number")
 		}
 		switch string(f2) {
 		case "Read":
@@ -508,6 +491,10 @@ func ParseBlkio(b []byte) (read, write uint64, err error) {
 		case "Write":
 			write = satAdd(write, v)
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return read, write, nil
 }
@@ -515,97 +502,99 @@ func ParseBlkio(b []byte) (read, write uint64, err error) {
 // ParseMeminfo parses /proc/meminfo ("Key:  N kB" or "Key:  N") into bytes.
 func ParseMeminfo(b []byte) (Meminfo, error) {
 	var m Meminfo
-	rest, n := b, 0
-	for len(rest) > 0 {
-		var l []byte
-		l, rest = nextLine(rest)
-		n++
-		first, _ := nextField(l)
-		if len(first) == 0 {
-			continue
-		}
+	err := scan(b, func(n int, l []byte) error {
 		colon := bytes.IndexByte(l, ':')
 		if colon < 0 {
-			return Meminfo{}, syntaxError(n, "want Key: value")
+			return syntaxError(n, "want Key: value")
 		}
-		var dst *Value
-		switch string(bytes.TrimLeft(l[:colon], " \t")) {
-		case "MemTotal":
-			dst = &m.MemTotal
-		case "MemFree":
-			dst = &m.MemFree
-		case "MemAvailable":
-			dst = &m.MemAvailable
-		case "Buffers":
-			dst = &m.Buffers
-		case "Cached":
-			dst = &m.Cached
-		case "SwapCached":
-			dst = &m.SwapCached
-		case "Active":
-			dst = &m.Active
-		case "Inactive":
-			dst = &m.Inactive
-		case "Active(anon)":
-			dst = &m.ActiveAnon
-		case "Inactive(anon)":
-			dst = &m.InactiveAnon
-		case "Active(file)":
-			dst = &m.ActiveFile
-		case "Inactive(file)":
-			dst = &m.InactiveFile
-		case "Unevictable":
-			dst = &m.Unevictable
-		case "Mlocked":
-			dst = &m.Mlocked
-		case "SwapTotal":
-			dst = &m.SwapTotal
-		case "SwapFree":
-			dst = &m.SwapFree
-		case "Dirty":
-			dst = &m.Dirty
-		case "Writeback":
-			dst = &m.Writeback
-		case "AnonPages":
-			dst = &m.AnonPages
-		case "Mapped":
-			dst = &m.Mapped
-		case "Shmem":
-			dst = &m.Shmem
-		case "Slab":
-			dst = &m.Slab
-		case "SReclaimable":
-			dst = &m.SReclaimable
-		case "SUnreclaim":
-			dst = &m.SUnreclaim
-		case "KernelStack":
-			dst = &m.KernelStack
-		case "PageTables":
-			dst = &m.PageTables
-		case "CommitLimit":
-			dst = &m.CommitLimit
-		case "Committed_AS":
-			dst = &m.CommittedAS
-		default:
-			continue
+		dst := m.field(bytes.TrimLeft(l[:colon], " \t"))
+		if dst == nil {
+			return nil
 		}
 		num, r := nextField(l[colon+1:])
 		unit, r := nextField(r)
 		extra, _ := nextField(r)
 		v, ok := atou(num)
 		if !ok || len(extra) != 0 {
-			return Meminfo{}, syntaxError(n, "want Key: N [kB]")
+			return syntaxError(n, "want Key: N [kB]")
 		}
 		switch string(unit) {
 		case "":
 		case "kB":
 			v = mul(v, 1024)
 		default:
-			return Meminfo{}, syntaxError(n, "unit is not kB")
+			return syntaxError(n, "unit is not kB")
 		}
 		*dst = known(v)
+		return nil
+	})
+	if err != nil {
+		return Meminfo{}, err
 	}
 	return m, nil
+}
+
+// field is where the value of a /proc/meminfo key goes (nil: not used).
+func (m *Meminfo) field(key []byte) *Value {
+	switch string(key) {
+	case "MemTotal":
+		return &m.MemTotal
+	case "MemFree":
+		return &m.MemFree
+	case "MemAvailable":
+		return &m.MemAvailable
+	case "Buffers":
+		return &m.Buffers
+	case "Cached":
+		return &m.Cached
+	case "SwapCached":
+		return &m.SwapCached
+	case "Active":
+		return &m.Active
+	case "Inactive":
+		return &m.Inactive
+	case "Active(anon)":
+		return &m.ActiveAnon
+	case "Inactive(anon)":
+		return &m.InactiveAnon
+	case "Active(file)":
+		return &m.ActiveFile
+	case "Inactive(file)":
+		return &m.InactiveFile
+	case "Unevictable":
+		return &m.Unevictable
+	case "Mlocked":
+		return &m.Mlocked
+	case "SwapTotal":
+		return &m.SwapTotal
+	case "SwapFree":
+		return &m.SwapFree
+	case "Dirty":
+		return &m.Dirty
+	case "Writeback":
+		return &m.Writeback
+	case "AnonPages":
+		return &m.AnonPages
+	case "Mapped":
+		return &m.Mapped
+	case "Shmem":
+		return &m.Shmem
+	case "Slab":
+		return &m.Slab
+	case "SReclaimable":
+		return &m.SReclaimable
+	case "SUnreclaim":
+		return &m.SUnreclaim
+	case "KernelStack":
+		return &m.KernelStack
+	case "PageTables":
+		return &m.PageTables
+	case "CommitLimit":
+		return &m.CommitLimit
+	case "Committed_AS":
+		return &m.CommittedAS
+	}
+	return nil
 }
 
 // ParseLoadavg parses /proc/loadavg: "0.52 0.58 0.59 2/381 12345".

@@ -53,16 +53,19 @@ func (c *PathCache) Apply(ch CgroupChange) {
 
 // Follow applies the changes from ch until it is closed or ctx ends.
 func (c *PathCache) Follow(ctx context.Context, ch <-chan CgroupChange) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-ch:
-			if !ok {
-				return
-			}
-			c.Apply(e)
-		}
+	for e, ok := recv(ctx, ch); ok; e, ok = recv(ctx, ch) {
+		c.Apply(e)
+	}
+}
+
+// recv receives from ch: false once ch is closed or ctx has ended.
+func recv[T any](ctx context.Context, ch <-chan T) (T, bool) {
+	select {
+	case <-ctx.Done():
+		var zero T
+		return zero, false
+	case v, ok := <-ch:
+		return v, ok
 	}
 }
 

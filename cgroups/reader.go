@@ -224,6 +224,25 @@ func (sc *scratch) value(name string) (Value, error) {
 	return v, nil
 }
 
+// fileValue is a single-value file and where its value goes.
+type fileValue struct {
+	name string
+	dst  *Value
+}
+
+// values reads single-value files in order (each unknown when absent);
+// the first error stops it.
+func (sc *scratch) values(files ...fileValue) error {
+	for _, f := range files {
+		v, err := sc.value(f.name)
+		if err != nil {
+			return err
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
 // setSource records the scratch's directory in src, reusing the string
 // when it did not change.
 func (sc *scratch) setSource(src *Source, version int) {
@@ -235,6 +254,20 @@ func (sc *scratch) setSource(src *Source, version int) {
 
 func wrapParse(sc *scratch, err error) error {
 	return fmt.Errorf("%s: %w", sc.file(), err)
+}
+
+// parseFile reads name in sc's directory and parses it; ok is false (and
+// v the zero value) when the file is absent. A parse error names the file.
+func parseFile[T any](sc *scratch, name string, parse func([]byte) (T, error)) (v T, ok bool, err error) {
+	b, absent, err := sc.read(name)
+	if err != nil || absent {
+		return v, false, err
+	}
+	if v, err = parse(b); err != nil {
+		var zero T
+		return zero, false, wrapParse(sc, err)
+	}
+	return v, true, nil
 }
 
 // Cgroup reads the groups of values selected by want about cgroup (an
@@ -253,57 +286,46 @@ func (r *Reader) Cgroup(ctx context.Context, cgroup string, want StatMask, s *Cg
 	sc := r.get()
 	defer r.put(sc)
 
-	looked, found := false, false
-	note := func(l, f bool) {
-		looked = looked || l
-		found = found || f
+	var seen sighting
+	err := readGroup(r, sc, cg, want&StatMemory != 0, &s.Memory, (*Reader).readMemory, &seen)
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatCPU != 0, &s.CPU, (*Reader).readCPU, &seen)
 	}
-	var err error
-	var l, f bool
-	if want&StatMemory != 0 {
-		if l, f, err = r.readMemory(sc, cg, &s.Memory); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.Memory = MemoryStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatIO != 0, &s.IO, (*Reader).readIO, &seen)
 	}
-	if want&StatCPU != 0 {
-		if l, f, err = r.readCPU(sc, cg, &s.CPU); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.CPU = CPUStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatPIDs != 0, &s.PIDs, (*Reader).readPIDs, &seen)
 	}
-	if want&StatIO != 0 {
-		if l, f, err = r.readIO(sc, cg, &s.IO); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.IO = IOStats{}
+	if err == nil {
+		err = readGroup(r, sc, cg, want&StatPressure != 0, &s.Pressure, (*Reader).readCgroupPressure, &seen)
 	}
-	if want&StatPIDs != 0 {
-		if l, f, err = r.readPIDs(sc, cg, &s.PIDs); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.PIDs = PIDStats{}
+	if err == nil && seen.looked && !seen.found {
+		err = ErrCgroupNotFound
 	}
-	if want&StatPressure != 0 {
-		if l, f, err = r.readCgroupPressure(sc, cg, &s.Pressure); err != nil {
-			return fmt.Errorf("cgroup %s: %w", cg, err)
-		}
-		note(l, f)
-	} else {
-		s.Pressure = PressureStats{}
-	}
-	if looked && !found {
-		return fmt.Errorf("cgroup %s: %w", cg, ErrCgroupNotFound)
+	if err != nil {
+		return fmt.Errorf("cgroup %s: %w", cg, err)
 	}
 	return nil
+}
+
+// sighting is what the group reads of one Cgroup call saw: whether any
+// looked for the cgroup in a hierarchy, and whether any found it there.
+type sighting struct{ looked, found bool }
+
+// readGroup reads one group of values with read into dst when on, and
+// zeroes dst when not.
+func readGroup[T any](r *Reader, sc *scratch, cg string, on bool, dst *T,
+	read func(*Reader, *scratch, string, *T) (looked, found bool, err error), seen *sighting) error {
+	if !on {
+		var zero T
+		*dst = zero
+		return nil
+	}
+	looked, found, err := read(r, sc, cg, dst)
+	seen.looked = seen.looked || looked
+	seen.found = seen.found || found
+	return err
 }
 
 // CgroupByID is Cgroup for the cgroup with id in space (see Resolve).
@@ -325,18 +347,28 @@ func enter(sc *scratch, c ctrlMount, cg string) (looked, ok bool) {
 	return true, sc.setDir(c.m, cg)
 }
 
+// openIn enters cgroup cg under c and opens its directory. ok is false
+// when c is not available (looked false), does not have cg, or the
+// directory cannot be opened (err); src.Dir is cleared then.
+func openIn(sc *scratch, c ctrlMount, cg string, src *Source) (looked, ok bool, err error) {
+	if looked, ok = enter(sc, c, cg); ok {
+		var absent bool
+		absent, err = sc.openDir()
+		ok = err == nil && !absent
+	}
+	if !ok {
+		src.Dir = ""
+	}
+	return looked, ok, err
+}
+
 // readMemory fills s from the memory controller. looked says whether a
 // hierarchy was consulted, found whether it had the cgroup.
 func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, found bool, err error) {
 	*s = MemoryStats{Source: Source{Dir: s.Source.Dir}}
 	c := r.memory
-	if looked, ok := enter(sc, c, cg); !ok {
-		s.Source.Dir = ""
-		return looked, false, nil
-	}
-	if absent, err := sc.openDir(); err != nil || absent {
-		s.Source.Dir = ""
-		return true, false, err
+	if looked, ok, err := openIn(sc, c, cg, &s.Source); !ok {
+		return looked, false, err
 	}
 	b, absent, err := sc.read("memory.stat")
 	if err != nil || absent {
@@ -348,68 +380,33 @@ func (r *Reader) readMemory(sc *scratch, cg string, s *MemoryStats) (looked, fou
 		return true, true, wrapParse(sc, err)
 	}
 	sc.setSource(&s.Source, c.version)
-	s.AnonBytes, s.FileBytes = ms.AnonBytes, ms.FileBytes
-	s.InactiveFileBytes, s.ActiveFileBytes = ms.InactiveFileBytes, ms.ActiveFileBytes
-	s.InactiveAnonBytes, s.ActiveAnonBytes = ms.InactiveAnonBytes, ms.ActiveAnonBytes
-	s.ShmemBytes, s.FileMappedBytes = ms.ShmemBytes, ms.FileMappedBytes
-	s.FileDirtyBytes, s.FileWritebackBytes = ms.FileDirtyBytes, ms.FileWritebackBytes
-	s.UnevictableBytes = ms.UnevictableBytes
-	s.PgFaults, s.PgMajFaults = ms.PgFaults, ms.PgMajFaults
+	s.MemoryStat = ms // SwapBytes: v1 only, v2 reads memory.swap.current
 
 	if c.version == 1 {
-		s.SwapBytes = ms.SwapBytes
-		if s.UsageBytes, err = sc.value("memory.usage_in_bytes"); err != nil {
-			return true, true, err
-		}
-		if s.LimitBytes, err = sc.value("memory.limit_in_bytes"); err != nil {
+		if err := sc.values(fileValue{"memory.usage_in_bytes", &s.UsageBytes}, fileValue{"memory.limit_in_bytes", &s.LimitBytes},
+			fileValue{"memory.max_usage_in_bytes", &s.PeakBytes}, fileValue{"memory.failcnt", &s.Failcnt}); err != nil {
 			return true, true, err
 		}
 		s.LimitBytes = v1Limit(s.LimitBytes)
-		if s.PeakBytes, err = sc.value("memory.max_usage_in_bytes"); err != nil {
-			return true, true, err
-		}
-		if s.Failcnt, err = sc.value("memory.failcnt"); err != nil {
-			return true, true, err
-		}
-		b, absent, err := sc.read("memory.oom_control")
+		o, ok, err := parseFile(sc, "memory.oom_control", ParseOOMControl)
 		if err != nil {
 			return true, true, err
 		}
-		if !absent {
-			o, err := ParseOOMControl(b)
-			if err != nil {
-				return true, true, wrapParse(sc, err)
-			}
+		if ok {
 			s.UnderOOM, s.Events.OOMKill = o.UnderOOM, o.OOMKill
 		}
 	} else {
-		if s.UsageBytes, err = sc.value("memory.current"); err != nil {
+		if err := sc.values(fileValue{"memory.current", &s.UsageBytes}, fileValue{"memory.max", &s.LimitBytes},
+			fileValue{"memory.high", &s.HighBytes}, fileValue{"memory.peak", &s.PeakBytes},
+			fileValue{"memory.swap.current", &s.SwapBytes}); err != nil {
 			return true, true, err
 		}
 		if !s.UsageBytes.Known && cg == "/" {
 			// The v2 root has no memory.current.
 			s.UsageBytes = add(s.AnonBytes, s.FileBytes)
 		}
-		if s.LimitBytes, err = sc.value("memory.max"); err != nil {
+		if s.Events, _, err = parseFile(sc, "memory.events", ParseMemoryEvents); err != nil {
 			return true, true, err
-		}
-		if s.HighBytes, err = sc.value("memory.high"); err != nil {
-			return true, true, err
-		}
-		if s.PeakBytes, err = sc.value("memory.peak"); err != nil {
-			return true, true, err
-		}
-		if s.SwapBytes, err = sc.value("memory.swap.current"); err != nil {
-			return true, true, err
-		}
-		b, absent, err := sc.read("memory.events")
-		if err != nil {
-			return true, true, err
-		}
-		if !absent {
-			if s.Events, err = ParseMemoryEvents(b); err != nil {
-				return true, true, wrapParse(sc, err)
-			}
 		}
 	}
 	s.WorkingSetBytes = sub(s.UsageBytes, s.InactiveFileBytes)
@@ -433,17 +430,11 @@ func (r *Reader) readCPU(sc *scratch, cg string, s *CPUStats) (looked, found boo
 		}
 		if usageFound {
 			sc.setSource(&s.Source, 1)
-			b, absent, err := sc.read("cpuacct.stat")
+			st, _, err := parseFile(sc, "cpuacct.stat", ParseCPUAcctStat)
 			if err != nil {
 				return true, true, err
 			}
-			if !absent {
-				st, err := ParseCPUAcctStat(b)
-				if err != nil {
-					return true, true, wrapParse(sc, err)
-				}
-				s.UserNs, s.SystemNs = st.UserNs, st.SystemNs
-			}
+			s.UserNs, s.SystemNs = st.UserNs, st.SystemNs
 		}
 	}
 	if c := r.cpu; c.version == 1 {
@@ -552,13 +543,8 @@ func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool,
 func (r *Reader) readPIDs(sc *scratch, cg string, s *PIDStats) (looked, found bool, err error) {
 	*s = PIDStats{Source: Source{Dir: s.Source.Dir}}
 	c := r.pids
-	if looked, ok := enter(sc, c, cg); !ok {
-		s.Source.Dir = ""
-		return looked, false, nil
-	}
-	if absent, err := sc.openDir(); err != nil || absent {
-		s.Source.Dir = ""
-		return true, false, err
+	if looked, ok, err := openIn(sc, c, cg, &s.Source); !ok {
+		return looked, false, err
 	}
 	if s.Current, err = sc.value("pids.current"); err != nil || !s.Current.Known {
 		s.Source.Dir = ""

@@ -147,24 +147,10 @@ type MemoryStats struct {
 	// WorkingSetBytes is UsageBytes − InactiveFileBytes, floored at 0:
 	// kubelet's container_memory_working_set_bytes.
 	WorkingSetBytes Value
-	// AnonBytes: v2 anon, v1 total_rss.
-	AnonBytes Value
-	// FileBytes: v2 file, v1 total_cache.
-	FileBytes         Value
-	InactiveFileBytes Value
-	ActiveFileBytes   Value
-	InactiveAnonBytes Value
-	ActiveAnonBytes   Value
-	ShmemBytes        Value
-	// FileMappedBytes: v2 file_mapped, v1 total_mapped_file.
-	FileMappedBytes    Value
-	FileDirtyBytes     Value
-	FileWritebackBytes Value
-	UnevictableBytes   Value
-	// SwapBytes: v2 memory.swap.current, v1 total_swap (swap accounting on).
-	SwapBytes   Value
-	PgFaults    Value
-	PgMajFaults Value
+	// MemoryStat: the keys of memory.stat. SwapBytes, which v2
+	// memory.stat does not have, is v2 memory.swap.current, v1 total_swap
+	// (swap accounting on).
+	MemoryStat
 	// LimitBytes: v2 memory.max, v1 memory.limit_in_bytes; Unlimited when
 	// not set.
 	LimitBytes Value
@@ -335,13 +321,16 @@ type FSStats struct {
 // keys win over the cgroup-local ones (rss → AnonBytes, cache → FileBytes,
 // mapped_file → FileMappedBytes, dirty, writeback, swap).
 type MemoryStat struct {
-	AnonBytes          Value
-	FileBytes          Value
-	InactiveFileBytes  Value
-	ActiveFileBytes    Value
-	InactiveAnonBytes  Value
-	ActiveAnonBytes    Value
-	ShmemBytes         Value
+	// AnonBytes: v2 anon, v1 total_rss.
+	AnonBytes Value
+	// FileBytes: v2 file, v1 total_cache.
+	FileBytes         Value
+	InactiveFileBytes Value
+	ActiveFileBytes   Value
+	InactiveAnonBytes Value
+	ActiveAnonBytes   Value
+	ShmemBytes        Value
+	// FileMappedBytes: v2 file_mapped, v1 total_mapped_file.
 	FileMappedBytes    Value
 	FileDirtyBytes     Value
 	FileWritebackBytes Value

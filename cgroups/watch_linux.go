@@ -448,6 +448,26 @@ func openWatchedFile(p *watchPoller, dir, name string) (int, error) {
 	return fd, nil
 }
 
+// openMemcgWatch begins a cgroup v1 memcg watch of file in directory dir:
+// the directory, a poller and the file open in it (closed with the
+// poller).
+func openMemcgWatch(dir, file string) (watchedDir, *watchPoller, int, error) {
+	cd, err := statWatchedDir(dir)
+	if err != nil {
+		return watchedDir{}, nil, -1, err
+	}
+	p, err := newWatchPoller()
+	if err != nil {
+		return watchedDir{}, nil, -1, fmt.Errorf("watch %s/%s: %w", cd.path, file, err)
+	}
+	fd, err := openWatchedFile(p, cd.path, file)
+	if err != nil {
+		p.close()
+		return watchedDir{}, nil, -1, err
+	}
+	return cd, p, fd, nil
+}
+
 // WatchOOMControl watches a cgroup v1 memcg (directory dir) for OOM
 // through an eventfd registered for memory.oom_control in
 // cgroup.event_control. The kernel also signals the eventfd when the memcg
@@ -460,17 +480,8 @@ func watchOOMControl[E any](ctx context.Context, dir string, convert func(OOMCon
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cd, err := statWatchedDir(dir)
+	cd, p, ctl, err := openMemcgWatch(dir, "memory.oom_control")
 	if err != nil {
-		return nil, err
-	}
-	p, err := newWatchPoller()
-	if err != nil {
-		return nil, fmt.Errorf("watch %s/memory.oom_control: %w", cd.path, err)
-	}
-	ctl, err := openWatchedFile(p, cd.path, "memory.oom_control")
-	if err != nil {
-		p.close()
 		return nil, err
 	}
 	efd, err := registerMemcgEvent(p, cd.path, ctl, "memory.oom_control", "")
@@ -514,17 +525,8 @@ func WatchMemoryThresholds(ctx context.Context, dir string, thresholds ...uint64
 	if len(thresholds) == 0 {
 		return nil, errors.New("watch memory thresholds: no threshold given")
 	}
-	cd, err := statWatchedDir(dir)
+	cd, p, usage, err := openMemcgWatch(dir, "memory.usage_in_bytes")
 	if err != nil {
-		return nil, err
-	}
-	p, err := newWatchPoller()
-	if err != nil {
-		return nil, fmt.Errorf("watch %s/memory.usage_in_bytes: %w", cd.path, err)
-	}
-	usage, err := openWatchedFile(p, cd.path, "memory.usage_in_bytes")
-	if err != nil {
-		p.close()
 		return nil, err
 	}
 	byFd := map[int32]uint64{}

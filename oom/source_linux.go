@@ -2,6 +2,9 @@ package oom
 
 import (
 	"context"
+	"errors"
+	"io"
+	"sync"
 	"time"
 )
 
@@ -35,4 +38,23 @@ var openers = []opener{
 	{SourceMemoryEvents, "memory.events: ", openMemoryEventsSource},
 	{SourceOOMControl, "oom_control: ", openOOMControlSource},
 	{SourceKmsg, "kmsg: ", openKmsgSource},
+}
+
+// runEach runs watch for each of ws in a goroutine of its own and returns
+// when all have returned.
+func runEach[W any](ws []W, watch func(W)) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() { watch(w) })
+	}
+	wg.Wait()
+}
+
+// closeEach closes the watcher of each of ws and joins the errors.
+func closeEach[W any](ws []W, watcher func(W) io.Closer) error {
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, watcher(w).Close())
+	}
+	return errors.Join(errs...)
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
-	"sync"
 
 	"github.com/kernelet/kernelet/cgroups"
 )
@@ -84,32 +84,24 @@ func memoryEventsRoots(h *cgroups.Hierarchies, roots []string, errs *[]error) []
 }
 
 func (s *memoryEventsSource) run(send sendFunc) {
-	var wg sync.WaitGroup
-	for _, r := range s.watchers {
+	runEach(s.watchers, func(r memoryEventsWatch) {
 		snap := r.snap
-		wg.Go(func() {
-			for ev := range r.w.Events() {
-				now := oomKillCounts(r.dir, r.cg)
-				for _, cg := range grownLeaves(snap, now) {
-					k := Kill{Time: ev.Time, Sources: SourceMemoryEvents, Cgroup: cg, Memcg: cg, Known: FieldCgroup | FieldMemcg}
-					if id, err := s.cfg.Paths.ID(cgroups.UnifiedID, cg); err == nil {
-						k.CgroupID, k.MemcgID, k.Known = id, id, k.Known|FieldCgroupID|FieldMemcgID
-					}
-					send(k, ev.Time)
+		for ev := range r.w.Events() {
+			now := oomKillCounts(r.dir, r.cg)
+			for _, cg := range grownLeaves(snap, now) {
+				k := Kill{Time: ev.Time, Sources: SourceMemoryEvents, Cgroup: cg, Memcg: cg, Known: FieldCgroup | FieldMemcg}
+				if id, err := s.cfg.Paths.ID(cgroups.UnifiedID, cg); err == nil {
+					k.CgroupID, k.MemcgID, k.Known = id, id, k.Known|FieldCgroupID|FieldMemcgID
 				}
-				snap = now
+				send(k, ev.Time)
 			}
-		})
-	}
-	wg.Wait()
+			snap = now
+		}
+	})
 }
 
 func (s *memoryEventsSource) Close() error {
-	var errs []error
-	for _, r := range s.watchers {
-		errs = append(errs, r.w.Close())
-	}
-	return errors.Join(errs...)
+	return closeEach(s.watchers, func(r memoryEventsWatch) io.Closer { return r.w })
 }
 
 // oomKillCounts reads the oom_kill counter of every cgroup below dir

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"io"
 
 	"github.com/kernelet/kernelet/cgroups"
 )
@@ -56,21 +56,13 @@ func openOOMControlSource(ctx context.Context, cfg *StreamConfig) (source, error
 }
 
 func (s *oomControlSource) run(send sendFunc) {
-	var wg sync.WaitGroup
-	for _, r := range s.watchers {
-		wg.Go(func() {
-			for ev := range r.w.Events() {
-				send(Kill{Time: ev.Time, Sources: SourceOOMControl, OOMMemcg: r.cg, OOMMemcgID: r.id, Known: FieldOOMMemcg}, ev.Time)
-			}
-		})
-	}
-	wg.Wait()
+	runEach(s.watchers, func(r oomControlWatch) {
+		for ev := range r.w.Events() {
+			send(Kill{Time: ev.Time, Sources: SourceOOMControl, OOMMemcg: r.cg, OOMMemcgID: r.id, Known: FieldOOMMemcg}, ev.Time)
+		}
+	})
 }
 
 func (s *oomControlSource) Close() error {
-	var errs []error
-	for _, r := range s.watchers {
-		errs = append(errs, r.w.Close())
-	}
-	return errors.Join(errs...)
+	return closeEach(s.watchers, func(r oomControlWatch) io.Closer { return r.w })
 }

@@ -78,30 +78,12 @@ func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "kernelet trace: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	switch f.kind {
-	case "oom", "reclaim", "exit", "cgroup":
-	default:
-		fmt.Fprintf(stderr, "kernelet trace: unknown event kind %q (want oom, reclaim, exit or cgroup)\n", f.kind)
+	mode, err := f.check()
+	if err != nil {
+		fmt.Fprintf(stderr, "kernelet trace: %v\n", err)
 		return 2
 	}
 	off := f.mode == "off"
-	var mode bpf.AttachMode
-	if !off {
-		m, err := bpf.ParseAttachMode(f.mode)
-		if err != nil {
-			fmt.Fprintf(stderr, "kernelet trace: --mode: %v\n", err)
-			return 2
-		}
-		mode = m
-	}
-	if f.pod != "" && !strings.Contains(f.pod, "/") {
-		fmt.Fprintln(stderr, "kernelet trace: --pod wants NAMESPACE/NAME")
-		return 2
-	}
-	if f.pod != "" && f.runtimeEndpoint == "" {
-		fmt.Fprintln(stderr, "kernelet trace: --pod needs --runtime-endpoint")
-		return 2
-	}
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
@@ -132,21 +114,9 @@ func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if !t.keep(&row) {
 			continue
 		}
-		if f.json {
-			if err := enc.Encode(row); err != nil {
-				fmt.Fprintf(stderr, "kernelet trace: %v\n", err)
-				return 1
-			}
-		} else {
-			pod := "-"
-			if row.Pod != nil {
-				pod = row.Pod.String()
-			}
-			cg := row.Cgroup
-			if cg == "" {
-				cg = "-"
-			}
-			fmt.Fprintf(stdout, "%-15s %7d %-16s %-40s %-32s %s\n", row.Time.Format("15:04:05.000000"), row.Pid, row.Comm, cg, pod, row.Detail)
+		if err := writeTraceRow(stdout, enc, f.json, &row); err != nil {
+			fmt.Fprintf(stderr, "kernelet trace: %v\n", err)
+			return 1
 		}
 		n++
 		if f.count > 0 && n >= f.count {
@@ -158,6 +128,49 @@ func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 1
 	}
 	return 0
+}
+
+// check validates the flags after parsing and returns the attach mode
+// (ModeAuto with --mode off).
+func (f *traceFlags) check() (bpf.AttachMode, error) {
+	switch f.kind {
+	case "oom", "reclaim", "exit", "cgroup":
+	default:
+		return 0, fmt.Errorf("unknown event kind %q (want oom, reclaim, exit or cgroup)", f.kind)
+	}
+	var mode bpf.AttachMode
+	if f.mode != "off" {
+		m, err := bpf.ParseAttachMode(f.mode)
+		if err != nil {
+			return 0, fmt.Errorf("--mode: %w", err)
+		}
+		mode = m
+	}
+	if f.pod != "" && !strings.Contains(f.pod, "/") {
+		return 0, errors.New("--pod wants NAMESPACE/NAME")
+	}
+	if f.pod != "" && f.runtimeEndpoint == "" {
+		return 0, errors.New("--pod needs --runtime-endpoint")
+	}
+	return mode, nil
+}
+
+// writeTraceRow prints one row: a JSON object with asJSON, else a line of
+// the table.
+func writeTraceRow(w io.Writer, enc *json.Encoder, asJSON bool, row *traceRow) error {
+	if asJSON {
+		return enc.Encode(row)
+	}
+	pod := "-"
+	if row.Pod != nil {
+		pod = row.Pod.String()
+	}
+	cg := row.Cgroup
+	if cg == "" {
+		cg = "-"
+	}
+	fmt.Fprintf(w, "%-15s %7d %-16s %-40s %-32s %s\n", row.Time.Format("15:04:05.000000"), row.Pid, row.Comm, cg, pod, row.Detail)
+	return nil
 }
 
 // tracer holds what one `kernelet trace` run opened.
@@ -247,49 +260,51 @@ func (t *tracer) open(ctx context.Context) (<-chan traceRow, error) {
 	if t.off {
 		return nil, fmt.Errorf("%s events need eBPF (--mode off leaves no source)", t.f.kind)
 	}
-	var (
-		rows  <-chan traceRow
-		mode  bpf.AttachMode
-		close func() error
-		err   error
-	)
+	var tr tracerRows
+	var err error
 	switch t.f.kind {
 	case "reclaim":
-		var tr *bpf.ReclaimTracer
-		if tr, err = bpf.OpenReclaimTracer(ctx, t.opts); err == nil {
-			mode, close = tr.Mode(), tr.Close
-			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.ReclaimStall) (traceRow, bool) {
-				cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
-				return traceRow{Kind: "reclaim", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
-					Detail: fmt.Sprintf("stall=%v reclaimed=%d order=%d", ev.Duration, ev.NrReclaimed, ev.Order)}, ev.Duration >= t.f.minDuration
-			})
-		}
+		tr, err = pumpTracer(ctx, t.opts, bpf.OpenReclaimTracer, func(ev bpf.ReclaimStall) (traceRow, bool) {
+			cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+			return traceRow{Kind: "reclaim", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+				Detail: fmt.Sprintf("stall=%v reclaimed=%d order=%d", ev.Duration, ev.NrReclaimed, ev.Order)}, ev.Duration >= t.f.minDuration
+		})
 	case "exit":
-		var tr *bpf.ExitTracer
-		if tr, err = bpf.OpenExitTracer(ctx, t.opts); err == nil {
-			mode, close = tr.Mode(), tr.Close
-			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.ProcessExit) (traceRow, bool) {
-				cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
-				return traceRow{Kind: "exit", Time: ev.Time, Pid: ev.Tgid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
-					Detail: fmt.Sprintf("code=%d signal=%d maxrss=%d", ev.ExitCode, ev.Signal, ev.MaxRSSBytes)}, true
-			})
-		}
+		tr, err = pumpTracer(ctx, t.opts, bpf.OpenExitTracer, func(ev bpf.ProcessExit) (traceRow, bool) {
+			cg := t.env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
+			return traceRow{Kind: "exit", Time: ev.Time, Pid: ev.Tgid, Comm: ev.Comm, Cgroup: cg, Pod: t.resolve(ctx, cg), Event: ev,
+				Detail: fmt.Sprintf("code=%d signal=%d maxrss=%d", ev.ExitCode, ev.Signal, ev.MaxRSSBytes)}, true
+		})
 	case "cgroup":
-		var tr *bpf.CgroupTracer
-		if tr, err = bpf.OpenCgroupTracer(ctx, t.opts); err == nil {
-			mode, close = tr.Mode(), tr.Close
-			rows = kevents.Pump(ctx, tr.Events(), func(ev bpf.CgroupEvent) (traceRow, bool) {
-				return traceRow{Kind: "cgroup", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: ev.Path, Pod: t.resolve(ctx, ev.Path), Event: ev,
-					Detail: fmt.Sprintf("%s hierarchy=%d id=%d", ev.Op, ev.HierarchyID, ev.ID)}, true
-			})
-		}
+		tr, err = pumpTracer(ctx, t.opts, bpf.OpenCgroupTracer, func(ev bpf.CgroupEvent) (traceRow, bool) {
+			return traceRow{Kind: "cgroup", Time: ev.Time, Pid: ev.Pid, Comm: ev.Comm, Cgroup: ev.Path, Pod: t.resolve(ctx, ev.Path), Event: ev,
+				Detail: fmt.Sprintf("%s hierarchy=%d id=%d", ev.Op, ev.HierarchyID, ev.ID)}, true
+		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("needs %s: %w", traceNeeds[t.f.kind], err)
 	}
-	t.closers = append(t.closers, func() { _ = close() })
-	t.via = "eBPF " + mode.String()
-	return rows, nil
+	t.closers = append(t.closers, func() { _ = tr.close() })
+	t.via = "eBPF " + tr.mode.String()
+	return tr.rows, nil
+}
+
+// tracerRows is an open eBPF tracer turned into rows.
+type tracerRows struct {
+	rows  <-chan traceRow
+	mode  bpf.AttachMode
+	close func() error
+}
+
+// pumpTracer opens a tracer of events E and turns its events into rows
+// (row's false drops one).
+func pumpTracer[E any](ctx context.Context, opts bpf.Options, open func(context.Context, bpf.Options) (*bpf.Tracer[E], error),
+	row func(E) (traceRow, bool)) (tracerRows, error) {
+	tr, err := open(ctx, opts)
+	if err != nil {
+		return tracerRows{}, err
+	}
+	return tracerRows{rows: kevents.Pump(ctx, tr.Events(), row), mode: tr.Mode(), close: tr.Close}, nil
 }
 
 // openOOM opens the merged OOM kill stream: eBPF, or the fallbacks with

@@ -139,14 +139,7 @@ func take(id string) Snapshot {
 			s["mount"] = append(s["mount"], m.point+" ("+m.fstype+")")
 		}
 	}
-	for _, dir := range []string{"/run/netns", "/var/run/netns"} {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if strings.Contains(e.Name(), prefix) {
-				s["netns"] = append(s["netns"], filepath.Join(dir, e.Name()))
-			}
-		}
-	}
+	s.addEntries("netns", prefix, "/run/netns", "/var/run/netns")
 	links, _ := os.ReadDir("/sys/class/net")
 	for _, l := range links {
 		if strings.Contains(l.Name(), prefix) {
@@ -168,14 +161,7 @@ func take(id string) Snapshot {
 			s["process"] = append(s["process"], p.Name()+" "+strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))))
 		}
 	}
-	for _, dir := range []string{env.StateBase(), "/var/lib/cni/results", "/var/lib/cni/networks", os.TempDir()} {
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			if strings.Contains(e.Name(), prefix) {
-				s["file"] = append(s["file"], filepath.Join(dir, e.Name()))
-			}
-		}
-	}
+	s.addEntries("file", prefix, env.StateBase(), "/var/lib/cni/results", "/var/lib/cni/networks", os.TempDir())
 	// Shim sockets carry no run id. A live shim of this run is caught by
 	// the process check; one of another run still listens. What nobody
 	// listens on any more is a stale file left behind.
@@ -225,4 +211,17 @@ func isZombieOrGone(pid string) bool {
 		return b[i+2] == 'Z'
 	}
 	return false
+}
+
+// addEntries adds to s[kind] the path of every entry of dirs whose name
+// contains prefix.
+func (s Snapshot) addEntries(kind, prefix string, dirs ...string) {
+	for _, dir := range dirs {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), prefix) {
+				s[kind] = append(s[kind], filepath.Join(dir, e.Name()))
+			}
+		}
+	}
 }

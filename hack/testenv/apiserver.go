@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -29,7 +25,7 @@ func apiserverBuild(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	start := time.Now()
 	if err := apiserver.Build(ctx, *kube, *etcd, os.Stderr); err != nil {
@@ -46,12 +42,12 @@ func apiserverUp(args []string) error {
 	state := fs.String("state", env.StateDir(apiserver.Component), "state directory")
 	kube := fs.String("kube-version", apiserver.DefaultKubeVersion, "k8s.io/kubernetes release")
 	etcd := fs.String("etcd-version", apiserver.DefaultEtcdVersion, "go.etcd.io/etcd/server/v3 release")
-	var nodes stringList
+	var nodes listFlag
 	fs.Var(&nodes, "node", "also write a node credential kubeconfig for this node name (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	srv, err := apiserver.Start(ctx, apiserver.Options{
 		StateDir:    *state,
@@ -59,9 +55,7 @@ func apiserverUp(args []string) error {
 		EtcdVersion: *etcd,
 		BuildOutput: os.Stderr,
 		Detach:      true,
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(os.Stderr, format+"\n", args...)
-		},
+		Logf:        logf,
 	})
 	if err != nil {
 		return err
@@ -117,9 +111,3 @@ func apiserverDown(args []string) error {
 	}
 	return errors.Join(errs...)
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,7 +39,7 @@ func containerdUp(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -50,9 +49,7 @@ func containerdUp(args []string) error {
 		StateDir:      *state,
 		TestboxBinary: *testbox,
 		StartRegistry: startRegistryDaemon,
-		Logf: func(format string, a ...any) {
-			fmt.Fprintf(os.Stderr, format+"\n", a...)
-		},
+		Logf:          logf,
 	})
 	if err != nil {
 		return err
@@ -144,7 +141,7 @@ func registryServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	srv, err := images.ServeRegistry(*addr, reg)
 	if err != nil {

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -55,12 +53,6 @@ func vmDown(args []string) error {
 	return errors.Join(errs...)
 }
 
-// listFlag collects a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 // vmRun is `testenv vm run`: it streams the VM's console to stdout and exits
 // with the inner test binary's exit status.
 func vmRun(args []string) error {
@@ -94,7 +86,7 @@ func vmRun(args []string) error {
 		files[g] = h
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	code, err := vmRunOnce(ctx, *pkg, vm.Options{
 		Args:       vmTestArgs(*verbose, *run),
