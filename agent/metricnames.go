@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kernelet/kernelet/agent/crimetrics"
+	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -31,8 +32,8 @@ func MetricNames() (map[string][]string, error) {
 		[]string{"reason"}) // agent/gc's, registered with the image GC
 	main := []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		NewBuildInfoCollector(), newRunningCollector(a), eviction.NewMetrics(), runtime.NewOOMScores(), image,
-		crimetrics.NewMetrics(), newPodMetrics(nil), stats.NewPressureCollector(agentSweeps{a}), newOOMKillsCounter(),
-		newReclaimStallCounter(), bpf.NewCollector()}
+		crimetrics.NewMetrics(), newPodMetrics(nil), stats.NewPressureCollector(agentSweeps{a}), oomwatch.NewKillsCounter(),
+		oomwatch.NewReclaimStallCounter(), bpf.NewCollector()}
 	reg := prometheus.NewRegistry()
 	if _, err := pleg.New(pleg.Config{Lister: noPods{}, Registerer: reg}); err != nil {
 		return nil, err

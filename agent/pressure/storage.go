@@ -1,4 +1,4 @@
-package agent
+package pressure
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
@@ -23,33 +22,33 @@ import (
 
 // Bounds of the disk measurements behind the disk signals' ranking and
 // the local storage limits (the filesystems' statfs is read at every
-// decision): a measurement is reused for storageStatsPeriod while a disk
+// decision): a measurement is reused for localStoragePeriod while a disk
 // threshold is met (eviction.DiskNear; the manager may decide every
-// 100 ms), for storageStatsIdlePeriod otherwise (kubelet's 10 s loop);
+// 100 ms), for localStorageIdlePeriod otherwise (kubelet's 10 s loop);
 // one directory
 // walk stops after maxUsageEntries entries.
 const (
-	storageStatsPeriod     = time.Second
-	storageStatsIdlePeriod = 10 * time.Second
+	localStoragePeriod     = time.Second
+	localStorageIdlePeriod = 10 * time.Second
 	maxUsageEntries        = 200_000
 )
 
-// storageStats measures, for the eviction manager, the runtime's image
+// localStorage measures, for the eviction manager, the runtime's image
 // filesystem (CRI ImageFsInfo, then statfs of its mountpoint) and each
 // pod's local ephemeral storage: its emptyDirs not backed by memory
 // (walked as du does), its containers' writable layers (CRI
 // ContainerStats) and logs (walked).
-type storageStats struct {
+type localStorage struct {
 	runtime    internalapi.RuntimeService
 	images     internalapi.ImageManagerService
 	rootDir    string
 	podLogsDir string
-	vols       volumeDirs
+	vols       VolumeDirs
 	// thresholds are the eviction thresholds: near a disk one, pods are
 	// measured more often.
 	thresholds []eviction.Threshold
 	// status is the runtime's last view of a pod (the PLEG cache).
-	status func(uid types.UID) *runtime.PodStatus
+	status PodStatusFunc
 
 	mu        sync.Mutex
 	fsAt      time.Time
@@ -58,14 +57,9 @@ type storageStats struct {
 	dedicated bool
 	layers    map[string]eviction.FsUsage
 	pods      map[types.UID]measuredStorage
-	// period is how long a measurement is reused now (storageStatsPeriod
+	// period is how long a measurement is reused now (localStoragePeriod
 	// near a disk threshold).
 	period time.Duration
-}
-
-// volumeDirs tells where a pod's volume lives (volume.Manager).
-type volumeDirs interface {
-	VolumeDir(uid types.UID, plugin, name string) string
 }
 
 type measuredStorage struct {
@@ -74,7 +68,7 @@ type measuredStorage struct {
 }
 
 // fill adds the image filesystem signals and the pods' storage to out.
-func (s *storageStats) fill(ctx context.Context, pods []*v1.Pod, out *eviction.Stats) {
+func (s *localStorage) fill(ctx context.Context, pods []*v1.Pod, out *eviction.Stats) {
 	s.filesystems(ctx, out)
 	for uid, st := range s.measure(ctx, pods) {
 		if ps, ok := out.Pods[uid]; ok {
@@ -87,14 +81,14 @@ func (s *storageStats) fill(ctx context.Context, pods []*v1.Pod, out *eviction.S
 // filesystems sets out's image and container filesystem signals, read
 // again (with the writable layers) once their period passed; out's node
 // filesystem tells whether a disk threshold is near.
-func (s *storageStats) filesystems(ctx context.Context, out *eviction.Stats) {
+func (s *localStorage) filesystems(ctx context.Context, out *eviction.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	out.ImageFs, out.ContainerFs, out.DedicatedImageFs = s.imageFs, s.contFs, s.dedicated
-	s.period = storageStatsIdlePeriod
+	s.period = localStorageIdlePeriod
 	if eviction.DiskNear(s.thresholds, eviction.Observe(*out)) {
-		s.period = storageStatsPeriod
+		s.period = localStoragePeriod
 	}
 	if now.Sub(s.fsAt) >= s.period {
 		s.refreshRuntime(ctx)
@@ -105,13 +99,13 @@ func (s *storageStats) filesystems(ctx context.Context, out *eviction.Stats) {
 
 // measure is the local storage of pods, each measured again once the
 // period the last filesystems call chose passed.
-func (s *storageStats) measure(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.PodStorage {
+func (s *localStorage) measure(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.PodStorage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	period := s.period
 	if period == 0 {
-		period = storageStatsIdlePeriod
+		period = localStorageIdlePeriod
 	}
 	out := make(map[types.UID]*eviction.PodStorage, len(pods))
 	keep := map[types.UID]measuredStorage{}
@@ -129,14 +123,14 @@ func (s *storageStats) measure(ctx context.Context, pods []*v1.Pod) map[types.UI
 
 // cached is the pod's storage as last measured (nil: never), without
 // measuring.
-func (s *storageStats) cached(uid types.UID) *eviction.PodStorage {
+func (s *localStorage) cached(uid types.UID) *eviction.PodStorage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pods[uid].st
 }
 
 // refreshRuntime reads the image filesystem and the writable layers.
-func (s *storageStats) refreshRuntime(ctx context.Context) {
+func (s *localStorage) refreshRuntime(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	s.imageFs, s.contFs = nil, nil
 	if s.images != nil {
@@ -166,7 +160,7 @@ func (s *storageStats) refreshRuntime(ctx context.Context) {
 // imageFilesystems are the runtime's image filesystem and the one of its
 // writable layers (the image filesystem's when the runtime names none),
 // and whether the image filesystem is another than the root dir's.
-func (s *storageStats) imageFilesystems(ctx context.Context) (img, cont *eviction.FsStats, dedicated bool, _ error) {
+func (s *localStorage) imageFilesystems(ctx context.Context) (img, cont *eviction.FsStats, dedicated bool, _ error) {
 	resp, err := s.images.ImageFsInfo(ctx)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("ImageFsInfo: %w", err)
@@ -203,7 +197,7 @@ func statFs(ctx context.Context, path string) (*eviction.FsStats, error) {
 }
 
 // pod measures a pod's local ephemeral storage.
-func (s *storageStats) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorage {
+func (s *localStorage) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorage {
 	st := &eviction.PodStorage{Volumes: map[string]eviction.FsUsage{}, Containers: map[string]eviction.ContainerStorage{},
 		DedicatedImageFs: s.dedicated}
 	for _, vol := range pod.Spec.Volumes {
@@ -236,7 +230,7 @@ func (s *storageStats) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorag
 }
 
 // usage walks dir; ok is false when it does not exist or cannot be read.
-func (s *storageStats) usage(ctx context.Context, dir string) (eviction.FsUsage, bool) {
+func (s *localStorage) usage(ctx context.Context, dir string) (eviction.FsUsage, bool) {
 	u, err := volume.DiskUsage(dir, maxUsageEntries)
 	switch {
 	case err == nil:
