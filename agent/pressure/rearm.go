@@ -100,7 +100,7 @@ func (a *memcgArmer) arm(i int, t eviction.Threshold, want []uint64, old armedWa
 		log.V(2).Info("Eviction: memcg usage thresholds not armed", "dir", dir, "at", want, "err", err)
 		return
 	}
-	wakeOn(a.wg, w, a.wake)
+	wakeOn(a.wg, w.Events(), a.wake)
 	a.armed[i] = armedWatch{at: want, w: w}
 	if old.w != nil {
 		_ = old.w.Close()

@@ -39,14 +39,14 @@ func (s *Signals) Watch(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	oomW, err := cgroups.WatchOOM(ctx, s.cfg.Hierarchies, kubepods)
 	if watchStarted(ctx, "oom of "+kubepods, err) {
-		wakeOn(wg, oomW, m.Wake)
+		wakeOn(wg, oomW.Events(), m.Wake)
 		started++
 	}
 	if file, err := cgroups.PressureFile(s.cfg.Hierarchies, kubepods, "memory"); err == nil {
 		pw, err := cgroups.WatchPressure(ctx, file, cgroups.PressureTrigger{Kind: cgroups.TriggerSome,
 			Stall: 50 * time.Millisecond, Window: time.Second})
 		if watchStarted(ctx, "psi trigger on "+file, err) && pw != nil {
-			wakeOn(wg, pw.Watcher, m.Wake)
+			wakeOn(wg, pw.Events(), m.Wake)
 			started++
 		}
 	}
@@ -65,15 +65,12 @@ func watchStarted(ctx context.Context, what string, err error) bool {
 	return false
 }
 
-// wakeOn calls wake on every event of w until its events end (nothing
-// for a nil watcher): the one hand-off from a kernel notification to the
-// manager. Its goroutine runs in wg.
-func wakeOn[E any](wg *sync.WaitGroup, w *cgroups.Watcher[E], wake func()) {
-	if w == nil {
-		return
-	}
+// wakeOn calls wake on every event of a watcher's events until they end:
+// the one hand-off from a kernel notification to the manager. Its
+// goroutine runs in wg.
+func wakeOn[E any](wg *sync.WaitGroup, events <-chan E, wake func()) {
 	wg.Go(func() {
-		for range w.Events() {
+		for range events {
 			wake()
 		}
 	})
