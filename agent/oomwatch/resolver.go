@@ -5,6 +5,9 @@ import (
 	"path"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -72,4 +75,15 @@ func podUIDOfCgroup(cg string) (uid, below string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// podOrRef is pod, or a pod with only ref's identity when the workers no
+// longer know it.
+func podOrRef(pod *v1.Pod, ref *oom.PodRef) *v1.Pod {
+	if pod != nil {
+		return pod
+	}
+	p := &v1.Pod{}
+	p.Namespace, p.Name, p.UID = ref.Namespace, ref.Name, types.UID(ref.UID)
+	return p
 }

@@ -5,10 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/live"
@@ -36,61 +33,19 @@ type Watch struct {
 	cfg      Config
 	kubepods string
 	resolver oom.Resolver
-	kills    *prometheus.CounterVec
+	kills    *killCounter
 
 	mu     sync.Mutex
 	status Status
 	ring   ring
-	// counted are the pods with a kernelet_oom_kills_total series, whose
-	// series go once the pod is gone (sweepGone).
-	counted map[types.NamespacedName]bool
 }
 
 // New returns the OOM kill stream of cfg; nothing runs until Start.
 func New(cfg Config) *Watch {
-	w := &Watch{cfg: cfg, kubepods: cgroups.KubepodsCgroup(cfg.CgroupRoot), kills: NewKillsCounter(),
+	w := &Watch{cfg: cfg, kubepods: cgroups.KubepodsCgroup(cfg.CgroupRoot), kills: newKillCounter(),
 		ring: ring{n: recentKills}}
 	w.resolver = &podCgroupResolver{pods: cfg.Pods, status: cfg.PodStatus, fallback: runtime.NewCgroupResolver(cfg.Runtime)}
 	return w
-}
-
-// podsSweep is how often the counter series of pods that are gone are
-// dropped (a pod's series survives its containers' re-creation, not the
-// pod).
-const podsSweep = 30 * time.Second
-
-// sweepGone drops the counter series of the pods known is false for.
-func (w *Watch) sweepGone(known func(types.NamespacedName) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for n := range w.counted {
-		if !known(n) {
-			w.kills.DeletePartialMatch(prometheus.Labels{"namespace": n.Namespace, "pod": n.Name})
-			delete(w.counted, n)
-		}
-	}
-}
-
-// runSweeps calls sweepGone every podsSweep with the workers' pods until
-// ctx ends.
-func (w *Watch) runSweeps(ctx context.Context) {
-	_ = wait.Backoff{Duration: podsSweep}.DelayFunc().Until(ctx, false, true, func(context.Context) (bool, error) {
-		refs := podRefs(w.cfg.Pods)
-		names := make(map[types.NamespacedName]bool, len(refs))
-		for _, ref := range refs {
-			names[types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}] = true
-		}
-		w.sweepGone(func(n types.NamespacedName) bool { return names[n] })
-		return false, nil
-	})
-}
-
-// NewKillsCounter is kernelet_oom_kills_total, keyed by pod and
-// container names so that it survives container re-creation.
-func NewKillsCounter() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelet_oom_kills_total",
-		Help: "OOM kills by the kernel, by the victim's pod and container and the scope of the limit that was hit (container, pod, kubepods, node)."},
-		[]string{"namespace", "pod", "container", "scope"})
 }
 
 // Start opens the OOM stream (eBPF with kmsg, else the fallbacks; eBPF
@@ -101,7 +56,7 @@ func NewKillsCounter() *prometheus.CounterVec {
 func (w *Watch) Start(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	reg := w.cfg.Registerer
-	if err := reg.Register(w.kills); err != nil {
+	if err := reg.Register(w.kills.vec); err != nil {
 		log.Error(err, "OOM kills counter not registered")
 	}
 	env, err := kevents.Open(ctx, kevents.Options{BPFOff: w.cfg.BPFOff})
@@ -144,7 +99,7 @@ func (w *Watch) Start(ctx context.Context) {
 	if w.cfg.Streaming != nil {
 		w.cfg.Streaming()
 	}
-	go w.runSweeps(ctx)
+	go w.kills.runSweeps(ctx, w.cfg.Pods)
 	go func() {
 		defer env.Close()
 		defer s.Close()
@@ -170,18 +125,12 @@ func (w *Watch) handle(ctx context.Context, k oom.Kill, now time.Time) {
 	if k.Known.Has(oom.FieldGlobal) && k.Global {
 		w.cfg.Recorder.Event(events.NodeRef(w.cfg.NodeName), v1.EventTypeWarning, EventSystemOOM, SystemOOMMessage(k.Comm, k.Pid))
 	}
-	w.kills.WithLabelValues(rec.Namespace, rec.Pod, rec.Container, rec.Scope).Inc()
+	w.kills.inc(rec)
 	klog.FromContext(ctx).Info("OOM kill", "pid", k.Pid, "comm", k.Comm, "pod", klog.KRef(rec.Namespace, rec.Pod),
 		"container", rec.Container, "scope", rec.Scope, "memcg", rec.Memcg, "sources", rec.Sources, "latency", rec.Latency)
 	w.mu.Lock()
 	w.ring.add(rec)
 	w.status.Total++
-	if rec.Pod != "" {
-		if w.counted == nil {
-			w.counted = map[types.NamespacedName]bool{}
-		}
-		w.counted[types.NamespacedName{Namespace: rec.Namespace, Name: rec.Pod}] = true
-	}
 	w.mu.Unlock()
 	w.publish(rec, k)
 	if (rec.Scope != ScopeNode || k.Global) && w.cfg.Wake != nil {
@@ -219,17 +168,6 @@ func (w *Watch) pod(ref *oom.PodRef) *v1.Pod {
 		}
 	}
 	return nil
-}
-
-// podOrRef is pod, or a pod with only ref's identity when the workers no
-// longer know it.
-func podOrRef(pod *v1.Pod, ref *oom.PodRef) *v1.Pod {
-	if pod != nil {
-		return pod
-	}
-	p := &v1.Pod{}
-	p.Namespace, p.Name, p.UID = ref.Namespace, ref.Name, types.UID(ref.UID)
-	return p
 }
 
 // podMemoryLimited: every container of the pod has a memory limit, so

@@ -74,7 +74,7 @@ func TestAttributeOOM(t *testing.T) {
 func TestOOMWatchHandle(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	p := Config{NodeName: "n1", Recorder: rec, Hub: live.NewHub(0, nil), OOMs: live.NewOOMTracker()}
-	w := &Watch{cfg: p, kubepods: testKubepods, resolver: testRes, kills: NewKillsCounter(), ring: ring{n: 2}}
+	w := &Watch{cfg: p, kubepods: testKubepods, resolver: testRes, kills: newKillCounter(), ring: ring{n: 2}}
 	t0 := time.Unix(1000, 0)
 	for i, id := range []string{"c1", "c2"} {
 		ref := testCtr
@@ -82,7 +82,7 @@ func TestOOMWatchHandle(t *testing.T) {
 			Memcg: testPodCg + "/" + id, MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}
 		w.handle(context.Background(), k, t0.Add(3*time.Millisecond))
 	}
-	if got := testutil.ToFloat64(w.kills.WithLabelValues("ns", "web", "app", ScopeContainer)); got != 2 {
+	if got := testutil.ToFloat64(w.kills.vec.WithLabelValues("ns", "web", "app", ScopeContainer)); got != 2 {
 		t.Errorf("kernelet_oom_kills_total = %v, want 2", got)
 	}
 	for i := range 2 {
@@ -97,7 +97,7 @@ func TestOOMWatchHandle(t *testing.T) {
 	if e := <-rec.Events; e != "Warning SystemOOM System OOM encountered, victim process: stress, pid: 7" {
 		t.Errorf("node event %q", e)
 	}
-	if got := testutil.ToFloat64(w.kills.WithLabelValues("", "", "", ScopeNode)); got != 1 {
+	if got := testutil.ToFloat64(w.kills.vec.WithLabelValues("", "", "", ScopeNode)); got != 1 {
 		t.Errorf("node kills = %v, want 1", got)
 	}
 	st := w.Status()
@@ -156,7 +156,7 @@ func TestOOMKillWakesEviction(t *testing.T) {
 	go m.Run(ctx)
 	<-decisions // the first decision, at start
 	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10), Wake: m.Wake}, kubepods: testKubepods,
-		resolver: testRes, kills: NewKillsCounter(), ring: ring{n: 2}}
+		resolver: testRes, kills: newKillCounter(), ring: ring{n: 2}}
 	ref := testCtr
 	w.handle(ctx, oom.Kill{Time: time.Now(), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage, Pid: 100, Comm: "hog",
 		Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Now())
@@ -170,16 +170,16 @@ func TestOOMKillWakesEviction(t *testing.T) {
 // A pod's counter series goes once the pod is gone, not before.
 func TestOOMKillsSweepGone(t *testing.T) {
 	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10)}, kubepods: testKubepods,
-		resolver: testRes, kills: NewKillsCounter(), ring: ring{n: 2}}
+		resolver: testRes, kills: newKillCounter(), ring: ring{n: 2}}
 	ref := testCtr
 	w.handle(context.Background(), oom.Kill{Time: time.Unix(1, 0), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage,
 		Pid: 100, Comm: "hog", Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Unix(1, 0))
-	series := func() int { return testutil.CollectAndCount(w.kills) }
-	w.sweepGone(func(n types.NamespacedName) bool { return n.Namespace == "ns" && n.Name == "web" })
+	series := func() int { return testutil.CollectAndCount(w.kills.vec) }
+	w.kills.sweepGone(func(n types.NamespacedName) bool { return n.Namespace == "ns" && n.Name == "web" })
 	if n := series(); n != 1 {
 		t.Fatalf("series of a running pod after a sweep: %d, want 1", n)
 	}
-	w.sweepGone(func(types.NamespacedName) bool { return false })
+	w.kills.sweepGone(func(types.NamespacedName) bool { return false })
 	if n := series(); n != 0 {
 		t.Errorf("series of a gone pod after a sweep: %d, want 0", n)
 	}

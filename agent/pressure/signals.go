@@ -31,7 +31,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns.storage = &localStorage{runtime: cfg.Runtime, images: cfg.Images, rootDir: cfg.RootDir, podLogsDir: cfg.PodLogsDir,
+	ns.storage = &localStorage{cri: cri{runtime: cfg.Runtime, images: cfg.Images, rootDir: cfg.RootDir}, podLogsDir: cfg.PodLogsDir,
 		vols: cfg.Volumes, thresholds: cfg.Thresholds, status: fx.PodStatus}
 	metrics := eviction.NewMetrics()
 	if err := cfg.Registerer.Register(metrics); err != nil {

@@ -72,9 +72,8 @@ func (s *nodeStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, e
 		c := min(pid.PidMax.Or(0), pid.ThreadsMax.Or(0))
 		out.PIDs = &eviction.PIDStats{Capacity: int64(c), Available: int64(pid.AvailablePIDs.V)}
 	}
-	if fs, err := cgroups.Filesystem(ctx, s.rootDir); err == nil {
-		out.NodeFs = &eviction.FsStats{CapacityBytes: int64(fs.CapacityBytes), AvailableBytes: int64(fs.AvailableBytes),
-			Inodes: int64(fs.Inodes.Or(0)), InodesFree: int64(fs.InodesFree.Or(0))}
+	if fs, err := statFs(ctx, s.rootDir); err == nil {
+		out.NodeFs = fs
 	}
 	if s.storage != nil {
 		s.storage.filesystems(ctx, &out)

@@ -2,21 +2,12 @@ package pressure
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	internalapi "k8s.io/cri-api/pkg/apis"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/klog/v2"
 
-	"github.com/kernelet/kernelet/agent/runtime/podconfig"
-	"github.com/kernelet/kernelet/agent/volume"
-	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 )
 
@@ -39,9 +30,7 @@ const (
 // (walked as du does), its containers' writable layers (CRI
 // ContainerStats) and logs (walked).
 type localStorage struct {
-	runtime    internalapi.RuntimeService
-	images     internalapi.ImageManagerService
-	rootDir    string
+	cri
 	podLogsDir string
 	vols       VolumeDirs
 	// thresholds are the eviction thresholds: near a disk one, pods are
@@ -127,117 +116,4 @@ func (s *localStorage) cached(uid types.UID) *eviction.PodStorage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pods[uid].st
-}
-
-// refreshRuntime reads the image filesystem and the writable layers.
-func (s *localStorage) refreshRuntime(ctx context.Context) {
-	log := klog.FromContext(ctx)
-	s.imageFs, s.contFs = nil, nil
-	if s.images != nil {
-		if img, cont, dedicated, err := s.imageFilesystems(ctx); err != nil {
-			log.V(2).Info("Eviction: image filesystem not observed", "err", err)
-		} else {
-			s.imageFs, s.contFs, s.dedicated = img, cont, dedicated
-		}
-	}
-	s.layers = map[string]eviction.FsUsage{}
-	if s.runtime == nil {
-		return
-	}
-	cs, err := s.runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
-	if err != nil {
-		log.V(2).Info("Eviction: container writable layers not measured", "err", err)
-		return
-	}
-	for _, c := range cs {
-		if wl := c.GetWritableLayer(); wl != nil && wl.GetUsedBytes() != nil {
-			s.layers[c.GetAttributes().GetId()] = eviction.FsUsage{Bytes: int64(wl.GetUsedBytes().GetValue()),
-				Inodes: int64(wl.GetInodesUsed().GetValue())}
-		}
-	}
-}
-
-// imageFilesystems are the runtime's image filesystem and the one of its
-// writable layers (the image filesystem's when the runtime names none),
-// and whether the image filesystem is another than the root dir's.
-func (s *localStorage) imageFilesystems(ctx context.Context) (img, cont *eviction.FsStats, dedicated bool, _ error) {
-	resp, err := s.images.ImageFsInfo(ctx)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("ImageFsInfo: %w", err)
-	}
-	fss := resp.GetImageFilesystems()
-	if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
-		return nil, nil, false, errors.New("ImageFsInfo names no image filesystem")
-	}
-	mp := fss[0].GetFsId().GetMountpoint()
-	if img, err = statFs(ctx, mp); err != nil {
-		return nil, nil, false, err
-	}
-	cont = img
-	if cfs := resp.GetContainerFilesystems(); len(cfs) > 0 && cfs[0].GetFsId().GetMountpoint() != "" {
-		if cont, err = statFs(ctx, cfs[0].GetFsId().GetMountpoint()); err != nil {
-			return nil, nil, false, err
-		}
-	}
-	imgDev, err1 := volume.Device(mp)
-	rootDev, err2 := volume.Device(s.rootDir)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, nil, false, err
-	}
-	return img, cont, imgDev != rootDev, nil
-}
-
-func statFs(ctx context.Context, path string) (*eviction.FsStats, error) {
-	fs, err := cgroups.Filesystem(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	return &eviction.FsStats{CapacityBytes: int64(fs.CapacityBytes), AvailableBytes: int64(fs.AvailableBytes),
-		Inodes: int64(fs.Inodes.Or(0)), InodesFree: int64(fs.InodesFree.Or(0))}, nil
-}
-
-// pod measures a pod's local ephemeral storage.
-func (s *localStorage) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorage {
-	st := &eviction.PodStorage{Volumes: map[string]eviction.FsUsage{}, Containers: map[string]eviction.ContainerStorage{},
-		DedicatedImageFs: s.dedicated}
-	for _, vol := range pod.Spec.Volumes {
-		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory || s.vols == nil {
-			continue
-		}
-		if u, ok := s.usage(ctx, s.vols.VolumeDir(pod.UID, volume.PluginEmptyDir, vol.Name)); ok {
-			st.Volumes[vol.Name] = u
-		}
-	}
-	rs := s.status(pod.UID)
-	if rs == nil {
-		return st
-	}
-	logDir := podconfig.PodLogDir(s.podLogsDir, pod.Namespace, pod.Name, string(pod.UID))
-	for _, c := range rs.Containers { // newest first
-		if _, seen := st.Containers[c.Name]; seen {
-			continue
-		}
-		var cs eviction.ContainerStorage
-		if u, ok := s.layers[c.ID]; ok {
-			cs.Rootfs = &u
-		}
-		if u, ok := s.usage(ctx, filepath.Join(logDir, c.Name)); ok {
-			cs.Logs = &u
-		}
-		st.Containers[c.Name] = cs
-	}
-	return st
-}
-
-// usage walks dir; ok is false when it does not exist or cannot be read.
-func (s *localStorage) usage(ctx context.Context, dir string) (eviction.FsUsage, bool) {
-	u, err := volume.DiskUsage(dir, maxUsageEntries)
-	switch {
-	case err == nil:
-	case errors.Is(err, volume.ErrTooManyEntries):
-		klog.FromContext(ctx).V(2).Info("Eviction: disk usage walk stopped at its entry limit", "dir", dir, "entries", maxUsageEntries)
-	default:
-		return eviction.FsUsage{}, false
-	}
-	return eviction.FsUsage{Bytes: u.Bytes, Inodes: u.Inodes}, true
 }

@@ -68,7 +68,7 @@ func TestLocalStorage(t *testing.T) {
 		{Attributes: &runtimeapi.ContainerAttributes{Id: "old"},
 			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: 1 << 30}}},
 	})
-	s := &localStorage{runtime: rs, images: is, rootDir: root, podLogsDir: logs, vols: dirVolumes(vols),
+	s := &localStorage{cri: cri{runtime: rs, images: is, rootDir: root}, podLogsDir: logs, vols: dirVolumes(vols),
 		status: func(types.UID) *runtime.PodStatus {
 			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "new", Name: "app"}, {ID: "old", Name: "app"}}}
 		}}
