@@ -30,7 +30,8 @@ type nodeStats struct {
 	storage *localStorage
 }
 
-// newNodeStats reads the cgroups of h for the thresholds of cfg.
+// newNodeStats reads the cgroups of cfg.Hierarchies for the thresholds of
+// cfg; status tells the running containers of a pod.
 func newNodeStats(cfg Config, status PodStatusFunc) (*nodeStats, error) {
 	r, err := cgroups.NewReader(cfg.Hierarchies)
 	if err != nil {
@@ -40,6 +41,8 @@ func newNodeStats(cfg Config, status PodStatusFunc) (*nodeStats, error) {
 		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, status: status, psi: hasPSIThresholds(cfg.Thresholds)}, nil
 }
 
+// read is the stats of the node, kubepods and the filesystems now, and of
+// pods (none when the manager reads them apart, PodStats).
 func (s *nodeStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, error) {
 	out := eviction.Stats{Time: time.Now(), Pods: map[types.UID]eviction.PodStats{}}
 	var ns cgroups.NodeStats
