@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
@@ -56,7 +57,7 @@ type Agent struct {
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
 	// oom is the OOM kill stream once the pod side runs it.
-	oom *oomWatch
+	oom *oomwatch.Watch
 	// stats is the cgroup sweep of the stats endpoints (sweeps.go), set
 	// once the pod side runs.
 	stats *stats.Collector
@@ -131,7 +132,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.recorder = events.New(ctx, evClient, a.opts.NodeName)
 	defer a.recorder.Shutdown()
-	protectAgent(ctx, *kc.OOMScoreAdj)
+	oomwatch.ProtectAgent(ctx, *kc.OOMScoreAdj)
 
 	if a.cluster != nil {
 		nc, err := a.newNodeController()

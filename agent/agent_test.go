@@ -18,7 +18,6 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/runtime"
-	"github.com/kernelet/kernelet/cgroups"
 )
 
 type fakeRuntime struct{ ready atomic.Bool }
@@ -196,26 +195,5 @@ func TestAgentWebhookWithoutClient(t *testing.T) {
 	err := a.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "authentication.webhook.enabled: needs an API server client (--kubeconfig)") {
 		t.Fatalf("want the missing client named, got %v", err)
-	}
-}
-
-func TestKubepodsCapacity(t *testing.T) {
-	limited := cgroups.Value{V: 512 << 20, Known: true}
-	unlimited := cgroups.Value{V: cgroups.Unlimited, Known: true}
-	v1Unlimited := cgroups.Value{V: 9223372036854771712, Known: true} // v1's "no limit"
-	for _, tc := range []struct {
-		limit cgroups.Value
-		node  int64
-		want  int64
-	}{
-		{limited, 8 << 30, 512 << 20},
-		{limited, 0, 512 << 20},
-		{unlimited, 8 << 30, 1 << 30},
-		{v1Unlimited, 8 << 30, 1 << 30},
-		{cgroups.Value{}, 8 << 30, 1 << 30},
-	} {
-		if got := kubepodsCapacity(tc.limit, tc.node, 1<<30); got != tc.want {
-			t.Errorf("kubepodsCapacity(%v, %d) = %d, want %d", tc.limit, tc.node, got, tc.want)
-		}
 	}
 }

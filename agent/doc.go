@@ -8,15 +8,13 @@
 // through the container and image collectors of agent/gc, which otherwise
 // run every minute and every five minutes.
 //
-// Inside Run the OOM kill stream (kevents, oom) runs beside the eviction
-// manager: every kill is attributed to its pod and container and recorded
-// (OOMKilling / SystemOOM events, kernelet_oom_kills_total, the recent
-// kills of /status) — agent/oomkills.go decides scope and texts,
-// agent/oomwatch.go wires the stream. The same kevents env opens the eBPF
-// reclaim stall tracer (agent/reclaimwatch.go:
-// kernelet_pod_reclaim_stall_seconds_total per pod, pods found by their
-// cgroup's pod<uid> directory in a UID map of the workers' pods) and exports its tracers' run statistics
-// (bpf.Collector: kernelet_bpf_program_run_{count,seconds}_total).
+// Inside Run the pressure side runs beside the pods: agent/pressure builds
+// the eviction manager with the stats it reads, the pods' local storage
+// and the kernel notifications that wake it (kernelsignals.go hands it the
+// pod workers' kill path, the pod list and the PLEG cache), and
+// agent/oomwatch runs the OOM kill stream (attribution, OOMKilling /
+// SystemOOM events, kernelet_oom_kills_total, the recent kills of
+// /status) with the eBPF reclaim stall tracer.
 //
 // Metrics: New builds the registries of /metrics, /metrics/cadvisor,
 // /metrics/resource and /metrics/probes (registries.go) and has each

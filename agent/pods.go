@@ -21,8 +21,10 @@ import (
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/pressure"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
@@ -69,12 +71,10 @@ type pods struct {
 	cgroups *cgroups.Manager
 
 	// evictions is the eviction manager (set before the first pod is
-	// admitted).
+	// admitted); pressure owns it with the stats it decides on, the pods'
+	// local storage and the kernel notifications that wake it.
 	evictions *eviction.Manager
-	// evictionStats reads what it decides on; memcgArmer re-arms its v1
-	// usage notifications after each decision (nil without v1 memory).
-	evictionStats *evictionStats
-	memcgArmer    *memcgArmer
+	pressure  *pressure.Signals
 
 	// deadlines tracks activeDeadlineSeconds.
 	deadlines *deadlines
@@ -86,7 +86,7 @@ type pods struct {
 	// ooms finds the OOM kills in pod statuses (agent/dashboard.go).
 	hub  *live.Hub
 	ooms *live.OOMTracker
-	// kernelOOMs: the kernel's OOM kill stream runs (agent/oomwatch.go)
+	// kernelOOMs: the kernel's OOM kill stream runs (agent/oomwatch)
 	// and publishes the kills to hub itself; the OOMKilled terminations of
 	// pod statuses are then not published again.
 	kernelOOMs atomic.Bool
@@ -96,18 +96,33 @@ type pods struct {
 	killing map[types.UID]bool
 }
 
-// startPods builds and runs the pod side until ctx is done. It fails when
-// the node cannot run pods at all (no cgroups, no image service).
-func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) error {
+// podEnv is what the pod side is built on: the cgroup hierarchies, the
+// CRI services (counted in kubelet_runtime_operations_*), the node's
+// share for pods and the extra pod sources.
+type podEnv struct {
+	h       *cgroups.Hierarchies
+	rs      internalapi.RuntimeService
+	is      internalapi.ImageManagerService
+	setup   PodSetup
+	podsDir string
+	sources []sources.Source
+}
+
+// newPods builds the runtime half of the pod side: cgroups and QoS
+// hierarchy, node addresses, image service, volumes, runtime manager and
+// PLEG. It fails when the node cannot run pods at all (no cgroups, no
+// image service).
+func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*pods, podEnv, error) {
 	log := klog.FromContext(ctx)
 	kc := &a.opts.Config.Kubelet
+	var env podEnv
 	h, err := a.deps.Cgroups()
 	if err != nil {
-		return fmt.Errorf("cgroups: %w", err)
+		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
 	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot, Observe: a.metrics.cgroups.Observe})
 	if err != nil {
-		return fmt.Errorf("cgroups: %w", err)
+		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
 	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	if from == "fallback" {
@@ -116,19 +131,18 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		log.Info("Node addresses", "ips", nodeIPs, "from", from)
 	}
 	setup := NewPodSetup(a.opts.Config, NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
-	capacity, alloc, qosCfg := setup.Capacity, setup.Allocatable, setup.QoS
-	if _, err := cm.EnsureQoS(ctx, qosCfg, nil); err != nil {
-		return fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
+	if _, err := cm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
+		return nil, env, fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
 	}
 	is, err := a.deps.ConnectImages(ctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 	if err != nil {
-		return fmt.Errorf("image service: %w", err)
+		return nil, env, fmt.Errorf("image service: %w", err)
 	}
 	rs, is = crimetrics.Wrap(rs, is, a.metrics.cri) // kubelet_runtime_operations_*
-	podsDir := filepath.Join(a.opts.RootDir, "pods")
-	vols, objs, err := a.newVolumeManager(podsDir, setup.Sync.Container.NodeAllocatable)
+	env = podEnv{h: h, rs: rs, is: is, setup: setup, podsDir: filepath.Join(a.opts.RootDir, "pods")}
+	vols, objs, err := a.newVolumeManager(env.podsDir, setup.Sync.Container.NodeAllocatable)
 	if err != nil {
-		return err
+		return nil, env, err
 	}
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
@@ -136,40 +150,53 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
-		PodLogsDir: kc.PodLogsDir, PodsDir: podsDir, Volumes: vols, Objects: objs, Services: services,
+		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS},
+		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
 	if err != nil {
-		return err
+		return nil, env, err
 	}
 	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
 		Threshold: a.deps.PLEGThreshold, Metrics: a.metrics.pleg})
 	if err != nil {
-		return err
+		return nil, env, err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
-		oomScores: a.metrics.oomScores, memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
+		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
 	p.hub, p.ooms = a.dash.hub, a.dash.ooms
-	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.status
-		extraSources = append(extraSources, sources.NewAPISource(a.cluster.podInformer))
+		env.sources = append(env.sources, sources.NewAPISource(a.cluster.podInformer))
 	}
-	if p.evictions, err = a.newEvictionManager(p, h, alloc.MemoryBytes, rs); err != nil {
+	return p, env, nil
+}
+
+// startPods builds and runs the pod side until ctx is done. It fails when
+// the node cannot run pods at all (no cgroups, no image service).
+func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) error {
+	log := klog.FromContext(ctx)
+	kc := &a.opts.Config.Kubelet
+	p, env, err := a.newPods(ctx, rs)
+	if err != nil {
 		return err
 	}
+	rs, alloc := env.rs, env.setup.Allocatable
+	if p.pressure, err = a.newPressure(p, env.h, alloc.MemoryBytes, rs); err != nil {
+		return err
+	}
+	p.evictions = p.pressure.Manager()
 	admit, err := a.admitHandlers(alloc)
 	if err != nil {
 		return err
 	}
-	admit = append([]podworkers.AdmitHandler{evictionAdmit(p.evictions, a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
+	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
 		return err
 	}
 	defer p.probes.Stop()
-	p.syncOpt = setup.Sync
+	p.syncOpt = env.setup.Sync
 	podMetrics := a.metrics.workers // kubelet_pod_worker_duration_seconds, kubelet_pod_start*_duration_seconds
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: podMetrics.Timed(p), SyncFrequency: kc.SyncFrequency.Duration,
 		Admit: admit,
@@ -193,34 +220,41 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	// the pleg health check goes from "no pod lifecycle yet" (ok) to a
 	// PLEG that has relisted, never through "pleg has yet to be
 	// successful" in between, and the first syncs find the cache filled.
-	if n, ok := pl.Relist(ctx); ok {
+	if n, ok := p.pleg.Relist(ctx); ok {
 		log.Info("Pods found in the runtime at start", "count", n)
 	}
-	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName), extraSources...)
+	p.sources, err = sources.Start(ctx, sources.OptionsFromKubelet(kc, a.opts.NodeName), env.sources...)
 	if err != nil {
 		return fmt.Errorf("pod sources: %w", err)
 	}
-	if err := a.newCollectors(p, rs, is); err != nil {
+	if err := a.newCollectors(p, rs, env.is); err != nil {
 		return err
 	}
-	if err := a.startStats(p, h); err != nil {
+	if err := a.startStats(p, env.h); err != nil {
 		return fmt.Errorf("stats: %w", err)
 	}
 	a.mu.Lock()
 	a.pods = p
 	a.mu.Unlock()
-	log.Info("Running pods", "cgroupRoot", kc.CgroupRoot, "podLogsDir", kc.PodLogsDir, "podsDir", podsDir,
+	log.Info("Running pods", "cgroupRoot", kc.CgroupRoot, "podLogsDir", kc.PodLogsDir, "podsDir", env.podsDir,
 		"allocatableMilliCPU", alloc.MilliCPU, "allocatableMemory", alloc.MemoryBytes, "maxPods", kc.MaxPods)
+	return a.runPods(ctx, p, rs)
+}
 
+// runPods runs the built pod side until ctx is done and its sources
+// close: relist, workers, housekeeping, volumes, the eviction manager
+// with the kernel signals that wake it, the OOM kill stream and the
+// collectors.
+func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeService) error {
 	var wg sync.WaitGroup
-	wg.Go(func() { pl.Run(ctx) })
+	wg.Go(func() { p.pleg.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
-	wg.Go(func() { vols.Run(ctx, 0) })
+	wg.Go(func() { p.vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
-	a.watchEvictionSignals(ctx, &wg, h, p)
+	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
-	releaseStartupMemory()
+	oomwatch.ReleaseStartupMemory()
 	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
 	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
 	p.dispatchUpdates(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
@@ -59,7 +60,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	kv, _ := node.KubeletVersion(kubeversion.Get(), Version) // an invalid one fails node status, not metrics
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
-		oomScores: runtime.NewOOMScores(), oomKills: newOOMKillsCounter(), reclaimStalls: newReclaimStallCounter(),
+		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
 		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main)}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(

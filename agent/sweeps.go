@@ -70,8 +70,8 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 			if r.Status.StartTime != nil {
 				sp.StartTime = r.Status.StartTime.Time
 			}
-			if es := p.evictionStats; es != nil && es.storage != nil {
-				sp.Storage = es.storage.cached(r.Pod.UID)
+			if p.pressure != nil {
+				sp.Storage = p.pressure.PodStorage(r.Pod.UID)
 			}
 			for _, list := range [][]v1.ContainerStatus{r.Status.InitContainerStatuses, r.Status.ContainerStatuses,
 				r.Status.EphemeralContainerStatuses} {

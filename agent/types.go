@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/sources"
@@ -115,6 +116,13 @@ type Status struct {
 	// Cluster is the API server side (nil: standalone).
 	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
+
+// OOMStatus is the OOM kill stream and its recent kills as /status
+// serves them (agent/oomwatch).
+type OOMStatus = oomwatch.Status
+
+// OOMKillRecord is one recent OOM kill as /status serves it.
+type OOMKillRecord = oomwatch.KillRecord
 
 // ClusterStatus is how the agent's reporting to the API server goes.
 type ClusterStatus struct {

@@ -149,6 +149,19 @@ type Record struct {
 	Message string               `json:"message"`
 }
 
+// defaultDuration sets *d to def when it is not positive.
+func defaultDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+// newRecord is the record of pod's eviction for signal at now.
+func newRecord(now time.Time, pod *v1.Pod, signal Signal, message string) Record {
+	return Record{Time: now, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, UID: pod.UID,
+		Signal: signal, Message: message}
+}
+
 // NewManager checks cfg and returns a manager; nothing runs until Run.
 func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Stats == nil || cfg.ActivePods == nil || cfg.Evict == nil {
@@ -160,21 +173,14 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if _, err := ParseMode(string(cfg.Mode)); err != nil {
 		return nil, fmt.Errorf("eviction manager: %w", err)
 	}
-	if cfg.Tick <= 0 {
-		cfg.Tick = DefaultTick
-		if cfg.Mode == ModeKubelet {
-			cfg.Tick = KubeletModeTick
-		}
+	tick := DefaultTick
+	if cfg.Mode == ModeKubelet {
+		tick = KubeletModeTick
 	}
-	if cfg.NearTick <= 0 {
-		cfg.NearTick = DefaultNearTick
-	}
-	if cfg.Cooldown <= 0 {
-		cfg.Cooldown = DefaultCooldown
-	}
-	if cfg.NodeReclaimInterval <= 0 {
-		cfg.NodeReclaimInterval = DefaultNodeReclaimInterval
-	}
+	defaultDuration(&cfg.Tick, tick)
+	defaultDuration(&cfg.NearTick, DefaultNearTick)
+	defaultDuration(&cfg.Cooldown, DefaultCooldown)
+	defaultDuration(&cfg.NodeReclaimInterval, DefaultNodeReclaimInterval)
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}

@@ -58,14 +58,9 @@ func maxPodsPerDecision(m Mode) int {
 	return -1
 }
 
-// DryRunEviction is a pod a dry-run decision would have evicted.
-type DryRunEviction struct {
-	Time    time.Time            `json:"time"`
-	Pod     types.NamespacedName `json:"pod"`
-	UID     types.UID            `json:"uid"`
-	Signal  Signal               `json:"signal"`
-	Message string               `json:"message"`
-}
+// DryRunEviction is a pod a dry-run decision would have evicted: the
+// Record the eviction would have had.
+type DryRunEviction Record
 
 // wouldEvict records, in dry-run mode, that the decision at now would
 // evict pod with e; nothing is killed and the pod is not counted as
@@ -75,8 +70,7 @@ func (m *Manager) wouldEvict(ctx context.Context, pod *v1.Pod, e Eviction, now t
 		"signal", e.Signal, "message", e.Message)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dryRun = append(m.dryRun, DryRunEviction{Time: now, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		UID: pod.UID, Signal: e.Signal, Message: e.Message})
+	m.dryRun = append(m.dryRun, DryRunEviction(newRecord(now, pod, e.Signal, e.Message)))
 }
 
 // startDecision forgets the previous decision's dry-run list and takes

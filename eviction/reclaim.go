@@ -199,8 +199,7 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
 	} else {
 		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
 	}
-	m.evicted = append(m.evicted, Record{Time: now, Pod: types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
-		UID: pod.UID, Signal: s, Message: msg})
+	m.evicted = append(m.evicted, newRecord(now, pod, s, msg))
 	if len(m.evicted) > maxRecords {
 		m.evicted = m.evicted[len(m.evicted)-maxRecords:]
 	}

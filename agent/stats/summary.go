@@ -8,7 +8,6 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kernelet/kernelet/cgroups"
-	"github.com/kernelet/kernelet/eviction"
 )
 
 // Summary converts a sweep into the Summary API (/stats/summary): the
@@ -188,7 +187,7 @@ func rlimit(s *Sweep) *statsapi.RlimitStats {
 
 // usageStats is a usage on filesystem fs (nil: capacity unknown) as the
 // Summary API's FsStats.
-func usageStats(at time.Time, u eviction.FsUsage, fs *cgroups.FSStats) *statsapi.FsStats {
+func usageStats(at time.Time, u FsUsage, fs *cgroups.FSStats) *statsapi.FsStats {
 	used, inodes := uint64(max(u.Bytes, 0)), uint64(max(u.Inodes, 0))
 	out := &statsapi.FsStats{Time: metav1.NewTime(at), UsedBytes: &used, InodesUsed: &inodes}
 	if fs != nil {
@@ -201,11 +200,11 @@ func usageStats(at time.Time, u eviction.FsUsage, fs *cgroups.FSStats) *statsapi
 // addPodStorage fills a pod's ephemeral storage (its total: writable
 // layers, logs and local volumes, as kubelet) and the stats of its local
 // ephemeral volumes from st (nil: not measured, left out).
-func addPodStorage(ps *statsapi.PodStats, st *eviction.PodStorage, at time.Time, nodeFs *cgroups.FSStats) {
+func addPodStorage(ps *statsapi.PodStats, st *PodStorage, at time.Time, nodeFs *cgroups.FSStats) {
 	if st == nil {
 		return
 	}
-	ps.EphemeralStorage = usageStats(at, st.Total(), nodeFs)
+	ps.EphemeralStorage = usageStats(at, st.Total, nodeFs)
 	names := make([]string, 0, len(st.Volumes))
 	for name := range st.Volumes {
 		names = append(names, name)
@@ -219,7 +218,7 @@ func addPodStorage(ps *statsapi.PodStats, st *eviction.PodStorage, at time.Time,
 
 // addContainerStorage fills a container's rootfs (its writable layer, on
 // the image filesystem) and logs (on the node filesystem) from st.
-func addContainerStorage(cs *statsapi.ContainerStats, st *eviction.PodStorage, at time.Time, imageFs, nodeFs *cgroups.FSStats) {
+func addContainerStorage(cs *statsapi.ContainerStats, st *PodStorage, at time.Time, imageFs, nodeFs *cgroups.FSStats) {
 	if st == nil {
 		return
 	}

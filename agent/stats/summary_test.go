@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kernelet/kernelet/eviction"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -72,10 +71,10 @@ func TestSummaryStorage(t *testing.T) {
 	if p := Summary(s, false).Pods[0]; p.EphemeralStorage != nil || p.VolumeStats != nil || p.Containers[0].Rootfs != nil {
 		t.Fatalf("storage reported without a measurement: %+v", p)
 	}
-	s.Pods[0].Storage = &eviction.PodStorage{
-		Volumes: map[string]eviction.FsUsage{"data": {Bytes: 4 << 20, Inodes: 3}, "cache": {Bytes: 1 << 20, Inodes: 1}},
-		Containers: map[string]eviction.ContainerStorage{"app": {Rootfs: &eviction.FsUsage{Bytes: 8 << 20, Inodes: 10},
-			Logs: &eviction.FsUsage{Bytes: 2 << 20, Inodes: 2}}},
+	s.Pods[0].Storage = &PodStorage{Total: FsUsage{Bytes: 15 << 20, Inodes: 16},
+		Volumes: map[string]FsUsage{"data": {Bytes: 4 << 20, Inodes: 3}, "cache": {Bytes: 1 << 20, Inodes: 1}},
+		Containers: map[string]ContainerStorage{"app": {Rootfs: &FsUsage{Bytes: 8 << 20, Inodes: 10},
+			Logs: &FsUsage{Bytes: 2 << 20, Inodes: 2}}},
 	}
 	p := Summary(s, false).Pods[0]
 	if p.EphemeralStorage == nil || *p.EphemeralStorage.UsedBytes != 15<<20 || *p.EphemeralStorage.InodesUsed != 16 ||

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/kernelet/kernelet/eviction"
-
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/cgroups"
@@ -28,7 +26,32 @@ type Pod struct {
 	// Storage is the pod's local ephemeral storage as the eviction
 	// manager last measured it (emptyDirs, writable layers, logs; nil when
 	// not measured): the Summary API's ephemeral storage and volumes.
-	Storage *eviction.PodStorage
+	Storage *PodStorage
+}
+
+// PodStorage is a pod's local ephemeral storage as the Summary API
+// reports it; agent/pressure measures it.
+type PodStorage struct {
+	// Total is the pod's ephemeral storage as kubelet accounts it:
+	// writable layers, logs and local ephemeral volumes.
+	Total FsUsage
+	// Volumes are the pod's local ephemeral volumes (emptyDirs not backed
+	// by memory), by name.
+	Volumes map[string]FsUsage
+	// Containers are the newest instance of each container, by name.
+	Containers map[string]ContainerStorage
+}
+
+// ContainerStorage is a container's writable layer (on the image
+// filesystem) and logs (on the node filesystem); nil when unknown.
+type ContainerStorage struct {
+	Rootfs, Logs *FsUsage
+}
+
+// FsUsage is what something uses of a filesystem: bytes (allocated
+// blocks) and inodes.
+type FsUsage struct {
+	Bytes, Inodes int64
 }
 
 // Container is one container instance of a pod.

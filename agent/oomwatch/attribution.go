@@ -1,4 +1,4 @@
-package agent
+package oomwatch
 
 import (
 	"fmt"
@@ -12,10 +12,10 @@ import (
 
 // The scopes of an OOM kill: whose memory limit was hit.
 const (
-	OOMScopeContainer = "container"
-	OOMScopePod       = "pod"
-	OOMScopeKubepods  = "kubepods"
-	OOMScopeNode      = "node"
+	ScopeContainer = "container"
+	ScopePod       = "pod"
+	ScopeKubepods  = "kubepods"
+	ScopeNode      = "node"
 )
 
 // The event reasons and texts of OOM kills.
@@ -41,8 +41,8 @@ func OOMKillingMessage(k oom.Kill, scope string) string {
 	return fmt.Sprintf("Memory limit of the %s reached: killed process %d (%s) in memcg %s", scope, k.Pid, k.Comm, memcg)
 }
 
-// oomAttribution is who a kill hit and whose limit caused it.
-type oomAttribution struct {
+// attribution is who a kill hit and whose limit caused it.
+type attribution struct {
 	// Victim is the victim's pod and container (nil: not a pod's).
 	Victim *oom.PodRef
 	Scope  string
@@ -54,7 +54,7 @@ func inCgroup(cg, dir string) bool {
 	return dir == "/" || cg == dir || strings.HasPrefix(cg, dir+"/")
 }
 
-// attributeOOM decides a kill's scope. The limiting memcg (kmsg,
+// attribute decides a kill's scope. The limiting memcg (kmsg,
 // oom_control) decides when known: a container's cgroup → container, a
 // pod's → pod, kubepods or a QoS class → kubepods, the root or anything
 // else → node; a global OOM is node. Without it (eBPF alone) the victim's
@@ -62,32 +62,32 @@ func inCgroup(cg, dir string) bool {
 // victim is in no container's cgroup); else pod when every container of
 // the pod is limited (podLimited), else kubepods (victim in kubepods) or
 // node.
-func attributeOOM(k oom.Kill, victim *oom.PodRef, kubepods string, resolve func(cg string) (oom.PodRef, bool), podLimited bool) oomAttribution {
-	a := oomAttribution{Victim: victim}
+func attribute(k oom.Kill, victim *oom.PodRef, kubepods string, resolve func(cg string) (oom.PodRef, bool), podLimited bool) attribution {
+	a := attribution{Victim: victim}
 	switch {
 	case k.Known.Has(oom.FieldGlobal) && k.Global:
-		a.Scope = OOMScopeNode
+		a.Scope = ScopeNode
 	case k.OOMMemcg != "":
-		a.Scope = OOMScopeNode
+		a.Scope = ScopeNode
 		if ref, ok := resolve(k.OOMMemcg); ok {
-			a.Scope = OOMScopePod
+			a.Scope = ScopePod
 			if ref.Container != "" {
-				a.Scope = OOMScopeContainer
+				a.Scope = ScopeContainer
 			}
 		} else if k.OOMMemcg != "/" && inCgroup(k.OOMMemcg, kubepods) {
-			a.Scope = OOMScopeKubepods
+			a.Scope = ScopeKubepods
 		}
 	case victim != nil && atOwnLimit(k):
-		a.Scope = OOMScopePod
+		a.Scope = ScopePod
 		if victim.Container != "" {
-			a.Scope = OOMScopeContainer
+			a.Scope = ScopeContainer
 		}
 	case victim != nil && podLimited:
-		a.Scope = OOMScopePod
+		a.Scope = ScopePod
 	case victim != nil || inCgroup(k.CgroupPath(), kubepods) && k.CgroupPath() != "":
-		a.Scope = OOMScopeKubepods
+		a.Scope = ScopeKubepods
 	default:
-		a.Scope = OOMScopeNode
+		a.Scope = ScopeNode
 	}
 	return a
 }
@@ -101,8 +101,8 @@ func atOwnLimit(k oom.Kill) bool {
 	return k.MemcgUsageBytes+1<<20 >= k.MemcgLimitBytes
 }
 
-// OOMKillRecord is one recent OOM kill as /status serves it.
-type OOMKillRecord struct {
+// KillRecord is one recent OOM kill as /status serves it.
+type KillRecord struct {
 	Time      time.Time `json:"time"`
 	Pid       int       `json:"pid"`
 	Comm      string    `json:"comm"`
@@ -117,8 +117,8 @@ type OOMKillRecord struct {
 	Latency time.Duration `json:"latency"`
 }
 
-// OOMStatus is the OOM kill stream of the agent for /status.
-type OOMStatus struct {
+// Status is the OOM kill stream of the agent for /status.
+type Status struct {
 	// Sources are the sources in use, e.g. "bpf (eBPF tp_btf)+kmsg".
 	Sources string `json:"sources"`
 	// Fallback is why the fallbacks replace eBPF ("" when they do not).
@@ -130,18 +130,18 @@ type OOMStatus struct {
 	// Error is why no OOM source runs.
 	Error string `json:"error,omitempty"`
 	// Recent are the latest kills, oldest first.
-	Recent []OOMKillRecord `json:"recent,omitempty"`
+	Recent []KillRecord `json:"recent,omitempty"`
 	// Total is the number of kills seen since the agent started.
 	Total int `json:"total"`
 }
 
-// oomRing keeps the latest n kills.
-type oomRing struct {
+// ring keeps the latest n kills.
+type ring struct {
 	n    int
-	recs []OOMKillRecord
+	recs []KillRecord
 }
 
-func (r *oomRing) add(rec OOMKillRecord) {
+func (r *ring) add(rec KillRecord) {
 	r.recs = append(r.recs, rec)
 	if len(r.recs) > r.n {
 		r.recs = append(r.recs[:0], r.recs[len(r.recs)-r.n:]...)

@@ -1,4 +1,4 @@
-package agent
+package pressure
 
 import (
 	"github.com/kernelet/kernelet/cgroups"

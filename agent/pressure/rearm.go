@@ -1,4 +1,4 @@
-package agent
+package pressure
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func newMemcgArmer(h *cgroups.Hierarchies, kubepods string, ths []eviction.Thres
 }
 
 // start arms the notifications for stats; from then on decided re-arms
-// them. Each watch's pump runs in wg and ends with ctx.
+// them. Each watch's goroutine runs in wg and ends with ctx.
 func (a *memcgArmer) start(ctx context.Context, wg *sync.WaitGroup, wake func(), stats eviction.Stats) {
 	a.mu.Lock()
 	a.ctx, a.wg, a.wake = ctx, wg, wake
@@ -100,11 +100,7 @@ func (a *memcgArmer) arm(i int, t eviction.Threshold, want []uint64, old armedWa
 		log.V(2).Info("Eviction: memcg usage thresholds not armed", "dir", dir, "at", want, "err", err)
 		return
 	}
-	a.wg.Go(func() {
-		for range w.Events() {
-			a.wake()
-		}
-	})
+	wakeOn(a.wg, w.Events(), a.wake)
 	a.armed[i] = armedWatch{at: want, w: w}
 	if old.w != nil {
 		_ = old.w.Close()

@@ -1,4 +1,4 @@
-package agent
+package oomwatch
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/kernelet/kernelet/oom"
 )
 
-// newReclaimStallCounter is kernelet_pod_reclaim_stall_seconds_total: time
+// NewReclaimStallCounter is kernelet_pod_reclaim_stall_seconds_total: time
 // the pods' tasks spent in memcg direct reclaim, from the eBPF reclaim
 // tracer. Stalls of tasks outside any known pod count under
 // namespace="", pod="".
-func newReclaimStallCounter() *prometheus.CounterVec {
+func NewReclaimStallCounter() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kernelet_pod_reclaim_stall_seconds_total",
 		Help: "Time the pod's tasks stalled in memory cgroup direct reclaim (eBPF); namespace and pod empty for tasks outside known pods."},
 		[]string{"namespace", "pod"})
@@ -85,14 +85,14 @@ func (n *podNames) gone() []oom.PodRef {
 	return out
 }
 
-// workerPods lists the workers' pods by UID.
-func (p *pods) workerPods() map[string]oom.PodRef {
+// podRefs lists pods (the workers') by UID.
+func podRefs(pods PodsFunc) map[string]oom.PodRef {
 	out := map[string]oom.PodRef{}
-	if p == nil || p.workers == nil {
+	if pods == nil {
 		return out
 	}
-	for _, rec := range p.workers.Pods() {
-		out[string(rec.Pod.UID)] = oom.PodRef{Namespace: rec.Pod.Namespace, Name: rec.Pod.Name, UID: string(rec.Pod.UID)}
+	for _, pod := range pods() {
+		out[string(pod.UID)] = oom.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 	}
 	return out
 }
@@ -118,7 +118,7 @@ func reclaimWakes(d time.Duration, last, now time.Time) bool {
 // are found from the agent's own state (podNames over the workers' pods),
 // never through CRI; the series of pods that are gone are dropped every
 // reclaimPodsSweep. Without eBPF it logs why and does nothing.
-func startReclaimWatch(ctx context.Context, env *kevents.Env, p *pods, stalls *prometheus.CounterVec) {
+func startReclaimWatch(ctx context.Context, env *kevents.Env, cfg Config, stalls *prometheus.CounterVec) {
 	log := klog.FromContext(ctx)
 	tr, err := env.OpenReclaim(ctx)
 	if err != nil {
@@ -126,7 +126,7 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, p *pods, stalls *p
 		return
 	}
 	log.Info("Reclaim stalls per pod: eBPF", "mode", tr.Mode().String())
-	names := &podNames{list: p.workerPods, now: time.Now}
+	names := &podNames{list: func() map[string]oom.PodRef { return podRefs(cfg.Pods) }, now: time.Now}
 	go func() {
 		defer tr.Close()
 		sweep := time.NewTicker(reclaimPodsSweep)
@@ -147,9 +147,9 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, p *pods, stalls *p
 				cg := env.CgroupOf(ctx, ev.Known, bpf.FieldMemcgV1ID, bpf.FieldCgroupID, ev.MemcgV1ID, ev.CgroupID)
 				ns, pod := names.labels(cg)
 				stalls.WithLabelValues(ns, pod).Add(ev.Duration.Seconds())
-				if now := time.Now(); pod != "" && reclaimWakes(ev.Duration, lastWake, now) && p.evictions != nil {
+				if now := time.Now(); pod != "" && reclaimWakes(ev.Duration, lastWake, now) && cfg.Wake != nil {
 					lastWake = now
-					p.evictions.Wake()
+					cfg.Wake()
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-package agent
+package oomwatch
 
 import (
 	"context"
@@ -48,19 +48,19 @@ func TestAttributeOOM(t *testing.T) {
 		podLimited bool
 		want       string
 	}{
-		"global":                {k: oom.Kill{Known: oom.FieldGlobal, Global: true, OOMMemcg: "/"}, victim: &ctr, want: OOMScopeNode},
-		"kmsg: container limit": {k: oom.Kill{Known: oom.FieldGlobal | oom.FieldOOMMemcg, OOMMemcg: testCtrCg}, victim: &ctr, want: OOMScopeContainer},
-		"kmsg: pod limit":       {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: testPodCg}, victim: &ctr, want: OOMScopePod},
-		"kmsg: kubepods limit":  {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/kubepods/besteffort"}, victim: &ctr, want: OOMScopeKubepods},
-		"kmsg: other cgroup":    {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/system.slice/x"}, want: OOMScopeNode},
-		"bpf: at own limit":     {k: atLimit, victim: &ctr, want: OOMScopeContainer},
-		"bpf: pod limited":      {k: below, victim: &ctr, podLimited: true, want: OOMScopePod},
-		"bpf: pod unlimited":    {k: below, victim: &ctr, want: OOMScopeKubepods},
-		"bpf: not a pod":        {k: oom.Kill{Known: oom.FieldPid, Memcg: "/user.slice"}, want: OOMScopeNode},
+		"global":                {k: oom.Kill{Known: oom.FieldGlobal, Global: true, OOMMemcg: "/"}, victim: &ctr, want: ScopeNode},
+		"kmsg: container limit": {k: oom.Kill{Known: oom.FieldGlobal | oom.FieldOOMMemcg, OOMMemcg: testCtrCg}, victim: &ctr, want: ScopeContainer},
+		"kmsg: pod limit":       {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: testPodCg}, victim: &ctr, want: ScopePod},
+		"kmsg: kubepods limit":  {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/kubepods/besteffort"}, victim: &ctr, want: ScopeKubepods},
+		"kmsg: other cgroup":    {k: oom.Kill{Known: oom.FieldOOMMemcg, OOMMemcg: "/system.slice/x"}, want: ScopeNode},
+		"bpf: at own limit":     {k: atLimit, victim: &ctr, want: ScopeContainer},
+		"bpf: pod limited":      {k: below, victim: &ctr, podLimited: true, want: ScopePod},
+		"bpf: pod unlimited":    {k: below, victim: &ctr, want: ScopeKubepods},
+		"bpf: not a pod":        {k: oom.Kill{Known: oom.FieldPid, Memcg: "/user.slice"}, want: ScopeNode},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := attributeOOM(tc.k, tc.victim, testKubepods, resolve, tc.podLimited)
+			got := attribute(tc.k, tc.victim, testKubepods, resolve, tc.podLimited)
 			if got.Scope != tc.want || got.Victim != tc.victim {
 				t.Errorf("scope %q victim %v, want %q %v", got.Scope, got.Victim, tc.want, tc.victim)
 			}
@@ -73,9 +73,8 @@ func TestAttributeOOM(t *testing.T) {
 // to the same series; a global OOM also gives kubelet's SystemOOM.
 func TestOOMWatchHandle(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	p := &pods{hub: live.NewHub(0, nil), ooms: live.NewOOMTracker()}
-	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: rec,
-		kills: newOOMKillsCounter(), ring: oomRing{n: 2}, p: p}
+	p := Config{NodeName: "n1", Recorder: rec, Hub: live.NewHub(0, nil), OOMs: live.NewOOMTracker()}
+	w := &Watch{cfg: p, kubepods: testKubepods, resolver: testRes, kills: newKillCounter(nil), ring: ring{n: 2}}
 	t0 := time.Unix(1000, 0)
 	for i, id := range []string{"c1", "c2"} {
 		ref := testCtr
@@ -83,7 +82,7 @@ func TestOOMWatchHandle(t *testing.T) {
 			Memcg: testPodCg + "/" + id, MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}
 		w.handle(context.Background(), k, t0.Add(3*time.Millisecond))
 	}
-	if got := testutil.ToFloat64(w.kills.WithLabelValues("ns", "web", "app", OOMScopeContainer)); got != 2 {
+	if got := testutil.ToFloat64(w.kills.vec.WithLabelValues("ns", "web", "app", ScopeContainer)); got != 2 {
 		t.Errorf("kernelet_oom_kills_total = %v, want 2", got)
 	}
 	for i := range 2 {
@@ -98,7 +97,7 @@ func TestOOMWatchHandle(t *testing.T) {
 	if e := <-rec.Events; e != "Warning SystemOOM System OOM encountered, victim process: stress, pid: 7" {
 		t.Errorf("node event %q", e)
 	}
-	if got := testutil.ToFloat64(w.kills.WithLabelValues("", "", "", OOMScopeNode)); got != 1 {
+	if got := testutil.ToFloat64(w.kills.vec.WithLabelValues("", "", "", ScopeNode)); got != 1 {
 		t.Errorf("node kills = %v, want 1", got)
 	}
 	st := w.Status()
@@ -107,7 +106,7 @@ func TestOOMWatchHandle(t *testing.T) {
 	}
 	// The live dashboard gets every kill with its victim and scope, and
 	// counts the pod's.
-	recent := p.hub.Recent()
+	recent := p.Hub.Recent()
 	if len(recent) != 3 {
 		t.Fatalf("hub events %d, want 3", len(recent))
 	}
@@ -117,7 +116,7 @@ func TestOOMWatchHandle(t *testing.T) {
 	if k := recent[2].OOMKill; k == nil || k.Pod != nil || k.Scope != live.ScopeNode || k.PID != 7 {
 		t.Errorf("hub event of the global OOM %+v", k)
 	}
-	if n := p.ooms.Count("u1"); n != 2 {
+	if n := p.OOMs.Count("u1"); n != 2 {
 		t.Errorf("OOM kills counted for the pod: %d, want 2", n)
 	}
 }
@@ -156,8 +155,8 @@ func TestOOMKillWakesEviction(t *testing.T) {
 	defer cancel()
 	go m.Run(ctx)
 	<-decisions // the first decision, at start
-	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: record.NewFakeRecorder(10),
-		kills: newOOMKillsCounter(), ring: oomRing{n: 2}, p: &pods{evictions: m}}
+	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10), Wake: m.Wake}, kubepods: testKubepods,
+		resolver: testRes, kills: newKillCounter(nil), ring: ring{n: 2}}
 	ref := testCtr
 	w.handle(ctx, oom.Kill{Time: time.Now(), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage, Pid: 100, Comm: "hog",
 		Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Now())
@@ -170,17 +169,17 @@ func TestOOMKillWakesEviction(t *testing.T) {
 
 // A pod's counter series goes once the pod is gone, not before.
 func TestOOMKillsSweepGone(t *testing.T) {
-	w := &oomWatch{nodeName: "n1", kubepods: testKubepods, resolver: testRes, recorder: record.NewFakeRecorder(10),
-		kills: newOOMKillsCounter(), ring: oomRing{n: 2}}
+	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10)}, kubepods: testKubepods,
+		resolver: testRes, kills: newKillCounter(nil), ring: ring{n: 2}}
 	ref := testCtr
 	w.handle(context.Background(), oom.Kill{Time: time.Unix(1, 0), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage,
 		Pid: 100, Comm: "hog", Memcg: testPodCg + "/c1", MemcgUsageBytes: 32 << 20, MemcgLimitBytes: 32 << 20, Pod: &ref}, time.Unix(1, 0))
-	series := func() int { return testutil.CollectAndCount(w.kills) }
-	w.sweepGone(func(n types.NamespacedName) bool { return n.Namespace == "ns" && n.Name == "web" })
+	series := func() int { return testutil.CollectAndCount(w.kills.vec) }
+	w.kills.sweepGone(func(n types.NamespacedName) bool { return n.Namespace == "ns" && n.Name == "web" })
 	if n := series(); n != 1 {
 		t.Fatalf("series of a running pod after a sweep: %d, want 1", n)
 	}
-	w.sweepGone(func(types.NamespacedName) bool { return false })
+	w.kills.sweepGone(func(types.NamespacedName) bool { return false })
 	if n := series(); n != 0 {
 		t.Errorf("series of a gone pod after a sweep: %d, want 0", n)
 	}

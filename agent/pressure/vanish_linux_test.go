@@ -1,4 +1,4 @@
-package agent
+package pressure
 
 import (
 	"context"
@@ -24,6 +24,11 @@ import (
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/cgroupfs"
 )
+
+// noPods is a runtime without pods.
+type noPods struct{}
+
+func (noPods) ListPods(context.Context) ([]*runtime.PodStatus, error) { return nil, nil }
 
 // Fault: pods deleted mid-sweep, 1000 times. Pod and container cgroups
 // (real ones, in every hierarchy of this host, under a cgroup root the test
@@ -61,8 +66,8 @@ func TestFaultCgroupsVanishDuringReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := &evictionStats{r: r, kubepods: cgroups.KubepodsCgroup(root), cgroupRoot: root, rootDir: t.TempDir(),
-		allocatable: 1 << 30, p: &pods{pleg: pl}}
+	es := &nodeStats{r: r, kubepods: cgroups.KubepodsCgroup(root), cgroupRoot: root, rootDir: t.TempDir(),
+		allocatable: 1 << 30, status: func(uid types.UID) *runtime.PodStatus { st, _ := pl.Cache().Get(uid); return st }}
 	limit := cgroups.CgroupSettings{MemoryLimit: 32 << 20, CPUShares: 2, CPUQuota: cgroups.NoLimit, CPUPeriod: 100000, PidsLimit: cgroups.NoLimit, MemoryHigh: cgroups.NoLimit}
 	for _, cg := range []string{cgroups.KubepodsCgroup(root), cgroups.KubepodsCgroup(root) + "/besteffort"} {
 		if err := cm.Ensure(ctx, cg, limit); err != nil {
@@ -213,8 +218,3 @@ func TestFaultCgroupsVanishDuringReads(t *testing.T) {
 	t.Logf("%d pods created and removed in %v under %d eviction decisions and %d cgroup reads (%d of a vanished cgroup): no error, %d log lines",
 		nPods, took.Round(time.Millisecond), decisions.Load(), reads.Load(), notFound.Load(), logLines.Load())
 }
-
-// noPods is a pleg.Lister of an empty runtime.
-type noPods struct{}
-
-func (noPods) ListPods(context.Context) ([]*runtime.PodStatus, error) { return nil, nil }

@@ -1,4 +1,4 @@
-package agent
+package oomwatch
 
 import (
 	"runtime/debug"
@@ -6,14 +6,14 @@ import (
 	"github.com/kernelet/kernelet/bpf"
 )
 
-// releaseStartupMemory gives back, once the eBPF tracers are open, the
+// ReleaseStartupMemory gives back, once the eBPF tracers are open, the
 // heap that opening them needed only once: the kernel's BTF decoded for
 // CO-RE and the tp_btf targets (bpf.ReleaseKernelTypes drops it now rather
 // than bpf.KernelTypesIdle later), most of the agent's start-up
 // allocations. Without the forced collection and scavenge the Go runtime
 // returns those pages to the OS only gradually, and the idle agent's RSS
 // carries them for minutes.
-func releaseStartupMemory() {
+func ReleaseStartupMemory() {
 	bpf.ReleaseKernelTypes()
 	debug.FreeOSMemory()
 }

@@ -1,4 +1,4 @@
-package agent
+package pressure
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func writeFile(t *testing.T, path string, size int) {
 // disk emptyDir walked (a memory-backed one skipped), its newest
 // container's writable layer from ContainerStats and its log directory
 // walked.
-func TestStorageStats(t *testing.T) {
+func TestLocalStorage(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	vols, logs := filepath.Join(root, "pods"), filepath.Join(root, "logs")
@@ -68,7 +68,7 @@ func TestStorageStats(t *testing.T) {
 		{Attributes: &runtimeapi.ContainerAttributes{Id: "old"},
 			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: 1 << 30}}},
 	})
-	s := &storageStats{runtime: rs, images: is, rootDir: root, podLogsDir: logs, vols: dirVolumes(vols),
+	s := &localStorage{cri: cri{runtime: rs, images: is, rootDir: root}, podLogsDir: logs, vols: dirVolumes(vols),
 		status: func(types.UID) *runtime.PodStatus {
 			return &runtime.PodStatus{Containers: []*runtime.ContainerStatus{{ID: "new", Name: "app"}, {ID: "old", Name: "app"}}}
 		}}
@@ -104,5 +104,30 @@ func TestStorageStats(t *testing.T) {
 	s.fill(ctx, []*v1.Pod{other}, &out)
 	if len(out.Pods) != 0 {
 		t.Fatalf("pods %+v", out.Pods)
+	}
+}
+
+// The storage the Summary API reports is the measured one, its total
+// kubelet's (writable layers, logs and volumes); unmeasured is nil.
+func TestSummaryStorage(t *testing.T) {
+	if summaryStorage(nil) != nil {
+		t.Fatal("an unmeasured pod has storage")
+	}
+	st := &eviction.PodStorage{DedicatedImageFs: true,
+		Volumes: map[string]eviction.FsUsage{"data": {Bytes: 4 << 20, Inodes: 3}, "cache": {Bytes: 1 << 20, Inodes: 1}},
+		Containers: map[string]eviction.ContainerStorage{"app": {Rootfs: &eviction.FsUsage{Bytes: 8 << 20, Inodes: 10},
+			Logs: &eviction.FsUsage{Bytes: 2 << 20, Inodes: 2}}, "side": {}}}
+	got := summaryStorage(st)
+	if got.Total.Bytes != 15<<20 || got.Total.Inodes != 16 {
+		t.Errorf("total %+v, want 15 MiB and 16 inodes", got.Total)
+	}
+	if len(got.Volumes) != 2 || got.Volumes["data"].Bytes != 4<<20 || got.Volumes["cache"].Inodes != 1 {
+		t.Errorf("volumes %+v", got.Volumes)
+	}
+	if c := got.Containers["app"]; c.Rootfs == nil || c.Rootfs.Bytes != 8<<20 || c.Logs == nil || c.Logs.Inodes != 2 {
+		t.Errorf("container app %+v", c)
+	}
+	if c, ok := got.Containers["side"]; !ok || c.Rootfs != nil || c.Logs != nil {
+		t.Errorf("container side %+v %v", c, ok)
 	}
 }

@@ -1,0 +1,28 @@
+// Package pressure is the pressure side of the pod lifecycle: it builds
+// the eviction manager (eviction.Manager) from the agent's configuration
+// and the effects the agent hands in (Config, Effects in types.go), and
+// owns what feeds it from the kernel.
+//
+//   - Stats at decision time: the node's and kubepods' memory, PIDs,
+//     nodefs statfs and, with PSI thresholds only, PSI (the avg10 values
+//     of the PSI signals); a pod's cgroup and running containers are read
+//     only when a met threshold needs them.
+//   - Local storage: the image filesystem (CRI ImageFsInfo, then statfs),
+//     the writable layers (CRI ContainerStats), the pods' disk emptyDirs
+//     and logs (walked as du does, bounded), measured again every 10 s,
+//     every second near a disk threshold. Signals.PodStorage hands the last
+//     measurement to the Summary API (agent/stats) without measuring.
+//   - Kernel notifications (Signals.Watch): v1 memcg usage thresholds of
+//     the root and kubepods, re-armed after each decision when the page
+//     cache moved them; OOM of kubepods (v1 oom_control, v2
+//     memory.events); a PSI trigger on kubepods' memory pressure. Each
+//     watch is one goroutine that calls the manager's Wake on every event.
+//     Kubelet mode opens none.
+//   - Admission (Signals.Admit): kubelet's first admit handler, rejecting
+//     pods under pressure with reason Evicted.
+//
+// It does not evict by itself: the kill, the pod status, the event and
+// the live hub are the agent's (Effects.Evict), as are the pod list and
+// the PLEG cache. It must not import the agent root; the kernel side
+// (cgroups, eviction) never imports it.
+package pressure

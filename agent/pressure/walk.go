@@ -1,0 +1,60 @@
+package pressure
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// pod measures a pod's local ephemeral storage.
+func (s *localStorage) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorage {
+	st := &eviction.PodStorage{Volumes: map[string]eviction.FsUsage{}, Containers: map[string]eviction.ContainerStorage{},
+		DedicatedImageFs: s.dedicated}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory || s.vols == nil {
+			continue
+		}
+		if u, ok := s.usage(ctx, s.vols.VolumeDir(pod.UID, volume.PluginEmptyDir, vol.Name)); ok {
+			st.Volumes[vol.Name] = u
+		}
+	}
+	rs := s.status(pod.UID)
+	if rs == nil {
+		return st
+	}
+	logDir := podconfig.PodLogDir(s.podLogsDir, pod.Namespace, pod.Name, string(pod.UID))
+	for _, c := range rs.Containers { // newest first
+		if _, seen := st.Containers[c.Name]; seen {
+			continue
+		}
+		var cs eviction.ContainerStorage
+		if u, ok := s.layers[c.ID]; ok {
+			cs.Rootfs = &u
+		}
+		if u, ok := s.usage(ctx, filepath.Join(logDir, c.Name)); ok {
+			cs.Logs = &u
+		}
+		st.Containers[c.Name] = cs
+	}
+	return st
+}
+
+// usage walks dir; ok is false when it does not exist or cannot be read.
+func (s *localStorage) usage(ctx context.Context, dir string) (eviction.FsUsage, bool) {
+	u, err := volume.DiskUsage(dir, maxUsageEntries)
+	switch {
+	case err == nil:
+	case errors.Is(err, volume.ErrTooManyEntries):
+		klog.FromContext(ctx).V(2).Info("Eviction: disk usage walk stopped at its entry limit", "dir", dir, "entries", maxUsageEntries)
+	default:
+		return eviction.FsUsage{}, false
+	}
+	return eviction.FsUsage{Bytes: u.Bytes, Inodes: u.Inodes}, true
+}
