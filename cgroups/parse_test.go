@@ -297,8 +297,8 @@ func TestParseUeventDevname(t *testing.T) {
 	for in, want := range map[string]string{
 		"MAJOR=8\nMINOR=0\nDEVNAME=sda\nDEVTYPE=disk\nDISKSEQ=1\n": "sda",
 		"MAJOR=253\nMINOR=0\nDEVNAME=dm-0\r\n":                     "dm-0",
-		"MAJOR=8\nMINOR=0\n":                                        "",
-		"":                                                           "",
+		"MAJOR=8\nMINOR=0\n":                                       "",
+		"":                                                         "",
 	} {
 		if got := string(ParseUeventDevname([]byte(in))); got != want {
 			t.Errorf("%q: got %q, want %q", in, got, want)
