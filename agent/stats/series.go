@@ -93,32 +93,44 @@ var cadvisorUsageSeries = []cgroupSeries{
 }
 
 // deviceSeries is one per-device series of a cgroup (label device): its
-// name, help, and the value of device d of s (ok false: not known).
+// name, help and counter.
 type deviceSeries struct {
 	name, help string
-	value      func(s *cgroups.IOStats, d *cgroups.DeviceIO) (v float64, ok bool)
+	counter    ioCounter
+}
+
+// ioCounter is one of the four per-device I/O counters.
+type ioCounter int
+
+const (
+	readBytes ioCounter = iota
+	writeBytes
+	readOps
+	writeOps
+)
+
+// of is counter k of device d of s; ok false when s does not know it.
+func (k ioCounter) of(s *cgroups.IOStats, d *cgroups.DeviceIO) (v float64, ok bool) {
+	switch k {
+	case readBytes:
+		return float64(d.ReadBytes), s.ReadBytes.Known
+	case writeBytes:
+		return float64(d.WriteBytes), s.WriteBytes.Known
+	case readOps:
+		return float64(d.ReadOps), s.ReadOps.Known
+	default:
+		return float64(d.WriteOps), s.WriteOps.Known
+	}
 }
 
 // cadvisorDeviceSeries are cAdvisor's block I/O counters, one series per
 // device of the cgroup's I/O stats (device="/dev/<name>"; "" when sysfs
 // does not name it).
 var cadvisorDeviceSeries = []deviceSeries{
-	{"container_fs_reads_bytes_total", "Cumulative count of bytes read",
-		func(s *cgroups.IOStats, d *cgroups.DeviceIO) (float64, bool) {
-			return float64(d.ReadBytes), s.ReadBytes.Known
-		}},
-	{"container_fs_writes_bytes_total", "Cumulative count of bytes written",
-		func(s *cgroups.IOStats, d *cgroups.DeviceIO) (float64, bool) {
-			return float64(d.WriteBytes), s.WriteBytes.Known
-		}},
-	{"container_fs_reads_total", "Cumulative count of reads completed",
-		func(s *cgroups.IOStats, d *cgroups.DeviceIO) (float64, bool) {
-			return float64(d.ReadOps), s.ReadOps.Known
-		}},
-	{"container_fs_writes_total", "Cumulative count of writes completed",
-		func(s *cgroups.IOStats, d *cgroups.DeviceIO) (float64, bool) {
-			return float64(d.WriteOps), s.WriteOps.Known
-		}},
+	{"container_fs_reads_bytes_total", "Cumulative count of bytes read", readBytes},
+	{"container_fs_writes_bytes_total", "Cumulative count of bytes written", writeBytes},
+	{"container_fs_reads_total", "Cumulative count of reads completed", readOps},
+	{"container_fs_writes_total", "Cumulative count of writes completed", writeOps},
 }
 
 // deviceValue is series ds of the devices of s named name, summed (several
@@ -126,7 +138,7 @@ var cadvisorDeviceSeries = []deviceSeries{
 func deviceValue(ds deviceSeries, s *cgroups.IOStats, name string) (v float64, ok bool) {
 	for i := range s.Devices {
 		if d := &s.Devices[i]; d.Name == name {
-			x, known := ds.value(s, d)
+			x, known := ds.counter.of(s, d)
 			v, ok = v+x, known
 		}
 	}
