@@ -273,16 +273,18 @@ func refSat(a, b uint64) uint64 {
 }
 
 // refIO accumulates per-device values the obvious way: a map and a list
-// of the device numbers in order of first appearance.
+// of the device numbers ("8:0" and "8:00" are one) in order of first
+// appearance.
 type refIO struct {
-	order []string
-	devs  map[string]*DeviceIO
+	order [][2]uint32
+	devs  map[[2]uint32]*DeviceIO
 }
 
-func (r *refIO) dev(key string, major, minor uint32) *DeviceIO {
+func (r *refIO) dev(major, minor uint32) *DeviceIO {
 	if r.devs == nil {
-		r.devs = map[string]*DeviceIO{}
+		r.devs = map[[2]uint32]*DeviceIO{}
 	}
+	key := [2]uint32{major, minor}
 	d := r.devs[key]
 	if d == nil {
 		d = &DeviceIO{Major: major, Minor: minor}
@@ -315,7 +317,7 @@ func refIOStat(in string) (IOStat, error) {
 		if !ok {
 			return IOStat{}, ErrSyntax
 		}
-		d := r.dev(f[0], major, minor)
+		d := r.dev(major, minor)
 		for _, kv := range f[1:] {
 			k, val, ok := strings.Cut(kv, "=")
 			if !ok {
@@ -371,7 +373,7 @@ func refBlkio(in string, ops bool, r *refIO) error {
 			if !okDev || !ok {
 				return ErrSyntax
 			}
-			d := r.dev(f[0], major, minor)
+			d := r.dev(major, minor)
 			dst := map[[2]any]*uint64{{"Read", false}: &d.ReadBytes, {"Write", false}: &d.WriteBytes,
 				{"Read", true}: &d.ReadOps, {"Write", true}: &d.WriteOps}[[2]any{f[1], ops}]
 			if dst != nil {
