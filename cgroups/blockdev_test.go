@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func writeUevent(t *testing.T, sys, dev, body string) {
+func writeUevent(t testing.TB, sys, dev, body string) {
 	t.Helper()
 	dir := filepath.Join(sys, "dev", "block", dev)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

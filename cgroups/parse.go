@@ -10,7 +10,9 @@ import (
 
 // The parsers of this file are pure functions over the bytes of one kernel
 // file. They scan in place: no strings.Split or Fields, no allocation per
-// line, none at all unless the input is malformed. Keys kernelet does not
+// line, none at all unless the input is malformed (the per-device I/O
+// parsers append to a slice the caller passes, which allocates only when
+// it has no room). Keys kernelet does not
 // use are skipped without parsing their values, so a kernel that adds keys
 // (or prints odd values for keys nobody reads) does not break a read;
 // a key kernelet uses with a value that is not a number is an error.

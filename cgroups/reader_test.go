@@ -31,11 +31,25 @@ func fixtureReader(t testing.TB, tree string) (*Reader, string) {
 	for i := range ms {
 		ms[i].Path = root + ms[i].Path
 	}
-	r, err := NewReader(Classify(ms), WithProcRoot(filepath.Join(root, "proc")), WithSysRoot(filepath.Join(root, "sys")))
+	r, err := NewReader(Classify(ms), WithProcRoot(filepath.Join(root, "proc")), WithSysRoot(fixtureSys(t, tree)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r, root
+}
+
+// fixtureDevices are the block devices (number: DEVNAME) of each fixture
+// tree's sysfs; fixtureSys makes them at test time, as a file name with a
+// ':' cannot be part of a Go module.
+var fixtureDevices = map[string]map[string]string{"hybrid": {"254:0": "vda"}, "v1": {"254:0": "vda"}, "v2": {"8:0": "sda"}}
+
+// fixtureSys returns a sysfs root with the dev/block uevents of tree.
+func fixtureSys(t testing.TB, tree string) string {
+	sys := t.TempDir()
+	for dev, name := range fixtureDevices[tree] {
+		writeUevent(t, sys, dev, "DEVNAME="+name+"\nDEVTYPE=disk\n")
+	}
+	return sys
 }
 
 func src(version int, dir string) Source { return Source{Version: version, Dir: dir} }

@@ -41,7 +41,7 @@ func fixtureCollector(t *testing.T) (*Collector, *time.Time) {
 		ms[i].Path = root + ms[i].Path
 	}
 	r, err := cgroups.NewReader(cgroups.Classify(ms), cgroups.WithProcRoot(filepath.Join(root, "proc")),
-		cgroups.WithSysRoot(filepath.Join(root, "sys")))
+		cgroups.WithSysRoot(fixtureSys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +61,24 @@ func fixtureCollector(t *testing.T) (*Collector, *time.Time) {
 		t.Fatal(err)
 	}
 	return c, &now
+}
+
+// fixtureSys returns a sysfs root that names block devices 8:0 sda, 8:16
+// sdb and 254:0 vda (made at test time: a file name with a ':' cannot be
+// part of a Go module).
+func fixtureSys(t *testing.T) string {
+	t.Helper()
+	sys := t.TempDir()
+	for dev, name := range map[string]string{"8:0": "sda", "8:16": "sdb", "254:0": "vda"} {
+		dir := filepath.Join(sys, "dev", "block", dev)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "uevent"), []byte("DEVNAME="+name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sys
 }
 
 func TestCollectorSweep(t *testing.T) {
