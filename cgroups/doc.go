@@ -1,6 +1,8 @@
 // Package cgroups reads what the kernel knows about a cgroup or the node —
-// memory, cpu, io, pids, PSI; meminfo, root memory.stat, filesystem usage,
-// pid limits — over cgroup v2, hybrid and v1 with one API, watches
+// memory, cpu, io (totals and per block device, the devices named
+// /dev/<DEVNAME> from sysfs by BlockDevices), pids, PSI; meminfo, root
+// memory.stat, filesystem usage, pid limits — over cgroup v2, hybrid and
+// v1 with one API, watches
 // memory.events, v1 oom_control and PSI triggers, and writes the QoS
 // hierarchy (kubepods, burstable, besteffort, pod cgroups); the writes can
 // be timed (ManagerConfig.Observe, ManagerMetrics: kubelet's

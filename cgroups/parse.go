@@ -10,7 +10,9 @@ import (
 
 // The parsers of this file are pure functions over the bytes of one kernel
 // file. They scan in place: no strings.Split or Fields, no allocation per
-// line, none at all unless the input is malformed. Keys kernelet does not
+// line, none at all unless the input is malformed (the per-device I/O
+// parsers append to a slice the caller passes, which allocates only when
+// it has no room). Keys kernelet does not
 // use are skipped without parsing their values, so a kernel that adds keys
 // (or prints odd values for keys nobody reads) does not break a read;
 // a key kernelet uses with a value that is not a number is an error.
@@ -397,42 +399,81 @@ func usToDuration(us uint64) time.Duration {
 	return time.Duration(us) * time.Microsecond
 }
 
-// isDevice reports a "MAJOR:MINOR" field.
-func isDevice(f []byte) bool {
+// parseDevice parses a "MAJOR:MINOR" field; ok is false for anything else,
+// numbers over 32 bits included (the kernel's device numbers are smaller).
+func parseDevice(f []byte) (major, minor uint32, ok bool) {
 	c := bytes.IndexByte(f, ':')
 	if c < 0 {
-		return false
+		return 0, 0, false
 	}
-	_, ok1 := atou(f[:c])
-	_, ok2 := atou(f[c+1:])
-	return ok1 && ok2
+	ma, ok1 := atou(f[:c])
+	mi, ok2 := atou(f[c+1:])
+	if !ok1 || !ok2 || ma > math.MaxUint32 || mi > math.MaxUint32 {
+		return 0, 0, false
+	}
+	return uint32(ma), uint32(mi), true
 }
 
-// IOStat is the sum over all devices of a cgroup v2 io.stat file.
-type IOStat struct {
+// DeviceIO is the I/O of a cgroup on one block device, by its number.
+type DeviceIO struct {
+	Major, Minor uint32
+	// Name is "/dev/<name>" of the device, "" when unknown; the parsers
+	// leave it empty, a Reader sets it (BlockDevices).
+	Name                                     string
 	ReadBytes, WriteBytes, ReadOps, WriteOps uint64
 }
 
+// IOStat is a cgroup's block I/O: the sums over all devices, and each
+// device (in the order the file lists them; one entry per device number).
+type IOStat struct {
+	ReadBytes, WriteBytes, ReadOps, WriteOps uint64
+	// Devices holds the per-device values; the parsers append to the
+	// slice they are given, so a caller that passes the previous result's
+	// Devices[:0] back reads without allocating.
+	Devices []DeviceIO
+}
+
+// device returns the entry of major:minor in s.Devices, appending a zero
+// one when the device is not there yet.
+func (s *IOStat) device(major, minor uint32) *DeviceIO {
+	for i := range s.Devices {
+		if d := &s.Devices[i]; d.Major == major && d.Minor == minor {
+			return d
+		}
+	}
+	s.Devices = append(s.Devices, DeviceIO{Major: major, Minor: minor})
+	return &s.Devices[len(s.Devices)-1]
+}
+
+// addIO adds x to the total *sum and to the device's *dev, saturating.
+func addIO(sum, dev *uint64, x uint64) {
+	*sum = satAdd(*sum, x)
+	*dev = satAdd(*dev, x)
+}
+
 // ParseIOStat parses cgroup v2 io.stat ("MAJ:MIN rbytes=N wbytes=N rios=N
-// wios=N dbytes=N dios=N" per device) and sums the devices.
-func ParseIOStat(b []byte) (IOStat, error) {
-	var s IOStat
+// wios=N dbytes=N dios=N" per device) into per-device values appended to
+// devs[:0] and their sums.
+func ParseIOStat(b []byte, devs []DeviceIO) (IOStat, error) {
+	s := IOStat{Devices: devs[:0]}
 	err := scan(b, func(n int, l []byte) error {
-		dev, r := nextField(l)
-		if !isDevice(dev) {
+		f, r := nextField(l)
+		major, minor, ok := parseDevice(f)
+		if !ok {
 			return syntaxError(n, "want MAJOR:MINOR")
 		}
+		d := s.device(major, minor)
 		return scanPairs(n, r, func(k, v []byte) error {
-			var dst *uint64
+			var sum, dev *uint64
 			switch string(k) {
 			case "rbytes":
-				dst = &s.ReadBytes
+				sum, dev = &s.ReadBytes, &d.ReadBytes
 			case "wbytes":
-				dst = &s.WriteBytes
+				sum, dev = &s.WriteBytes, &d.WriteBytes
 			case "rios":
-				dst = &s.ReadOps
+				sum, dev = &s.ReadOps, &d.ReadOps
 			case "wios":
-				dst = &s.WriteOps
+				sum, dev = &s.WriteOps, &d.WriteOps
 			default:
 				return nil
 			}
@@ -440,12 +481,12 @@ func ParseIOStat(b []byte) (IOStat, error) {
 			if !ok {
 				return syntaxError(n, string(k)+" is not an unsigned number")
 			}
-			*dst = satAdd(*dst, x)
+			addIO(sum, dev, x)
 			return nil
 		})
 	})
 	if err != nil {
-		return IOStat{}, err
+		return IOStat{Devices: s.Devices[:0]}, err
 	}
 	return s, nil
 }
@@ -457,12 +498,15 @@ func satAdd(a, b uint64) uint64 {
 	return a + b
 }
 
-// ParseBlkio parses a cgroup v1 blkio per-device file with operations, such
-// as blkio.throttle.io_service_bytes_recursive or
-// blkio.throttle.io_serviced_recursive ("MAJ:MIN Read N" ... "MAJ:MIN Total
-// N", then "Total N"), and sums Read and Write over the devices.
-func ParseBlkio(b []byte) (read, write uint64, err error) {
-	err = scan(b, func(n int, l []byte) error {
+// ParseBlkio parses a cgroup v1 blkio per-device file with operations
+// ("MAJ:MIN Read N" ... "MAJ:MIN Total N", then "Total N") and adds its
+// Read and Write values to s, the sums and each device's (a device s does
+// not have yet is appended): to the bytes when the file counts bytes
+// (blkio.throttle.io_service_bytes_recursive), to the operations when ops
+// (blkio.throttle.io_serviced_recursive). Parse the bytes file into
+// IOStat{Devices: devs[:0]}, then the ops file into the result.
+func ParseBlkio(b []byte, ops bool, s IOStat) (IOStat, error) {
+	err := scan(b, func(n int, l []byte) error {
 		f1, r := nextField(l)
 		f2, r := nextField(r)
 		f3, r := nextField(r)
@@ -478,25 +522,36 @@ func ParseBlkio(b []byte) (read, write uint64, err error) {
 			}
 			return nil
 		}
-		if !isDevice(f1) {
+		major, minor, ok := parseDevice(f1)
+		if !ok {
 			return syntaxError(n, "want MAJOR:MINOR")
 		}
 		v, ok := atou(f3)
 		if !ok {
 			return syntaxError(n, "value is not an unsigned number")
 		}
-		switch string(f2) {
-		case "Read":
-			read = satAdd(read, v)
-		case "Write":
-			write = satAdd(write, v)
-		}
+		addBlkio(&s, s.device(major, minor), string(f2), ops, v)
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return IOStat{Devices: s.Devices[:0]}, err
 	}
-	return read, write, nil
+	return s, nil
+}
+
+// addBlkio adds v of operation op ("Read", "Write"; others are ignored)
+// of device d to s.
+func addBlkio(s *IOStat, d *DeviceIO, op string, ops bool, v uint64) {
+	switch {
+	case op == "Read" && ops:
+		addIO(&s.ReadOps, &d.ReadOps, v)
+	case op == "Read":
+		addIO(&s.ReadBytes, &d.ReadBytes, v)
+	case op == "Write" && ops:
+		addIO(&s.WriteOps, &d.WriteOps, v)
+	case op == "Write":
+		addIO(&s.WriteBytes, &d.WriteBytes, v)
+	}
 }
 
 // ParseMeminfo parses /proc/meminfo ("Key:  N kB" or "Key:  N") into bytes.

@@ -3,6 +3,7 @@ package cgroups
 import (
 	"errors"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -253,14 +254,15 @@ func FuzzParsePressure(f *testing.F) {
 
 var refDevice = regexp.MustCompile(`^[0-9]+:[0-9]+$`)
 
-func refIsDevice(s string) bool {
+// refParseDevice parses "MAJOR:MINOR", each at most 32 bits.
+func refParseDevice(s string) (major, minor uint32, ok bool) {
 	if !refDevice.MatchString(s) {
-		return false
+		return 0, 0, false
 	}
 	a, b, _ := strings.Cut(s, ":")
-	_, ok1 := refUint(a)
-	_, ok2 := refUint(b)
-	return ok1 && ok2
+	x, err1 := strconv.ParseUint(a, 10, 32)
+	y, err2 := strconv.ParseUint(b, 10, 32)
+	return uint32(x), uint32(y), err1 == nil && err2 == nil
 }
 
 func refSat(a, b uint64) uint64 {
@@ -270,82 +272,138 @@ func refSat(a, b uint64) uint64 {
 	return a + b
 }
 
+// refIO accumulates per-device values the obvious way: a map and a list
+// of the device numbers ("8:0" and "8:00" are one) in order of first
+// appearance.
+type refIO struct {
+	order [][2]uint32
+	devs  map[[2]uint32]*DeviceIO
+}
+
+func (r *refIO) dev(major, minor uint32) *DeviceIO {
+	if r.devs == nil {
+		r.devs = map[[2]uint32]*DeviceIO{}
+	}
+	key := [2]uint32{major, minor}
+	d := r.devs[key]
+	if d == nil {
+		d = &DeviceIO{Major: major, Minor: minor}
+		r.devs[key] = d
+		r.order = append(r.order, key)
+	}
+	return d
+}
+
+// stat returns the devices in order and their sums.
+func (r *refIO) stat() IOStat {
+	var s IOStat
+	for _, k := range r.order {
+		d := *r.devs[k]
+		s.Devices = append(s.Devices, d)
+		s.ReadBytes, s.WriteBytes = refSat(s.ReadBytes, d.ReadBytes), refSat(s.WriteBytes, d.WriteBytes)
+		s.ReadOps, s.WriteOps = refSat(s.ReadOps, d.ReadOps), refSat(s.WriteOps, d.WriteOps)
+	}
+	return s
+}
+
+func refIOStat(in string) (IOStat, error) {
+	var r refIO
+	for _, line := range strings.Split(in, "\n") {
+		f := refFields(line)
+		if len(f) == 0 {
+			continue
+		}
+		major, minor, ok := refParseDevice(f[0])
+		if !ok {
+			return IOStat{}, ErrSyntax
+		}
+		d := r.dev(major, minor)
+		for _, kv := range f[1:] {
+			k, val, ok := strings.Cut(kv, "=")
+			if !ok {
+				return IOStat{}, ErrSyntax
+			}
+			dst := map[string]*uint64{"rbytes": &d.ReadBytes, "wbytes": &d.WriteBytes, "rios": &d.ReadOps, "wios": &d.WriteOps}[k]
+			if dst == nil {
+				continue
+			}
+			x, ok := refUint(val)
+			if !ok {
+				return IOStat{}, ErrSyntax
+			}
+			*dst = refSat(*dst, x)
+		}
+	}
+	return r.stat(), nil
+}
+
+// sameIO compares two IOStats, an empty Devices equal to nil.
+func sameIO(a, b IOStat) bool {
+	if len(a.Devices) == 0 && len(b.Devices) == 0 {
+		a.Devices, b.Devices = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 func FuzzParseIOStat(f *testing.F) {
 	f.Add(fixture(f, "v2/sys/fs/cgroup/kubepods/io.stat"))
 	f.Add([]byte(""))
+	f.Add([]byte("8:0 rbytes=1 wios=2\n259:1 wbytes=3\n8:0 rios=4\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got, err := ParseIOStat(in)
-		var want IOStat
-		werr := func() error {
-			for _, line := range strings.Split(string(in), "\n") {
-				f := refFields(line)
-				if len(f) == 0 {
-					continue
-				}
-				if !refIsDevice(f[0]) {
-					return ErrSyntax
-				}
-				for _, kv := range f[1:] {
-					k, val, ok := strings.Cut(kv, "=")
-					if !ok {
-						return ErrSyntax
-					}
-					dst := map[string]*uint64{"rbytes": &want.ReadBytes, "wbytes": &want.WriteBytes, "rios": &want.ReadOps, "wios": &want.WriteOps}[k]
-					if dst == nil {
-						continue
-					}
-					x, ok := refUint(val)
-					if !ok {
-						return ErrSyntax
-					}
-					*dst = refSat(*dst, x)
-				}
-			}
-			return nil
-		}()
-		if werr != nil {
-			want = IOStat{}
-		}
-		if sameErr(t, in, err, werr) && got != want {
+		got, err := ParseIOStat(in, nil)
+		want, werr := refIOStat(string(in))
+		if sameErr(t, in, err, werr) && !sameIO(got, want) {
 			t.Fatalf("input %q:\n got %+v\nwant %+v", in, got, want)
 		}
 	})
 }
 
+func refBlkio(in string, ops bool, r *refIO) error {
+	for _, line := range strings.Split(in, "\n") {
+		f := refFields(line)
+		switch {
+		case len(f) == 0:
+		case len(f) == 2:
+			if _, ok := refUint(f[1]); f[0] != "Total" || !ok {
+				return ErrSyntax
+			}
+		case len(f) == 3:
+			major, minor, okDev := refParseDevice(f[0])
+			x, ok := refUint(f[2])
+			if !okDev || !ok {
+				return ErrSyntax
+			}
+			d := r.dev(major, minor)
+			dst := map[[2]any]*uint64{{"Read", false}: &d.ReadBytes, {"Write", false}: &d.WriteBytes,
+				{"Read", true}: &d.ReadOps, {"Write", true}: &d.WriteOps}[[2]any{f[1], ops}]
+			if dst != nil {
+				*dst = refSat(*dst, x)
+			}
+		default:
+			return ErrSyntax
+		}
+	}
+	return nil
+}
+
+// FuzzParseBlkio parses its input as a bytes file and then as an ops file
+// on top of the bytes result.
 func FuzzParseBlkio(f *testing.F) {
 	f.Add(fixture(f, "v1/sys/fs/cgroup/blkio/kubepods/burstable/pod7c5b9d2e/blkio.throttle.io_service_bytes_recursive"))
 	f.Add([]byte("Total 0\n"))
+	f.Add([]byte("8:0 Read 1\n8:16 Write 2\n8:0 Total 1\nTotal 3\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r, w, err := ParseBlkio(in)
-		var wr, ww uint64
-		werr := func() error {
-			for _, line := range strings.Split(string(in), "\n") {
-				f := refFields(line)
-				switch {
-				case len(f) == 0:
-				case len(f) == 2:
-					if _, ok := refUint(f[1]); f[0] != "Total" || !ok {
-						return ErrSyntax
-					}
-				case len(f) == 3:
-					x, ok := refUint(f[2])
-					if !refIsDevice(f[0]) || !ok {
-						return ErrSyntax
-					}
-					switch f[1] {
-					case "Read":
-						wr = refSat(wr, x)
-					case "Write":
-						ww = refSat(ww, x)
-					}
-				default:
-					return ErrSyntax
-				}
-			}
-			return nil
-		}()
-		if sameErr(t, in, err, werr) && (r != wr || w != ww) {
-			t.Fatalf("input %q: got %d %d, want %d %d", in, r, w, wr, ww)
+		got, err := ParseBlkio(in, false, IOStat{})
+		var r refIO
+		if !sameErr(t, in, err, refBlkio(string(in), false, &r)) {
+			return
+		}
+		if want := r.stat(); !sameIO(got, want) {
+			t.Fatalf("input %q (bytes):\n got %+v\nwant %+v", in, got, want)
+		}
+		got, err = ParseBlkio(in, true, got)
+		if sameErr(t, in, err, refBlkio(string(in), true, &r)) && !sameIO(got, r.stat()) {
+			t.Fatalf("input %q (then ops):\n got %+v\nwant %+v", in, got, r.stat())
 		}
 	})
 }

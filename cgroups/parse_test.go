@@ -2,7 +2,9 @@ package cgroups
 
 import (
 	"errors"
+	"math"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -179,56 +181,129 @@ func TestParsePressure(t *testing.T) {
 	}
 }
 
-func TestParseIO(t *testing.T) {
-	t.Run("io.stat two devices (6.1 format)", func(t *testing.T) {
-		got, err := ParseIOStat(fixture(t, "v2/sys/fs/cgroup/kubepods/io.stat"))
-		want := IOStat{ReadBytes: 91889664, WriteBytes: 613781504, ReadOps: 9142, WriteOps: 1605}
-		if err != nil || got != want {
-			t.Errorf("got %+v, %v; want %+v", got, err, want)
-		}
-	})
-	t.Run("io.stat empty (no I/O yet)", func(t *testing.T) {
-		got, err := ParseIOStat(fixture(t, "v2/sys/fs/cgroup/kubepods/burstable/pod7c5b9d2e/io.stat"))
-		if err != nil || got != (IOStat{}) {
-			t.Errorf("got %+v, %v", got, err)
-		}
-	})
-	for name, in := range map[string]string{
-		"no device":    "rbytes=1\n",
-		"bad value":    "8:0 rbytes=x\n",
-		"no =":         "8:0 rbytes\n",
-		"bad device":   "8:x rbytes=1\n",
-		"blkio extra":  "8:0 Read 1 2\n",
-		"blkio no dev": "sda Read 1\n",
-		"blkio total":  "Total x\n",
+func TestParseIOStat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want IOStat
+	}{
+		{"two devices (6.1 format)", fixture(t, "v2/sys/fs/cgroup/kubepods/io.stat"), IOStat{
+			ReadBytes: 91889664, WriteBytes: 613781504, ReadOps: 9142, WriteOps: 1605,
+			Devices: []DeviceIO{
+				{Major: 8, Minor: 16, ReadBytes: 1459200, WriteBytes: 314773504, ReadOps: 192, WriteOps: 353},
+				{Major: 8, Minor: 0, ReadBytes: 90430464, WriteBytes: 299008000, ReadOps: 8950, WriteOps: 1252},
+			}}},
+		{"empty (no I/O yet)", fixture(t, "v2/sys/fs/cgroup/kubepods/burstable/pod7c5b9d2e/io.stat"), IOStat{}},
+		{"three devices, old kernel (no dbytes), a device twice",
+			[]byte("259:0 rbytes=10 wbytes=20 rios=1 wios=2\n253:3 rbytes=5 wbytes=0 rios=1 wios=0\n" +
+				"259:0 rbytes=1 wbytes=1 rios=1 wios=1\n7:1 wbytes=4096\n"), IOStat{
+				ReadBytes: 16, WriteBytes: 4117, ReadOps: 3, WriteOps: 3,
+				Devices: []DeviceIO{
+					{Major: 259, Minor: 0, ReadBytes: 11, WriteBytes: 21, ReadOps: 2, WriteOps: 3},
+					{Major: 253, Minor: 3, ReadBytes: 5, ReadOps: 1},
+					{Major: 7, Minor: 1, WriteBytes: 4096},
+				}}},
+		{"saturating sums", []byte("8:0 rbytes=18446744073709551615\n8:16 rbytes=1\n"), IOStat{
+			ReadBytes: math.MaxUint64,
+			Devices:   []DeviceIO{{Major: 8, ReadBytes: math.MaxUint64}, {Major: 8, Minor: 16, ReadBytes: 1}}}},
 	} {
-		t.Run(name, func(t *testing.T) {
-			var err error
-			if strings.HasPrefix(name, "blkio") {
-				_, _, err = ParseBlkio([]byte(in))
-			} else {
-				_, err = ParseIOStat([]byte(in))
-			}
-			if !errors.Is(err, ErrSyntax) {
-				t.Errorf("err = %v, want ErrSyntax", err)
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseIOStat(tc.in, nil)
+			if err != nil || !reflect.DeepEqual(normIO(got), normIO(tc.want)) {
+				t.Errorf("got %+v, %v\nwant %+v", got, err, tc.want)
 			}
 		})
 	}
-	t.Run("blkio bytes and ops", func(t *testing.T) {
+}
+
+// normIO makes an empty Devices nil, for comparison.
+func normIO(s IOStat) IOStat {
+	if len(s.Devices) == 0 {
+		s.Devices = nil
+	}
+	return s
+}
+
+func TestParseIOSyntax(t *testing.T) {
+	for name, in := range map[string]string{
+		"no device":     "rbytes=1\n",
+		"bad value":     "8:0 rbytes=x\n",
+		"no =":          "8:0 rbytes\n",
+		"bad device":    "8:x rbytes=1\n",
+		"device > u32":  "4294967296:0 rbytes=1\n",
+		"blkio extra":   "8:0 Read 1 2\n",
+		"blkio no dev":  "sda Read 1\n",
+		"blkio total":   "Total x\n",
+		"blkio dev>u32": "8:4294967296 Read 1\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			var got IOStat
+			if strings.HasPrefix(name, "blkio") {
+				got, err = ParseBlkio([]byte(in), false, IOStat{Devices: make([]DeviceIO, 0, 1)})
+			} else {
+				got, err = ParseIOStat([]byte(in), make([]DeviceIO, 0, 1))
+			}
+			if !errors.Is(err, ErrSyntax) || got.ReadBytes != 0 || len(got.Devices) != 0 {
+				t.Errorf("got %+v, %v; want nothing, ErrSyntax", got, err)
+			}
+		})
+	}
+}
+
+func TestParseBlkio(t *testing.T) {
+	t.Run("one device, bytes then ops", func(t *testing.T) {
 		base := "v1/sys/fs/cgroup/blkio/kubepods/burstable/pod7c5b9d2e/"
-		r, w, err := ParseBlkio(fixture(t, base+"blkio.throttle.io_service_bytes_recursive"))
-		if err != nil || r != 17391616 || w != 16777216 {
-			t.Errorf("bytes %d %d, %v", r, w, err)
+		s, err := ParseBlkio(fixture(t, base+"blkio.throttle.io_service_bytes_recursive"), false, IOStat{})
+		want := IOStat{ReadBytes: 17391616, WriteBytes: 16777216,
+			Devices: []DeviceIO{{Major: 254, ReadBytes: 17391616, WriteBytes: 16777216}}}
+		if err != nil || !reflect.DeepEqual(s, want) {
+			t.Errorf("bytes %+v, %v", s, err)
 		}
-		r, w, err = ParseBlkio(fixture(t, base+"blkio.throttle.io_serviced_recursive"))
-		if err != nil || r != 117 || w != 32 {
-			t.Errorf("ops %d %d, %v", r, w, err)
-		}
-		r, w, err = ParseBlkio([]byte("Total 0\n"))
-		if err != nil || r != 0 || w != 0 {
-			t.Errorf("no I/O: %d %d, %v", r, w, err)
+		s, err = ParseBlkio(fixture(t, base+"blkio.throttle.io_serviced_recursive"), true, s)
+		want.ReadOps, want.WriteOps = 117, 32
+		want.Devices[0].ReadOps, want.Devices[0].WriteOps = 117, 32
+		if err != nil || !reflect.DeepEqual(s, want) {
+			t.Errorf("ops %+v, %v", s, err)
 		}
 	})
+	t.Run("two devices, one only in the ops file", func(t *testing.T) {
+		bytesFile := "8:0 Read 4096\n8:0 Write 8192\n8:0 Sync 0\n8:0 Total 12288\n" +
+			"253:1 Read 100\n253:1 Write 0\n253:1 Total 100\nTotal 12388\n"
+		opsFile := "8:0 Read 1\n8:0 Write 2\n8:0 Total 3\n253:1 Read 7\n253:1 Total 7\n" +
+			"8:16 Read 0\n8:16 Write 5\nTotal 15\n"
+		s, err := ParseBlkio([]byte(bytesFile), false, IOStat{Devices: make([]DeviceIO, 0, 4)})
+		if err == nil {
+			s, err = ParseBlkio([]byte(opsFile), true, s)
+		}
+		want := IOStat{ReadBytes: 4196, WriteBytes: 8192, ReadOps: 8, WriteOps: 7, Devices: []DeviceIO{
+			{Major: 8, ReadBytes: 4096, WriteBytes: 8192, ReadOps: 1, WriteOps: 2},
+			{Major: 253, Minor: 1, ReadBytes: 100, ReadOps: 7},
+			{Major: 8, Minor: 16, WriteOps: 5},
+		}}
+		if err != nil || !reflect.DeepEqual(s, want) {
+			t.Errorf("got %+v, %v\nwant %+v", s, err, want)
+		}
+	})
+	t.Run("no I/O", func(t *testing.T) {
+		s, err := ParseBlkio([]byte("Total 0\n"), false, IOStat{})
+		if err != nil || !reflect.DeepEqual(s, IOStat{}) {
+			t.Errorf("got %+v, %v", s, err)
+		}
+	})
+}
+
+func TestParseUeventDevname(t *testing.T) {
+	for in, want := range map[string]string{
+		"MAJOR=8\nMINOR=0\nDEVNAME=sda\nDEVTYPE=disk\nDISKSEQ=1\n": "sda",
+		"MAJOR=253\nMINOR=0\nDEVNAME=dm-0\r\n":                     "dm-0",
+		"MAJOR=8\nMINOR=0\n":                                       "",
+		"":                                                         "",
+	} {
+		if got := string(ParseUeventDevname([]byte(in))); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestParseMeminfo(t *testing.T) {
@@ -329,12 +404,13 @@ func TestParsersDoNotAllocate(t *testing.T) {
 	io := fixture(t, "v2/sys/fs/cgroup/kubepods/io.stat")
 	blk := fixture(t, "v1/sys/fs/cgroup/blkio/blkio.throttle.io_service_bytes_recursive")
 	la := fixture(t, "v2/proc/loadavg")
+	devs := make([]DeviceIO, 0, 2)
 	allocs := testing.AllocsPerRun(100, func() {
 		_, _ = ParseMemoryStat(ms)
 		_, _ = ParseMeminfo(mi)
 		_, _ = ParsePressure(psi)
-		_, _ = ParseIOStat(io)
-		_, _, _ = ParseBlkio(blk)
+		_, _ = ParseIOStat(io, devs[:0])
+		_, _ = ParseBlkio(blk, false, IOStat{Devices: devs[:0]})
 		_, _ = ParseLoadavg(la)
 		_, _ = ParseValue([]byte("max\n"))
 	})

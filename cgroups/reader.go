@@ -29,8 +29,9 @@ type Reader struct {
 	memory, cpuacct, cpu, blkio, pids ctrlMount
 	pressure                          *Mount // the cgroup2 mount, or nil
 
-	pool sync.Pool // *scratch
-	ids  idCache
+	pool    sync.Pool // *scratch
+	ids     idCache
+	devices *BlockDevices // names IOStats.Devices
 }
 
 // ctrlMount is where one controller is read.
@@ -49,6 +50,12 @@ func WithProcRoot(dir string) ReaderOption {
 	return func(r *Reader) { r.procRoot = strings.TrimSuffix(dir, "/") }
 }
 
+// WithSysRoot names the block devices of IOStats.Devices from the sysfs
+// below dir instead of /sys (see BlockDevices).
+func WithSysRoot(dir string) ReaderOption {
+	return func(r *Reader) { r.devices = NewBlockDevices(dir) }
+}
+
 // NewReader returns a Reader over the cgroup hierarchies h (from Discover).
 func NewReader(h *Hierarchies, opts ...ReaderOption) (*Reader, error) {
 	if h == nil || h.Mode == Unavailable {
@@ -57,6 +64,9 @@ func NewReader(h *Hierarchies, opts ...ReaderOption) (*Reader, error) {
 	r := &Reader{h: h, procRoot: "/proc"}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.devices == nil {
+		r.devices = NewBlockDevices("/sys")
 	}
 	where := func(controller string) ctrlMount {
 		if m := h.V1[controller]; m != nil {
@@ -492,9 +502,10 @@ func (r *Reader) readCPU(sc *scratch, cg string, s *CPUStats) (looked, found boo
 	return looked, usageFound || throttleFound, nil
 }
 
-// readIO fills s from blkio (v1) or io.stat (v2).
+// readIO fills s from blkio (v1) or io.stat (v2), reusing the array of
+// s.Devices.
 func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool, err error) {
-	*s = IOStats{Source: Source{Dir: s.Source.Dir}}
+	*s = IOStats{Source: Source{Dir: s.Source.Dir}, Devices: s.Devices[:0]}
 	c := r.blkio
 	if looked, ok := enter(sc, c, cg); !ok {
 		s.Source.Dir = ""
@@ -506,13 +517,13 @@ func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool,
 			s.Source.Dir = ""
 			return true, false, err
 		}
-		st, err := ParseIOStat(b)
+		st, err := ParseIOStat(b, s.Devices)
 		if err != nil {
 			return true, true, wrapParse(sc, err)
 		}
 		sc.setSource(&s.Source, 2)
-		s.ReadBytes, s.WriteBytes = known(st.ReadBytes), known(st.WriteBytes)
-		s.ReadOps, s.WriteOps = known(st.ReadOps), known(st.WriteOps)
+		s.set(st, true)
+		r.nameDevices(s)
 		return true, true, nil
 	}
 	b, absent, err := sc.read("blkio.throttle.io_service_bytes_recursive")
@@ -520,23 +531,32 @@ func (r *Reader) readIO(sc *scratch, cg string, s *IOStats) (looked, found bool,
 		s.Source.Dir = ""
 		return true, false, err
 	}
-	rd, wr, err := ParseBlkio(b)
+	st, err := ParseBlkio(b, false, IOStat{Devices: s.Devices})
 	if err != nil {
 		return true, true, wrapParse(sc, err)
 	}
 	sc.setSource(&s.Source, 1)
-	s.ReadBytes, s.WriteBytes = known(rd), known(wr)
+	s.set(st, false)
 	b, absent, err = sc.read("blkio.throttle.io_serviced_recursive")
-	if err != nil {
-		return true, true, err
-	}
-	if !absent {
-		if rd, wr, err = ParseBlkio(b); err != nil {
-			return true, true, wrapParse(sc, err)
+	if err == nil && !absent {
+		var withOps IOStat
+		if withOps, err = ParseBlkio(b, true, st); err == nil {
+			s.set(withOps, true)
+		} else {
+			err = wrapParse(sc, err)
+			s.set(st, false) // the failed parse may have added to the devices' ops
 		}
-		s.ReadOps, s.WriteOps = known(rd), known(wr)
 	}
-	return true, true, nil
+	r.nameDevices(s)
+	return true, true, err
+}
+
+// nameDevices sets the names of s.Devices.
+func (r *Reader) nameDevices(s *IOStats) {
+	for i := range s.Devices {
+		d := &s.Devices[i]
+		d.Name = r.devices.Name(d.Major, d.Minor)
+	}
 }
 
 // readPIDs fills s from the pids controller.

@@ -292,6 +292,58 @@ func blkioSum(es []*v1stats.BlkIOEntry, op string) uint64 {
 	return n
 }
 
+// checkDevices checks the per-device I/O against containerd's entries
+// (every Read and Write entry is one device's value of kernelet's, and the
+// other way round) and each device's name against /dev: a named device is
+// a block device node with the same number.
+func checkDevices(t *testing.T, io *cgroups.IOStats, b *v1stats.BlkIOStat) {
+	t.Helper()
+	type key struct {
+		major, minor uint64
+		op           string
+		ops          bool
+	}
+	want := map[key]uint64{}
+	for ops, es := range map[bool][]*v1stats.BlkIOEntry{false: b.IoServiceBytesRecursive, true: b.IoServicedRecursive} {
+		for _, e := range es {
+			if e.Op == "Read" || e.Op == "Write" {
+				want[key{e.Major, e.Minor, e.Op, ops}] += e.Value
+			}
+		}
+	}
+	got := map[key]uint64{}
+	for _, d := range io.Devices {
+		for _, v := range []struct {
+			op  string
+			ops bool
+			n   uint64
+		}{{"Read", false, d.ReadBytes}, {"Write", false, d.WriteBytes}, {"Read", true, d.ReadOps}, {"Write", true, d.WriteOps}} {
+			got[key{uint64(d.Major), uint64(d.Minor), v.op, v.ops}] = v.n
+		}
+		if d.Name == "" {
+			t.Logf("device %d:%d has no name in sysfs", d.Major, d.Minor)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(d.Name, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFBLK ||
+			unix.Major(st.Rdev) != d.Major || unix.Minor(st.Rdev) != d.Minor {
+			t.Errorf("device %d:%d named %s: stat %v, mode %o, rdev %d:%d", d.Major, d.Minor, d.Name, err,
+				st.Mode, unix.Major(st.Rdev), unix.Minor(st.Rdev))
+		}
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("device %d:%d %s (ops %v): kernelet %d, containerd %d", k.major, k.minor, k.op, k.ops, got[k], w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok && g != 0 {
+			t.Errorf("device %d:%d %s (ops %v): kernelet %d, containerd has no entry", k.major, k.minor, k.op, k.ops, g)
+		}
+	}
+	t.Logf("devices: %+v", io.Devices)
+}
+
 // compareV1 checks kernelet's stats of the cgroup against containerd's and
 // the raw files of one snapshot taken around both.
 func compareV1(t *testing.T, s *cgroups.CgroupStats, m *v1stats.Metrics, raw map[string]string) {
@@ -372,6 +424,7 @@ func compareV1(t *testing.T, s *cgroups.CgroupStats, m *v1stats.Metrics, raw map
 	check(t, "containerd blkio write bytes", s.IO.WriteBytes, blkioSum(m.Blkio.IoServiceBytesRecursive, "Write"))
 	check(t, "containerd blkio read ops", s.IO.ReadOps, blkioSum(m.Blkio.IoServicedRecursive, "Read"))
 	check(t, "containerd blkio write ops", s.IO.WriteOps, blkioSum(m.Blkio.IoServicedRecursive, "Write"))
+	checkDevices(t, &s.IO, m.Blkio)
 
 	check(t, "pids.current", s.PIDs.Current, rawUint(t, raw["pids/pids.current"]))
 	check(t, "containerd pids.current", s.PIDs.Current, m.Pids.Current)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -30,11 +31,25 @@ func fixtureReader(t testing.TB, tree string) (*Reader, string) {
 	for i := range ms {
 		ms[i].Path = root + ms[i].Path
 	}
-	r, err := NewReader(Classify(ms), WithProcRoot(filepath.Join(root, "proc")))
+	r, err := NewReader(Classify(ms), WithProcRoot(filepath.Join(root, "proc")), WithSysRoot(fixtureSys(t, tree)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r, root
+}
+
+// fixtureDevices are the block devices (number: DEVNAME) of each fixture
+// tree's sysfs; fixtureSys makes them at test time, as a file name with a
+// ':' cannot be part of a Go module.
+var fixtureDevices = map[string]map[string]string{"hybrid": {"254:0": "vda"}, "v1": {"254:0": "vda"}, "v2": {"8:0": "sda"}}
+
+// fixtureSys returns a sysfs root with the dev/block uevents of tree.
+func fixtureSys(t testing.TB, tree string) string {
+	sys := t.TempDir()
+	for dev, name := range fixtureDevices[tree] {
+		writeUevent(t, sys, dev, "DEVNAME="+name+"\nDEVTYPE=disk\n")
+	}
+	return sys
 }
 
 func src(version int, dir string) Source { return Source{Version: version, Dir: dir} }
@@ -78,7 +93,8 @@ func TestReaderCgroupFixtures(t *testing.T) {
 				memory: &m,
 				cpu: &CPUStats{Source: src(1, cg+"/cpuacct"+pod), UsageNs: v(365382955), UserNs: v(330000000), SystemNs: v(20000000),
 					ThrottleSource: src(1, cg+"/cpu"+pod), Periods: v(9), ThrottledPeriods: v(6), ThrottledNs: v(294896416)},
-				io:   &IOStats{Source: src(1, cg+"/blkio"+pod), ReadBytes: v(17391616), WriteBytes: v(16777216), ReadOps: v(117), WriteOps: v(32)},
+				io: &IOStats{Source: src(1, cg+"/blkio"+pod), ReadBytes: v(17391616), WriteBytes: v(16777216), ReadOps: v(117), WriteOps: v(32),
+					Devices: []DeviceIO{{Major: 254, Name: "/dev/vda", ReadBytes: 17391616, WriteBytes: 16777216, ReadOps: 117, WriteOps: 32}}},
 				pids: &PIDStats{Source: src(1, cg+"/pids"+pod), Current: v(6), Max: v(200)},
 				pressure: &PressureStats{Source: src(2, cg+"/unified"+pod),
 					CPU:    Pressure{Some: psiLine(2.53, 0.45, 0.09, 294422), Full: psiLine(2.35, 0.42, 0.08, 283460)},
@@ -93,7 +109,8 @@ func TestReaderCgroupFixtures(t *testing.T) {
 				memory: &m,
 				cpu: &CPUStats{Source: src(1, cg+"/cpu,cpuacct"+pod), UsageNs: v(365382955), UserNs: v(330000000), SystemNs: v(20000000),
 					ThrottleSource: src(1, cg+"/cpu,cpuacct"+pod), Periods: v(9), ThrottledPeriods: v(6), ThrottledNs: v(294896416)},
-				io:       &IOStats{Source: src(1, cg+"/blkio"+pod), ReadBytes: v(17391616), WriteBytes: v(16777216), ReadOps: v(117), WriteOps: v(32)},
+				io: &IOStats{Source: src(1, cg+"/blkio"+pod), ReadBytes: v(17391616), WriteBytes: v(16777216), ReadOps: v(117), WriteOps: v(32),
+					Devices: []DeviceIO{{Major: 254, Name: "/dev/vda", ReadBytes: 17391616, WriteBytes: 16777216, ReadOps: 117, WriteOps: 32}}},
 				pids:     &PIDStats{Source: src(1, cg+"/pids"+pod), Current: v(6), Max: v(200)},
 				pressure: &PressureStats{},
 			}
@@ -168,7 +185,10 @@ func TestReaderCgroupFixtures(t *testing.T) {
 			return want{
 				memory: &MemoryStats{}, cpu: &CPUStats{}, pids: &PIDStats{}, pressure: &PressureStats{},
 				io: &IOStats{Source: src(2, root+"/sys/fs/cgroup/kubepods"), ReadBytes: v(91889664), WriteBytes: v(613781504),
-					ReadOps: v(9142), WriteOps: v(1605)},
+					ReadOps: v(9142), WriteOps: v(1605), Devices: []DeviceIO{
+						{Major: 8, Minor: 16, ReadBytes: 1459200, WriteBytes: 314773504, ReadOps: 192, WriteOps: 353}, // no uevent: no name
+						{Major: 8, Minor: 0, Name: "/dev/sda", ReadBytes: 90430464, WriteBytes: 299008000, ReadOps: 8950, WriteOps: 1252},
+					}},
 			}
 		}},
 		"missing cgroup": {tree: "hybrid", cgroup: "/nope", want: func(string) want { return want{err: ErrCgroupNotFound} }},
@@ -200,7 +220,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 			if w.cpu != nil && s.CPU != *w.cpu {
 				t.Errorf("cpu\n got %+v\nwant %+v", s.CPU, *w.cpu)
 			}
-			if w.io != nil && s.IO != *w.io {
+			if w.io != nil && !reflect.DeepEqual(s.IO, *w.io) {
 				t.Errorf("io\n got %+v\nwant %+v", s.IO, *w.io)
 			}
 			if w.pids != nil && s.PIDs != *w.pids {
@@ -225,7 +245,7 @@ func TestReaderMask(t *testing.T) {
 	if !s.Memory.UsageBytes.Known || !s.Pressure.CPU.Some.Known {
 		t.Errorf("asked groups unknown: %+v", s)
 	}
-	if s.CPU != (CPUStats{}) || s.IO != (IOStats{}) || s.PIDs != (PIDStats{}) {
+	if s.CPU != (CPUStats{}) || !reflect.DeepEqual(s.IO, IOStats{}) || s.PIDs != (PIDStats{}) {
 		t.Errorf("groups not asked for are not reset: %+v %+v %+v", s.CPU, s.IO, s.PIDs)
 	}
 }

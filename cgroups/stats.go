@@ -199,15 +199,34 @@ type CPUStats struct {
 	ThrottledNs Value
 }
 
-// IOStats are a cgroup's block I/O totals over all devices (hierarchical):
-// v2 io.stat; v1 blkio.throttle.io_service_bytes_recursive and
-// blkio.throttle.io_serviced_recursive.
+// IOStats are a cgroup's block I/O (hierarchical), totals over all devices
+// and per device: v2 io.stat; v1 blkio.throttle.io_service_bytes_recursive
+// and blkio.throttle.io_serviced_recursive.
 type IOStats struct {
 	Source     Source
 	ReadBytes  Value
 	WriteBytes Value
 	ReadOps    Value
 	WriteOps   Value
+	// Devices are the values of each device the files list, by number
+	// (BlockDevices names them). Their ReadOps and WriteOps are known when
+	// ReadOps is (v1 without blkio.throttle.io_serviced_recursive: not;
+	// they are 0 then).
+	// A read reuses the array of the Devices it overwrites.
+	Devices []DeviceIO
+}
+
+// set sets s's values from st; the operations are unknown unless ops.
+func (s *IOStats) set(st IOStat, ops bool) {
+	s.ReadBytes, s.WriteBytes = known(st.ReadBytes), known(st.WriteBytes)
+	s.ReadOps, s.WriteOps = known(st.ReadOps), known(st.WriteOps)
+	s.Devices = st.Devices
+	if !ops {
+		s.ReadOps, s.WriteOps = Value{}, Value{}
+		for i := range s.Devices {
+			s.Devices[i].ReadOps, s.Devices[i].WriteOps = 0, 0
+		}
+	}
 }
 
 // PIDStats are a cgroup's pids controller values.

@@ -45,7 +45,8 @@ func (t cadvisorTarget) values() []string {
 
 // CadvisorCollector serves /metrics/cadvisor from the collector's sweep:
 // every series of the root cgroup, kubepods, each pod (container="") and
-// each running container, as cAdvisor names them, plus
+// each running container, as cAdvisor names them (the container_fs_*
+// block I/O counters one per device, label device), plus
 // container_oom_events_total, container_start_time_seconds,
 // machine_memory_bytes, machine_cpu_cores and container_scrape_error.
 type CadvisorCollector struct {
@@ -75,12 +76,19 @@ func NewCadvisorCollector(c SweepSource) *CadvisorCollector {
 	for _, s := range cadvisorCgroupSeries {
 		cc.descs[s.name] = prometheus.NewDesc(s.name, s.help, cadvisorLabels, nil)
 	}
+	withDevice := append(cadvisorLabels[:len(cadvisorLabels):len(cadvisorLabels)], "device")
+	for _, s := range cadvisorDeviceSeries {
+		cc.descs[s.name] = prometheus.NewDesc(s.name, s.help, withDevice, nil)
+	}
 	return cc
 }
 
 // Describe implements prometheus.Collector.
 func (cc *CadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, s := range cadvisorCgroupSeries {
+		ch <- cc.descs[s.name]
+	}
+	for _, s := range cadvisorDeviceSeries {
 		ch <- cc.descs[s.name]
 	}
 	for _, d := range []*prometheus.Desc{cc.cpu, cc.oom, cc.start, cc.mem, cc.cores, cc.err} {
@@ -151,5 +159,17 @@ func (cc *CadvisorCollector) cgroup(ch chan<- prometheus.Metric, t cadvisorTarge
 	}
 	if v, ok := secondsOfNs(cs.Stats.CPU.UsageNs); ok {
 		ch <- prometheus.MustNewConstMetric(cc.cpu, prometheus.CounterValue, v, append(lv, "total")...)
+	}
+	io := &cs.Stats.IO
+	for i := range io.Devices {
+		if !firstOfName(io.Devices, i) {
+			continue
+		}
+		name := io.Devices[i].Name
+		for _, s := range cadvisorDeviceSeries {
+			if v, ok := deviceValue(s, io, name); ok {
+				ch <- prometheus.MustNewConstMetric(cc.descs[s.name], prometheus.CounterValue, v, append(lv, name)...)
+			}
+		}
 	}
 }

@@ -58,7 +58,7 @@ func pressureSeries() []cgroupSeries {
 	return out
 }
 
-// cadvisorUsageSeries are the memory, cpu and io series of a cgroup.
+// cadvisorUsageSeries are the memory and cpu series of a cgroup.
 var cadvisorUsageSeries = []cgroupSeries{
 	{"container_memory_working_set_bytes", "Current working set of the container in bytes", false,
 		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.Memory.WorkingSetBytes) }},
@@ -90,14 +90,69 @@ var cadvisorUsageSeries = []cgroupSeries{
 		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.CPU.ThrottledPeriods) }},
 	{"container_cpu_cfs_throttled_seconds_total", "Total time duration the container has been throttled.", true,
 		func(s *cgroups.CgroupStats) (float64, bool) { return secondsOfNs(s.CPU.ThrottledNs) }},
-	{"container_fs_reads_bytes_total", "Cumulative count of bytes read (all block devices)", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.IO.ReadBytes) }},
-	{"container_fs_writes_bytes_total", "Cumulative count of bytes written (all block devices)", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return bytesOf(s.IO.WriteBytes) }},
-	{"container_fs_reads_total", "Cumulative count of reads completed (all block devices)", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.ReadOps) }},
-	{"container_fs_writes_total", "Cumulative count of writes completed (all block devices)", true,
-		func(s *cgroups.CgroupStats) (float64, bool) { return countOf(s.IO.WriteOps) }},
+}
+
+// deviceSeries is one per-device series of a cgroup (label device): its
+// name, help and counter.
+type deviceSeries struct {
+	name, help string
+	counter    ioCounter
+}
+
+// ioCounter is one of the four per-device I/O counters.
+type ioCounter int
+
+const (
+	readBytes ioCounter = iota
+	writeBytes
+	readOps
+	writeOps
+)
+
+// of is counter k of device d of s; ok false when s does not know it.
+func (k ioCounter) of(s *cgroups.IOStats, d *cgroups.DeviceIO) (v float64, ok bool) {
+	switch k {
+	case readBytes:
+		return float64(d.ReadBytes), s.ReadBytes.Known
+	case writeBytes:
+		return float64(d.WriteBytes), s.WriteBytes.Known
+	case readOps:
+		return float64(d.ReadOps), s.ReadOps.Known
+	default:
+		return float64(d.WriteOps), s.WriteOps.Known
+	}
+}
+
+// cadvisorDeviceSeries are cAdvisor's block I/O counters, one series per
+// device of the cgroup's I/O stats (device="/dev/<name>"; "" when sysfs
+// does not name it).
+var cadvisorDeviceSeries = []deviceSeries{
+	{"container_fs_reads_bytes_total", "Cumulative count of bytes read", readBytes},
+	{"container_fs_writes_bytes_total", "Cumulative count of bytes written", writeBytes},
+	{"container_fs_reads_total", "Cumulative count of reads completed", readOps},
+	{"container_fs_writes_total", "Cumulative count of writes completed", writeOps},
+}
+
+// deviceValue is series ds of the devices of s named name, summed (several
+// devices share a name only when sysfs names none of them: "").
+func deviceValue(ds deviceSeries, s *cgroups.IOStats, name string) (v float64, ok bool) {
+	for i := range s.Devices {
+		if d := &s.Devices[i]; d.Name == name {
+			x, known := ds.counter.of(s, d)
+			v, ok = v+x, known
+		}
+	}
+	return v, ok
+}
+
+// firstOfName reports whether device i of devs is the first one named so.
+func firstOfName(devs []cgroups.DeviceIO, i int) bool {
+	for j := range i {
+		if devs[j].Name == devs[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // unixSeconds is t as Unix seconds with fractions.

@@ -146,6 +146,30 @@ func TestStatsEndpoints(t *testing.T) {
 			t.Errorf("/metrics/cadvisor has no %s", name)
 		}
 	}
+	// The block I/O counters are per device, as cAdvisor's: every series
+	// has a device label, and the node's (the root cgroup's) I/O names its
+	// disks /dev/<name>.
+	for _, name := range []string{"container_fs_reads_bytes_total", "container_fs_writes_bytes_total",
+		"container_fs_reads_total", "container_fs_writes_total"} {
+		named := 0
+		for _, m := range cadvisor[name].GetMetric() {
+			dev, ok := "", false
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "device" {
+					dev, ok = lp.GetValue(), true
+				}
+			}
+			if !ok {
+				t.Errorf("%s series without a device label: %v", name, m.GetLabel())
+			}
+			if strings.HasPrefix(dev, "/dev/") {
+				named++
+			}
+		}
+		if named == 0 {
+			t.Errorf("/metrics/cadvisor has no %s{device=\"/dev/...\"}", name)
+		}
+	}
 
 	t.Run("resource metrics", func(t *testing.T) {
 		fams, err := scrape(k.url("/metrics/resource"))

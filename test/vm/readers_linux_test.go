@@ -487,6 +487,22 @@ func compareV2(t *testing.T, phase string, s *cgroups.CgroupStats, m *cg2stats.M
 		eq(t, "containerd io wbytes", s.IO.WriteBytes, wb)
 		eq(t, "containerd io rios", s.IO.ReadOps, ro)
 		eq(t, "containerd io wios", s.IO.WriteOps, wo)
+		// Per device: each of containerd's io.stat entries is one of
+		// kernelet's devices, with the same values.
+		if len(s.IO.Devices) != len(m.Io.Usage) {
+			t.Errorf("io devices: kernelet %+v, containerd %+v", s.IO.Devices, m.Io.Usage)
+		}
+		for _, e := range m.Io.Usage {
+			found := false
+			for _, d := range s.IO.Devices {
+				if uint64(d.Major) == e.Major && uint64(d.Minor) == e.Minor {
+					found = d.ReadBytes == e.Rbytes && d.WriteBytes == e.Wbytes && d.ReadOps == e.Rios && d.WriteOps == e.Wios
+				}
+			}
+			if !found {
+				t.Errorf("io device %d:%d %+v: kernelet %+v", e.Major, e.Minor, e, s.IO.Devices)
+			}
+		}
 
 		eq(t, "pids.current", s.PIDs.Current, single(t, raw, "pids.current"))
 		eq(t, "containerd pids.current", s.PIDs.Current, m.Pids.Current)
