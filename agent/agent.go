@@ -21,6 +21,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
@@ -84,7 +85,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		deps.ConnectImages = runtime.ConnectImages
 	}
 	if deps.NodeIPSources.Lookup == nil && deps.NodeIPSources.DefaultRouteIP == nil {
-		deps.NodeIPSources = DefaultNodeIPSources()
+		deps.NodeIPSources = nodeip.DefaultSources()
 	}
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
@@ -390,6 +391,13 @@ func (a *Agent) PodList(context.Context) *v1.PodList {
 		return &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 	}
 	return p.PodList()
+}
+
+// currentPods is the pod side once it runs, else nil.
+func (a *Agent) currentPods() *pods {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pods
 }
 
 // RuntimeConnected is closed once the runtime has answered.

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/server/dashboard"
 	"github.com/kernelet/kernelet/cgroups"
@@ -103,7 +104,7 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 	var kp cgroups.CgroupStats
 	if err := r.Cgroup(ctx, cgroups.KubepodsCgroup(kc.CgroupRoot), cgroups.StatMemory|cgroups.StatPressure, &kp); err == nil {
 		in.Kubepods = &kp
-		alloc := allocatable(kc, a.opts.Config.Thresholds, Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
+		alloc := podsetup.Allocatable(kc, a.opts.Config.Thresholds, podsetup.Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
 		in.KubepodsCapacity = kubepodsCapacity(kp.Memory.LimitBytes, nodeCapacity, alloc)
 	}
 	a.mu.Lock()

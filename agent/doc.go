@@ -3,10 +3,7 @@
 // the pod sources, workers, relist, probes, volumes and GC as they land) and
 // wires them together in New and Run.
 //
-// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`),
-// and DeleteAllUnusedContainers / DeleteUnusedImages reclaim disk on demand
-// through the container and image collectors of agent/gc, which otherwise
-// run every minute and every five minutes.
+// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`).
 //
 // Inside Run the OOM kill stream (kevents, oom) runs beside the eviction
 // manager: every kill is attributed to its pod and container and recorded

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/internal/kubeversion"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,7 +82,7 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 	if err := a.plegHealthy(); err != nil {
 		in.HealthErrors = append(in.HealthErrors, err)
 	}
-	ips, _ := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	ips, _ := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	for _, s := range ips {
 		if ip := net.ParseIP(s); ip != nil {
 			in.NodeIPs = append(in.NodeIPs, ip)

@@ -21,7 +21,9 @@ import (
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/pleg"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -76,7 +78,7 @@ type pods struct {
 	memcgArmer    *memcgArmer
 
 	// deadlines tracks activeDeadlineSeconds.
-	deadlines *deadlines
+	deadlines *runtime.Deadlines
 
 	// probes runs the containers' probes (agent/probes.go).
 	probes *prober.Manager
@@ -108,13 +110,13 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("cgroups: %w", err)
 	}
-	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	nodeIPs, from := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	if from == "fallback" {
 		log.Info("Warning: no node address found (no --node-ip, the hostname resolves to no address of this host, no default route); pods see 127.0.0.1 as their host IP", "hostname", a.opts.NodeName)
 	} else {
 		log.Info("Node addresses", "ips", nodeIPs, "from", from)
 	}
-	setup := NewPodSetup(a.opts.Config, NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
+	setup := podsetup.New(a.opts.Config, podsetup.NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
 	capacity, alloc, qosCfg := setup.Capacity, setup.Allocatable, setup.QoS
 	if _, err := cm.EnsureQoS(ctx, qosCfg, nil); err != nil {
 		return fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
@@ -147,7 +149,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
 	p.hub, p.ooms = a.dash.hub, a.dash.ooms
@@ -205,7 +207,11 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("pod sources: %w", err)
 	}
-	if err := a.newCollectors(p, rs, is); err != nil {
+	p.containerGC, p.imageGC, err = gc.NewCollectors(gc.CollectorsConfig{Kubelet: kc, ContainerPolicy: a.opts.ContainerGC,
+		Runtime: rs, Images: is, PodState: gc.PodStates{Workers: p.workers, Sources: p.sources}.Of,
+		PodImages: func() []string { return gc.SpecImages(p.sources.Pods()) },
+		Recorder:  a.recorder, Node: events.NodeRef(a.opts.NodeName), Registerer: a.registry})
+	if err != nil {
 		return err
 	}
 	if err := a.startStats(p, h); err != nil {
@@ -384,7 +390,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
-	p.deadlines.forget(uid)
+	p.deadlines.Forget(uid)
 	p.probes.RemovePod(uid)
 }
 
@@ -402,7 +408,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if n := len(st.Sandboxes); n > 0 {
 		since = st.Sandboxes[n-1].CreatedAt
 	}
-	exceeded, first, left := p.deadlines.check(pod, since, p.now())
+	exceeded, first, left := p.deadlines.Check(pod, since, p.now())
 	if exceeded {
 		// Past activeDeadlineSeconds: nothing more starts; the Failed
 		// phase makes the worker stop the pod.
@@ -461,7 +467,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Unlock()
 	p.probes.RemovePod(pod.UID) // nothing of it runs: no more probes
 	out := runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, waiting))
-	if p.deadlines.isExceeded(pod.UID) {
+	if p.deadlines.IsExceeded(pod.UID) {
 		out = runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())
 	}
 	return out, nil

@@ -7,7 +7,8 @@
 // The decisions are pure functions over values: Capacity and Allocatable,
 // NewNode, Reconcile, SetStatus, Conditions and ReadyError, StatusChanged
 // and ShouldPatch, StatusPatch and MetadataPatch, KubeletVersion,
-// ValidateNodeLabels. The effects sit beside them: ReadMachine reads the
+// ParseNodeLabels (--node-labels, refused as kubelet refuses them). The
+// effects sit beside them: ReadMachine reads the
 // host once (files under a root prefix, so tests use fixtures), and the
 // Controller runs the registration, the status loop and the Lease
 // renewal (DesiredLease decides, leaseRenewer writes) through the

@@ -1,4 +1,4 @@
-package agent
+package nodeip
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestParseNodeIPs(t *testing.T) {
+func TestParse(t *testing.T) {
 	for name, tc := range map[string]struct {
 		in   string
 		want []string
@@ -24,7 +24,7 @@ func TestParseNodeIPs(t *testing.T) {
 		"unspecified pair": {"0.0.0.0,2001:db8::7", nil, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := ParseNodeIPs(tc.in)
+			got, err := Parse(tc.in)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want ok %v", err, tc.ok)
 			}
@@ -39,7 +39,7 @@ func TestParseNodeIPs(t *testing.T) {
 	}
 }
 
-func TestNodeIPs(t *testing.T) {
+func TestDetect(t *testing.T) {
 	lookup := func(addrs ...string) func(context.Context, string) ([]net.IP, error) {
 		return func(context.Context, string) ([]net.IP, error) {
 			if addrs == nil {
@@ -71,23 +71,23 @@ func TestNodeIPs(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		given []net.IP
-		src   NodeIPSources
+		src   Sources
 		want  string
 		from  string
 	}{
-		"given wins":                  {[]net.IP{net.ParseIP("198.51.100.1")}, NodeIPSources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "198.51.100.1", "--node-ip"},
-		"hostname resolves":           {nil, NodeIPSources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.5", "hostname node"},
-		"hostname is loopback":        {nil, NodeIPSources{Lookup: lookup("127.0.0.1", "::1"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
-		"link-local skipped":          {nil, NodeIPSources{Lookup: lookup("fe80::1", "192.0.2.9"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.9", "hostname node"},
-		"unresolvable, default route": {nil, NodeIPSources{Lookup: lookup(), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
-		"nothing at all":              {nil, NodeIPSources{Lookup: lookup(), DefaultRouteIP: route("")}, "127.0.0.1", "fallback"},
-		"IPv4 first":                  {nil, NodeIPSources{Lookup: lookup("2001:db8::10", "192.0.2.10"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.10", "hostname node"},
-		"IPv6 when alone":             {nil, NodeIPSources{Lookup: lookup("2001:db8::10"), DefaultRouteIP: route("192.0.2.2")}, "2001:db8::10", "hostname node"},
-		"not this host's":             {nil, NodeIPSources{Lookup: lookup("203.0.113.7"), DefaultRouteIP: route("192.0.2.2"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "default route"},
-		"this host's":                 {nil, NodeIPSources{Lookup: lookup("203.0.113.7", "192.0.2.2"), DefaultRouteIP: route("192.0.2.9"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "hostname node"},
+		"given wins":                  {[]net.IP{net.ParseIP("198.51.100.1")}, Sources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "198.51.100.1", "--node-ip"},
+		"hostname resolves":           {nil, Sources{Lookup: lookup("192.0.2.5"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.5", "hostname node"},
+		"hostname is loopback":        {nil, Sources{Lookup: lookup("127.0.0.1", "::1"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"link-local skipped":          {nil, Sources{Lookup: lookup("fe80::1", "192.0.2.9"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.9", "hostname node"},
+		"unresolvable, default route": {nil, Sources{Lookup: lookup(), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.2", "default route"},
+		"nothing at all":              {nil, Sources{Lookup: lookup(), DefaultRouteIP: route("")}, "127.0.0.1", "fallback"},
+		"IPv4 first":                  {nil, Sources{Lookup: lookup("2001:db8::10", "192.0.2.10"), DefaultRouteIP: route("192.0.2.2")}, "192.0.2.10", "hostname node"},
+		"IPv6 when alone":             {nil, Sources{Lookup: lookup("2001:db8::10"), DefaultRouteIP: route("192.0.2.2")}, "2001:db8::10", "hostname node"},
+		"not this host's":             {nil, Sources{Lookup: lookup("203.0.113.7"), DefaultRouteIP: route("192.0.2.2"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "default route"},
+		"this host's":                 {nil, Sources{Lookup: lookup("203.0.113.7", "192.0.2.2"), DefaultRouteIP: route("192.0.2.9"), LocalIPs: local("192.0.2.2")}, "192.0.2.2", "hostname node"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ips, from := NodeIPs(context.Background(), tc.given, "node", tc.src)
+			ips, from := Detect(context.Background(), tc.given, "node", tc.src)
 			if len(ips) != 1 || ips[0] != tc.want || from != tc.from {
 				t.Errorf("= %v from %q, want %s from %q", ips, from, tc.want, tc.from)
 			}

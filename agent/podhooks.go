@@ -1,20 +1,25 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
+	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/status/events"
 )
+
+// The pod side's hooks into the prober (agent/prober) and the volume
+// manager (agent/volume): construction and the callbacks between them and
+// the pod workers.
 
 // startProbes makes the prober: exec probes through rs, events through
 // the pod recorder, results waking the pod's worker; its metrics go to
@@ -73,57 +78,33 @@ func (p *pods) terminatingReadiness(uid types.UID) {
 			continue
 		}
 		pod := r.Pod
-		st, changed := WithReadiness(pod, r.Status, p.now(), func(name, id string) bool { return p.probes.Ready(pod, name, id) })
+		st, changed := runtime.WithReadiness(pod, r.Status, p.now(), func(name, id string) bool { return p.probes.Ready(pod, name, id) })
 		if changed {
 			p.status.SetStatus(pod, st)
 		}
 	}
 }
 
-// WithReadiness returns st with the ready field of pod's running
-// containers as ready says (by name and runtime container ID) and the
-// ContainersReady and Ready conditions that follow (runtime.Readiness, as
-// the status is made); changed tells whether anything differs.
-func WithReadiness(pod *v1.Pod, st v1.PodStatus, now time.Time, ready func(name, id string) bool) (v1.PodStatus, bool) {
-	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
-		// A terminal pod (finished, evicted, past its deadline) keeps the
-		// conditions its end gave it, whatever a probe says meanwhile.
-		return st, false
+// newVolumeManager builds the pod volume manager under podsDir (package
+// volume; with the API server, its objects also serve env and envFrom).
+func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*volume.Manager, runtime.EnvObjects, error) {
+	cfg := volume.Config{PodsDir: podsDir, NodeAllocatable: allocatable}
+	if a.clients == nil || a.clients.Main == nil {
+		vm, err := volume.NewManager(cfg) // standalone: emptyDir, hostPath, downwardAPI
+		return vm, nil, err
 	}
-	out := *st.DeepCopy()
-	changed := false
-	for _, list := range [][]v1.ContainerStatus{out.InitContainerStatuses, out.ContainerStatuses} {
-		for i := range list {
-			cs := &list[i]
-			if cs.State.Running == nil {
-				continue
-			}
-			id := cs.ContainerID
-			if j := strings.Index(id, "://"); j >= 0 {
-				id = id[j+3:]
-			}
-			if r := ready(cs.Name, id); r != cs.Ready {
-				cs.Ready, changed = r, true
-			}
-		}
+	return volume.NewAPIManager(cfg, a.clients.Main, string(a.opts.Config.Kubelet.ConfigMapAndSecretChangeDetectionStrategy))
+}
+
+// cleanupVolumes removes the volumes of pods that no source wants, no
+// worker runs and the runtime does not hold (listed).
+func (p *pods) cleanupVolumes(ctx context.Context, wanted map[types.UID]bool, listed []*runtime.PodStatus) {
+	inRuntime := map[types.UID]bool{}
+	for _, st := range listed {
+		inRuntime[st.UID] = true
 	}
-	if !changed {
-		return st, false
+	keep := func(uid types.UID) bool { return wanted[uid] || inRuntime[uid] || p.workers.Known(uid) }
+	if err := p.vols.CleanupOrphans(ctx, keep); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing volumes of orphaned pods")
 	}
-	ok, reason, msg := runtime.Readiness(out.Phase, runtime.UnreadyContainers(pod, &out))
-	for i := range out.Conditions {
-		c := &out.Conditions[i]
-		if c.Type != v1.ContainersReady && c.Type != v1.PodReady {
-			continue
-		}
-		was := c.Status
-		c.Status, c.Reason, c.Message = v1.ConditionTrue, "", ""
-		if !ok {
-			c.Status, c.Reason, c.Message = v1.ConditionFalse, reason, msg
-		}
-		if c.Status != was {
-			c.LastTransitionTime = metav1.NewTime(now)
-		}
-	}
-	return out, true
 }
