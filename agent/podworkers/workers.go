@@ -1,10 +1,11 @@
 package podworkers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -259,15 +260,8 @@ func (ws *Workers) Pods() []PodRecord {
 		out = append(out, PodRecord{Pod: p, Status: v1.PodStatus{Phase: v1.PodPending}})
 	}
 	ws.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Pod, out[j].Pod
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.UID < b.UID
+	slices.SortFunc(out, func(a, b PodRecord) int {
+		return cmp.Or(cmp.Compare(a.Pod.Namespace, b.Pod.Namespace), cmp.Compare(a.Pod.Name, b.Pod.Name), cmp.Compare(a.Pod.UID, b.Pod.UID))
 	})
 	return out
 }

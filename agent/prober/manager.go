@@ -202,17 +202,10 @@ func (m *Manager) Ready(pod *v1.Pod, name, id string) bool {
 // Unhealthy lists, by container ID, the containers of pod that failed
 // their liveness or startup probe.
 func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ps := m.pods[pod.UID]
-	if ps == nil {
-		return nil
-	}
 	var out map[string]Unhealthy
-	for name, cs := range ps.containers {
-		c := FindContainer(pod, name)
-		if c == nil || cs.id == "" {
-			continue
+	m.eachContainer(pod, func(c *v1.Container, cs containerState) {
+		if cs.id == "" {
+			return
 		}
 		for _, k := range []Kind{Startup, Liveness} {
 			if m.results[resultKey{cs.id, k}] != Failure {
@@ -228,31 +221,40 @@ func (m *Manager) Unhealthy(pod *v1.Pod) map[string]Unhealthy {
 			out[cs.id] = u
 			break
 		}
-	}
+	})
 	return out
 }
 
 // NotStarted lists, by container ID, the running containers of pod with
 // a startup probe that has not passed yet.
 func (m *Manager) NotStarted(pod *v1.Pod) map[string]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ps := m.pods[pod.UID]
-	if ps == nil {
-		return nil
-	}
 	var out map[string]bool
-	for name, cs := range ps.containers {
-		c := FindContainer(pod, name)
-		if c == nil || c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
-			continue
+	m.eachContainer(pod, func(c *v1.Container, cs containerState) {
+		if c.StartupProbe == nil || !cs.running || m.results[resultKey{cs.id, Startup}] == Success {
+			return
 		}
 		if out == nil {
 			out = map[string]bool{}
 		}
 		out[cs.id] = true
-	}
+	})
 	return out
+}
+
+// eachContainer calls f, holding the lock, for each container of pod
+// that the last status told of and pod's spec names.
+func (m *Manager) eachContainer(pod *v1.Pod, f func(c *v1.Container, cs containerState)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pods[pod.UID]
+	if ps == nil {
+		return
+	}
+	for name, cs := range ps.containers {
+		if c := FindContainer(pod, name); c != nil {
+			f(c, cs)
+		}
+	}
 }
 
 // set stores a result; it reports whether it changed.

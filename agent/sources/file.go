@@ -18,8 +18,8 @@ import (
 
 // FileSource is the static manifest directory source (staticPodPath).
 type FileSource struct {
-	opts     FileOptions
-	problems problemSet
+	opts FileOptions
+	staticSource
 
 	// Owned by Run.
 	files    map[string]*fileState
@@ -55,18 +55,12 @@ func NewFileSource(opts FileOptions) (*FileSource, error) {
 	}
 	opts.Path = filepath.Clean(opts.Path)
 	return &FileSource{
-		opts:     opts,
-		problems: problemSet{source: SourceFile, now: opts.Now},
-		files:    map[string]*fileState{},
-		skipped:  map[string]string{},
+		opts:         opts,
+		staticSource: staticSource{problems: problemSet{source: SourceFile, now: opts.Now}},
+		files:        map[string]*fileState{},
+		skipped:      map[string]string{},
 	}, nil
 }
-
-// Name is SourceFile.
-func (s *FileSource) Name() string { return SourceFile }
-
-// Problems are the current problems of the directory, oldest first.
-func (s *FileSource) Problems() []Problem { return s.problems.get() }
 
 // Run scans the path, sends its pods, and sends them again whenever they
 // change: on inotify events (debounced) and at every period, until ctx is

@@ -15,9 +15,9 @@ import (
 
 // URLSource is the static pod URL source (staticPodURL).
 type URLSource struct {
-	opts     URLOptions
-	client   *http.Client
-	problems problemSet
+	opts   URLOptions
+	client *http.Client
+	staticSource
 
 	// Owned by Run.
 	last     fileResult
@@ -51,18 +51,12 @@ func NewURLSource(opts URLOptions) (*URLSource, error) {
 		opts.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	return &URLSource{
-		opts:     opts,
-		client:   &http.Client{Transport: opts.Transport},
-		problems: problemSet{source: SourceHTTP, now: opts.Now},
-		last:     fileResult{file: opts.URL},
+		opts:         opts,
+		client:       &http.Client{Transport: opts.Transport},
+		staticSource: staticSource{problems: problemSet{source: SourceHTTP, now: opts.Now}},
+		last:         fileResult{file: opts.URL},
 	}, nil
 }
-
-// Name is SourceHTTP.
-func (s *URLSource) Name() string { return SourceHTTP }
-
-// Problems are the current problems of the URL, oldest first.
-func (s *URLSource) Problems() []Problem { return s.problems.get() }
 
 // Run fetches the URL now and every period until ctx is done, sending the
 // pods whenever they change. A failed fetch or an unusable body keeps the

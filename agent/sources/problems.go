@@ -102,6 +102,18 @@ type fileResult struct {
 	errs []docError
 }
 
+// staticSource is what the file and the URL source share: their name
+// (SourceFile, SourceHTTP) and their problems.
+type staticSource struct {
+	problems problemSet
+}
+
+// Name is the source's name.
+func (s *staticSource) Name() string { return s.problems.source }
+
+// Problems are the current problems of the source, oldest first.
+func (s *staticSource) Problems() []Problem { return s.problems.get() }
+
 // problemSet holds the current problems of a source, keeping the time each
 // was first seen, and logs each when it appears and when it goes.
 type problemSet struct {
