@@ -105,35 +105,36 @@ func Conditions(st *runtimeapi.RuntimeStatus) map[string]string {
 
 // RuntimeReady decides from a runtime status whether the runtime is ready.
 func RuntimeReady(st *runtimeapi.RuntimeStatus) error {
-	switch c := condition(st, runtimeapi.RuntimeReady); {
-	case c == nil:
-		return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
-	case !c.Status:
+	return conditionTrue(st, runtimeapi.RuntimeReady, func(c *runtimeapi.RuntimeCondition) error {
+		if c == nil {
+			return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
+		}
 		return fmt.Errorf("container runtime not ready: %s: %s", c.Reason, c.Message)
-	}
-	return nil
+	})
 }
 
 // NetworkReady decides from a runtime status whether the pod network is
 // ready; the error reads as kubelet's: "container runtime network not
 // ready: NetworkReady=false reason:<reason> message:<message>".
 func NetworkReady(st *runtimeapi.RuntimeStatus) error {
-	switch c := condition(st, runtimeapi.NetworkReady); {
-	case c == nil:
-		return fmt.Errorf("container runtime network not ready: %s not reported", runtimeapi.NetworkReady)
-	case !c.Status:
+	return conditionTrue(st, runtimeapi.NetworkReady, func(c *runtimeapi.RuntimeCondition) error {
+		if c == nil {
+			return fmt.Errorf("container runtime network not ready: %s not reported", runtimeapi.NetworkReady)
+		}
 		return fmt.Errorf("container runtime network not ready: %s=%t reason:%s message:%s", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return nil
+	})
 }
 
-// condition is the first condition of type typ in st, nil when st has
-// none.
-func condition(st *runtimeapi.RuntimeStatus, typ string) *runtimeapi.RuntimeCondition {
+// conditionTrue is nil when the first condition of type typ in st is
+// true, else notReady's error for it (nil: st has none).
+func conditionTrue(st *runtimeapi.RuntimeStatus, typ string, notReady func(c *runtimeapi.RuntimeCondition) error) error {
 	for _, c := range st.GetConditions() {
 		if c.Type == typ {
-			return c
+			if c.Status {
+				return nil
+			}
+			return notReady(c)
 		}
 	}
-	return nil
+	return notReady(nil)
 }

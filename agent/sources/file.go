@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +21,9 @@ type FileSource struct {
 	staticSource
 
 	// Owned by Run.
-	files    map[string]*fileState
-	skipped  map[string]string
-	missing  bool
-	sent     bool
-	lastKeys []string
+	files   map[string]*fileState
+	skipped map[string]string
+	missing bool
 }
 
 // fileState is what a manifest file gave at its current content.
@@ -157,20 +154,7 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 // sent); it returns false when ctx ended while sending.
 func (s *FileSource) rescan(ctx context.Context, out chan<- Update) bool {
 	results, probs, ok := s.scan(ctx)
-	pods, dups := dedupe(results)
-	s.problems.set(ctx, append(probs, dups...))
-	if !ok {
-		return true
-	}
-	keys := setKeys(pods)
-	if s.sent && slices.Equal(keys, s.lastKeys) {
-		return true
-	}
-	if !send(ctx, out, SourceFile, pods) {
-		return false
-	}
-	s.sent, s.lastKeys = true, keys
-	return true
+	return s.publish(ctx, out, results, probs, ok)
 }
 
 // scan reads every manifest of the path in name order. ok is false when

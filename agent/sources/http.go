@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -20,9 +19,7 @@ type URLSource struct {
 	staticSource
 
 	// Owned by Run.
-	last     fileResult
-	sent     bool
-	lastKeys []string
+	last fileResult
 }
 
 // NewURLSource returns the source of the pods served at opts.URL.
@@ -102,20 +99,8 @@ func (s *URLSource) poll(ctx context.Context, out chan<- Update) bool {
 			s.last.pods, good = s.keepSeen(pods), true
 		}
 	}
-	pods, dups := dedupe([]fileResult{s.last})
-	s.problems.set(ctx, append(probs, dups...))
-	if !good {
-		return true // the last good set stands (none yet: nothing sent)
-	}
-	keys := setKeys(pods)
-	if s.sent && slices.Equal(keys, s.lastKeys) {
-		return true
-	}
-	if !send(ctx, out, SourceHTTP, pods) {
-		return false
-	}
-	s.sent, s.lastKeys = true, keys
-	return true
+	// Not good: the last good set stands (none yet: nothing sent).
+	return s.publish(ctx, out, []fileResult{s.last}, probs, good)
 }
 
 // keepSeen gives pods unchanged since the last fetch their first seen

@@ -106,6 +106,29 @@ type fileResult struct {
 // (SourceFile, SourceHTTP) and their problems.
 type staticSource struct {
 	problems problemSet
+	// Owned by Run: whether a set was sent, and its keys.
+	sent     bool
+	lastKeys []string
+}
+
+// publish sets the source's problems (probs and the duplicates among
+// results) and, when ok, sends the pods of results unless the same set
+// was sent last; false when ctx ended while sending.
+func (s *staticSource) publish(ctx context.Context, out chan<- Update, results []fileResult, probs []Problem, ok bool) bool {
+	pods, dups := dedupe(results)
+	s.problems.set(ctx, append(probs, dups...))
+	if !ok {
+		return true
+	}
+	keys := setKeys(pods)
+	if s.sent && slices.Equal(keys, s.lastKeys) {
+		return true
+	}
+	if !send(ctx, out, s.problems.source, pods) {
+		return false
+	}
+	s.sent, s.lastKeys = true, keys
+	return true
 }
 
 // Name is the source's name.
