@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/cluster"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/nodeip"
@@ -51,7 +52,7 @@ type Agent struct {
 	// clients are the API server clients (nil: standalone); cluster is
 	// the API server side once Run started it.
 	clients  *kubeclient.Clients
-	cluster  *cluster
+	cluster  *cluster.Cluster
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
@@ -109,7 +110,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		if a.clients, err = kubeclient.New(base, &opts.Config.Kubelet); err != nil {
 			return nil, err
 		}
-		if a.cluster, err = newCluster(opts.NodeName, a.clients); err != nil {
+		if a.cluster, err = cluster.New(opts.NodeName, a.clients); err != nil {
 			return nil, err
 		}
 		if a.deps.KubeClient == nil {
@@ -163,7 +164,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { return l.Serve(gctx) })
 	}
 	if a.cluster != nil {
-		g.Go(func() error { a.cluster.run(gctx); return nil })
+		g.Go(func() error { a.cluster.Run(gctx); return nil })
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
@@ -334,7 +335,7 @@ func (a *Agent) Status(ctx context.Context) Status {
 		st.OOM = &oomSt
 	}
 	if a.cluster != nil {
-		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.status.Status()}
+		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.PodStatus().Status()}
 		if nc != nil {
 			st.Cluster.Node = nc.Status()
 		}

@@ -134,7 +134,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
 	if a.cluster != nil {
-		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
+		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: qosCfg},
@@ -155,8 +155,8 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	p.hub, p.ooms = a.dash.hub, a.dash.ooms
 	var extraSources []sources.Source
 	if a.cluster != nil {
-		p.status = a.cluster.status
-		extraSources = append(extraSources, sources.NewAPISource(a.cluster.podInformer))
+		p.status = a.cluster.PodStatus()
+		extraSources = append(extraSources, a.cluster.PodSource())
 	}
 	if p.evictions, err = a.newEvictionManager(p, h, alloc.MemoryBytes, rs); err != nil {
 		return err
@@ -550,7 +550,7 @@ func (a *Agent) node() *v1.Node {
 	if a.cluster == nil {
 		return nil
 	}
-	if n := a.cluster.node(); n != nil {
+	if n := a.cluster.Node(); n != nil {
 		return n
 	}
 	if a.nodeCtl != nil {
