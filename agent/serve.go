@@ -60,7 +60,7 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 	a.auth = guard
 	nodeIPs, _ := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	return server.ListenEndpoints(ctx, server.Endpoints{Kubelet: kc, RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
-		NodeIPs: nodeIPs, Local: base, API: api, Guard: guard.Wrap})
+		NodeIPs: nodeip.IPs(nodeIPs), Local: base, API: api, Guard: guard.Wrap})
 }
 
 // runtimeService is the CRI runtime service once connected, else nil.

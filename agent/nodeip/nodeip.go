@@ -142,3 +142,14 @@ func Detect(ctx context.Context, given []net.IP, hostname string, src Sources) (
 func usable(ip net.IP) bool {
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast()
 }
+
+// IPs are the addresses of ss (Detect's answer) that parse.
+func IPs(ss []string) []net.IP {
+	var out []net.IP
+	for _, s := range ss {
+		if ip := net.ParseIP(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

@@ -94,3 +94,10 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+func TestIPs(t *testing.T) {
+	got := IPs([]string{"10.0.0.1", "not an ip", "fd00::1"})
+	if len(got) != 2 || got[0].String() != "10.0.0.1" || got[1].String() != "fd00::1" {
+		t.Errorf("IPs = %v, want [10.0.0.1 fd00::1]", got)
+	}
+}

@@ -27,7 +27,7 @@ type Endpoints struct {
 	RootDir string
 	// NodeName and NodeIPs are the self-signed certificate's names.
 	NodeName string
-	NodeIPs  []string
+	NodeIPs  []net.IP
 	// Local is served on the local socket; API on the secure port, behind
 	// Guard (authentication and authorization), and the read-only port.
 	Local Options
@@ -41,15 +41,9 @@ type Endpoints struct {
 // error are returned with it, for the caller to close.
 func ListenEndpoints(ctx context.Context, e Endpoints) ([]*Listener, error) {
 	kc := e.Kubelet
-	var ips []net.IP
-	for _, s := range e.NodeIPs {
-		if ip := net.ParseIP(s); ip != nil {
-			ips = append(ips, ip)
-		}
-	}
 	tlsCfg, err := TLSConfig(TLSOptions{
 		CertFile: kc.TLSCertFile, KeyFile: kc.TLSPrivateKeyFile,
-		PKIDir: filepath.Join(e.RootDir, "pki"), Host: e.NodeName, IPs: ips,
+		PKIDir: filepath.Join(e.RootDir, "pki"), Host: e.NodeName, IPs: e.NodeIPs,
 		MinVersion: kc.TLSMinVersion, CipherSuites: kc.TLSCipherSuites,
 		RequestClientCert: kc.Authentication.X509.ClientCAFile != "",
 	})

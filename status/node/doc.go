@@ -13,7 +13,9 @@
 // Controller runs the registration, the status loop and the Lease
 // renewal (DesiredLease decides, leaseRenewer writes) through the
 // internal/clientset clients it is given. RuntimeStateFromCRI and ImagesFromCRI turn CRI answers into
-// Inputs.
+// Inputs; RuntimeStates asks the runtime at most once a period, keeping the
+// last answer, and Inputs.SetPressure turns the eviction manager's
+// conditions into the pressure inputs.
 //
 // What kubelet does that this package reproduces (behaviour, not code):
 //   - Registration creates the Node with the labels kubelet owns
