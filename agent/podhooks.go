@@ -11,15 +11,28 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/status/events"
 )
 
-// The pod side's hooks into the prober (agent/prober) and the volume
-// manager (agent/volume): construction and the callbacks between them and
-// the pod workers.
+// The pod side's hooks into the prober (agent/prober), the volume manager
+// (agent/volume) and the collectors (agent/gc): construction and the
+// callbacks between them and the pod workers and sources.
+
+// newCollectors builds the container and image collectors of p
+// (gc.NewCollectors; pods' states by gc.PodStates).
+func (a *Agent) newCollectors(p *pods, rs internalapi.RuntimeService, is internalapi.ImageManagerService) error {
+	var err error
+	p.containerGC, p.imageGC, err = gc.NewCollectors(gc.CollectorsConfig{Kubelet: &a.opts.Config.Kubelet,
+		ContainerPolicy: a.opts.ContainerGC, Runtime: rs, Images: is,
+		PodState:  gc.PodStates{Workers: p.workers, Sources: p.sources}.Of,
+		PodImages: func() []string { return gc.SpecImages(p.sources.Pods()) },
+		Recorder:  a.recorder, Node: events.NodeRef(a.opts.NodeName), Registerer: a.registry})
+	return err
+}
 
 // startProbes makes the prober: exec probes through rs, events through
 // the pod recorder, results waking the pod's worker; its metrics go to

@@ -80,7 +80,7 @@ type pods struct {
 	// deadlines tracks activeDeadlineSeconds.
 	deadlines *runtime.Deadlines
 
-	// probes runs the containers' probes (agent/probes.go).
+	// probes runs the containers' probes (agent/podhooks.go).
 	probes *prober.Manager
 
 	// hub gets the live events (evictions, OOM kills) for the dashboard;
@@ -207,11 +207,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return fmt.Errorf("pod sources: %w", err)
 	}
-	p.containerGC, p.imageGC, err = gc.NewCollectors(gc.CollectorsConfig{Kubelet: kc, ContainerPolicy: a.opts.ContainerGC,
-		Runtime: rs, Images: is, PodState: gc.PodStates{Workers: p.workers, Sources: p.sources}.Of,
-		PodImages: func() []string { return gc.SpecImages(p.sources.Pods()) },
-		Recorder:  a.recorder, Node: events.NodeRef(a.opts.NodeName), Registerer: a.registry})
-	if err != nil {
+	if err := a.newCollectors(p, rs, is); err != nil {
 		return err
 	}
 	if err := a.startStats(p, h); err != nil {
