@@ -22,6 +22,7 @@ import (
 	"github.com/kernelet/kernelet/agent/cluster"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
@@ -65,8 +66,10 @@ type Agent struct {
 	statsRegs statsRegistries
 	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
 	criMetrics *crimetrics.Metrics
-	// dash is the live dashboard's hub and snapshot (agent/dashboard.go).
-	dash *liveView
+	// dash is the live dashboard's hub and snapshot (agent/dashboard.go);
+	// liveReader its cgroup reader, used under dash's lock.
+	dash       *live.View
+	liveReader *cgroups.Reader
 }
 
 // New builds an agent from validated options. It binds nothing yet.

@@ -152,7 +152,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: runtime.NewOOMScores(), memCapacity: capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
-	p.hub, p.ooms = a.dash.hub, a.dash.ooms
+	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	var extraSources []sources.Source
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
