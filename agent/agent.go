@@ -66,7 +66,7 @@ type Agent struct {
 	statsRegs statsRegistries
 	// criMetrics are kubelet_runtime_operations_* of the pod side's CRI calls.
 	criMetrics *crimetrics.Metrics
-	// dash is the live dashboard's hub and snapshot (agent/dashboard.go);
+	// dash is the live dashboard's hub and snapshot (agent/liveview.go);
 	// liveReader its cgroup reader, used under dash's lock.
 	dash       *live.View
 	liveReader *cgroups.Reader

@@ -1,9 +1,13 @@
-// Package agent is the node daemon behind `kernelet run`: it owns the pod
-// lifecycle (sub-packages by responsibility: config, runtime, server, and
-// the pod sources, workers, relist, probes, volumes and GC as they land) and
-// wires them together in New and Run.
+// Package agent is the node daemon behind `kernelet run`: it builds the
+// pod lifecycle's parts (sub-packages by responsibility: config, cluster,
+// sources, podworkers, runtime, pleg, prober, volume, gc, podsetup,
+// nodeip, server, logs, streaming, live) and hands them to each other in
+// New and Run (agent.go, pods.go; podhooks.go: the callbacks between the
+// prober, the volume manager, the collectors and the pod workers;
+// serve.go: the endpoints; nodestatus.go: the node status inputs).
 //
-// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`).
+// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`;
+// once.go wires agent/runonce).
 //
 // Inside Run the OOM kill stream (kevents, oom) runs beside the eviction
 // manager: every kill is attributed to its pod and container and recorded
@@ -15,7 +19,7 @@
 // cgroup's pod<uid> directory in a UID map of the workers' pods) and exports its tracers' run statistics
 // (bpf.Collector: kernelet_bpf_program_run_{count,seconds}_total).
 //
-// dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
+// liveview.go feeds the live dashboard and `kernelet top` (agent/live,
 // agent/server/dashboard): evictions and OOMKilled terminations are
 // published to the live hub as they happen, pressure condition changes
 // within a second, and the snapshot is read from the cgroups on request.

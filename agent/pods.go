@@ -84,7 +84,7 @@ type pods struct {
 	probes *prober.Manager
 
 	// hub gets the live events (evictions, OOM kills) for the dashboard;
-	// ooms finds the OOM kills in pod statuses (agent/dashboard.go).
+	// ooms finds the OOM kills in pod statuses (agent/liveview.go).
 	hub  *live.Hub
 	ooms *live.OOMTracker
 	// kernelOOMs: the kernel's OOM kill stream runs (agent/oomwatch.go)
