@@ -273,37 +273,27 @@ func getObject[T any](m *Manager, kind, name string, opt bool, get func(Objects)
 }
 
 func (m *Manager) setUpConfigMap(ctx context.Context, pod *v1.Pod, name string, src *v1.ConfigMapVolumeSource) (string, error) {
-	opt := optional(src.Optional)
-	return writeObjectVolume(m, pod, PluginConfigMap, name, false,
-		func() (*v1.ConfigMap, error) { return m.configMap(ctx, pod.Namespace, src.Name, opt) },
-		func(cm *v1.ConfigMap) (map[string]FileProjection, error) {
-			return ConfigMapPayload(cm, src.Items, defaultMode(src.DefaultMode), opt)
-		})
+	cm, err := m.configMap(ctx, pod.Namespace, src.Name, optional(src.Optional))
+	if err != nil {
+		return "", err
+	}
+	payload, err := ConfigMapPayload(cm, src.Items, defaultMode(src.DefaultMode), optional(src.Optional))
+	if err != nil {
+		return "", err
+	}
+	return m.writeVolume(pod, PluginConfigMap, name, false, payload)
 }
 
 func (m *Manager) setUpSecret(ctx context.Context, pod *v1.Pod, name string, src *v1.SecretVolumeSource) (string, error) {
-	opt := optional(src.Optional)
-	return writeObjectVolume(m, pod, PluginSecret, name, true,
-		func() (*v1.Secret, error) { return m.secret(ctx, pod.Namespace, src.SecretName, opt) },
-		func(s *v1.Secret) (map[string]FileProjection, error) {
-			return SecretPayload(s, src.Items, defaultMode(src.DefaultMode), opt)
-		})
-}
-
-// writeObjectVolume writes volume name of pod (memory: on tmpfs) from an
-// API object: get reads it (nil: a missing optional one), payload makes
-// its files.
-func writeObjectVolume[T any](m *Manager, pod *v1.Pod, plugin, name string, memory bool,
-	get func() (*T, error), payload func(*T) (map[string]FileProjection, error)) (string, error) {
-	obj, err := get()
+	s, err := m.secret(ctx, pod.Namespace, src.SecretName, optional(src.Optional))
 	if err != nil {
 		return "", err
 	}
-	files, err := payload(obj)
+	payload, err := SecretPayload(s, src.Items, defaultMode(src.DefaultMode), optional(src.Optional))
 	if err != nil {
 		return "", err
 	}
-	return m.writeVolume(pod, plugin, name, memory, files)
+	return m.writeVolume(pod, PluginSecret, name, true, payload)
 }
 
 func (m *Manager) setUpDownwardAPI(pod *v1.Pod, name string, src *v1.DownwardAPIVolumeSource) (string, error) {
