@@ -18,7 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/cluster"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/server"
@@ -52,7 +55,7 @@ type Agent struct {
 	// clients are the API server clients (nil: standalone); cluster is
 	// the API server side once Run started it.
 	clients  *kubeclient.Clients
-	cluster  *cluster
+	cluster  *cluster.Cluster
 	recorder *events.Recorder
 	nodeCtl  *node.Controller
 	auth     *auth.Auth
@@ -61,8 +64,10 @@ type Agent struct {
 	// stats is the cgroup sweep of the stats endpoints (sweeps.go), set
 	// once the pod side runs.
 	stats *stats.Collector
-	// dash is the live dashboard's hub and snapshot (agent/dashboard.go).
-	dash *liveView
+	// dash is the live dashboard's hub and snapshot (agent/liveview.go);
+	// liveReader its cgroup reader, used under dash's lock.
+	dash       *live.View
+	liveReader *cgroups.Reader
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -82,7 +87,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		deps.ConnectImages = runtime.ConnectImages
 	}
 	if deps.NodeIPSources.Lookup == nil && deps.NodeIPSources.DefaultRouteIP == nil {
-		deps.NodeIPSources = DefaultNodeIPSources()
+		deps.NodeIPSources = nodeip.DefaultSources()
 	}
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
@@ -101,7 +106,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		if a.clients, err = kubeclient.New(base, &opts.Config.Kubelet); err != nil {
 			return nil, err
 		}
-		if a.cluster, err = newCluster(opts.NodeName, a.clients); err != nil {
+		if a.cluster, err = cluster.New(opts.NodeName, a.clients); err != nil {
 			return nil, err
 		}
 		if a.deps.KubeClient == nil {
@@ -155,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { return l.Serve(gctx) })
 	}
 	if a.cluster != nil {
-		g.Go(func() error { a.cluster.run(gctx); return nil })
+		g.Go(func() error { a.cluster.Run(gctx); return nil })
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
@@ -326,7 +331,7 @@ func (a *Agent) Status(ctx context.Context) Status {
 		st.OOM = &oomSt
 	}
 	if a.cluster != nil {
-		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.status.Status()}
+		st.Cluster = &ClusterStatus{APIServer: a.clients.Host, Pods: a.cluster.PodStatus().Status()}
 		if nc != nil {
 			st.Cluster.Node = nc.Status()
 		}
@@ -383,6 +388,13 @@ func (a *Agent) PodList(context.Context) *v1.PodList {
 		return &v1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
 	}
 	return p.PodList()
+}
+
+// currentPods is the pod side once it runs, else nil.
+func (a *Agent) currentPods() *pods {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pods
 }
 
 // RuntimeConnected is closed once the runtime has answered.

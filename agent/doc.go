@@ -1,12 +1,13 @@
-// Package agent is the node daemon behind `kernelet run`: it owns the pod
-// lifecycle (sub-packages by responsibility: config, runtime, server, and
-// the pod sources, workers, relist, probes, volumes and GC as they land) and
-// wires them together in New and Run.
+// Package agent is the node daemon behind `kernelet run`: it builds the
+// pod lifecycle's parts (sub-packages by responsibility: config, cluster,
+// sources, podworkers, runtime, pleg, prober, volume, gc, podsetup,
+// nodeip, server, logs, streaming, live) and hands them to each other in
+// New and Run (agent.go, pods.go; podhooks.go: the callbacks between the
+// prober, the volume manager, the collectors and the pod workers;
+// listeners.go: the endpoints; nodestatus.go: the node status inputs).
 //
-// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`),
-// and DeleteAllUnusedContainers / DeleteUnusedImages reclaim disk on demand
-// through the container and image collectors of agent/gc, which otherwise
-// run every minute and every five minutes.
+// Beside Run, RunOnce runs the static pods once (`kernelet run --runonce`;
+// once.go wires agent/runonce).
 //
 // Inside Run the pressure side runs beside the pods: agent/pressure builds
 // the eviction manager with the stats it reads, the pods' local storage
@@ -25,7 +26,7 @@
 // describes those registries. sweeps.go hands the stats sweep of the pod
 // side to agent/stats and the Summary API.
 //
-// dashboard.go feeds the live dashboard and `kernelet top` (agent/live,
+// liveview.go feeds the live dashboard and `kernelet top` (agent/live,
 // agent/server/dashboard): evictions and OOMKilled terminations are
 // published to the live hub as they happen, pressure condition changes
 // within a second, and the snapshot is read from the cgroups on request.

@@ -21,8 +21,10 @@ import (
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/pressure"
 	"github.com/kernelet/kernelet/agent/prober"
@@ -77,13 +79,13 @@ type pods struct {
 	pressure  *pressure.Signals
 
 	// deadlines tracks activeDeadlineSeconds.
-	deadlines *deadlines
+	deadlines *runtime.Deadlines
 
-	// probes runs the containers' probes (agent/probes.go).
+	// probes runs the containers' probes (agent/podhooks.go).
 	probes *prober.Manager
 
 	// hub gets the live events (evictions, OOM kills) for the dashboard;
-	// ooms finds the OOM kills in pod statuses (agent/dashboard.go).
+	// ooms finds the OOM kills in pod statuses (agent/liveview.go).
 	hub  *live.Hub
 	ooms *live.OOMTracker
 	// kernelOOMs: the kernel's OOM kill stream runs (agent/oomwatch)
@@ -103,7 +105,7 @@ type podEnv struct {
 	h       *cgroups.Hierarchies
 	rs      internalapi.RuntimeService
 	is      internalapi.ImageManagerService
-	setup   PodSetup
+	setup   podsetup.Setup
 	podsDir string
 	sources []sources.Source
 }
@@ -124,13 +126,13 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
-	nodeIPs, from := NodeIPs(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	nodeIPs, from := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	if from == "fallback" {
 		log.Info("Warning: no node address found (no --node-ip, the hostname resolves to no address of this host, no default route); pods see 127.0.0.1 as their host IP", "hostname", a.opts.NodeName)
 	} else {
 		log.Info("Node addresses", "ips", nodeIPs, "from", from)
 	}
-	setup := NewPodSetup(a.opts.Config, NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
+	setup := podsetup.New(a.opts.Config, podsetup.NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
 	if _, err := cm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
 		return nil, env, fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
 	}
@@ -147,7 +149,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
 	if a.cluster != nil {
-		services, runtimeClasses = a.cluster.services, a.cluster.runtimeClass
+		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS},
@@ -162,13 +164,13 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: newDeadlines(),
+		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm}
-	p.hub, p.ooms = a.dash.hub, a.dash.ooms
+	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
-		p.status = a.cluster.status
-		env.sources = append(env.sources, sources.NewAPISource(a.cluster.podInformer))
+		p.status = a.cluster.PodStatus()
+		env.sources = append(env.sources, a.cluster.PodSource())
 	}
 	return p, env, nil
 }
@@ -413,7 +415,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Unlock()
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
-	p.deadlines.forget(uid)
+	p.deadlines.Forget(uid)
 	p.probes.RemovePod(uid)
 }
 
@@ -431,7 +433,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if n := len(st.Sandboxes); n > 0 {
 		since = st.Sandboxes[n-1].CreatedAt
 	}
-	exceeded, first, left := p.deadlines.check(pod, since, p.now())
+	exceeded, first, left := p.deadlines.Check(pod, since, p.now())
 	if exceeded {
 		// Past activeDeadlineSeconds: nothing more starts; the Failed
 		// phase makes the worker stop the pod.
@@ -490,7 +492,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 	p.mu.Unlock()
 	p.probes.RemovePod(pod.UID) // nothing of it runs: no more probes
 	out := runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, waiting))
-	if p.deadlines.isExceeded(pod.UID) {
+	if p.deadlines.IsExceeded(pod.UID) {
 		out = runtime.WithFailed(out, runtime.ReasonDeadlineExceeded, runtime.MessageDeadlineExceeded, p.now())
 	}
 	return out, nil
@@ -573,7 +575,7 @@ func (a *Agent) node() *v1.Node {
 	if a.cluster == nil {
 		return nil
 	}
-	if n := a.cluster.node(); n != nil {
+	if n := a.cluster.Node(); n != nil {
 		return n
 	}
 	if a.nodeCtl != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -31,7 +32,7 @@ type Options struct {
 	RootDir string
 	// Kubeconfig is the API server credential file (--kubeconfig); "" runs standalone.
 	Kubeconfig string
-	// NodeIPs are the node's addresses (--node-ip, see ParseNodeIPs); nil
+	// NodeIPs are the node's addresses (--node-ip, see nodeip.Parse); nil
 	// detects them (NodeIPs).
 	NodeIPs []net.IP
 	// NodeLabels are added to the Node at registration (--node-labels).
@@ -74,8 +75,8 @@ type Deps struct {
 	// support) before a pod's first sync.
 	AdmitHandlers []podworkers.AdmitHandler
 	// NodeIPSources find the node's addresses when none are given;
-	// defaults to DefaultNodeIPSources.
-	NodeIPSources NodeIPSources
+	// defaults to nodeip.DefaultSources.
+	NodeIPSources nodeip.Sources
 	// KubeClient reaches the API server for the kubelet API's TokenReview
 	// and SubjectAccessReview; nil in standalone mode, where the webhook
 	// authentication and authorization modes refuse to start.

@@ -25,8 +25,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
 
-	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/nodeip"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	kruntime "github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
@@ -213,10 +214,10 @@ authorization: {mode: AlwaysAllow}
 		b.Fatal(err)
 	}
 	// Capacity, allocatable, QoS settings and sync options exactly as
-	// kernelet derives them (agent.NewPodSetup), with the node addresses it
+	// kernelet derives them (podsetup.New), with the node addresses it
 	// would find.
-	nodeIPs, _ := agent.NodeIPs(ctx, nil, e.node, agent.DefaultNodeIPSources())
-	setup := agent.NewPodSetup(c, agent.NodeCapacity(ctx, h), h.Mode, nodeIPs, filepath.Dir(e.dPods))
+	nodeIPs, _ := nodeip.Detect(ctx, nil, e.node, nodeip.DefaultSources())
+	setup := podsetup.New(c, podsetup.NodeCapacity(ctx, h), h.Mode, nodeIPs, filepath.Dir(e.dPods))
 	if _, err := dcm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,11 @@
 // which is what the eviction manager calls first under disk pressure.
 // ImageGCMetrics is kubelet's kubelet_image_garbage_collected_total{reason}.
 //
-// It must not decide which pods exist: a PodStateFunc handed to it says
-// whether a pod is active, finished or removed. It never removes a running
+// NewCollectors builds both collectors from the KubeletConfiguration.
+//
+// It does not find pods itself: a PodStateFunc handed to it says whether a
+// pod is active, finished or removed — the agent's is PodStates.Of, a rule
+// over what the pod workers run and what the pod sources want. It never removes a running
 // container, an image a container (running or exited) uses, a pinned image
 // or the runtime's sandbox image, nor — for a pod that still exists — the
 // newest dead container of each of its containers, which the pod's status

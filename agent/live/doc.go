@@ -4,10 +4,12 @@
 // ever blocking a publisher (bounded per-subscriber buffers; a subscriber
 // that falls behind is dropped, not waited for) and keeps the last events
 // for late subscribers, and the Snapshot of node and pod memory pressure
-// with its pure conversion from cgroup and eviction values.
+// with its pure conversion from cgroup and eviction values. A View holds
+// the agent's hub, the OOM kills seen in pod statuses and the last
+// snapshot, read again at most every CacheFor.
 //
 // It reads nothing itself: the agent hands it values (BuildSnapshot's
-// inputs come from the cgroups Reader, pod statuses from the pod workers)
+// inputs, through View's read function, come from the cgroups Reader, pod statuses from the pod workers)
 // and serves the results over HTTP (agent/server/dashboard). It must not
 // import the server, the runtime or any terminal library.
 package live

@@ -6,7 +6,7 @@
 // message, and log rotation (containerLogMaxSize, containerLogMaxFiles:
 // CRI ReopenContainerLog, older files compressed), which reacts to writes
 // through an inotify watch of the pod logs directory besides kubelet's
-// periodic pass.
+// periodic pass; NewRotator sets one up from the KubeletConfiguration.
 //
 // It reaches the runtime through internalapi.RuntimeService and the agent's
 // pods through the small Pods interface; it knows nothing of pod workers.

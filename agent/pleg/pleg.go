@@ -188,67 +188,71 @@ func (p *PLEG) Healthy() error {
 // means nothing was there).
 func Diff(old, cur *runtime.PodStatus) []Event {
 	var uid types.UID
-	if cur != nil {
-		uid = cur.UID
-	} else if old != nil {
-		uid = old.UID
-	}
-	var evs []Event
-	oldC := map[string]runtime.ContainerState{}
+	var oldC, curC []*runtime.ContainerStatus
+	var oldS, curS []*runtime.SandboxStatus
 	if old != nil {
-		for _, c := range old.Containers {
-			oldC[c.ID] = c.State
-		}
+		uid, oldC, oldS = old.UID, old.Containers, old.Sandboxes
+	}
+	if cur != nil {
+		uid, curC, curS = cur.UID, cur.Containers, cur.Sandboxes
+	}
+	return append(containerEvents(uid, oldC, curC), sandboxEvents(uid, oldS, curS)...)
+}
+
+// containerEvents are the events of the containers of pod uid, from old
+// to cur: started, died, changed state, removed (a running one dying
+// first).
+func containerEvents(uid types.UID, old, cur []*runtime.ContainerStatus) []Event {
+	var evs []Event
+	was := map[string]runtime.ContainerState{}
+	for _, c := range old {
+		was[c.ID] = c.State
 	}
 	seen := map[string]bool{}
-	if cur != nil {
-		for _, c := range cur.Containers {
-			seen[c.ID] = true
-			was, had := oldC[c.ID]
-			if had && was == c.State {
-				continue
-			}
-			switch c.State {
-			case runtime.ContainerRunning:
-				evs = append(evs, Event{UID: uid, Type: ContainerStarted, Data: c.ID})
-			case runtime.ContainerExited:
-				evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
-			default:
-				evs = append(evs, Event{UID: uid, Type: ContainerChanged, Data: c.ID})
-			}
+	for _, c := range cur {
+		seen[c.ID] = true
+		if st, had := was[c.ID]; had && st == c.State {
+			continue
+		}
+		switch c.State {
+		case runtime.ContainerRunning:
+			evs = append(evs, Event{UID: uid, Type: ContainerStarted, Data: c.ID})
+		case runtime.ContainerExited:
+			evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
+		default:
+			evs = append(evs, Event{UID: uid, Type: ContainerChanged, Data: c.ID})
 		}
 	}
-	if old != nil {
-		for _, c := range old.Containers {
-			if seen[c.ID] {
-				continue
-			}
-			if c.State == runtime.ContainerRunning {
-				evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
-			}
-			evs = append(evs, Event{UID: uid, Type: ContainerRemoved, Data: c.ID})
+	for _, c := range old {
+		if seen[c.ID] {
+			continue
+		}
+		if c.State == runtime.ContainerRunning {
+			evs = append(evs, Event{UID: uid, Type: ContainerDied, Data: c.ID})
+		}
+		evs = append(evs, Event{UID: uid, Type: ContainerRemoved, Data: c.ID})
+	}
+	return evs
+}
+
+// sandboxEvents are the SandboxChanged events of the sandboxes of pod uid
+// that appeared, changed readiness or went, from old to cur.
+func sandboxEvents(uid types.UID, old, cur []*runtime.SandboxStatus) []Event {
+	var evs []Event
+	wasReady := map[string]bool{}
+	for _, s := range old {
+		wasReady[s.ID] = s.Ready
+	}
+	seen := map[string]bool{}
+	for _, s := range cur {
+		seen[s.ID] = true
+		if ready, had := wasReady[s.ID]; !had || ready != s.Ready {
+			evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
 		}
 	}
-	oldS := map[string]bool{}
-	if old != nil {
-		for _, s := range old.Sandboxes {
-			oldS[s.ID] = s.Ready
-		}
-	}
-	seenS := map[string]bool{}
-	if cur != nil {
-		for _, s := range cur.Sandboxes {
-			seenS[s.ID] = true
-			if ready, had := oldS[s.ID]; !had || ready != s.Ready {
-				evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
-			}
-		}
-	}
-	if old != nil {
-		for _, s := range old.Sandboxes {
-			if !seenS[s.ID] {
-				evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
-			}
+	for _, s := range old {
+		if !seen[s.ID] {
+			evs = append(evs, Event{UID: uid, Type: SandboxChanged, Data: s.ID})
 		}
 	}
 	return evs

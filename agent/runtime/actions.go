@@ -243,78 +243,126 @@ func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
 // computeContainers fills the init and app container actions, with
 // current the containers of the sandbox in use (nil for a new sandbox).
 func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, backoff BackoffChecker, a *PodActions) (initialized bool) {
-	// restart decides for an exited container whether to restart now,
-	// recording a CrashLoopBackOff hold.
-	restart := func(c *ContainerStatus) bool {
-		if backoff == nil {
-			return true
-		}
-		held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.FinishedAt)
-		if held {
-			a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
-			if until := c.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {
-				a.RetryAt = until
-			}
-			return false
-		}
-		return true
-	}
-	kill := func(c *ContainerStatus, reason, msg string) {
-		a.ContainersToKill[c.ID] = KillInfo{Name: c.Name, Reason: reason, Message: msg, Container: c}
-	}
-	known := map[string]bool{}
-	for i := range pod.Spec.InitContainers {
-		known[pod.Spec.InitContainers[i].Name] = true
-	}
-	for i := range pod.Spec.Containers {
-		known[pod.Spec.Containers[i].Name] = true
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		known[pod.Spec.EphemeralContainers[i].Name] = true
-	}
-	for _, c := range current {
-		if !known[c.Name] && (c.State == ContainerRunning || c.State == ContainerUnknown) {
-			kill(c, KillReasonNotInSpec, fmt.Sprintf("Container %s is not in the pod spec, it will be killed", c.Name))
-		}
-	}
-
+	p := &containerPlan{pod: pod, st: st, current: current, backoff: backoff, a: a}
+	p.killNotInSpec()
 	// Init is done once every regular init container succeeded, or an app
 	// container exists in this sandbox (its init containers may be gone).
-	initDone := true
 	appStarted := false
 	for i := range pod.Spec.Containers {
 		if newest(current, pod.Spec.Containers[i].Name) != nil {
 			appStarted = true
 		}
 	}
+	initDone, failed := p.initContainers(appStarted)
+	if failed || (!initDone && !appStarted) {
+		return false
+	}
+	p.appContainers()
+	return true
+}
+
+// containerPlan is one computeContainers: the pod, its status, the
+// containers of the sandbox in use, and the actions being filled.
+type containerPlan struct {
+	pod     *v1.Pod
+	st      *PodStatus
+	current []*ContainerStatus
+	backoff BackoffChecker
+	a       *PodActions
+}
+
+// restart decides for an exited container whether to restart now,
+// recording a CrashLoopBackOff hold.
+func (p *containerPlan) restart(c *ContainerStatus) bool {
+	if p.backoff == nil {
+		return true
+	}
+	pod, a := p.pod, p.a
+	held, d := p.backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.FinishedAt)
+	if held {
+		a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
+		if until := c.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {
+			a.RetryAt = until
+		}
+		return false
+	}
+	return true
+}
+
+func (p *containerPlan) kill(c *ContainerStatus, reason, msg string) {
+	p.a.ContainersToKill[c.ID] = KillInfo{Name: c.Name, Reason: reason, Message: msg, Container: c}
+}
+
+// killNotInSpec kills the running containers of the sandbox that the pod
+// spec no longer names.
+func (p *containerPlan) killNotInSpec() {
+	known := map[string]bool{}
+	for i := range p.pod.Spec.InitContainers {
+		known[p.pod.Spec.InitContainers[i].Name] = true
+	}
+	for i := range p.pod.Spec.Containers {
+		known[p.pod.Spec.Containers[i].Name] = true
+	}
+	for i := range p.pod.Spec.EphemeralContainers {
+		known[p.pod.Spec.EphemeralContainers[i].Name] = true
+	}
+	for _, c := range p.current {
+		if !known[c.Name] && (c.State == ContainerRunning || c.State == ContainerUnknown) {
+			p.kill(c, KillReasonNotInSpec, fmt.Sprintf("Container %s is not in the pod spec, it will be killed", c.Name))
+		}
+	}
+}
+
+// replaceStale kills container s (kind "Container" or "Init container")
+// when it runs an older definition than c or is in a state the agent
+// cannot use (created, unknown), and tells whether a new instance starts;
+// handled is false for an exited container, which its restart policy
+// decides on.
+func (p *containerPlan) replaceStale(s *ContainerStatus, c *v1.Container, kind string) (start, handled bool) {
+	switch s.State {
+	case ContainerRunning:
+		if s.Hash != podconfig.HashContainer(c) {
+			p.kill(s, KillReasonChanged, fmt.Sprintf("%s %s definition changed, will be restarted", kind, c.Name))
+			return true, true
+		}
+		return false, true
+	case ContainerCreated, ContainerUnknown:
+		p.kill(s, KillReasonUnknown, fmt.Sprintf("%s %s is in state %s, it will be restarted", kind, c.Name, s.State))
+		return true, true
+	}
+	return false, false
+}
+
+// initContainers fills the init container actions: sidecars (restartable
+// init containers) start in order, each waiting for the one before it to
+// have started, and restart whatever their exit; regular init containers
+// run one at a time until each succeeded. initDone: every regular init
+// container succeeded; failed: one failed under restartPolicy Never, the
+// pod has failed.
+func (p *containerPlan) initContainers(appStarted bool) (initDone, failed bool) {
+	pod, a := p.pod, p.a
+	initDone = true
 	blocked := false
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
-		s := newest(current, ic.Name)
+		s := newest(p.current, ic.Name)
 		if qos.IsRestartableInit(ic) {
 			if blocked {
 				continue
 			}
-			switch {
-			case s == nil:
+			if s == nil {
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 				if ic.StartupProbe != nil {
 					blocked = true // wait until it has started
 				}
-			case s.State == ContainerRunning:
-				if s.Hash != podconfig.HashContainer(ic) {
-					kill(s, KillReasonChanged, fmt.Sprintf("Init container %s definition changed, will be restarted", ic.Name))
+			} else if start, handled := p.replaceStale(s, ic, "Init container"); handled {
+				if start {
 					a.InitContainersToStart = append(a.InitContainersToStart, i)
 				}
-			case s.State == ContainerCreated || s.State == ContainerUnknown:
-				kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
+			} else if p.restart(s) { // exited: sidecars always restart
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
-			default: // exited: sidecars always restart
-				if restart(s) {
-					a.InitContainersToStart = append(a.InitContainersToStart, i)
-				} else if !appStarted {
-					blocked = true
-				}
+			} else if !appStarted {
+				blocked = true
 			}
 			continue
 		}
@@ -336,7 +384,7 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, b
 		case s.State == ContainerRunning:
 			// wait for it
 		case s.State == ContainerCreated || s.State == ContainerUnknown:
-			kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
+			p.kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		default: // failed
 			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
@@ -345,43 +393,37 @@ func computeContainers(pod *v1.Pod, st *PodStatus, current []*ContainerStatus, b
 				a.InitFailed = ic.Name
 				a.InitContainersToStart = nil
 				a.KillPod = true
-				return false
+				return false, true
 			}
-			if restart(s) {
+			if p.restart(s) {
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 			}
 		}
 	}
-	if !initDone && !appStarted {
-		return false
-	}
+	return initDone, false
+}
 
+// appContainers fills the app container actions, once init is done.
+func (p *containerPlan) appContainers() {
+	pod, a := p.pod, p.a
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		s := newest(current, c.Name)
-		switch {
-		case s == nil:
+		s := newest(p.current, c.Name)
+		if s == nil {
 			// None in this sandbox: one that ran in an older sandbox and
 			// must not run again (OnFailure: it succeeded) is done.
-			if old := st.FindContainer(c.Name); old != nil && old.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, old) {
+			if old := p.st.FindContainer(c.Name); old != nil && old.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, old) {
 				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, i)
-		case s.State == ContainerRunning:
-			if s.Hash != podconfig.HashContainer(c) {
-				kill(s, KillReasonChanged, fmt.Sprintf("Container %s definition changed, will be restarted", c.Name))
+		} else if start, handled := p.replaceStale(s, c, "Container"); handled {
+			if start {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
-		case s.State == ContainerCreated || s.State == ContainerUnknown:
-			kill(s, KillReasonUnknown, fmt.Sprintf("Container %s is in state %s, it will be restarted", c.Name, s.State))
+		} else if shouldRestart(pod.Spec.RestartPolicy, s) && p.restart(s) { // exited
 			a.ContainersToStart = append(a.ContainersToStart, i)
-		default: // exited
-			if shouldRestart(pod.Spec.RestartPolicy, s) && restart(s) {
-				a.ContainersToStart = append(a.ContainersToStart, i)
-			}
 		}
 	}
-	return true
 }
 
 // nextRestartCount is the restart count of the next instance of the

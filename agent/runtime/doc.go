@@ -4,8 +4,10 @@
 // It owns:
 //   - what to do for a pod, decided purely from its spec and its runtime
 //     status (actions.go: ComputePodActions; unhealthy.go: containers
-//     killed for failed probes; deadline.go: the status of a pod past
-//     activeDeadlineSeconds, the agent deciding when);
+//     killed for failed probes; deadline.go: Deadlines, which pods went
+//     past activeDeadlineSeconds and when the next one does, and their
+//     Failed status; readiness.go: WithReadiness, a status with the
+//     readiness the probes say now);
 //   - doing it (manager.go: SyncPod creates the sandbox, pulls images,
 //     writes the managed /etc/hosts and termination-message files, asks
 //     the volume manager for the pod's volumes and starts init, sidecar,
@@ -18,7 +20,8 @@
 //     CrashLoopBackOff and image pull back-off (backoff.go);
 //   - the runtime's view of a pod and its API status (status.go:
 //     GetPodStatus; status_api.go: ToAPIStatus, ephemeralContainerStatuses;
-//     termmsg.go: termination messages from the file or the log tail);
+//     termmsg.go: termination messages from the file or the log tail;
+//     runningpods.go: the kubelet API's /runningpods/);
 //   - the oom_score_adj containers really got (oomscore.go) and the
 //     cgroup id → pod/container resolver (resolver.go).
 //

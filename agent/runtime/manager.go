@@ -314,36 +314,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	sbOpts := opts.Sandbox
 	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
 	sandboxID := a.SandboxID
-	var podIPs []string
-	if a.CreateSandbox && !pod.Spec.HostNetwork {
-		if err := m.networkReady(ctx); err != nil {
-			r.warn(EventNetworkNotReady, fmt.Sprintf("%v: %v", ErrNetworkNotReady, err))
-			r.step(ActionCreatePodSandbox, string(pod.UID), fmt.Errorf("%w: %w", ErrNetworkNotReady, err), "")
-			return r
-		}
-	}
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
-		sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
-		if err == nil {
-			err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
-		}
-		handler := m.handler
-		if err == nil {
-			if h, herr := podconfig.RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
-				handler, err = h, herr
-			}
-		}
-		if err == nil {
-			sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, handler)
-		}
-		if err != nil {
-			// No sandbox id: the step names the pod, not "".
-			r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
-			r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		var ok bool
+		if sandboxID, ok = m.runSandbox(ctx, pod, sbOpts, r); !ok {
 			return r
 		}
-		r.step(ActionCreatePodSandbox, sandboxID, nil, "")
 	} else {
 		sbOpts.Attempt = st.Sandbox().Attempt
 	}
@@ -353,7 +329,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		r.step(ActionCreatePodSandbox, sandboxID, fmt.Errorf("sandbox status: %w", err), "")
 		return r
 	}
-	podIPs = sandboxFromCRI(resp.GetStatus()).IPs
+	podIPs := sandboxFromCRI(resp.GetStatus()).IPs
 	if pod.Spec.HostNetwork || len(podIPs) == 0 {
 		podIPs = opts.Container.HostIPs
 	}
@@ -382,6 +358,41 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		m.startEphemeral(ctx, pod, &pod.Spec.EphemeralContainers[i], st, sandboxID, sbCfg, podIPs, opts.Container, r)
 	}
 	return r
+}
+
+// runSandbox creates pod's sandbox with sbOpts, once the network is ready
+// (unless the pod uses the host's), and records the step in r; ok is
+// false when it failed.
+func (m *Manager) runSandbox(ctx context.Context, pod *v1.Pod, sbOpts podconfig.SandboxOptions, r *SyncResult) (id string, ok bool) {
+	if !pod.Spec.HostNetwork {
+		if err := m.networkReady(ctx); err != nil {
+			r.warn(EventNetworkNotReady, fmt.Sprintf("%v: %v", ErrNetworkNotReady, err))
+			r.step(ActionCreatePodSandbox, string(pod.UID), fmt.Errorf("%w: %w", ErrNetworkNotReady, err), "")
+			return "", false
+		}
+	}
+	sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
+	if err == nil {
+		err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
+	}
+	handler := m.handler
+	if err == nil {
+		if h, herr := podconfig.RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
+			handler, err = h, herr
+		}
+	}
+	var sandboxID string
+	if err == nil {
+		sandboxID, err = m.rs.RunPodSandbox(ctx, sbCfg, handler)
+	}
+	if err != nil {
+		// No sandbox id: the step names the pod, not "".
+		r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
+		r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		return "", false
+	}
+	r.step(ActionCreatePodSandbox, sandboxID, nil, "")
+	return sandboxID, true
 }
 
 // startRecorded starts c and records the step (and the Waiting state of a

@@ -105,30 +105,36 @@ func Conditions(st *runtimeapi.RuntimeStatus) map[string]string {
 
 // RuntimeReady decides from a runtime status whether the runtime is ready.
 func RuntimeReady(st *runtimeapi.RuntimeStatus) error {
-	for _, c := range st.GetConditions() {
-		if c.Type != runtimeapi.RuntimeReady {
-			continue
-		}
-		if c.Status {
-			return nil
+	return conditionTrue(st, runtimeapi.RuntimeReady, func(c *runtimeapi.RuntimeCondition) error {
+		if c == nil {
+			return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
 		}
 		return fmt.Errorf("container runtime not ready: %s: %s", c.Reason, c.Message)
-	}
-	return fmt.Errorf("container runtime did not report %s", runtimeapi.RuntimeReady)
+	})
 }
 
 // NetworkReady decides from a runtime status whether the pod network is
 // ready; the error reads as kubelet's: "container runtime network not
 // ready: NetworkReady=false reason:<reason> message:<message>".
 func NetworkReady(st *runtimeapi.RuntimeStatus) error {
-	for _, c := range st.GetConditions() {
-		if c.Type != runtimeapi.NetworkReady {
-			continue
-		}
-		if c.Status {
-			return nil
+	return conditionTrue(st, runtimeapi.NetworkReady, func(c *runtimeapi.RuntimeCondition) error {
+		if c == nil {
+			return fmt.Errorf("container runtime network not ready: %s not reported", runtimeapi.NetworkReady)
 		}
 		return fmt.Errorf("container runtime network not ready: %s=%t reason:%s message:%s", c.Type, c.Status, c.Reason, c.Message)
+	})
+}
+
+// conditionTrue is nil when the first condition of type typ in st is
+// true, else notReady's error for it (nil: st has none).
+func conditionTrue(st *runtimeapi.RuntimeStatus, typ string, notReady func(c *runtimeapi.RuntimeCondition) error) error {
+	for _, c := range st.GetConditions() {
+		if c.Type == typ {
+			if c.Status {
+				return nil
+			}
+			return notReady(c)
+		}
 	}
-	return fmt.Errorf("container runtime network not ready: %s not reported", runtimeapi.NetworkReady)
+	return notReady(nil)
 }

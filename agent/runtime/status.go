@@ -33,22 +33,14 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	var errs []error
 	for _, sb := range sbs {
 		resp, err := m.rs.PodSandboxStatus(ctx, sb.Id, false)
-		if isNotFound(err) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("status of sandbox %s: %w", sb.Id, err))
+		if statusFailed(&errs, err, "sandbox", sb.Id) {
 			continue
 		}
 		st.Sandboxes = append(st.Sandboxes, sandboxFromCRI(resp.GetStatus()))
 	}
 	for _, c := range ctrs {
 		resp, err := m.rs.ContainerStatus(ctx, c.Id, false)
-		if isNotFound(err) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("status of container %s: %w", c.Id, err))
+		if statusFailed(&errs, err, "container", c.Id) {
 			continue
 		}
 		cs := containerFromCRIStatus(ctx, resp.GetStatus())
@@ -216,4 +208,14 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
 		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
 	}
+}
+
+// statusFailed tells whether a status call of the sandbox or container id
+// failed: one gone meanwhile (NotFound) is skipped, other failures are
+// added to errs.
+func statusFailed(errs *[]error, err error, kind, id string) bool {
+	if err != nil && !isNotFound(err) {
+		*errs = append(*errs, fmt.Errorf("status of %s %s: %w", kind, id, err))
+	}
+	return err != nil
 }

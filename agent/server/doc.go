@@ -10,7 +10,8 @@
 // It also builds the kubelet API's muxes (SecureHandler for address:port,
 // ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration
 // (TLSConfig: configured or self-signed certificate) and its listeners
-// (ListenTLS, ListenUnix for the local socket), and serves on both ports
+// (ListenTLS, ListenUnix for the local socket; ListenEndpoints binds them
+// all where the KubeletConfiguration places them), and serves on both ports
 // the gatherers of /metrics/cadvisor, /metrics/resource and
 // /metrics/probes and the Summary API's /stats/summary
 // (?only_cpu_and_memory) from what KubeletAPI hands it (agent/stats reads

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,15 +17,13 @@ import (
 
 // FileSource is the static manifest directory source (staticPodPath).
 type FileSource struct {
-	opts     FileOptions
-	problems problemSet
+	opts FileOptions
+	staticSource
 
 	// Owned by Run.
-	files    map[string]*fileState
-	skipped  map[string]string
-	missing  bool
-	sent     bool
-	lastKeys []string
+	files   map[string]*fileState
+	skipped map[string]string
+	missing bool
 }
 
 // fileState is what a manifest file gave at its current content.
@@ -55,18 +52,12 @@ func NewFileSource(opts FileOptions) (*FileSource, error) {
 	}
 	opts.Path = filepath.Clean(opts.Path)
 	return &FileSource{
-		opts:     opts,
-		problems: problemSet{source: SourceFile, now: opts.Now},
-		files:    map[string]*fileState{},
-		skipped:  map[string]string{},
+		opts:         opts,
+		staticSource: staticSource{problems: problemSet{source: SourceFile, now: opts.Now}},
+		files:        map[string]*fileState{},
+		skipped:      map[string]string{},
 	}, nil
 }
-
-// Name is SourceFile.
-func (s *FileSource) Name() string { return SourceFile }
-
-// Problems are the current problems of the directory, oldest first.
-func (s *FileSource) Problems() []Problem { return s.problems.get() }
 
 // Run scans the path, sends its pods, and sends them again whenever they
 // change: on inotify events (debounced) and at every period, until ctx is
@@ -163,20 +154,7 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 // sent); it returns false when ctx ended while sending.
 func (s *FileSource) rescan(ctx context.Context, out chan<- Update) bool {
 	results, probs, ok := s.scan(ctx)
-	pods, dups := dedupe(results)
-	s.problems.set(ctx, append(probs, dups...))
-	if !ok {
-		return true
-	}
-	keys := setKeys(pods)
-	if s.sent && slices.Equal(keys, s.lastKeys) {
-		return true
-	}
-	if !send(ctx, out, SourceFile, pods) {
-		return false
-	}
-	s.sent, s.lastKeys = true, keys
-	return true
+	return s.publish(ctx, out, results, probs, ok)
 }
 
 // scan reads every manifest of the path in name order. ok is false when

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -17,14 +16,12 @@ import (
 
 // URLSource is the static pod URL source (staticPodURL).
 type URLSource struct {
-	opts     URLOptions
-	client   *http.Client
-	problems problemSet
+	opts   URLOptions
+	client *http.Client
+	staticSource
 
 	// Owned by Run.
-	last     fileResult
-	sent     bool
-	lastKeys []string
+	last fileResult
 }
 
 // NewURLSource returns the source of the pods served at opts.URL.
@@ -53,18 +50,12 @@ func NewURLSource(opts URLOptions) (*URLSource, error) {
 		opts.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	return &URLSource{
-		opts:     opts,
-		client:   &http.Client{Transport: opts.Transport},
-		problems: problemSet{source: SourceHTTP, now: opts.Now},
-		last:     fileResult{file: opts.URL},
+		opts:         opts,
+		client:       &http.Client{Transport: opts.Transport},
+		staticSource: staticSource{problems: problemSet{source: SourceHTTP, now: opts.Now}},
+		last:         fileResult{file: opts.URL},
 	}, nil
 }
-
-// Name is SourceHTTP.
-func (s *URLSource) Name() string { return SourceHTTP }
-
-// Problems are the current problems of the URL, oldest first.
-func (s *URLSource) Problems() []Problem { return s.problems.get() }
 
 // Run fetches the URL now and every period until ctx is done, sending the
 // pods whenever they change. A failed fetch or an unusable body keeps the
@@ -110,20 +101,8 @@ func (s *URLSource) poll(ctx context.Context, out chan<- Update) bool {
 			s.last.pods, good = s.keepSeen(pods), true
 		}
 	}
-	pods, dups := dedupe([]fileResult{s.last})
-	s.problems.set(ctx, append(probs, dups...))
-	if !good {
-		return true // the last good set stands (none yet: nothing sent)
-	}
-	keys := setKeys(pods)
-	if s.sent && slices.Equal(keys, s.lastKeys) {
-		return true
-	}
-	if !send(ctx, out, SourceHTTP, pods) {
-		return false
-	}
-	s.sent, s.lastKeys = true, keys
-	return true
+	// Not good: the last good set stands (none yet: nothing sent).
+	return s.publish(ctx, out, []fileResult{s.last}, probs, good)
 }
 
 // keepSeen gives pods unchanged since the last fetch their first seen

@@ -104,6 +104,41 @@ type fileResult struct {
 	errs []docError
 }
 
+// staticSource is what the file and the URL source share: their name
+// (SourceFile, SourceHTTP) and their problems.
+type staticSource struct {
+	problems problemSet
+	// Owned by Run: whether a set was sent, and its keys.
+	sent     bool
+	lastKeys []string
+}
+
+// publish sets the source's problems (probs and the duplicates among
+// results) and, when ok, sends the pods of results unless the same set
+// was sent last; false when ctx ended while sending.
+func (s *staticSource) publish(ctx context.Context, out chan<- Update, results []fileResult, probs []Problem, ok bool) bool {
+	pods, dups := dedupe(results)
+	s.problems.set(ctx, append(probs, dups...))
+	if !ok {
+		return true
+	}
+	keys := setKeys(pods)
+	if s.sent && slices.Equal(keys, s.lastKeys) {
+		return true
+	}
+	if !send(ctx, out, s.problems.source, pods) {
+		return false
+	}
+	s.sent, s.lastKeys = true, keys
+	return true
+}
+
+// Name is the source's name.
+func (s *staticSource) Name() string { return s.problems.source }
+
+// Problems are the current problems of the source, oldest first.
+func (s *staticSource) Problems() []Problem { return s.problems.get() }
+
 // problemSet holds the current problems of a source, keeping the time each
 // was first seen, and logs each when it appears and when it goes.
 type problemSet struct {

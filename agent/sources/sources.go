@@ -40,29 +40,23 @@ func OptionsFromKubelet(kc *kubeletv1beta1.KubeletConfiguration, nodeName string
 // server source, say), merged, until ctx is done or Close.
 func Start(ctx context.Context, opts Options, extra ...Source) (*Sources, error) {
 	var srcs []Source
+	add := func(s Source, err error) error {
+		if err == nil {
+			srcs = append(srcs, s)
+		}
+		return err
+	}
 	if opts.StaticPodPath != "" {
-		fs, err := NewFileSource(FileOptions{
-			Path:           opts.StaticPodPath,
-			NodeName:       opts.NodeName,
-			Period:         opts.FileCheckFrequency,
-			DisableInotify: opts.DisableInotify,
-		})
-		if err != nil {
+		if err := add(NewFileSource(FileOptions{Path: opts.StaticPodPath, NodeName: opts.NodeName,
+			Period: opts.FileCheckFrequency, DisableInotify: opts.DisableInotify})); err != nil {
 			return nil, err
 		}
-		srcs = append(srcs, fs)
 	}
 	if opts.StaticPodURL != "" {
-		us, err := NewURLSource(URLOptions{
-			URL:      opts.StaticPodURL,
-			Header:   opts.StaticPodURLHeader,
-			NodeName: opts.NodeName,
-			Period:   opts.HTTPCheckFrequency,
-		})
-		if err != nil {
+		if err := add(NewURLSource(URLOptions{URL: opts.StaticPodURL, Header: opts.StaticPodURLHeader,
+			NodeName: opts.NodeName, Period: opts.HTTPCheckFrequency})); err != nil {
 			return nil, err
 		}
-		srcs = append(srcs, us)
 	}
 	srcs = append(srcs, extra...)
 	var names []string

@@ -157,11 +157,8 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 // removeVolumes unmounts and removes <pods dir>/<uid>/volumes.
 func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 	root := m.VolumesDir(uid)
-	plugins, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	plugins, ok, err := readDirIfAny(root)
+	if !ok {
 		return err
 	}
 	var errs []error
@@ -208,11 +205,8 @@ func (m *Manager) removeVolumeDir(dir string) error {
 // keep does not want, e.g. pods removed while the agent was down, or
 // whose teardown failed.
 func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
-	entries, err := os.ReadDir(m.cfg.PodsDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	entries, ok, err := readDirIfAny(m.cfg.PodsDir)
+	if !ok {
 		return err
 	}
 	var errs []error
@@ -287,4 +281,14 @@ func (m *Manager) refreshAll(ctx context.Context) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// readDirIfAny reads dir; ok is false when it does not exist (err nil) or
+// cannot be read (err).
+func readDirIfAny(dir string) (entries []os.DirEntry, ok bool, err error) {
+	entries, err = os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	return entries, err == nil, err
 }

@@ -250,28 +250,26 @@ func optional(b *bool) bool { return b != nil && *b }
 
 // configMap gets a configMap; a missing optional one is nil.
 func (m *Manager) configMap(ctx context.Context, ns, name string, opt bool) (*v1.ConfigMap, error) {
-	o, err := m.objects()
-	if err != nil {
-		return nil, fmt.Errorf("configmap %q: %w", name, err)
-	}
-	cm, err := o.ConfigMap(ctx, ns, name)
-	if apierrors.IsNotFound(err) && opt {
-		return nil, nil
-	}
-	return cm, err
+	return getObject(m, "configmap", name, opt, func(o Objects) (*v1.ConfigMap, error) { return o.ConfigMap(ctx, ns, name) })
 }
 
 // secret gets a secret; a missing optional one is nil.
 func (m *Manager) secret(ctx context.Context, ns, name string, opt bool) (*v1.Secret, error) {
+	return getObject(m, "secret", name, opt, func(o Objects) (*v1.Secret, error) { return o.Secret(ctx, ns, name) })
+}
+
+// getObject gets the object name of kind through get from m's objects; a
+// missing optional one (opt) is nil.
+func getObject[T any](m *Manager, kind, name string, opt bool, get func(Objects) (*T, error)) (*T, error) {
 	o, err := m.objects()
 	if err != nil {
-		return nil, fmt.Errorf("secret %q: %w", name, err)
+		return nil, fmt.Errorf("%s %q: %w", kind, name, err)
 	}
-	s, err := o.Secret(ctx, ns, name)
+	obj, err := get(o)
 	if apierrors.IsNotFound(err) && opt {
 		return nil, nil
 	}
-	return s, err
+	return obj, err
 }
 
 func (m *Manager) setUpConfigMap(ctx context.Context, pod *v1.Pod, name string, src *v1.ConfigMapVolumeSource) (string, error) {

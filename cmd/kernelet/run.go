@@ -21,7 +21,9 @@ import (
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
+	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/status/node"
 )
 
 // DefaultRootDir is where kernelet keeps its state unless --root-dir says otherwise.
@@ -161,8 +163,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
 		return 1
 	}
-	nodeIPs, _ := agent.ParseNodeIPs(f.nodeIP)           // checked by loadForRun
-	nodeLabels, _ := agent.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
+	nodeIPs, _ := nodeip.Parse(f.nodeIP)                // checked by loadForRun
+	nodeLabels, _ := node.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
@@ -233,17 +235,17 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
 	}
-	if ips, err := agent.ParseNodeIPs(f.nodeIP); err != nil {
+	if ips, err := nodeip.Parse(f.nodeIP); err != nil {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP, Detail: err.Error()}).Error())
 	} else if len(ips) > 0 && host.LocalIPs != nil {
 		if local, err := host.LocalIPs(); err == nil {
-			for _, ip := range agent.NotLocal(ips, local) {
+			for _, ip := range nodeip.NotLocal(ips, local) {
 				problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-ip", BadValue: f.nodeIP,
 					Detail: ip.String() + " is not an address of this host's interfaces"}).Error())
 			}
 		}
 	}
-	if _, err := agent.ParseNodeLabels(f.nodeLabels); err != nil {
+	if _, err := node.ParseNodeLabels(f.nodeLabels); err != nil {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels, Detail: err.Error()}).Error())
 	}
 	if f.kubeconfig != "" && host.FileExists(f.kubeconfig) {
@@ -273,7 +275,7 @@ func hostFacts() config.Host {
 			st, err := os.Stat(p)
 			return err == nil && st.Mode().IsRegular()
 		},
-		LocalIPs: agent.LocalIPs,
+		LocalIPs: nodeip.LocalIPs,
 	}
 }
 

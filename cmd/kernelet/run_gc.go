@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/runonce"
 )
 
 // gcFlags are the container GC policy, which kubelet takes from flags
@@ -99,7 +100,7 @@ func runOnce(ctx context.Context, a *agent.Agent, timeout time.Duration, stdout,
 	return code
 }
 
-func countFailed(rs []agent.RunOnceResult) int {
+func countFailed(rs []runonce.Result) int {
 	n := 0
 	for _, r := range rs {
 		if !r.OK {

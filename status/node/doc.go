@@ -7,12 +7,15 @@
 // The decisions are pure functions over values: Capacity and Allocatable,
 // NewNode, Reconcile, SetStatus, Conditions and ReadyError, StatusChanged
 // and ShouldPatch, StatusPatch and MetadataPatch, KubeletVersion,
-// ValidateNodeLabels. The effects sit beside them: ReadMachine reads the
+// ParseNodeLabels (--node-labels, refused as kubelet refuses them). The
+// effects sit beside them: ReadMachine reads the
 // host once (files under a root prefix, so tests use fixtures), and the
 // Controller runs the registration, the status loop and the Lease
 // renewal (DesiredLease decides, leaseRenewer writes) through the
 // internal/clientset clients it is given. RuntimeStateFromCRI and ImagesFromCRI turn CRI answers into
-// Inputs.
+// Inputs; RuntimeStates asks the runtime at most once a period, keeping the
+// last answer, and Inputs.SetPressure turns the eviction manager's
+// conditions into the pressure inputs.
 //
 // What kubelet does that this package reproduces (behaviour, not code):
 //   - Registration creates the Node with the labels kubelet owns

@@ -1,47 +1,65 @@
 package node
 
 import (
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
-// ValidateNodeLabels checks --node-labels as kubelet does at start: keys
-// are qualified names and values valid label values, and a key in the
-// kubernetes.io or k8s.io namespaces (or their subdomains) is one the Node
-// authorizer lets a node set on itself (kubelet's allowed labels, or the
-// kubelet.kubernetes.io and node.kubernetes.io namespaces). Without this
-// check the API server would refuse the whole registration.
-func ValidateNodeLabels(labels map[string]string) error {
-	keys := make([]string, 0, len(labels))
+// ParseNodeLabels parses --node-labels: key=value pairs separated by
+// commas, each key a qualified name and each value a valid label value.
+// As kubelet at start, it refuses keys in the kubernetes.io or k8s.io
+// namespaces (or their subdomains) unless the Node authorizer lets a node
+// set them on itself (the kubelet.kubernetes.io and node.kubernetes.io
+// namespaces, or kubelet's allowed labels), with kubelet's message:
+// otherwise the API server would refuse the whole registration.
+func ParseNodeLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	var errs []error
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("%q: not key=value", kv))
+			continue
+		}
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("key %q: %s", k, strings.Join(msgs, "; ")))
+		}
+		if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("value %q of %s: %s", v, k, strings.Join(msgs, "; ")))
+		}
+		out[k] = v
+	}
+	if err := restrictedLabels(out); err != nil {
+		errs = append([]error{err}, errs...) // kubelet reports these first
+	}
+	return out, errors.Join(errs...)
+}
+
+// restrictedLabels is kubelet's refusal of the kubernetes.io and k8s.io
+// labels a node may not set on itself.
+func restrictedLabels(labels map[string]string) error {
+	var unknown []string
 	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var invalid, restricted []string
-	for _, k := range keys {
-		for _, e := range validation.IsQualifiedName(k) {
-			invalid = append(invalid, fmt.Sprintf("key %q: %s", k, e))
-		}
-		for _, e := range validation.IsValidLabelValue(labels[k]) {
-			invalid = append(invalid, fmt.Sprintf("value %q of %q: %s", labels[k], k, e))
-		}
 		if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
-			restricted = append(restricted, k)
+			unknown = append(unknown, k)
 		}
 	}
-	if len(invalid) > 0 {
-		return fmt.Errorf("invalid --node-labels: %s", strings.Join(invalid, "; "))
+	if len(unknown) == 0 {
+		return nil
 	}
-	if len(restricted) > 0 {
-		return fmt.Errorf("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v; "+
-			"--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (%s) or be in the specifically allowed set (%s)",
-			restricted, strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", "))
-	}
-	return nil
+	slices.Sort(unknown)
+	return fmt.Errorf("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: %v\n"+
+		"--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (%s) or be in the specifically allowed set (%s)",
+		unknown, strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", "))
 }
 
 // isKubernetesLabel: the key's prefix is kubernetes.io, k8s.io, or a

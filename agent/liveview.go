@@ -4,22 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/pressure"
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/server/dashboard"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/node"
 )
-
-// liveCacheFor is how long one snapshot answers every dashboard and
-// `kernelet top` client: they all ask about once a second.
-const liveCacheFor = 500 * time.Millisecond
 
 // livePeriod is how often the node conditions are compared for the
 // timeline and gone pods are dropped from the OOM counts.
@@ -28,68 +24,34 @@ const livePeriod = time.Second
 // pressureConditions are the node conditions the timeline shows.
 var pressureConditions = []string{string(v1.NodeMemoryPressure), string(v1.NodeDiskPressure), string(v1.NodePIDPressure)}
 
-// liveView is the agent's side of the live dashboard and `kernelet top`:
-// the event hub the pod side publishes to, the OOM kills seen in pod
-// statuses, and the snapshot, read through read (the cgroups Reader
-// today; a shared stats sweep can take its place) and cached for
-// liveCacheFor.
-type liveView struct {
-	hub  *live.Hub
-	ooms *live.OOMTracker
-	read func(ctx context.Context) (live.SnapshotInput, error)
-
-	mu     sync.Mutex
-	reader *cgroups.Reader
-	last   live.Snapshot
-	lastAt time.Time
-}
-
-func newLiveView(a *Agent) *liveView {
-	v := &liveView{hub: live.NewHub(0, nil), ooms: live.NewOOMTracker()}
-	v.read = a.readLive
-	return v
-}
+// newLiveView is the agent's live view (live.View): snapshots read from
+// the cgroups (readLive).
+func newLiveView(a *Agent) *live.View { return live.NewView(a.readLive) }
 
 // dashboardHandler serves /dashboard/ (page, snapshot, event stream).
 func (a *Agent) dashboardHandler() http.Handler {
-	return dashboard.Handler(dashboard.Config{Snapshot: a.dash.snapshot, Hub: a.dash.hub})
+	return dashboard.Handler(dashboard.Config{Snapshot: a.dash.Snapshot, Hub: a.dash.Hub})
 }
 
-// snapshot is the live snapshot, read again when the last one is older
-// than liveCacheFor.
-func (v *liveView) snapshot(ctx context.Context) (live.Snapshot, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if !v.lastAt.IsZero() && time.Since(v.lastAt) < liveCacheFor {
-		return v.last, nil
-	}
-	in, err := v.read(ctx)
-	if err != nil {
-		return live.Snapshot{}, err
-	}
-	v.last, v.lastAt = live.BuildSnapshot(in), time.Now()
-	return v.last, nil
-}
-
-// cgroupReader is the reader of the live view, made on first use.
+// cgroupReader is the reader of the live view, made on first use (under
+// the view's lock, as readLive).
 func (a *Agent) cgroupReader() (*cgroups.Reader, error) {
-	v := a.dash
-	if v.reader != nil {
-		return v.reader, nil
+	if a.liveReader != nil {
+		return a.liveReader, nil
 	}
 	h, err := a.deps.Cgroups()
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	if v.reader, err = cgroups.NewReader(h); err != nil {
+	if a.liveReader, err = cgroups.NewReader(h); err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	return v.reader, nil
+	return a.liveReader, nil
 }
 
 // readLive reads the snapshot's inputs from the cgroups now: the node
 // (memory, PSI), kubepods and every pod the workers know (memory, PSI of
-// the pod cgroup). Called with a.dash.mu held.
+// the pod cgroup). Called with the live view's lock held.
 func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 	kc := &a.opts.Config.Kubelet
 	in := live.SnapshotInput{Time: a.deps.Now(), NodeName: a.opts.NodeName, Thresholds: a.opts.Config.Thresholds}
@@ -104,7 +66,7 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 	var kp cgroups.CgroupStats
 	if err := r.Cgroup(ctx, cgroups.KubepodsCgroup(kc.CgroupRoot), cgroups.StatMemory|cgroups.StatPressure, &kp); err == nil {
 		in.Kubepods = &kp
-		alloc := allocatable(kc, a.opts.Config.Thresholds, Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
+		alloc := podsetup.Allocatable(kc, a.opts.Config.Thresholds, podsetup.Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
 		in.KubepodsCapacity = pressure.KubepodsCapacity(kp.Memory.LimitBytes, nodeCapacity, alloc)
 	}
 	a.mu.Lock()
@@ -117,7 +79,7 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 		in.Eviction = p.evictions.Status()
 	}
 	for _, rec := range p.workers.Pods() {
-		pi := live.PodInput{Pod: rec.Pod, Phase: rec.Status.Phase, OOMKills: a.dash.ooms.Count(string(rec.Pod.UID))}
+		pi := live.PodInput{Pod: rec.Pod, Phase: rec.Status.Phase, OOMKills: a.dash.OOMs.Count(string(rec.Pod.UID))}
 		var cs cgroups.CgroupStats
 		cg := cgroups.PodCgroup(kc.CgroupRoot, qos.Class(rec.Pod), string(rec.Pod.UID))
 		if err := r.Cgroup(ctx, cg, cgroups.StatMemory|cgroups.StatPressure, &cs); err == nil {
@@ -153,23 +115,14 @@ func (a *Agent) runLive(ctx context.Context) {
 		}
 		for _, ch := range live.ConditionChanges(pressureConditions, prev, cur) {
 			ch.Reason, ch.Message, _ = node.PressureText(v1.NodeConditionType(ch.Type), ch.Status == string(v1.ConditionTrue))
-			a.dash.hub.Publish(live.ConditionEvent(ch))
+			a.dash.Hub.Publish(live.ConditionEvent(ch))
 		}
 		prev = cur
-		a.dash.forgetGone(p)
-	}
-}
-
-// forgetGone drops the OOM counts of pods the workers no longer know.
-func (v *liveView) forgetGone(p *pods) {
-	known := map[string]bool{}
-	for _, rec := range p.workers.Pods() {
-		known[string(rec.Pod.UID)] = true
-	}
-	for _, uid := range v.ooms.UIDs() {
-		if !known[uid] {
-			v.ooms.Forget(uid)
+		known := map[string]bool{}
+		for _, rec := range p.workers.Pods() {
+			known[string(rec.Pod.UID)] = true
 		}
+		a.dash.ForgetGone(known)
 	}
 }
 

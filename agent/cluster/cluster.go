@@ -1,4 +1,4 @@
-package agent
+package cluster
 
 import (
 	"context"
@@ -21,10 +21,10 @@ import (
 	statuspods "github.com/kernelet/kernelet/status/pods"
 )
 
-// cluster is the agent's side of the API server: the clients, the
+// Cluster is the agent's side of the API server: the clients, the
 // informers over this node's pods and its Node, and the pod status
 // manager. It exists only with a kubeconfig.
-type cluster struct {
+type Cluster struct {
 	nodeName string
 	clients  *kubeclient.Clients
 	// podInformer watches this node's pods, nodeInformer its Node,
@@ -39,10 +39,18 @@ type cluster struct {
 	status     *statuspods.Manager
 }
 
-// newCluster builds the informers and the pod status manager; nothing
+// PodStatus is the pod status manager: pod statuses, mirror pods and
+// deletions written to the API server.
+func (c *Cluster) PodStatus() *statuspods.Manager { return c.status }
+
+// PodSource is the API server's pod source: this node's pods, from the
+// pod informer.
+func (c *Cluster) PodSource() sources.Source { return sources.NewAPISource(c.podInformer) }
+
+// New builds the informers and the pod status manager; nothing
 // talks to the API server before run.
-func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) {
-	c := &cluster{nodeName: nodeName, clients: clients}
+func New(nodeName string, clients *kubeclient.Clients) (*Cluster, error) {
+	c := &Cluster{nodeName: nodeName, clients: clients}
 	nsIndex := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	api := clients.Main
 	c.podInformer = cache.NewSharedIndexInformer(clientset.ListWatch(api.Pods(metav1.NamespaceAll),
@@ -64,8 +72,8 @@ func newCluster(nodeName string, clients *kubeclient.Clients) (*cluster, error) 
 	return c, nil
 }
 
-// node is this node's Node as last seen, nil while unknown.
-func (c *cluster) node() *v1.Node {
+// Node is this node's Node as last seen, nil while unknown.
+func (c *Cluster) Node() *v1.Node {
 	n, err := c.nodeLister.Get(c.nodeName)
 	if err != nil {
 		return nil
@@ -73,15 +81,15 @@ func (c *cluster) node() *v1.Node {
 	return n
 }
 
-func (c *cluster) nodeUID() types.UID {
-	if n := c.node(); n != nil {
+func (c *Cluster) nodeUID() types.UID {
+	if n := c.Node(); n != nil {
 		return n.UID
 	}
 	return ""
 }
 
-// run starts the informers and the pod status manager until ctx is done.
-func (c *cluster) run(ctx context.Context) {
+// Run starts the informers and the pod status manager until ctx is done.
+func (c *Cluster) Run(ctx context.Context) {
 	log := klog.FromContext(ctx)
 	log.Info("Joining the cluster", "apiServer", c.clients.Host, "node", c.nodeName)
 	// A mirror pod that changes (deleted by a user, say) or a pod the
@@ -109,16 +117,16 @@ var errServicesNotRead = errors.New("services have not yet been read at least on
 // RuntimeClasses were listed once (else it would be refused as missing).
 var errRuntimeClassesNotRead = errors.New("RuntimeClasses have not yet been read at least once")
 
-// runtimeClass is a RuntimeClass by name (podconfig.RuntimeClassGetter).
-func (c *cluster) runtimeClass(name string) (*nodev1.RuntimeClass, error) {
+// RuntimeClass is a RuntimeClass by name (podconfig.RuntimeClassGetter).
+func (c *Cluster) RuntimeClass(name string) (*nodev1.RuntimeClass, error) {
 	if !c.rcInformer.HasSynced() {
 		return nil, errRuntimeClassesNotRead
 	}
 	return c.rcLister.Get(name)
 }
 
-// services are every service of the cluster, for service variables.
-func (c *cluster) services() ([]*v1.Service, error) {
+// Services are every service of the cluster, for service variables.
+func (c *Cluster) Services() ([]*v1.Service, error) {
 	if !c.svcInformer.HasSynced() {
 		return nil, errServicesNotRead
 	}

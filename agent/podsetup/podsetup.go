@@ -1,10 +1,11 @@
-package agent
+package podsetup
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -38,29 +39,29 @@ func NodeCapacity(ctx context.Context, h *cgroups.Hierarchies) Capacity {
 	return c
 }
 
-// PodSetup is what the pod side derives from the configuration and the
+// Setup is what the pod side derives from the configuration and the
 // node: allocatable, the QoS hierarchy's settings, and the options of
 // every pod sync (sandbox and container configs).
-type PodSetup struct {
+type Setup struct {
 	Capacity    Capacity
 	Allocatable podworkers.Allocatable
 	QoS         cgroups.QoSConfig
 	Sync        runtime.SyncOptions
 }
 
-// NewPodSetup derives the PodSetup of cfg on a node with capacity c,
+// New derives the Setup of cfg on a node with capacity c,
 // cgroup mode mode and addresses nodeIPs; rootDir is the agent's root
 // (--root-dir).
-func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, rootDir string) PodSetup {
+func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, rootDir string) Setup {
 	kc := &cfg.Kubelet
-	alloc := allocatable(kc, cfg.Thresholds, c)
+	alloc := Allocatable(kc, cfg.Thresholds, c)
 	// kubepods is limited to capacity − reserved, as kubelet enforces it:
 	// the hard eviction thresholds are left inside it, as headroom between
 	// allocatableMemory.available crossing and the kernel's OOM killer.
-	enforced := allocatable(kc, nil, c)
+	enforced := Allocatable(kc, nil, c)
 	qosCfg := cgroups.QoSConfig{
 		Allocatable:            cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes},
-		EnforceAllocatable:     contains(kc.EnforceNodeAllocatable, "pods"),
+		EnforceAllocatable:     slices.Contains(kc.EnforceNodeAllocatable, "pods"),
 		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
 		MemoryThrottlingFactor: 0.9,
 		PageSize:               int64(os.Getpagesize()),
@@ -92,13 +93,13 @@ func NewPodSetup(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []st
 	if kc.ResolverConfig != nil {
 		sync.Sandbox.ResolvConf = *kc.ResolverConfig
 	}
-	return PodSetup{Capacity: c, Allocatable: alloc, QoS: qosCfg, Sync: sync}
+	return Setup{Capacity: c, Allocatable: alloc, QoS: qosCfg, Sync: sync}
 }
 
-// allocatable is capacity − systemReserved − kubeReserved − the hard
+// Allocatable is capacity − systemReserved − kubeReserved − the hard
 // eviction thresholds ths, computed as the Node's status.allocatable is
 // (node.Allocatable), so admission and the Node agree to the byte.
-func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
+func Allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
 	capacity := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(c.MilliCPU, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(c.MemoryBytes, resource.BinarySI),
@@ -107,13 +108,4 @@ func allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Thresho
 	alloc := node.Allocatable(capacity, kc.KubeReserved, kc.SystemReserved, ths)
 	cpu, mem, pods := alloc[v1.ResourceCPU], alloc[v1.ResourceMemory], alloc[v1.ResourcePods]
 	return podworkers.Allocatable{MilliCPU: cpu.MilliValue(), MemoryBytes: mem.Value(), Pods: pods.Value()}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package agent
+package nodeip
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
-// ParseNodeIPs parses --node-ip: one address, or two of different families
+// Parse parses --node-ip: one address, or two of different families
 // separated by a comma (dual stack, primary first). An unspecified address
 // (0.0.0.0, ::) asks for detection, as an empty value does.
-func ParseNodeIPs(s string) ([]net.IP, error) {
+func Parse(s string) ([]net.IP, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
@@ -43,8 +43,8 @@ func ParseNodeIPs(s string) ([]net.IP, error) {
 	return out, nil
 }
 
-// NodeIPSources are where NodeIPs looks when no address is given.
-type NodeIPSources struct {
+// Sources are where NodeIPs looks when no address is given.
+type Sources struct {
 	// Lookup resolves a host name (net.DefaultResolver.LookupIP).
 	Lookup func(ctx context.Context, host string) ([]net.IP, error)
 	// DefaultRouteIP is the address of the interface of the default route.
@@ -54,10 +54,10 @@ type NodeIPSources struct {
 	LocalIPs func() ([]net.IP, error)
 }
 
-// DefaultNodeIPSources resolve through the system resolver and read the
+// DefaultSources resolve through the system resolver and read the
 // routing table and the interfaces.
-func DefaultNodeIPSources() NodeIPSources {
-	return NodeIPSources{
+func DefaultSources() Sources {
+	return Sources{
 		Lookup: func(ctx context.Context, host string) ([]net.IP, error) {
 			return net.DefaultResolver.LookupIP(ctx, "ip", host)
 		},
@@ -98,7 +98,7 @@ func NotLocal(ips, local []net.IP) []net.IP {
 // first, as kubelet picks it; else the default route interface's address;
 // else 127.0.0.1 (from "fallback": the caller warns). It also says where
 // the answer came from, for the log.
-func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSources) (ips []string, from string) {
+func Detect(ctx context.Context, given []net.IP, hostname string, src Sources) (ips []string, from string) {
 	if len(given) > 0 {
 		for _, ip := range given {
 			ips = append(ips, ip.String())
@@ -116,7 +116,7 @@ func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSou
 		if err == nil {
 			var v6 net.IP
 			for _, ip := range addrs {
-				if !usableNodeIP(ip) || src.LocalIPs != nil && len(NotLocal([]net.IP{ip}, local)) > 0 {
+				if !usable(ip) || src.LocalIPs != nil && len(NotLocal([]net.IP{ip}, local)) > 0 {
 					continue
 				}
 				if ip.To4() != nil {
@@ -132,13 +132,24 @@ func NodeIPs(ctx context.Context, given []net.IP, hostname string, src NodeIPSou
 		}
 	}
 	if src.DefaultRouteIP != nil {
-		if ip, err := src.DefaultRouteIP(); err == nil && usableNodeIP(ip) {
+		if ip, err := src.DefaultRouteIP(); err == nil && usable(ip) {
 			return []string{ip.String()}, "default route"
 		}
 	}
 	return []string{"127.0.0.1"}, "fallback"
 }
 
-func usableNodeIP(ip net.IP) bool {
+func usable(ip net.IP) bool {
 	return ip != nil && !ip.IsLoopback() && !ip.IsUnspecified() && !ip.IsLinkLocalUnicast() && !ip.IsMulticast()
+}
+
+// IPs are the addresses of ss (Detect's answer) that parse.
+func IPs(ss []string) []net.IP {
+	var out []net.IP
+	for _, s := range ss {
+		if ip := net.ParseIP(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package agent
+package runonce
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestRunOnceOutcome(t *testing.T) {
+func TestOutcome(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u"}}
 	running := func(ready bool) v1.ContainerStatus {
 		return v1.ContainerStatus{Name: "app", Ready: ready, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
@@ -36,7 +36,7 @@ func TestRunOnceOutcome(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r, done := RunOnceOutcome(pod, tc.st)
+			r, done := Outcome(pod, tc.st)
 			if r.OK != tc.wantOK || done != tc.done || r.String() != tc.want {
 				t.Errorf("got ok=%v done=%v %q, want ok=%v done=%v %q", r.OK, done, r.String(), tc.wantOK, tc.done, tc.want)
 			}

@@ -1,0 +1,63 @@
+package podsetup
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// kubepods is limited to capacity − reserved, as kubelet enforces it; the
+// Node's allocatable (and admission) also subtracts the hard eviction
+// threshold, which stays inside kubepods as headroom.
+func TestKubepodsLimitKeepsEvictionHeadroom(t *testing.T) {
+	cfg := config.Default() // evictionHard memory.available<100Mi
+	cfg.Kubelet.SystemReserved = map[string]string{"memory": "1Gi", "cpu": "500m"}
+	cfg.Kubelet.KubeReserved = map[string]string{"memory": "512Mi"}
+	c := Capacity{MilliCPU: 4000, MemoryBytes: 8 << 30}
+	s := New(cfg, c, cgroups.Hybrid, []string{"10.0.0.1"}, t.TempDir())
+	reserved := int64(1<<30 + 512<<20)
+	if got, want := s.QoS.Allocatable.MemoryBytes, c.MemoryBytes-reserved; got != want {
+		t.Errorf("kubepods memory limit %d, want capacity − reserved = %d", got, want)
+	}
+	if got, want := s.Allocatable.MemoryBytes, c.MemoryBytes-reserved-100<<20; got != want {
+		t.Errorf("allocatable memory %d, want capacity − reserved − 100Mi = %d", got, want)
+	}
+	if got, want := s.QoS.Allocatable.MilliCPU, int64(3500); got != want || s.Allocatable.MilliCPU != want {
+		t.Errorf("cpu: kubepods %d, allocatable %d, want %d for both", got, s.Allocatable.MilliCPU, want)
+	}
+}
+
+func TestAllocatable(t *testing.T) {
+	q := resource.MustParse("100Mi")
+	tests := map[string]struct {
+		kc   kubeletv1beta1.KubeletConfiguration
+		ths  []eviction.Threshold
+		want podworkers.Allocatable
+	}{
+		"capacity": {kubeletv1beta1.KubeletConfiguration{MaxPods: 110}, nil,
+			podworkers.Allocatable{MilliCPU: 2000, MemoryBytes: 4 << 30, Pods: 110}},
+		"reserved and hard threshold": {
+			kubeletv1beta1.KubeletConfiguration{MaxPods: 10,
+				SystemReserved: map[string]string{"cpu": "100m", "memory": "1Gi"},
+				KubeReserved:   map[string]string{"cpu": "200m"}},
+			[]eviction.Threshold{{Signal: eviction.SignalMemoryAvailable, Value: eviction.Value{Quantity: &q}}},
+			podworkers.Allocatable{MilliCPU: 1700, MemoryBytes: 3<<30 - 100<<20, Pods: 10}},
+		"percentage threshold": {kubeletv1beta1.KubeletConfiguration{},
+			[]eviction.Threshold{{Signal: eviction.SignalMemoryAvailable, Value: eviction.Value{Percentage: 0.25}}},
+			podworkers.Allocatable{MilliCPU: 2000, MemoryBytes: 3 << 30}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := Allocatable(&tc.kc, tc.ths, Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30})
+			if got != tc.want {
+				t.Errorf("allocatable = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,8 @@
+// Package runonce is kubelet's --runonce for the agent: how each pod of
+// a run-once ended (Outcome: succeeded, or running with every container
+// ready; failed, or what it still waits for), the wait until every pod is
+// done or the time is up (Wait), the termination of every pod at the end
+// (Terminate) and the removal of the QoS hierarchy the run made
+// (RemoveCgroup). The agent's RunOnce runs the pod lifecycle and hands it
+// the pod workers and sources.
+package runonce
