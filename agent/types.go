@@ -33,7 +33,7 @@ type Options struct {
 	// Kubeconfig is the API server credential file (--kubeconfig); "" runs standalone.
 	Kubeconfig string
 	// NodeIPs are the node's addresses (--node-ip, see nodeip.Parse); nil
-	// detects them (NodeIPs).
+	// detects them (nodeip.Detect).
 	NodeIPs []net.IP
 	// NodeLabels are added to the Node at registration (--node-labels).
 	NodeLabels map[string]string

@@ -9,7 +9,8 @@
 // snapshot, read again at most every CacheFor.
 //
 // It reads nothing itself: the agent hands it values (BuildSnapshot's
-// inputs, through View's read function, come from the cgroups Reader, pod statuses from the pod workers)
-// and serves the results over HTTP (agent/server/dashboard). It must not
+// inputs, through View's read function, come from the cgroups Reader;
+// the pod statuses OOMTracker looks at come from the pod workers), and
+// agent/server/dashboard serves the results over HTTP. It must not
 // import the server, the runtime or any terminal library.
 package live

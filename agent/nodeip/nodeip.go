@@ -43,7 +43,7 @@ func Parse(s string) ([]net.IP, error) {
 	return out, nil
 }
 
-// Sources are where NodeIPs looks when no address is given.
+// Sources are where Detect looks when no address is given.
 type Sources struct {
 	// Lookup resolves a host name (net.DefaultResolver.LookupIP).
 	Lookup func(ctx context.Context, host string) ([]net.IP, error)
@@ -92,7 +92,7 @@ func NotLocal(ips, local []net.IP) []net.IP {
 	return out
 }
 
-// NodeIPs decides the node's addresses, primary first: the given ones;
+// Detect decides the node's addresses, primary first: the given ones;
 // else an address hostname resolves to that is usable from elsewhere (not
 // loopback, link-local or unspecified) and belongs to this host, IPv4
 // first, as kubelet picks it; else the default route interface's address;

@@ -4,8 +4,14 @@
 // (terminating: kill with grace; terminated: cleanup). Updates that arrive
 // while a sync runs coalesce into the next one. What a sync, kill or
 // cleanup does is the Syncer's business; this package never talks to the
-// runtime itself. Metrics (metrics.go) times the syncs as kubelet's
-// kubelet_pod_worker_duration_seconds, kubelet_pod_start_duration_seconds
-// and kubelet_pod_start_sli_duration_seconds (image pulls reported to it
-// are left out).
+// runtime itself.
+//
+// Admission runs the AdmitHandlers it is given, in order; kubelet's own
+// are here (admit.go: ResourceFit, Validate; admit_node.go: PodOS,
+// NodeName, NodeAffinity, Taints, NodePorts, Sysctls), and a rejected pod
+// ends Failed (RejectedStatus). Metrics (metrics.go) times the syncs as
+// kubelet's kubelet_pod_worker_duration_seconds,
+// kubelet_pod_start_duration_seconds and
+// kubelet_pod_start_sli_duration_seconds (image pulls reported to it are
+// left out).
 package podworkers

@@ -22,7 +22,9 @@
 //     pods under pressure with reason Evicted.
 //
 // It does not evict by itself: the kill, the pod status, the event and
-// the live hub are the agent's (Effects.Evict), as are the pod list and
-// the PLEG cache. It must not import the agent root; the kernel side
-// (cgroups, eviction) never imports it.
+// the live hub are the agent's (Effects.Evict), as are the pod list, the
+// PLEG cache, the EvictionThresholdMet node event and the node-level
+// reclaims tried before a disk eviction (container and image GC). It must
+// not import the agent root; the kernel side (cgroups, eviction) never
+// imports it.
 package pressure

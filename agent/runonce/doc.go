@@ -2,7 +2,10 @@
 // a run-once ended (Outcome: succeeded, or running with every container
 // ready; failed, or what it still waits for), the wait until every pod is
 // done or the time is up (Wait), the termination of every pod at the end
-// (Terminate) and the removal of the QoS hierarchy the run made
-// (RemoveCgroup). The agent's RunOnce runs the pod lifecycle and hands it
-// the pod workers and sources.
+// (Terminate: the sources stopped first, so nothing restarts them) and
+// the removal of the QoS hierarchy the run made (RemoveCgroup of kubepods
+// and its descendants, retried while the last processes exit). The
+// agent's RunOnce runs the pod lifecycle and hands it the pod workers and
+// sources through the small Workers and Sources interfaces; it runs no
+// pod and talks to no runtime itself.
 package runonce

@@ -31,5 +31,7 @@
 // admission validation); the volumes come from package agent/volume
 // through the PodVolumes interface.
 //
-// It must not read cgroups or kernel state itself; that is package cgroups.
+// It must not read cgroups or kernel state itself: the pod cgroup is
+// package cgroups's (through PodCgroups, CgroupsAdapter), a process's
+// oom_score_adj is read through package oom.
 package runtime

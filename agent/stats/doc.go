@@ -19,7 +19,9 @@
 // agent provides (pod identity, cgroup, containers with their runtime IDs
 // and images); the package knows nothing of the pod workers, the runtime
 // or HTTP. ContainersOf turns a pod status's container into the
-// Inventory's instances; BootTime reads the node's boot time. container_oom_events_total counts, per pod and container name,
+// Inventory's instances; BootTime reads the node's boot time.
+//
+// container_oom_events_total counts, per pod and container name,
 // over every instance of the container seen while the pod lives: the
 // kernel's OOM kill counter of the instance's cgroup (v2 memory.events
 // oom_kill, v1 memory.oom_control oom_kill) as last read, or 1 when the
@@ -27,6 +29,11 @@
 // cgroup was gone before a sweep saw the kill (the runtime removes an
 // exited container's cgroup within milliseconds).
 //
-// Not read yet: network, per-container root and log filesystems, volumes
-// and pod ephemeral storage, accelerators.
+// The node filesystem's usage is a statfs of Config.RootDir (also reported
+// as the image filesystem unless Config.ImageFsDir names another). A pod's
+// ephemeral storage, its disk emptyDirs and its containers' rootfs and
+// logs in the Summary API come from the Inventory (Pod.Storage:
+// agent/pressure's last measurement); this package walks no directory.
+//
+// Not read yet: network, other volumes, accelerators.
 package stats

@@ -14,5 +14,7 @@
 // /run executes a command with ExecSync and answers its output.
 //
 // It reaches the runtime through internalapi.RuntimeService and the
-// agent's pods through the small Pods interface.
+// agent's pods through the small Pods interface; it knows nothing of pod
+// workers, and authentication and authorization are the caller's
+// (agent/server/auth, in front of the kubelet API).
 package streaming

@@ -10,14 +10,15 @@
 // rotation), tears them down after the containers are gone (subPath bind
 // mounts first) and removes the leftovers of pods no one wants any more
 // (after a restart). DiskUsage measures a directory tree as `du -x` does
-// (bounded, no symlinks followed), for the eviction of pods over their
-// local storage.
+// (bounded, no symlinks followed) and Device tells a path's filesystem,
+// for agent/pressure's measurement of the pods' local storage.
 //
 // The API objects come through the Objects and Tokens interfaces (package
 // apiobjects's ObjectManager and TokenManager implement them over
 // client-go; nil in standalone mode, where only emptyDir, hostPath and
-// downwardAPI volumes work). What a
-// volume's files should be (payloads, modes, token refresh decisions) is
-// computed by pure functions; the writes and mounts sit beside them.
+// downwardAPI volumes work); NewAPIManager builds a Manager with them.
+// When a token is refreshed is apiobjects's decision. What a volume's
+// files should be (payloads, modes, ownership) is computed by pure
+// functions; the writes and mounts sit beside them.
 // It must not talk to the container runtime.
 package volume
