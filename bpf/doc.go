@@ -23,7 +23,8 @@
 //
 // Every tracer turns on the kernel's BPF run-time statistics while open
 // (where allowed) and reports its programs' run count and time;
-// NewCollector exports them to Prometheus.
+// NewCollector exports them to Prometheus
+// (kernelet_bpf_program_run_count_total, kernelet_bpf_program_run_seconds_total).
 //
 // The generated objects (*_bpfel.o, *_bpfel.go; little-endian) are
 // committed and reproduced byte for byte by `make generate`, which `make

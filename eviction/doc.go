@@ -60,6 +60,13 @@
 // eviction started for it observes kernelet_eviction_reaction_seconds
 // (minus the threshold's grace period) once per crossing.
 //
+// Metrics (metrics.go; the caller registers them with Metrics.Register):
+// kubelet's kubelet_evictions and kubelet_eviction_stats_age_seconds,
+// kernelet's kernelet_eviction_reaction_seconds and
+// kernelet_eviction_dry_run_pods. Manager.Status (status.go) is what
+// `kernelet status` shows: conditions, thresholds against their signals,
+// recent evictions.
+//
 // The package must not read files, call the runtime or kill anything
 // itself: stats come in as values and pods are killed through a function
 // handed to the manager.

@@ -1,6 +1,3 @@
-// Command kernelet is a Linux node agent: it runs the pods meant for this
-// node through the CRI and takes its view of resources straight from the
-// kernel. See `kernelet help`.
 package main
 
 import (

@@ -1,11 +1,3 @@
-// Command testenv brings kernelet's real test components up and down by
-// hand, for `make demo`, for debugging, and for cleaning up after a crash:
-//
-//	testenv containerd up|down ...
-//	testenv apiserver build|up|down ...
-//	testenv vm run ...
-//
-// Each component registers its sub-commands from its own file.
 package main
 
 import (

@@ -3,7 +3,8 @@
 // maps, secrets, service accounts and their tokens, events, Leases,
 // RuntimeClasses, TokenReviews, SubjectAccessReviews), built from
 // client-go's generic typed clients (k8s.io/client-go/gentype) over a
-// scheme of only those API groups.
+// scheme of only those API groups, and ListWatch, an informer's list and
+// watch over one of them.
 //
 // client-go's full clientset (k8s.io/client-go/kubernetes) registers
 // every built-in API group in its scheme when the program starts and

@@ -1,6 +1,3 @@
-// Package kubeversion tells which Kubernetes release kernelet is built
-// against: what the node reports as its kubeletVersion's core and what
-// probes and hooks put in their User-Agent.
 package kubeversion
 
 import (

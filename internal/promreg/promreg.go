@@ -1,6 +1,3 @@
-// Package promreg registers a package's collectors with the registry of
-// the endpoint that serves them, so that each package that produces
-// metrics registers its own. It holds no collector.
 package promreg
 
 import (

@@ -39,14 +39,16 @@
 //     Hostname; the list is replaced, never merged by type), nodeInfo
 //     (kubeletVersion "v1.37.2+kernelet.<version>", containerRuntimeVersion
 //     "containerd://1.7.2", swap only with swap, kubeProxyVersion empty),
-//     daemonEndpoints, images (50 largest, digests then tags, 5 names
-//     each), runtimeHandlers and features from the CRI status.
+//     daemonEndpoints, images (the nodeStatusMaxImages largest, 50 by
+//     default; digests then tags, 5 names each), runtimeHandlers and
+//     features from the CRI status.
 //   - Conditions MemoryPressure, DiskPressure, PIDPressure and Ready with
-//     kubelet's reasons and messages; other conditions (NetworkUnavailable,
-//     node-problem-detector's) are kept. Events NodeHas…, NodeReady,
-//     NodeNotReady on transitions, "Node <name> status is now: <reason>",
-//     on a Node reference whose UID is the node name; the Starting event
-//     says "Starting kernelet.".
+//     kubelet's reasons and messages, and kernelet's own
+//     kernelet.io/PSIPressure when psiNodeCondition is on; other
+//     conditions (NetworkUnavailable, node-problem-detector's) are kept.
+//     Events NodeHas…, NodeReady, NodeNotReady on transitions ("Node
+//     <name> status is now: <reason>"), on a Node reference whose UID is
+//     the node name; the Starting event says "Starting kernelet.".
 //   - The Lease is held and named after the node, renewed every
 //     nodeLeaseDurationSeconds/4, owned by the Node, and created again when
 //     deleted; a failed renewal is retried from 200 ms, doubling, up to 7 s
@@ -58,7 +60,9 @@
 // Controller.Status tells the times of the last successes and the
 // last error.
 //
-// The package never talks to the runtime, the kernel after start, or the
-// pod side: what changes (runtime state, health, IPs, images, pressure)
-// comes from the Inputs function the agent provides.
+// The package never reads the kernel after start nor imports the pod side,
+// and it talks to the runtime only through RuntimeStates (CRI Version and
+// Status, on the RuntimeService the caller passes): what changes (runtime
+// state, health, IPs, images, pressure) comes from the Inputs function
+// the agent provides.
 package node

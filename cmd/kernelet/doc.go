@@ -1,0 +1,15 @@
+// Command kernelet is a Linux node agent: it runs the pods meant for this
+// node through the CRI and takes its view of resources straight from the
+// kernel. See `kernelet help` and docs/commands.md.
+//
+// Subcommands, one file each: run (the node daemon), trace
+// (oom|reclaim|exit|cgroup: kernel events resolved to pods), status (asks
+// a running agent), top (the terminal view of internal/top), config
+// validate and version. This package owns only the command line: flags
+// and the configuration files are parsed and validated (agent/config)
+// into an agent.Options, and `run` hands it to agent.New; it also sets the
+// process-wide defaults of `run` (DefaultGOGC). It must not grow agent
+// logic: what the agent does belongs to agent/ and its sub-packages.
+// TestFootprintDependencies keeps the full client-go clientset and other
+// heavy packages out of the binary.
+package main
