@@ -436,7 +436,9 @@ func testLifecycleOOM(t *testing.T) {
 	t.Parallel()
 	l := newLifecycle(t)
 	m := l.manager(t)
-	pod := lifecyclePod("lc-oom", v1.RestartPolicyAlways, 2, "alloc", "--mib", "64", "--hold")
+	// At 32 MiB/s, not at once: the runtime's OOM monitor must be armed
+	// before the kill for the reason to be OOMKilled (see statsPods).
+	pod := lifecyclePod("lc-oom", v1.RestartPolicyAlways, 2, "alloc", "--mib", "64", "--rate", "32", "--hold")
 	q := resource.MustParse
 	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
 		Requests: v1.ResourceList{v1.ResourceCPU: q("50m"), v1.ResourceMemory: q("32Mi")},
