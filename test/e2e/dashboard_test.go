@@ -56,14 +56,18 @@ func TestDashboard(t *testing.T) {
 	t.Run("chromium", func(t *testing.T) { testDashboardChromium(t, n, chromium) })
 	t.Run("top", func(t *testing.T) { testDashboardTop(t, n) })
 	t.Run("endpoints", func(t *testing.T) { testDashboardEndpoints(t, n) })
-	t.Run("conditions", func(t *testing.T) { testDashboardConditions(t, cd) })
 }
 
-// testDashboardConditions: a node whose memory.available threshold is met
+// TestDashboardConditions: a node whose memory.available threshold is met
 // at once (99% of capacity; no pods) streams the MemoryPressure change
-// with kubelet's reason.
-func testDashboardConditions(t *testing.T, cd *containerd.Instance) {
-	n, _, _ := newAgentWithCleanup(t, cd)
+// with kubelet's reason. A test of its own, not a subtest of
+// TestDashboard: its agent has the same node name and cgroup root as
+// TestDashboard's (one per test run), so the two must not live at the
+// same time — its cleanup would kill the other's pods and find their
+// cgroups busy.
+func TestDashboardConditions(t *testing.T) {
+	env.RequireRoot(t)
+	n, _, _ := newAgentWithCleanup(t, containerd.Shared(t))
 	f, err := os.OpenFile(n.cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
