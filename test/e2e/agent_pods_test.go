@@ -684,6 +684,45 @@ spec:
 	}
 	jobPod = waitPod("job", 20*time.Second, "job Succeeded", func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
 	t.Logf("job pod Succeeded %v after the agent started", time.Since(start).Round(time.Millisecond))
+	// Succeeded is published by the sync that saw the app exit; the pod
+	// worker then stops what is left (the sidecar, the sandbox) and removes
+	// the cgroup, as kubelet's terminating step follows its status. Wait
+	// for that end state, then check it and the final status.
+	sel := map[string]string{podconfig.LabelPodUID: string(jobPod.UID)}
+	podCgroup := cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))
+	finished := func() (string, bool) {
+		sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+		if err != nil || len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			return fmt.Sprintf("sandbox of the finished pod: %+v, %v (want one, stopped)", sbs, err), false
+		}
+		cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
+		if err != nil || len(cs) != 2 {
+			return fmt.Sprintf("containers of the finished pod: %d, %v (want app and sidecar kept, exited)", len(cs), err), false
+		}
+		for _, c := range cs {
+			if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+				return fmt.Sprintf("container %s of the finished pod is %v", c.Metadata.GetName(), c.State), false
+			}
+		}
+		if dirs := cgroupfs.PodDirs(podCgroup); len(dirs) > 0 {
+			return fmt.Sprintf("cgroup of the finished pod left: %v", dirs), false
+		}
+		return "", true
+	}
+	succeeded := time.Now()
+	for {
+		why, ok := finished()
+		if ok {
+			t.Logf("finished pod stopped (sidecar, sandbox, cgroup) %v after Succeeded was seen", time.Since(succeeded).Round(time.Millisecond))
+			break
+		}
+		if time.Since(succeeded) > 10*time.Second {
+			t.Errorf("10 s after Succeeded: %s", why)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	jobPod = waitPod("job", 5*time.Second, "job still Succeeded", func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
 	for _, c := range jobPod.Status.Conditions {
 		if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && c.Reason != "PodCompleted" {
 			t.Errorf("condition %s of the succeeded pod: %+v", c.Type, c)
@@ -691,23 +730,6 @@ spec:
 	}
 	if cs := jobPod.Status.InitContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
 		t.Errorf("sidecar of the finished pod: %+v", cs)
-	}
-	sel := map[string]string{podconfig.LabelPodUID: string(jobPod.UID)}
-	sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil || len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
-		t.Errorf("sandbox of the finished pod: %+v, %v (want one, stopped)", sbs, err)
-	}
-	cs, err := rs.ListContainers(t.Context(), &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil || len(cs) != 2 {
-		t.Errorf("containers of the finished pod: %d, %v (want app and sidecar kept, exited)", len(cs), err)
-	}
-	for _, c := range cs {
-		if c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-			t.Errorf("container %s of the finished pod is %v", c.Metadata.GetName(), c.State)
-		}
-	}
-	if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(jobPod.UID))); len(dirs) > 0 {
-		t.Errorf("cgroup of the finished pod left: %v", dirs)
 	}
 
 	// Kubelet's sequence: restart at once after the first exit, then 10 s.
@@ -722,7 +744,7 @@ spec:
 	// The sandbox of a pod with an init container dies (as after a node
 	// reboot): a new sandbox, init again, the app again.
 	wi := waitPod("withinit", 20*time.Second, "withinit Running", func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-	sbs, err = rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(wi.UID)}})
+	sbs, err := rs.ListPodSandbox(t.Context(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(wi.UID)}})
 	if err != nil || len(sbs) != 1 {
 		t.Fatalf("sandboxes of withinit: %v, %v", sbs, err)
 	}
