@@ -599,18 +599,18 @@ func TestAgentPods(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 			got = n.waitRunning(t, 10*time.Second, "sleeper2")["sleeper2"]
 		}
+		// The kill removes containers and sandboxes first, the cgroup
+		// after them: wait for all three.
 		for {
 			cs, sbs := podObjects(t, rs, old.UID)
-			if len(cs) == 0 && len(sbs) == 0 {
+			dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID)))
+			if len(cs) == 0 && len(sbs) == 0 && len(dirs) == 0 {
 				break
 			}
 			if time.Since(edited) > 10*time.Second {
-				t.Fatalf("old pod still has %d containers, %d sandboxes", len(cs), len(sbs))
+				t.Fatalf("old pod still has %d containers, %d sandboxes, cgroup dirs %v", len(cs), len(sbs), dirs)
 			}
 			time.Sleep(50 * time.Millisecond)
-		}
-		if dirs := cgroupfs.PodDirs(cm.PodCgroup(cgroups.BestEffort, string(old.UID))); len(dirs) > 0 {
-			t.Errorf("old pod's cgroup left: %v", dirs)
 		}
 		t.Logf("edited manifest → new pod %s Running and old pod %s gone in %v", got.UID, old.UID, time.Since(edited).Round(time.Millisecond))
 		pods["sleeper2"] = got
