@@ -315,6 +315,21 @@ func TestValidate(t *testing.T) {
 			want: []string{"spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"}},
 		"bad restart policy": {pod: ok(func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }),
 			want: []string{`spec.restartPolicy: Unsupported value: "Sometimes"`}},
+		"bad hostname": {pod: ok(func(p *v1.Pod) { p.Spec.Hostname = "a.b" }),
+			want: []string{`spec.hostname: Invalid value: "a.b"`}},
+		"bad subdomain": {pod: ok(func(p *v1.Pod) { p.Spec.Subdomain = "Sub" }),
+			want: []string{`spec.subdomain: Invalid value: "Sub"`}},
+		"hostnameOverride with dots": {pod: ok(func(p *v1.Pod) { o := "override.example.host"; p.Spec.HostnameOverride = &o })},
+		"hostnameOverride not a subdomain": {pod: ok(func(p *v1.Pod) { o := "Not-RFC1123"; p.Spec.HostnameOverride = &o }),
+			want: []string{`spec.hostnameOverride: Invalid value: "Not-RFC1123"`}},
+		"hostnameOverride with FQDN": {pod: ok(func(p *v1.Pod) {
+			o, t := "h", true
+			p.Spec.HostnameOverride, p.Spec.SetHostnameAsFQDN = &o, &t
+		}), want: []string{"spec.hostnameOverride: Forbidden: may not be specified when setHostnameAsFQDN is true"}},
+		"hostnameOverride on host network": {pod: ok(func(p *v1.Pod) { o := "h"; p.Spec.HostnameOverride, p.Spec.HostNetwork = &o, true }),
+			want: []string{"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true"}},
+		"hostnameOverride too long": {pod: ok(func(p *v1.Pod) { o := strings.Repeat("a.", 32) + "a"; p.Spec.HostnameOverride = &o }),
+			want: []string{"spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
 		"bad port": {pod: ok(func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 70000}} }),
 			want: []string{"spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"}},
 		"request above limit": {pod: ok(func(p *v1.Pod) {

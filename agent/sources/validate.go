@@ -45,6 +45,7 @@ func validateSpecValues(spec *v1.PodSpec, p *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("dnsPolicy"), spec.DNSPolicy,
 			[]v1.DNSPolicy{v1.DNSClusterFirst, v1.DNSClusterFirstWithHostNet, v1.DNSDefault, v1.DNSNone}))
 	}
+	errs = append(errs, validateHostnames(spec, p)...)
 	volumes, vErrs := validateVolumeNames(spec.Volumes, p.Child("volumes"))
 	errs = append(errs, vErrs...)
 	for i := range spec.InitContainers {
@@ -52,6 +53,42 @@ func validateSpecValues(spec *v1.PodSpec, p *field.Path) field.ErrorList {
 	}
 	for i := range spec.Containers {
 		errs = append(errs, validateContainerValues(&spec.Containers[i], volumes, p.Child("containers").Index(i))...)
+	}
+	return errs
+}
+
+// validateHostnames checks hostname and subdomain (DNS-1123 labels) and
+// hostnameOverride: a DNS-1123 subdomain of at most 64 characters, not with
+// setHostnameAsFQDN, not on the host network.
+func validateHostnames(spec *v1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	label := func(v string, f *field.Path) {
+		for _, msg := range validation.IsDNS1123Label(v) {
+			errs = append(errs, field.Invalid(f, v, msg))
+		}
+	}
+	if spec.Hostname != "" {
+		label(spec.Hostname, p.Child("hostname"))
+	}
+	if spec.Subdomain != "" {
+		label(spec.Subdomain, p.Child("subdomain"))
+	}
+	o := spec.HostnameOverride
+	if o == nil {
+		return errs
+	}
+	f := p.Child("hostnameOverride")
+	if fqdn := spec.SetHostnameAsFQDN; fqdn != nil && *fqdn {
+		errs = append(errs, field.Forbidden(f, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(f, "may not be specified when hostNetwork is true"))
+	}
+	if len(*o) > 64 {
+		errs = append(errs, field.TooLong(f, "", 64))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(*o) {
+		errs = append(errs, field.Invalid(f, *o, msg))
 	}
 	return errs
 }

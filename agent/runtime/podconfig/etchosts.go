@@ -26,25 +26,24 @@ fe00::2	ip6-allrouters
 
 // EtcHosts is the content of the hosts file kubelet manages for pod:
 // for host-network pods the node's hosts file (nodeHosts) under a header;
-// else localhost entries and one line per pod IP with the pod's hostname
-// (preceded by <hostname>.<subdomain>.<namespace>.svc.<clusterDomain>
-// when the pod has a subdomain); then the pod's hostAliases.
+// else localhost entries and one line per pod IP with the pod's short
+// hostname, preceded by <hostname>.<domain> when PodHostnameAndDomain gives
+// a domain (a subdomain and no hostnameOverride); then the pod's
+// hostAliases.
 func EtcHosts(pod *v1.Pod, podIPs []string, clusterDomain string, nodeHosts []byte) ([]byte, error) {
 	var b bytes.Buffer
 	if pod.Spec.HostNetwork {
 		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
 		b.Write(nodeHosts)
 	} else {
-		short := pod.DeepCopy()
-		short.Spec.SetHostnameAsFQDN = nil
-		hostname, err := podHostname(short, clusterDomain)
+		hostname, domain, err := PodHostnameAndDomain(pod, clusterDomain)
 		if err != nil {
 			return nil, err
 		}
 		b.WriteString(managedHosts)
 		for _, ip := range podIPs {
-			if pod.Spec.Subdomain != "" && clusterDomain != "" {
-				fmt.Fprintf(&b, "%s\t%s.%s.%s.svc.%s\t%s\n", ip, hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain, hostname)
+			if domain != "" {
+				fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
 			} else {
 				fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
 			}

@@ -16,6 +16,8 @@ func TestEtcHosts(t *testing.T) {
 		"pod network": {spec: v1.PodSpec{}, want: managedHosts + "10.0.0.5\tweb\n"},
 		"subdomain and aliases": {spec: v1.PodSpec{Hostname: "h", Subdomain: "sub", HostAliases: aliases},
 			want: managedHosts + "10.0.0.5\th.sub.team.svc.cluster.local\th\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\tbar\n"},
+		"hostnameOverride has no domain": {spec: v1.PodSpec{Hostname: "h", Subdomain: "sub", HostnameOverride: ptr("override.example.host")},
+			want: managedHosts + "10.0.0.5\toverride.example.host\n"},
 		"host network": {spec: v1.PodSpec{HostNetwork: true, HostAliases: aliases},
 			want: "# Kubernetes-managed hosts file (host network).\n127.0.0.1 node\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\tbar\n"},
 	}

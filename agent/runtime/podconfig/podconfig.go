@@ -42,11 +42,9 @@ func ContainerLogPath(containerName string, restartCount int) string {
 // SandboxConfig is the runtime configuration of pod's sandbox:
 //   - metadata: name, namespace, UID, opts.Attempt;
 //   - hostname: empty for hostNetwork pods (they keep the node's; containerd
-//     1.6 refuses a hostname there), else spec.hostnameOverride, else
-//     spec.hostname, else the pod name cut to 63 characters (trailing "-"
-//     and "." trimmed); with setHostnameAsFQDN and a subdomain it is
-//     <hostname>.<subdomain>.<namespace>.svc.<clusterDomain>. The subdomain
-//     has no other use in the CRI (it only matters to /etc/hosts);
+//     1.6 refuses a hostname there), else PodHostnameAndDomain's hostname;
+//     with setHostnameAsFQDN and a domain it is <hostname>.<domain>. The
+//     domain has no other use in the CRI (it only matters to /etc/hosts);
 //   - log directory PodLogDir; DNS from DNSConfig;
 //   - port mappings of the regular and sidecar containers' ports that have a
 //     hostPort;
@@ -120,38 +118,79 @@ func SandboxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.PodSandboxConf
 	}, nil
 }
 
-// podHostname is the sandbox hostname (see SandboxConfig).
+// podHostname is the sandbox hostname (see SandboxConfig): the pod's
+// hostname, or with setHostnameAsFQDN and a domain <hostname>.<domain>,
+// at most maxFQDNLength characters.
 func podHostname(pod *v1.Pod, clusterDomain string) (string, error) {
 	if pod.Spec.HostNetwork {
 		return "", nil
 	}
-	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
-		return *o, nil
+	hostname, domain, err := PodHostnameAndDomain(pod, clusterDomain)
+	if err != nil {
+		return "", err
 	}
-	hostname := pod.Name
+	if fqdn := pod.Spec.SetHostnameAsFQDN; fqdn == nil || !*fqdn || domain == "" {
+		return hostname, nil
+	}
+	full := hostname + "." + domain
+	if len(full) > maxFQDNLength {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
+			full, maxFQDNLength, len(full))
+	}
+	return full, nil
+}
+
+// PodHostnameAndDomain is the pod's short hostname and its domain, as kubelet
+// derives them:
+//   - spec.hostnameOverride (a DNS subdomain, so it may contain dots) is the
+//     hostname as given, with no domain: the subdomain and the cluster
+//     domain do not apply;
+//   - else spec.hostname (a DNS label) or the pod name; the domain is
+//     <subdomain>.<namespace>.svc.<clusterDomain> when the pod has a
+//     subdomain and the node a cluster domain.
+//
+// A hostname longer than 63 characters is cut to 63 and trailing "-" and
+// "." trimmed.
+func PodHostnameAndDomain(pod *v1.Pod, clusterDomain string) (hostname, domain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if errs := validation.IsDNS1123Subdomain(*o); len(errs) > 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(errs, ";"))
+		}
+		hostname, err = truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
+	hostname = pod.Name
 	if h := pod.Spec.Hostname; h != "" {
 		if errs := validation.IsDNS1123Label(h); len(errs) > 0 {
-			return "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", h, strings.Join(errs, ";"))
+			return "", "", fmt.Errorf("pod Hostname %q is not a valid DNS label: %s", h, strings.Join(errs, ";"))
 		}
 		hostname = h
-	} else if len(hostname) > validation.DNS1123LabelMaxLength {
-		hostname = strings.TrimRight(hostname[:validation.DNS1123LabelMaxLength], "-.")
-		if hostname == "" {
-			return "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Name)
+	}
+	if hostname, err = truncateHostname(pod.Name, hostname); err != nil {
+		return "", "", err
+	}
+	if sub := pod.Spec.Subdomain; sub != "" {
+		if errs := validation.IsDNS1123Label(sub); len(errs) > 0 {
+			return "", "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", sub, strings.Join(errs, ";"))
+		}
+		if clusterDomain != "" {
+			domain = sub + "." + pod.Namespace + ".svc." + clusterDomain
 		}
 	}
-	if fqdn := pod.Spec.SetHostnameAsFQDN; fqdn != nil && *fqdn && pod.Spec.Subdomain != "" && clusterDomain != "" {
-		if errs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(errs) > 0 {
-			return "", fmt.Errorf("pod Subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(errs, ";"))
-		}
-		full := hostname + "." + pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
-		if len(full) > maxFQDNLength {
-			return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
-				full, maxFQDNLength, len(full))
-		}
-		hostname = full
+	return hostname, domain, nil
+}
+
+// truncateHostname cuts hostname to a DNS label's 63 characters, trailing
+// "-" and "." trimmed.
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= validation.DNS1123LabelMaxLength {
+		return hostname, nil
 	}
-	return hostname, nil
+	cut := strings.TrimRight(hostname[:validation.DNS1123LabelMaxLength], "-.")
+	if cut == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return cut, nil
 }
 
 // SysctlDotted converts a sysctl name written with "/" separators to the

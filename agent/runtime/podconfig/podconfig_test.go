@@ -142,10 +142,15 @@ func TestSandboxHostname(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		"pod name":                        {func(p *v1.Pod) {}, "cluster.local", "web", ""},
-		"host network has none":           {func(p *v1.Pod) { p.Spec.HostNetwork, p.Spec.Hostname = true, "h1" }, "cluster.local", "", ""},
-		"spec hostname":                   {func(p *v1.Pod) { p.Spec.Hostname = "h1" }, "cluster.local", "h1", ""},
-		"override wins":                   {func(p *v1.Pod) { p.Spec.Hostname, p.Spec.HostnameOverride = "h1", ptr("custom.name") }, "", "custom.name", ""},
+		"pod name":              {func(p *v1.Pod) {}, "cluster.local", "web", ""},
+		"host network has none": {func(p *v1.Pod) { p.Spec.HostNetwork, p.Spec.Hostname = true, "h1" }, "cluster.local", "", ""},
+		"spec hostname":         {func(p *v1.Pod) { p.Spec.Hostname = "h1" }, "cluster.local", "h1", ""},
+		"override wins":         {func(p *v1.Pod) { p.Spec.Hostname, p.Spec.HostnameOverride = "h1", ptr("custom.name") }, "", "custom.name", ""},
+		"override with subdomain has no domain": {func(p *v1.Pod) {
+			p.Spec.Subdomain, p.Spec.HostnameOverride = "sub", ptr("override-host")
+		}, "cluster.local", "override-host", ""},
+		"override cut and trimmed":        {func(p *v1.Pod) { p.Spec.HostnameOverride = ptr(strings.Repeat("a", 60) + ".b.cd") }, "", strings.Repeat("a", 60) + ".b", ""},
+		"override not a subdomain":        {func(p *v1.Pod) { p.Spec.HostnameOverride = ptr("Not-RFC1123") }, "", "", `pod HostnameOverride "Not-RFC1123" is not a valid DNS subdomain`},
 		"long pod name cut and trimmed":   {func(p *v1.Pod) { p.Name = long }, "", strings.Repeat("a", 61), ""},
 		"invalid hostname":                {func(p *v1.Pod) { p.Spec.Hostname = "Bad_Name" }, "", "", `pod Hostname "Bad_Name" is not a valid DNS label`},
 		"subdomain alone changes nothing": {func(p *v1.Pod) { p.Spec.Subdomain = "sub" }, "cluster.local", "web", ""},
