@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
+.PHONY: help build deps components generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -65,7 +65,17 @@ generate-check: ## regenerate the bpf objects and fail if bpf/ changes (reproduc
 		echo "generate-check: make generate changed bpf/ $$new"; exit 1; \
 	fi; echo "generate-check: bpf/ reproduced byte for byte"
 
-lint: ## gofmt, go vet, staticcheck
+# The feature gate table of kubelet v1.37.2 (agent/config/featuregates_table.go),
+# generated from the Kubernetes sources in the module cache (hack/featuregates).
+K8S_SRC := $(shell $(GO) env GOMODCACHE)/k8s.io/kubernetes@v1.37.2
+featuregates: ## regenerate agent/config/featuregates_table.go from kubernetes v1.37.2's sources (module cache; downloads the missing modules)
+	$(GO) run ./hack/featuregates
+
+featuregates-check: ## fail if agent/config/featuregates_table.go differs from the generator's output (skipped without the kubernetes sources)
+	@if [ -d "$(K8S_SRC)" ]; then $(GO) run ./hack/featuregates -check; \
+	else echo "featuregates-check: $(K8S_SRC) missing; skipped (go mod download k8s.io/kubernetes@v1.37.2 to check)"; fi
+
+lint: featuregates-check ## gofmt, go vet, staticcheck, the feature gate table
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./test/vm/...

@@ -96,7 +96,7 @@ func TestValidateFieldGroups(t *testing.T) {
 		"duration not a duration":      {"syncFrequency: often", []string{`syncFrequency: Invalid value: "often": wrong type or format`}},
 		"cpu cfs quota period":         {"cpuCFSQuotaPeriod: 2s", []string{`cpuCFSQuotaPeriod: Invalid value: "2s": must be between 1ms and 1s`}},
 		"lease duration":               {"nodeLeaseDurationSeconds: -40", []string{`nodeLeaseDurationSeconds: Invalid value: -40`}},
-		"shutdown grace":               {"shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s", []string{`shutdownGracePeriodCriticalPods: Invalid value: "20s": must not exceed shutdownGracePeriod`}},
+		"shutdown grace":               {"shutdownGracePeriod: 0s\nshutdownGracePeriodCriticalPods: 20s", []string{`shutdownGracePeriodCriticalPods: Invalid value: "20s": must not exceed shutdownGracePeriod`}},
 		"port out of range":            {"port: 70000", []string{`port: Invalid value: 70000`}},
 		"healthz port collides":        {"port: 10250\nhealthzPort: 10250", []string{`healthzPort: Invalid value: 10250: must differ from port`}},
 		"port wrong type":              {"port: http", []string{`port: Invalid value: "http": wrong type or format`}},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 
@@ -17,11 +18,23 @@ type Host struct {
 	// LocalIPs lists the addresses of the host's interfaces (for
 	// --node-ip); nil skips that check.
 	LocalIPs func() ([]net.IP, error)
+	// ProcSwaps reads /proc/swaps (nil content, no error when the file
+	// does not exist); nil skips the swap check.
+	ProcSwaps func() ([]byte, error)
+}
+
+// SwapOn tells from the content of /proc/swaps whether swap is on:
+// kubelet's rule, more than its header line.
+func SwapOn(procSwaps []byte) bool {
+	return len(bytes.Split(bytes.TrimSpace(procSwaps), []byte("\n"))) > 1
 }
 
 // CheckHost returns every reason cfg cannot run on this host: the systemd
 // cgroup driver (without systemd as PID 1; with it, not supported by
-// kernelet yet), and files the configuration names that are missing.
+// kernelet yet), files the configuration names that are missing, and swap
+// that is on (refused with failSwapOn, kubelet's check; without it too:
+// kernelet sets no swap limit on containers, so kubelet's NoSwap would not
+// hold).
 func CheckHost(cfg *Config, h Host) field.ErrorList {
 	kc := &cfg.Kubelet
 	var errs field.ErrorList
@@ -47,6 +60,25 @@ func CheckHost(cfg *Config, h Host) field.ErrorList {
 		if f.file != "" && !h.FileExists(f.file) {
 			errs = append(errs, field.Invalid(f.p, f.file, "file does not exist"))
 		}
+	}
+	return checkSwap(errs, kc.FailSwapOn == nil || *kc.FailSwapOn, h.ProcSwaps)
+}
+
+func checkSwap(errs field.ErrorList, failSwapOn bool, procSwaps func() ([]byte, error)) field.ErrorList {
+	if procSwaps == nil {
+		return errs
+	}
+	fp := field.NewPath("failSwapOn")
+	swaps, err := procSwaps()
+	switch {
+	case err != nil:
+		errs = append(errs, field.InternalError(fp, fmt.Errorf("failed to determine if swap is on: %w", err)))
+	case !SwapOn(swaps):
+	case failSwapOn:
+		errs = append(errs, field.Invalid(fp, true, "running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"))
+	default:
+		errs = append(errs, field.Invalid(fp, false,
+			"swap is on, and kernelet sets no swap limit on containers (kubelet's NoSwap, memory.swap.max 0): pods could swap; disable swap"))
 	}
 	return errs
 }

@@ -30,7 +30,14 @@ func Validate(cfg *Config) field.ErrorList {
 	errs = validateRuntimeAndSources(errs, kc)
 	errs = validatePodLimits(errs, kc)
 	errs = validateImagesAndLogs(errs, kc)
-	return validateClientRates(errs, kc)
+	errs = validateClientRates(errs, kc)
+	errs = validateUnimplemented(errs, kc)
+	errs, warnings := validateFeatureGates(errs, kc)
+	for _, w := range warnings {
+		w.File = cfg.File
+		cfg.Warnings = append(cfg.Warnings, w)
+	}
+	return errs
 }
 
 // validateEviction parses the eviction thresholds into cfg.Thresholds

@@ -163,3 +163,36 @@ func TestRunRefusesForeignNodeIP(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, errs, want)
 	}
 }
+
+// `kernelet config validate` on a file with every value kernelet refuses
+// for not doing it: each is named with its reason, and the file fails.
+func TestConfigValidateUnimplemented(t *testing.T) {
+	code, out, errs := run(t, "config", "validate", testdata+"unimplemented.yaml")
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		`cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager`,
+		`memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager`,
+		`topologyManagerPolicy: Invalid value: "best-effort": kernelet has no topology manager`,
+		`memorySwap.swapBehavior: Invalid value: "LimitedSwap": kernelet gives pods no swap`,
+		`shutdownGracePeriod: Invalid value: "30s": kernelet has no graceful node shutdown`,
+		`shutdownGracePeriodByPodPriority: Invalid value: 1: kernelet has no graceful node shutdown`,
+		`enableSystemLogQuery: Invalid value: true: kernelet has no node log query`,
+		`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "1m0s": kernelet's CrashLoopBackOff cap`,
+		`imagePullCredentialsVerificationPolicy: Invalid value: "AlwaysVerify": kernelet does not verify`,
+		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
+		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
+		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
+		`featureGates[MemoryQoS]: Invalid value: true: kernelet does not implement MemoryQoS (BETA, default true in kubelet v1.37.2)`,
+		`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true`,
+		`featureGates[WatchListClient]: Invalid value: false: kernelet keeps WatchListClient at its default, true`,
+	} {
+		if !strings.Contains(errs, testdata+"unimplemented.yaml: "+want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "15 invalid value(s)") {
+		t.Errorf("want exactly the 15 refusals above:\n%s", errs)
+	}
+}

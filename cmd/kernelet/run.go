@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -276,6 +277,13 @@ func hostFacts() config.Host {
 			return err == nil && st.Mode().IsRegular()
 		},
 		LocalIPs: nodeip.LocalIPs,
+		ProcSwaps: func() ([]byte, error) {
+			b, err := os.ReadFile("/proc/swaps")
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil // no swap support
+			}
+			return b, err
+		},
 	}
 }
 

@@ -61,6 +61,59 @@ func hugePages(r v1.ResourceRequirements) []string {
 	return out
 }
 
+// atomicWriterUser names the first field of a configMap, secret,
+// downwardAPI or projected volume that asks for its files to be owned by
+// a user (defaultUser, items[].user, serviceAccountToken.user; the
+// AtomicWriteVolumeUserFields fields), or "".
+func atomicWriterUser(s v1.VolumeSource) string {
+	keys := func(prefix string, items []v1.KeyToPath) string {
+		for j, it := range items {
+			if it.User != nil {
+				return fmt.Sprintf("%sitems[%d].user", prefix, j)
+			}
+		}
+		return ""
+	}
+	files := func(prefix string, items []v1.DownwardAPIVolumeFile) string {
+		for j, it := range items {
+			if it.User != nil {
+				return fmt.Sprintf("%sitems[%d].user", prefix, j)
+			}
+		}
+		return ""
+	}
+	switch {
+	case s.ConfigMap != nil && s.ConfigMap.DefaultUser != nil, s.Secret != nil && s.Secret.DefaultUser != nil,
+		s.DownwardAPI != nil && s.DownwardAPI.DefaultUser != nil, s.Projected != nil && s.Projected.DefaultUser != nil:
+		return volumeKind(v1.Volume{VolumeSource: s}) + ".defaultUser"
+	case s.ConfigMap != nil:
+		return keys("configMap.", s.ConfigMap.Items)
+	case s.Secret != nil:
+		return keys("secret.", s.Secret.Items)
+	case s.DownwardAPI != nil:
+		return files("downwardAPI.", s.DownwardAPI.Items)
+	case s.Projected != nil:
+		for j, src := range s.Projected.Sources {
+			p := fmt.Sprintf("projected.sources[%d].", j)
+			var f string
+			switch {
+			case src.ConfigMap != nil:
+				f = keys(p+"configMap.", src.ConfigMap.Items)
+			case src.Secret != nil:
+				f = keys(p+"secret.", src.Secret.Items)
+			case src.DownwardAPI != nil:
+				f = files(p+"downwardAPI.", src.DownwardAPI.Items)
+			case src.ServiceAccountToken != nil && src.ServiceAccountToken.User != nil:
+				f = p + "serviceAccountToken.user"
+			}
+			if f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
 // supportedFieldRefs are the downward-API fields an env var can name
 // (besides metadata.labels['k'] and metadata.annotations['k']).
 var supportedFieldRefs = map[string]bool{
@@ -88,11 +141,16 @@ func envFieldRef(path string) bool {
 //     with hostIPC;
 //   - volumes other than emptyDir, hostPath, configMap, secret,
 //     downwardAPI and projected (configMap, secret, downwardAPI,
-//     serviceAccountToken sources), and emptyDir on huge pages;
+//     serviceAccountToken sources), emptyDir on huge pages or with a mode,
+//     files owned by a user (defaultUser, items[].user);
 //   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
-//     recursiveReadOnly Enabled; volumeDevices;
-//     resource claims; procMount Unmasked; lifecycle.stopSignal.
+//     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
+//     resource claims; procMount Unmasked; lifecycle.stopSignal;
+//     HTTP/2 (h2c) and TLS gRPC probes;
+//   - status: extendedResourceClaimStatus and
+//     nodeAllocatableResourceClaimStatuses (resources from dynamic
+//     resource allocation, which the scheduler records there).
 func ValidatePodForRuntime(pod *v1.Pod) error {
 	var fields []UnsupportedField
 	add := func(path, format string, args ...any) {
@@ -130,10 +188,15 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	}
 	for i, v := range spec.Volumes {
 		p := fmt.Sprintf("spec.volumes[%d]", i)
+		if f := atomicWriterUser(v.VolumeSource); f != "" {
+			add(p+"."+f, "volume %q: files owned by a chosen user are not supported yet", v.Name)
+		}
 		switch {
 		case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumHugePages,
 			v.EmptyDir != nil && strings.HasPrefix(string(v.EmptyDir.Medium), string(v1.StorageMediumHugePagesPrefix)):
 			add(p, "volume %q: emptyDir on huge pages is not supported yet", v.Name)
+		case v.EmptyDir != nil && v.EmptyDir.Mode != nil:
+			add(p+".emptyDir.mode", "volume %q: the mode of an emptyDir is not supported yet", v.Name)
 		case v.Projected != nil:
 			for j, src := range v.Projected.Sources {
 				if src.ClusterTrustBundle != nil || src.PodCertificate != nil {
@@ -152,6 +215,12 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		for i := range set.list {
 			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i])...)
 		}
+	}
+	if pod.Status.ExtendedResourceClaimStatus != nil {
+		add("status.extendedResourceClaimStatus", "extended resources backed by dynamic resource allocation are not supported")
+	}
+	if len(pod.Status.NodeAllocatableResourceClaimStatuses) > 0 {
+		add("status.nodeAllocatableResourceClaimStatuses", "node resources allocated by dynamic resource allocation are not supported")
 	}
 	if len(fields) == 0 {
 		return nil
@@ -193,6 +262,21 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		p := fmt.Sprintf(".volumeMounts[%d]", i)
 		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
 			add(p, "volume mount %q: recursive read-only mounts are not supported by the runtime", m.Name)
+		}
+		if len(m.BindMountOptions) > 0 {
+			add(p+".bindMountOptions", "volume mount %q: bind mount options are not supported yet", m.Name)
+		}
+	}
+	for _, pr := range []struct {
+		path  string
+		probe *v1.Probe
+	}{{".livenessProbe", c.LivenessProbe}, {".readinessProbe", c.ReadinessProbe}, {".startupProbe", c.StartupProbe}} {
+		switch h := pr.probe; {
+		case h == nil:
+		case h.HTTPGet != nil && h.HTTPGet.Protocol != nil && *h.HTTPGet.Protocol == v1.HTTPProtocolHTTP2:
+			add(pr.path+".httpGet.protocol", "HTTP/2 (h2c) probes are not supported yet")
+		case h.GRPC != nil && h.GRPC.Mode != nil && *h.GRPC.Mode == v1.GRPCProbeModeTLS:
+			add(pr.path+".grpc.mode", "gRPC probes over TLS are not supported yet")
 		}
 	}
 	if len(c.VolumeDevices) > 0 {

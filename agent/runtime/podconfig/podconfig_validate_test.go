@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func TestValidatePodForRuntimeAcceptsWhatItRuns(t *testing.T) {
@@ -108,5 +109,80 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		if !strings.Contains(msg, s) {
 			t.Errorf("message lacks %q:\n%s", s, msg)
 		}
+	}
+}
+
+// The fields of v1.37 that kernelet does not act on, one pod each: the
+// field path and the reason.
+func TestValidatePodForRuntimeNewFields(t *testing.T) {
+	ctr := func(mod func(c *v1.Container)) *v1.Pod {
+		c := v1.Container{Name: "app", Image: "i"}
+		mod(&c)
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}
+	}
+	vol := func(src v1.VolumeSource) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v", VolumeSource: src}}, Containers: []v1.Container{{Name: "app", Image: "i"}}}}
+	}
+	uid := ptr(int64(1000))
+	h2c, h1 := ptr(v1.HTTPProtocolHTTP2), ptr(v1.HTTPProtocolHTTP1)
+	tls, plain := ptr(v1.GRPCProbeModeTLS), ptr(v1.GRPCProbeModePlaintext)
+	cases := map[string]struct {
+		pod  *v1.Pod
+		want string // "" when the pod is accepted
+	}{
+		"h2c liveness probe": {ctr(func(c *v1.Container) {
+			c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(80), Protocol: h2c}}}
+		}), "spec.containers[0].livenessProbe.httpGet.protocol: HTTP/2 (h2c) probes are not supported yet"},
+		"http1 probe": {ctr(func(c *v1.Container) {
+			c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(80), Protocol: h1}}}
+		}), ""},
+		"grpc tls startup probe": {ctr(func(c *v1.Container) {
+			c.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9000, Mode: tls}}}
+		}), "spec.containers[0].startupProbe.grpc.mode: gRPC probes over TLS are not supported yet"},
+		"grpc plaintext probe": {ctr(func(c *v1.Container) {
+			c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9000, Mode: plain}}}
+		}), ""},
+		"bind mount options": {ctr(func(c *v1.Container) {
+			c.VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v", BindMountOptions: []string{"noexec"}}}
+		}), `spec.containers[0].volumeMounts[0].bindMountOptions: volume mount "v": bind mount options are not supported yet`},
+		"emptyDir mode": {vol(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Mode: ptr(int32(0o700))}}),
+			`spec.volumes[0].emptyDir.mode: volume "v": the mode of an emptyDir is not supported yet`},
+		"configMap default user": {vol(v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{DefaultUser: uid}}),
+			`spec.volumes[0].configMap.defaultUser: volume "v": files owned by a chosen user are not supported yet`},
+		"secret item user": {vol(v1.VolumeSource{Secret: &v1.SecretVolumeSource{Items: []v1.KeyToPath{{Key: "a", Path: "a"}, {Key: "b", Path: "b", User: uid}}}}),
+			`spec.volumes[0].secret.items[1].user: volume "v": files owned by a chosen user are not supported yet`},
+		"downwardAPI item user": {vol(v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: []v1.DownwardAPIVolumeFile{{Path: "n", User: uid}}}}),
+			`spec.volumes[0].downwardAPI.items[0].user: volume "v": files owned by a chosen user are not supported yet`},
+		"projected token user": {vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{ConfigMap: &v1.ConfigMapProjection{}}, {ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "t", User: uid}}}}}),
+			`spec.volumes[0].projected.sources[1].serviceAccountToken.user: volume "v": files owned by a chosen user are not supported yet`},
+		"projected default user": {vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{DefaultUser: uid}}),
+			`spec.volumes[0].projected.defaultUser: volume "v": files owned by a chosen user are not supported yet`},
+		"projected without users": {vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+			{Secret: &v1.SecretProjection{Items: []v1.KeyToPath{{Key: "a", Path: "a"}}}}}}}), ""},
+		"extended resource claim": {&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "i"}}},
+			Status: v1.PodStatus{ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "gpu-claim"}}},
+			"status.extendedResourceClaimStatus: extended resources backed by dynamic resource allocation are not supported"},
+		"node allocatable claim": {&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "i"}}},
+			Status: v1.PodStatus{NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "cpu-claim"}}}},
+			"status.nodeAllocatableResourceClaimStatuses: node resources allocated by dynamic resource allocation are not supported"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := ValidatePodForRuntime(tc.pod)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("must be accepted: %v", err)
+				}
+				return
+			}
+			var ue *UnsupportedError
+			if !errors.As(err, &ue) || len(ue.Fields) != 1 {
+				t.Fatalf("want one unsupported field, got %v", err)
+			}
+			if got := ue.Fields[0].Path + ": " + ue.Fields[0].Reason; got != tc.want {
+				t.Errorf("got\n %s\nwant\n %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"errors"
+	"testing"
+)
+
+// Each field that asks for something kernelet lacks is refused by its
+// path with the reason; the defaults and kubelet's "off" values pass.
+func TestUnimplementedFields(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		want string // "" when the file must load
+	}{
+		"cpu manager static":        {"cpuManagerPolicy: static", `cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager (issue 27): only "none" is supported`},
+		"cpu manager none":          {"cpuManagerPolicy: none", ""},
+		"memory manager static":     {"memoryManagerPolicy: Static", `memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager (issue 27): only "None" is supported`},
+		"memory manager none":       {"memoryManagerPolicy: None", ""},
+		"topology manager":          {"topologyManagerPolicy: single-numa-node", `topologyManagerPolicy: Invalid value: "single-numa-node": kernelet has no topology manager (issue 27): only "none" is supported`},
+		"topology manager none":     {"topologyManagerPolicy: none", ""},
+		"limited swap":              {"memorySwap: {swapBehavior: LimitedSwap}", `memorySwap.swapBehavior: Invalid value: "LimitedSwap": kernelet gives pods no swap: only "NoSwap" (or unset) is supported`},
+		"no swap":                   {"memorySwap: {swapBehavior: NoSwap}", ""},
+		"shutdown grace period":     {"shutdownGracePeriod: 30s", `shutdownGracePeriod: Invalid value: "30s": kernelet has no graceful node shutdown: only 0 (off) is supported`},
+		"shutdown grace period off": {"shutdownGracePeriod: 0s", ""},
+		"shutdown by priority": {"shutdownGracePeriodByPodPriority: [{priority: 1000, shutdownGracePeriodSeconds: 20}]",
+			`shutdownGracePeriodByPodPriority: Invalid value: 1: kernelet has no graceful node shutdown: must be empty`},
+		"system log query":     {"enableSystemLogQuery: true", `enableSystemLogQuery: Invalid value: true: kernelet has no node log query: only false is supported`},
+		"system log query off": {"enableSystemLogQuery: false", ""},
+		"crash loop cap": {"crashLoopBackOff: {maxContainerRestartPeriod: 60s}",
+			`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "1m0s": kernelet's CrashLoopBackOff cap is kubelet's default, 300s: must be unset`},
+		"credential verification": {"imagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages",
+			`imagePullCredentialsVerificationPolicy: Invalid value: "NeverVerifyPreloadedImages": kernelet does not verify the pull credentials of images already on the node: only "NeverVerify" (or unset) is supported`},
+		"credential verification never":   {"imagePullCredentialsVerificationPolicy: NeverVerify", ""},
+		"fail swap on (checked at start)": {"failSwapOn: true", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("cfg.yaml", []byte(header+tc.yaml+"\n"))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("must load: %v", err)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || len(ce.Errs) != 1 {
+				t.Fatalf("want one validation error, got %v", err)
+			}
+			if got := ce.Errs[0].Error(); got != tc.want {
+				t.Errorf("error\n %s\nwant\n %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// The conformance kit's KubeletConfiguration (/work/shared/conformance
+// up.sh, as run against kubelet v1.33.13 and v1.37.2) keeps loading.
+func TestConformanceKitConfigLoads(t *testing.T) {
+	cfg, err := Load("testdata/conformance-kit.yaml")
+	if err != nil {
+		t.Fatalf("the conformance kit's config must load: %v", err)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("unexpected warnings: %v", cfg.Warnings)
+	}
+}
