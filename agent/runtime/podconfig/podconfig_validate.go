@@ -92,7 +92,10 @@ func envFieldRef(path string) bool {
 //   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; volumeDevices;
-//     resource claims; procMount Unmasked; lifecycle.stopSignal.
+//     resource claims; procMount Unmasked; lifecycle.stopSignal;
+//     restartPolicyRules with an action other than Restart
+//     (RestartAllContainers: kubelet's RestartAllContainersOnContainerExits
+//     is not implemented).
 func ValidatePodForRuntime(pod *v1.Pod) error {
 	var fields []UnsupportedField
 	add := func(path, format string, args ...any) {
@@ -211,6 +214,11 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	}
 	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
 		add(".lifecycle.stopSignal", "stop signals are not supported by the runtime")
+	}
+	for i, r := range c.RestartPolicyRules {
+		if r.Action != v1.ContainerRestartRuleActionRestart {
+			add(fmt.Sprintf(".restartPolicyRules[%d].action", i), "restart rule action %q is not supported yet (only %q)", r.Action, v1.ContainerRestartRuleActionRestart)
+		}
 	}
 	return fields
 }
