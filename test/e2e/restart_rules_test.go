@@ -130,8 +130,9 @@ func TestAgentRestartRules(t *testing.T) {
 		t.Errorf("always: last state %+v, want the exit 1", cs.LastTerminationState)
 	}
 
-	// The mismatch pod failed for good: by the time the others finished
-	// (a restart is at once after the first exit) it would have restarted.
+	// The mismatch pod failed for good (its pod policy Always is
+	// overridden): no restart count, and one container in the runtime, so
+	// none was started after the exit (the first restart comes at once).
 	mm := final["mismatch"]
 	if cs := appStatus(mm); cs.RestartCount != 0 || cs.State.Terminated.ExitCode != 1 {
 		t.Errorf("mismatch: restarts %d, state %+v; want no restart after exit 1", cs.RestartCount, cs.State)
