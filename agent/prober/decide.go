@@ -56,8 +56,10 @@ type Tick struct {
 	Started bool
 	// Deleting: the pod is being deleted.
 	Deleting bool
-	// NeverRestart: the pod's restart policy is Never.
-	NeverRestart bool
+	// Final: the container exited and is not to be restarted (its
+	// restartPolicyRules, its restartPolicy or the pod's say so,
+	// podutil.ContainerShouldRestart).
+	Final bool
 }
 
 // Step is what a worker does at a tick.
@@ -99,7 +101,7 @@ func (s *State) Next(k Kind, p *v1.Probe, t Tick) (step Step, reset bool, publis
 		return StepWait, reset, Unknown
 	}
 	if !t.Running {
-		if t.NeverRestart && t.Exited {
+		if t.Final && t.Exited {
 			return StepStop, reset, Unknown // it will not come back
 		}
 		return StepWait, reset, Unknown

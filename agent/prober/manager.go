@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // resultKey names one probe result: a container (by ID) and a kind.
@@ -36,6 +38,7 @@ type containerState struct {
 	id        string
 	running   bool
 	exited    bool // the container (id) terminated
+	final     bool // it terminated and is not to be restarted
 	startedAt time.Time
 }
 
@@ -94,13 +97,23 @@ func trimScheme(id string) string {
 // the spec.
 func (m *Manager) UpdatePod(pod *v1.Pod, st v1.PodStatus) {
 	ps := &podState{pod: pod, containers: map[string]containerState{}, podIP: st.PodIP}
+	specs := map[string]*v1.Container{}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			specs[list[i].Name] = &list[i]
+		}
+	}
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for _, cs := range list {
 			c := containerState{id: trimScheme(cs.ContainerID)}
 			if r := cs.State.Running; r != nil {
 				c.running, c.startedAt = true, r.StartedAt.Time
 			}
-			c.exited = cs.State.Terminated != nil
+			if t := cs.State.Terminated; t != nil {
+				c.exited = true
+				spec := specs[cs.Name]
+				c.final = spec != nil && !podutil.ContainerShouldRestart(spec, &pod.Spec, t.ExitCode)
+			}
 			ps.containers[cs.Name] = c
 		}
 	}
@@ -310,7 +323,7 @@ func (m *Manager) tick(k workerKey) (t Tick, pod *v1.Pod, podIP string, ok bool)
 	pod, podIP = ps.pod, ps.podIP
 	m.mu.Unlock()
 	t = Tick{ContainerID: cs.id, Running: cs.running, Exited: cs.exited, StartedAt: cs.startedAt, Now: m.clock.Now(),
-		Deleting: pod.DeletionTimestamp != nil, NeverRestart: pod.Spec.RestartPolicy == v1.RestartPolicyNever}
+		Deleting: pod.DeletionTimestamp != nil, Final: cs.final}
 	if cs.id != "" {
 		t.Started = m.Started(pod, k.container, cs.id)
 	}

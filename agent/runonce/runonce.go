@@ -75,7 +75,7 @@ func Wait(ctx context.Context, workers Workers, wanted []*v1.Pod, deadline time.
 			r, finished := Outcome(pod, recs[pod.UID].Status)
 			// A pod that is not restarted is expected to finish: running
 			// and ready is its result only when the time is up.
-			if r.Ready && pod.Spec.RestartPolicy != "" && pod.Spec.RestartPolicy != v1.RestartPolicyAlways {
+			if r.Ready && ExpectedToFinish(pod) {
 				finished = false
 			}
 			all = all && finished
@@ -95,6 +95,18 @@ func Wait(ctx context.Context, workers Workers, wanted []*v1.Pod, deadline time.
 		case <-tick.C:
 		}
 	}
+}
+
+// ExpectedToFinish tells whether pod is meant to finish rather than to
+// run: none of its regular containers has the restart policy Always (its
+// own restartPolicy, else the pod's; podutil.EffectiveRestartPolicy).
+func ExpectedToFinish(pod *v1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		if podutil.EffectiveRestartPolicy(&pod.Spec.Containers[i], &pod.Spec) == v1.ContainerRestartPolicyAlways {
+			return false
+		}
+	}
+	return true
 }
 
 // Outcome is pod's result from its status, and whether the pod is

@@ -43,3 +43,31 @@ func TestOutcome(t *testing.T) {
 		})
 	}
 }
+
+func TestExpectedToFinish(t *testing.T) {
+	always, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever
+	cases := map[string]struct {
+		pod    v1.RestartPolicy
+		policy []*v1.ContainerRestartPolicy // per container
+		want   bool
+	}{
+		"pod Always":                           {pod: v1.RestartPolicyAlways, policy: []*v1.ContainerRestartPolicy{nil}},
+		"pod unset (Always)":                   {pod: "", policy: []*v1.ContainerRestartPolicy{nil}},
+		"pod Never":                            {pod: v1.RestartPolicyNever, policy: []*v1.ContainerRestartPolicy{nil}, want: true},
+		"pod OnFailure":                        {pod: v1.RestartPolicyOnFailure, policy: []*v1.ContainerRestartPolicy{nil}, want: true},
+		"pod Never, one container Always":      {pod: v1.RestartPolicyNever, policy: []*v1.ContainerRestartPolicy{nil, &always}},
+		"pod Always, every container Never":    {pod: v1.RestartPolicyAlways, policy: []*v1.ContainerRestartPolicy{&never, &never}, want: true},
+		"pod Always, one container left as is": {pod: v1.RestartPolicyAlways, policy: []*v1.ContainerRestartPolicy{&never, nil}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: tc.pod}}
+			for _, p := range tc.policy {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "c", RestartPolicy: p})
+			}
+			if got := ExpectedToFinish(pod); got != tc.want {
+				t.Errorf("ExpectedToFinish = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

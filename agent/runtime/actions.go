@@ -8,6 +8,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // PodActions is what one sync of a pod must do, computed by
@@ -39,8 +40,10 @@ type PodActions struct {
 	// BackOff lists the containers a restart of which is held back by
 	// CrashLoopBackOff, by name.
 	BackOff map[string]Waiting
-	// InitFailed names the regular init container whose failure under
-	// restartPolicy Never fails the pod; nothing more is started.
+	// InitFailed names the regular init container whose failure is not
+	// to be restarted (podutil.ContainerShouldRestart: its rules, its
+	// restartPolicy, the pod's) and so fails the pod; nothing more is
+	// started.
 	InitFailed string
 	// RetryAt is when the earliest BackOff hold expires (zero: none): the
 	// pod's next sync is due then.
@@ -89,18 +92,24 @@ type BackoffChecker interface {
 //   - Sandbox: a new one (attempt one above the newest) when there is none,
 //     the newest is not ready, more than one is ready, or its network
 //     namespace (host or pod) no longer matches the pod; everything is
-//     killed first. Under restartPolicy Never a pod whose containers already
-//     ran gets no new sandbox.
+//     killed first. A pod whose containers already ran and none of whose
+//     regular containers may ever restart (podutil.MayRestart: restart
+//     policy Never, no Restart rule) gets no new sandbox.
 //   - Init containers in order: a sidecar (restartPolicy Always) is started
 //     when absent and restarted when it exited; a regular one is started
 //     when absent, waited for while running, passed when it succeeded and
-//     restarted when it failed — except under restartPolicy Never, where
-//     its failure fails the pod (InitFailed). App containers wait for every
+//     restarted when it failed and its restart decision says so
+//     (podutil.ContainerShouldRestart on its exit code: its
+//     restartPolicyRules, its restartPolicy, the pod's) — otherwise its
+//     failure fails the pod (InitFailed). App containers wait for every
 //     regular init container.
 //   - App containers: started when absent; restarted when they exited and
-//     the policy says so (Always: always; OnFailure: exit code ≠ 0; Never:
-//     never), after the CrashLoopBackOff delay; a running container whose
-//     hash changed is killed and started again.
+//     the same decision says so (first matching restartPolicyRule with
+//     action Restart; else the container's restartPolicy, else the pod's:
+//     Always: always; OnFailure: exit code ≠ 0; Never: never), after the
+//     CrashLoopBackOff delay; a running container whose hash changed is
+//     killed and started again. One that ran in an older sandbox and may
+//     never restart is not started in a new one.
 //   - Ephemeral containers that never ran (in any sandbox) are started
 //     in the running sandbox, even before initialization is done; they
 //     are never restarted and never keep a pod running.
@@ -117,7 +126,7 @@ func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff Backof
 		if sb != nil {
 			a.Attempt = sb.Attempt + 1
 		}
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && sb != nil && len(st.Containers) > 0 {
+		if sb != nil && len(st.Containers) > 0 && !anyMayRestart(pod) {
 			// Never restart containers that already ran: no new sandbox.
 			a.CreateSandbox = false
 			return a
@@ -165,13 +174,25 @@ func ephemeralToStart(pod *v1.Pod, st *PodStatus) []int {
 	return out
 }
 
+// anyMayRestart tells whether a regular container of pod may ever run
+// again after it ran (podutil.MayRestart).
+func anyMayRestart(pod *v1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		if podutil.MayRestart(&pod.Spec.Containers[i], &pod.Spec) {
+			return true
+		}
+	}
+	return false
+}
+
 // regularDone tells whether every regular container of pod ran (in any
-// sandbox) and none is to run again under the restart policy: Always
-// restarts everything; OnFailure spares those that succeeded.
+// sandbox) and none is to run again by its restart decision (Always
+// restarts everything; OnFailure spares those that succeeded; a rule may
+// restart a container whose policy is Never).
 func regularDone(pod *v1.Pod, st *PodStatus) bool {
 	for i := range pod.Spec.Containers {
 		c := st.FindContainer(pod.Spec.Containers[i].Name)
-		if c == nil || c.State != ContainerExited || shouldRestart(pod.Spec.RestartPolicy, c) {
+		if c == nil || c.State != ContainerExited || shouldRestart(pod, &pod.Spec.Containers[i], c) {
 			return false
 		}
 	}
@@ -229,15 +250,11 @@ func newest(cs []*ContainerStatus, name string) *ContainerStatus {
 	return nil
 }
 
-// shouldRestart applies the restart policy to an exited container.
-func shouldRestart(policy v1.RestartPolicy, c *ContainerStatus) bool {
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return c.ExitCode != 0
-	}
-	return true
+// shouldRestart tells whether exited container c, an instance of spec
+// container ctr of pod, is to run again: podutil.ContainerShouldRestart
+// on its exit code.
+func shouldRestart(pod *v1.Pod, ctr *v1.Container, c *ContainerStatus) bool {
+	return podutil.ContainerShouldRestart(ctr, &pod.Spec, c.ExitCode)
 }
 
 // computeContainers fills the init and app container actions, with
@@ -337,8 +354,8 @@ func (p *containerPlan) replaceStale(s *ContainerStatus, c *v1.Container, kind s
 // init containers) start in order, each waiting for the one before it to
 // have started, and restart whatever their exit; regular init containers
 // run one at a time until each succeeded. initDone: every regular init
-// container succeeded; failed: one failed under restartPolicy Never, the
-// pod has failed.
+// container succeeded; failed: one failed and is not to be restarted
+// (shouldRestart), the pod has failed.
 func (p *containerPlan) initContainers(appStarted bool) (initDone, failed bool) {
 	pod, a := p.pod, p.a
 	initDone = true
@@ -387,7 +404,7 @@ func (p *containerPlan) initContainers(appStarted bool) (initDone, failed bool) 
 			p.kill(s, KillReasonUnknown, fmt.Sprintf("Init container %s is in state %s, it will be restarted", ic.Name, s.State))
 			a.InitContainersToStart = append(a.InitContainersToStart, i)
 		default: // failed
-			if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			if !shouldRestart(pod, ic, s) {
 				// The pod has failed: it stops (sidecars, sandbox) and
 				// nothing more is started.
 				a.InitFailed = ic.Name
@@ -411,8 +428,10 @@ func (p *containerPlan) appContainers() {
 		s := newest(p.current, c.Name)
 		if s == nil {
 			// None in this sandbox: one that ran in an older sandbox and
-			// must not run again (OnFailure: it succeeded) is done.
-			if old := p.st.FindContainer(c.Name); old != nil && old.State == ContainerExited && !shouldRestart(pod.Spec.RestartPolicy, old) {
+			// must not run again (OnFailure: it succeeded) is done, and so
+			// is one still running there that may never restart (it is
+			// killed with its sandbox).
+			if old := p.st.FindContainer(c.Name); old != nil && ranForGood(pod, c, old) {
 				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, i)
@@ -420,10 +439,20 @@ func (p *containerPlan) appContainers() {
 			if start {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
-		} else if shouldRestart(pod.Spec.RestartPolicy, s) && p.restart(s) { // exited
+		} else if shouldRestart(pod, c, s) && p.restart(s) { // exited
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		}
 	}
+}
+
+// ranForGood tells whether old, the newest instance of spec container c
+// of pod (in an older sandbox), is not to run again: it exited and its
+// restart decision says so, or it started and c may never restart.
+func ranForGood(pod *v1.Pod, c *v1.Container, old *ContainerStatus) bool {
+	if old.State == ContainerExited {
+		return !shouldRestart(pod, c, old)
+	}
+	return !neverStarted(old) && !podutil.MayRestart(c, &pod.Spec)
 }
 
 // nextRestartCount is the restart count of the next instance of the

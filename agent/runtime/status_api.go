@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // StatusInputs are what ToAPIStatus needs besides the pod and its runtime
@@ -249,42 +250,54 @@ func initContainerDone(cs v1.ContainerStatus, sidecar bool) bool {
 	return cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 }
 
-// podPhase is kubelet's phase rule over the container statuses.
+// podPhase is kubelet's phase rule over the container statuses, with the
+// restart decision of each exited container (podutil.ContainerShouldRestart:
+// its restartPolicyRules, its restartPolicy, the pod's):
+//   - a regular init container that failed and is not to be restarted
+//     fails the pod; before initialization is done the pod is Pending;
+//   - then Pending while a container waits without having run, Running
+//     while one runs (a running sidecar counts);
+//   - all exited: Running while one of them is to be restarted,
+//     Succeeded when all succeeded, else Failed.
 func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.PodPhase {
-	policy := pod.Spec.RestartPolicy
+	spec := &pod.Spec
 	if !initDone {
 		for i, cs := range inits {
-			if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+			ic := &spec.InitContainers[i]
+			if qos.IsRestartableInit(ic) {
 				continue
 			}
-			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && policy == v1.RestartPolicyNever {
+			if t := lastExit(cs); t != nil && t.ExitCode != 0 && !podutil.ContainerShouldRestart(ic, spec, t.ExitCode) {
 				return v1.PodFailed
 			}
 		}
 		return v1.PodPending
 	}
-	var running, waiting, stopped, succeeded int
+	var running, waiting, stopped, final, succeeded int
 	// A running sidecar keeps the pod Running; exited sidecars do not
 	// count.
 	for i, cs := range inits {
-		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && cs.State.Running != nil {
+		if qos.IsRestartableInit(&spec.InitContainers[i]) && cs.State.Running != nil {
 			running++
 		}
 	}
-	for _, cs := range ctrs {
+	for i, cs := range ctrs {
 		switch {
 		case cs.State.Running != nil:
 			running++
-		case cs.State.Terminated != nil:
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil:
+			waiting++
+		default:
+			t := lastExit(cs)
+			if t == nil {
+				continue
+			}
 			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
+			if t.ExitCode == 0 && cs.State.Terminated != nil {
 				succeeded++
 			}
-		case cs.State.Waiting != nil:
-			if cs.LastTerminationState.Terminated != nil {
-				stopped++
-			} else {
-				waiting++
+			if !podutil.ContainerShouldRestart(&spec.Containers[i], spec, t.ExitCode) {
+				final++
 			}
 		}
 	}
@@ -295,14 +308,25 @@ func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.P
 		return v1.PodRunning
 	case stopped > 0:
 		switch {
-		case policy == v1.RestartPolicyAlways:
-			return v1.PodRunning
+		case final < stopped:
+			return v1.PodRunning // one of them restarts
 		case stopped == succeeded:
 			return v1.PodSucceeded
-		case policy == v1.RestartPolicyNever:
-			return v1.PodFailed
 		}
-		return v1.PodRunning
+		return v1.PodFailed
 	}
 	return v1.PodPending
+}
+
+// lastExit is the termination a container status reports: its state when
+// terminated, else (waiting to be restarted) its last state; nil when it
+// never exited.
+func lastExit(cs v1.ContainerStatus) *v1.ContainerStateTerminated {
+	if t := cs.State.Terminated; t != nil {
+		return t
+	}
+	if cs.State.Waiting != nil {
+		return cs.LastTerminationState.Terminated
+	}
+	return nil
 }

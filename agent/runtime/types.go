@@ -206,8 +206,9 @@ var (
 	// ErrPostStartHook: the postStart hook failed; the container was
 	// killed.
 	ErrPostStartHook = errors.New("postStart hook failed")
-	// ErrInitContainerFailed: a regular init container failed under
-	// restartPolicy Never: the pod has failed.
+	// ErrInitContainerFailed: a regular init container failed and is not
+	// to be restarted (its restartPolicyRules, its restartPolicy or the
+	// pod's say so): the pod has failed.
 	ErrInitContainerFailed = errors.New("init container failed")
 	// ErrNetworkNotReady: a pod that needs the pod network cannot get a
 	// sandbox while the runtime's network is not ready (kubelet's text).

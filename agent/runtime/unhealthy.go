@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Unhealthy is a running container that failed its liveness or startup
@@ -37,8 +39,11 @@ func ProbeKillMessage(probe, container string, restart bool) string {
 
 // KillUnhealthy adds to a the kills of the running containers of the
 // current sandbox that failed a probe (unhealthy, by container ID), with
-// the probe's grace, and their restart unless the restart policy is Never
-// (sidecars always restart). As kubelet's, the restart waits while the
+// the probe's grace, and their restart unless the restart policy that
+// applies is Never: the container's own restartPolicy, else the pod's
+// (podutil.EffectiveRestartPolicy; as kubelet's, its restartPolicyRules
+// are not consulted, there is no exit code to match; sidecars always
+// restart). As kubelet's, the restart waits while the
 // previous exited instance of the container is still in CrashLoopBackOff
 // (backoff at now; nil: no back-off): then the container is only killed
 // and a.BackOff says until when. It is pure (backoff is only read); a is
@@ -56,23 +61,24 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 			continue
 		}
 		idx, sidecar := -1, false
+		var spec *v1.Container
 		for i := range pod.Spec.Containers {
 			if pod.Spec.Containers[i].Name == c.Name {
-				idx = i
+				idx, spec = i, &pod.Spec.Containers[i]
 			}
 		}
 		if idx < 0 {
 			for i := range pod.Spec.InitContainers {
 				ic := &pod.Spec.InitContainers[i]
 				if ic.Name == c.Name && ic.RestartPolicy != nil && *ic.RestartPolicy == v1.ContainerRestartPolicyAlways {
-					idx, sidecar = i, true
+					idx, sidecar, spec = i, true, ic
 				}
 			}
 		}
 		if idx < 0 {
 			continue
 		}
-		restart := sidecar || pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		restart := sidecar || podutil.EffectiveRestartPolicy(spec, &pod.Spec) != v1.ContainerRestartPolicyNever
 		reason := KillReasonLivenessProbe
 		if u.Probe == "startup" {
 			reason = KillReasonStartupProbe

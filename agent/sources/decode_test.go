@@ -330,6 +330,37 @@ func TestValidate(t *testing.T) {
 			want: []string{"spec.hostnameOverride: Forbidden: may not be specified when hostNetwork is true"}},
 		"hostnameOverride too long": {pod: ok(func(p *v1.Pod) { o := strings.Repeat("a.", 32) + "a"; p.Spec.HostnameOverride = &o }),
 			want: []string{"spec.hostnameOverride: Too long: may not be more than 64 bytes"}},
+		"container restart policy and rules": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = new(v1.ContainerRestartPolicyNever)
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox", RestartPolicy: new(v1.ContainerRestartPolicyOnFailure)}}
+		})},
+		"rules without restart policy": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}), want: []string{"spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"}},
+		"bad container restart policy": {pod: ok(func(p *v1.Pod) {
+			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox", RestartPolicy: new(v1.ContainerRestartPolicy("Sometimes"))}}
+		}), want: []string{`spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"`}},
+		"bad restart rules": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = new(v1.ContainerRestartPolicyNever)
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{
+				{Action: "Reboot", ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: "Between", Values: make([]int32, 256)}},
+				{Action: v1.ContainerRestartRuleActionRestart},
+			}
+		}), want: []string{
+			`spec.containers[0].restartPolicyRules[0].action: Unsupported value: "Reboot": supported values: "Restart", "RestartAllContainers"`,
+			`spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: "Between": supported values: "In", "NotIn"`,
+			"spec.containers[0].restartPolicyRules[0].exitCodes.values: Too many: 256: must have at most 255 items",
+			"spec.containers[0].restartPolicyRules[1].exitCodes: Required value: must be specified"}},
+		"too many restart rules": {pod: ok(func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = new(v1.ContainerRestartPolicyNever)
+			for range 21 {
+				p.Spec.Containers[0].RestartPolicyRules = append(p.Spec.Containers[0].RestartPolicyRules, v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0}}})
+			}
+		}), want: []string{"spec.containers[0].restartPolicyRules: Too many: 21: must have at most 20 items"}},
 		"bad port": {pod: ok(func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 70000}} }),
 			want: []string{"spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive"}},
 		"request above limit": {pod: ok(func(p *v1.Pod) {

@@ -3,6 +3,7 @@ package sources
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,7 +25,8 @@ func validateMeta(pod *v1.Pod, meta *field.Path) field.ErrorList {
 }
 
 // validateSpecValues checks the pod-level numbers and enums, the volumes and
-// every container's ports, resources, pull policy and volume mounts.
+// every container's ports, resources, pull policy, volume mounts, restart
+// policy and restart rules.
 func validateSpecValues(spec *v1.PodSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
@@ -93,6 +95,61 @@ func validateHostnames(spec *v1.PodSpec, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// The container restart policies and rule actions and operators the API
+// server accepts (v1.37, ContainerRestartRules and
+// RestartAllContainersOnContainerExits on), in its sorted order.
+var (
+	containerRestartPolicies = []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways,
+		v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure}
+	restartRuleActions = []v1.ContainerRestartRuleAction{v1.ContainerRestartRuleActionRestart,
+		v1.ContainerRestartRuleActionRestartAllContainers}
+	restartRuleOperators = []v1.ContainerRestartRuleOnExitCodesOperator{v1.ContainerRestartRuleOnExitCodesOpIn,
+		v1.ContainerRestartRuleOnExitCodesOpNotIn}
+)
+
+// Bounds of restart rules (the API server's).
+const (
+	maxRestartRules     = 20
+	maxRestartExitCodes = 255
+)
+
+// validateRestartPolicy checks a container's restartPolicy and
+// restartPolicyRules as the API server does for init, sidecar and regular
+// containers: rules need a restartPolicy; at most 20 rules, each with an
+// action, exitCodes with an operator and at most 255 values. Whether
+// kernelet runs a valid rule is admission's question
+// (podconfig.ValidatePodForRuntime).
+func validateRestartPolicy(c *v1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.RestartPolicy == nil && len(c.RestartPolicyRules) > 0:
+		errs = append(errs, field.Required(p.Child("restartPolicy"), "must specify restartPolicy when restart rules are used"))
+	case c.RestartPolicy != nil && !slices.Contains(containerRestartPolicies, *c.RestartPolicy):
+		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, containerRestartPolicies))
+	}
+	rp := p.Child("restartPolicyRules")
+	if n := len(c.RestartPolicyRules); n > maxRestartRules {
+		errs = append(errs, field.TooMany(rp, n, maxRestartRules))
+	}
+	for i, r := range c.RestartPolicyRules {
+		ip := rp.Index(i)
+		if !slices.Contains(restartRuleActions, r.Action) {
+			errs = append(errs, field.NotSupported(ip.Child("action"), r.Action, restartRuleActions))
+		}
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(ip.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		if !slices.Contains(restartRuleOperators, r.ExitCodes.Operator) {
+			errs = append(errs, field.NotSupported(ip.Child("exitCodes", "operator"), r.ExitCodes.Operator, restartRuleOperators))
+		}
+		if n := len(r.ExitCodes.Values); n > maxRestartExitCodes {
+			errs = append(errs, field.TooMany(ip.Child("exitCodes", "values"), n, maxRestartExitCodes))
+		}
+	}
+	return errs
+}
+
 // validateVolumeNames checks that volume names are unique DNS-1123 labels and
 // returns the set of them.
 func validateVolumeNames(vols []v1.Volume, p *field.Path) (sets.Set[string], field.ErrorList) {
@@ -116,7 +173,7 @@ func validateVolumeNames(vols []v1.Volume, p *field.Path) (sets.Set[string], fie
 }
 
 // validateContainerValues checks one container's ports, resources, image pull
-// policy and volume mounts.
+// policy, volume mounts, restart policy and restart rules.
 func validateContainerValues(c *v1.Container, volumes sets.Set[string], p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, port := range c.Ports {
@@ -143,6 +200,7 @@ func validateContainerValues(c *v1.Container, volumes sets.Set[string], p *field
 			[]v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever}))
 	}
 	errs = append(errs, validateResources(c.Resources, p.Child("resources"))...)
+	errs = append(errs, validateRestartPolicy(c, p)...)
 	for i, m := range c.VolumeMounts {
 		mp := p.Child("volumeMounts").Index(i)
 		if !volumes.Has(m.Name) {

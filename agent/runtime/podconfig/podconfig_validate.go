@@ -147,7 +147,9 @@ func envFieldRef(path string) bool {
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
 //     resource claims; procMount Unmasked; lifecycle.stopSignal;
-//     HTTP/2 (h2c) and TLS gRPC probes;
+//     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
+//     other than Restart (RestartAllContainers: kubelet's
+//     RestartAllContainersOnContainerExits is not implemented);
 //   - status: extendedResourceClaimStatus and
 //     nodeAllocatableResourceClaimStatuses (resources from dynamic
 //     resource allocation, which the scheduler records there).
@@ -295,6 +297,11 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 	}
 	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
 		add(".lifecycle.stopSignal", "stop signals are not supported by the runtime")
+	}
+	for i, r := range c.RestartPolicyRules {
+		if r.Action != v1.ContainerRestartRuleActionRestart {
+			add(fmt.Sprintf(".restartPolicyRules[%d].action", i), "restart rule action %q is not supported yet (only %q)", r.Action, v1.ContainerRestartRuleActionRestart)
+		}
 	}
 	return fields
 }

@@ -15,6 +15,9 @@ func TestValidatePodForRuntimeAcceptsWhatItRuns(t *testing.T) {
 	for name, pod := range map[string]*v1.Pod{
 		"web pod":     webPod(),
 		"minimal pod": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}},
+		"container restart policy and rules": {Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever, Containers: []v1.Container{{Name: "c", Image: "i",
+			RestartPolicy: ptr(v1.ContainerRestartPolicyNever), RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}}},
 		"host namespaces with other sysctls": {Spec: v1.PodSpec{HostNetwork: true, HostIPC: true,
 			SecurityContext: &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "kernel.domainname", Value: "x"}}},
 			Containers:      []v1.Container{{Name: "c", Image: "i"}}}},
@@ -49,7 +52,11 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}},
 			{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
 		},
-		InitContainers: []v1.Container{{Name: "init", Image: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}}}},
+		InitContainers: []v1.Container{{Name: "init", Image: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}},
+			RestartPolicy: ptr(v1.ContainerRestartPolicyNever), RestartPolicyRules: []v1.ContainerRestartRule{
+				{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}},
+				{Action: v1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{2}}},
+			}}},
 		Containers: []v1.Container{{
 			Name: "app", Image: "i",
 			Env: []v1.EnvVar{
@@ -88,6 +95,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
 		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
+		"spec.initContainers[0].restartPolicyRules[1].action",
 		"spec.containers[0].env[1]", "spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
@@ -105,6 +113,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
 		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,
 		`spec.containers[0].env[2]: env "F": fieldRef "metadata.generateName" is not supported`,
+		`spec.initContainers[0].restartPolicyRules[1].action: restart rule action "RestartAllContainers" is not supported yet (only "Restart")`,
 	} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("message lacks %q:\n%s", s, msg)
