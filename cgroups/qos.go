@@ -80,9 +80,15 @@ type QoSConfig struct {
 	CPUCFSQuotaPeriod time.Duration
 	// PodPidsLimit is podPidsLimit: pids.max of each pod when > 0.
 	PodPidsLimit int64
-	// MemoryThrottlingFactor is memoryThrottlingFactor, in (0, 1] (kubelet
-	// default 0.9), for memory.high under Memory QoS.
+	// MemoryThrottlingFactor is memoryThrottlingFactor, in (0, 1], for
+	// memory.high under Memory QoS; 0 is kubelet's unset (nil, its v1.37
+	// default): no memory.high is computed.
 	MemoryThrottlingFactor float64
+	// TieredReservation is memoryReservationPolicy: TieredReservation:
+	// memory requests are protected — memory.min for Guaranteed,
+	// memory.low for Burstable (kubelet's default, None, protects
+	// nothing).
+	TieredReservation bool
 	// PageSize rounds memory.high down (os.Getpagesize() on the node).
 	PageSize int64
 }
@@ -94,8 +100,8 @@ func (c QoSConfig) Validate() error {
 		return fmt.Errorf("qos config: negative allocatable %+v", c.Allocatable)
 	case c.CPUCFSQuotaPeriod < time.Millisecond || c.CPUCFSQuotaPeriod > time.Second:
 		return fmt.Errorf("qos config: cpu cfs quota period %v outside [1ms, 1s]", c.CPUCFSQuotaPeriod)
-	case !(c.MemoryThrottlingFactor > 0 && c.MemoryThrottlingFactor <= 1):
-		return fmt.Errorf("qos config: memory throttling factor %v outside (0, 1]", c.MemoryThrottlingFactor)
+	case c.MemoryThrottlingFactor != 0 && !(c.MemoryThrottlingFactor > 0 && c.MemoryThrottlingFactor <= 1):
+		return fmt.Errorf("qos config: memory throttling factor %v outside (0, 1] (0: unset)", c.MemoryThrottlingFactor)
 	case c.PageSize <= 0 || c.PageSize&(c.PageSize-1) != 0:
 		return fmt.Errorf("qos config: page size %d is not a power of two", c.PageSize)
 	}
@@ -122,6 +128,10 @@ type PodResources struct {
 	// AllMemoryLimits is true when every container has a memory limit: only
 	// then does the pod get a memory limit.
 	AllMemoryLimits bool
+	// PodLevelResources is true when the pod sets pod-level cpu or memory
+	// requests or limits (spec.resources): only then does the pod cgroup
+	// get memory.high under Memory QoS.
+	PodLevelResources bool
 }
 
 // CgroupSettings are the desired values of one cgroup, independent of the cgroup
@@ -139,6 +149,8 @@ type CgroupSettings struct {
 	PidsLimit int64
 	// MemoryMin is memory.min in bytes (Memory QoS, cgroup v2 only).
 	MemoryMin int64
+	// MemoryLow is memory.low in bytes (Memory QoS, cgroup v2 only).
+	MemoryLow int64
 	// MemoryHigh is memory.high in bytes, or NoLimit (Memory QoS, cgroup
 	// v2 only).
 	MemoryHigh int64
@@ -164,6 +176,9 @@ func (s CgroupSettings) Validate() error {
 	}
 	if s.MemoryMin < 0 {
 		errs = append(errs, fmt.Errorf("memory.min %d is negative", s.MemoryMin))
+	}
+	if s.MemoryLow < 0 {
+		errs = append(errs, fmt.Errorf("memory.low %d is negative", s.MemoryLow))
 	}
 	if s.MemoryHigh != NoLimit && s.MemoryHigh <= 0 {
 		errs = append(errs, fmt.Errorf("memory.high %d: want > 0 or NoLimit", s.MemoryHigh))
@@ -234,11 +249,16 @@ func V2Limit(limit int64) string {
 // besteffort for the node and the pods it runs:
 //   - kubepods: shares from the allocatable cpu; memory limit = allocatable
 //     memory and pids limit = allocatable pids when allocatable is
-//     enforced; memory.min = the memory requests of all Guaranteed and
-//     Burstable pods (a parent must cover its children's protection).
+//     enforced;
 //   - burstable: shares from the sum of the Burstable pods' cpu requests
-//     (at least 2); memory.min = the sum of their memory requests.
-//   - besteffort: shares 2, nothing else.
+//     (at least 2);
+//   - besteffort: shares 2, nothing else;
+//   - Memory QoS with TieredReservation (kubelet's setMemoryQoS):
+//     kubepods memory.min = the memory requests of the Guaranteed and
+//     Burstable pods (a parent must cover its children's protection),
+//     kubepods memory.low and burstable memory.low = those of the
+//     Burstable pods. Without it every memory.min and memory.low is 0
+//     (kubelet resets them so that an earlier policy does not linger).
 //
 // None has a CFS quota or memory.high.
 func ComputeQoSSettings(c QoSConfig, pods []PodResources) QoSSettings {
@@ -268,12 +288,13 @@ func ComputeQoSSettings(c QoSConfig, pods []PodResources) QoSSettings {
 	if c.EnforceAllocatable && c.Allocatable.Pids > 0 {
 		kube.PidsLimit = c.Allocatable.Pids
 	}
-	kube.MemoryMin = guaranteedMem + burstableMem
-
 	burst := base
 	burst.CPUShares = CPUShares(burstableCPU)
-	burst.MemoryMin = burstableMem
-
+	if c.TieredReservation {
+		kube.MemoryMin = guaranteedMem + burstableMem
+		kube.MemoryLow = burstableMem
+		burst.MemoryLow = burstableMem
+	}
 	return QoSSettings{Kubepods: kube, Burstable: burst, BestEffort: base}
 }
 
@@ -282,8 +303,8 @@ func ComputeQoSSettings(c QoSConfig, pods []PodResources) QoSSettings {
 //   - a CFS quota from the cpu limits, only when every container has one;
 //   - a memory limit, only when every container has one;
 //   - pids.max = PodPidsLimit when > 0;
-//   - memory.min = the memory requests; memory.high (see
-//     ComputeMemoryQoS), never for Guaranteed pods.
+//   - Memory QoS (ComputePodMemoryQoS): memory.min or memory.low, and
+//     memory.high.
 func ComputePodSettings(c QoSConfig, p PodResources) CgroupSettings {
 	s := CgroupSettings{
 		CPUShares:   CPUShares(p.CPURequestMilli),
@@ -295,36 +316,51 @@ func ComputePodSettings(c QoSConfig, p PodResources) CgroupSettings {
 	if p.AllCPULimits {
 		s.CPUQuota = CPUQuota(p.CPULimitMilli, c.CPUCFSQuotaPeriod)
 	}
-	limit := NoLimit
 	if p.AllMemoryLimits && p.MemoryLimitBytes > 0 {
-		limit = p.MemoryLimitBytes
-		s.MemoryLimit = limit
+		s.MemoryLimit = p.MemoryLimitBytes
 	}
 	if c.PodPidsLimit > 0 {
 		s.PidsLimit = c.PodPidsLimit
 	}
-	s.MemoryMin, s.MemoryHigh = ComputeMemoryQoS(c, p.QOS, p.MemoryRequestBytes, limit)
+	s.MemoryMin, s.MemoryLow, s.MemoryHigh = ComputePodMemoryQoS(c, p)
 	return s
 }
 
-// ComputeMemoryQoS returns memory.min and memory.high for a pod or a
-// container with the given memory request and limit (NoLimit when not
-// every container has one): memory.min = request; memory.high =
-// MemoryHigh(request, limit or allocatable memory), left NoLimit for
-// Guaranteed and whenever it would not lie above memory.min.
-func ComputeMemoryQoS(c QoSConfig, class QOSClass, request, limit int64) (memoryMin, memoryHigh int64) {
-	memoryMin = max(request, 0)
-	if class == Guaranteed {
-		return memoryMin, NoLimit
+// ComputePodMemoryQoS returns memory.min, memory.low and memory.high of a
+// pod cgroup as kubelet v1.37 sets them under Memory QoS:
+//   - with TieredReservation and a memory request: memory.min = the
+//     request for a Guaranteed pod, memory.low = the request otherwise;
+//     without, both 0;
+//   - memory.high only for a pod with pod-level resources whose memory is
+//     limited (pod level or every container) and a throttling factor:
+//     PodMemoryHigh; else NoLimit.
+func ComputePodMemoryQoS(c QoSConfig, p PodResources) (memoryMin, memoryLow, memoryHigh int64) {
+	memoryHigh = NoLimit
+	if c.TieredReservation && p.MemoryRequestBytes > 0 {
+		if p.QOS == Guaranteed {
+			memoryMin = p.MemoryRequestBytes
+		} else {
+			memoryLow = p.MemoryRequestBytes
+		}
 	}
-	if limit == NoLimit || limit <= 0 {
-		limit = c.Allocatable.MemoryBytes
+	if p.PodLevelResources && p.AllMemoryLimits && c.MemoryThrottlingFactor > 0 {
+		memoryHigh = PodMemoryHigh(p.MemoryRequestBytes, p.MemoryLimitBytes, c.MemoryThrottlingFactor, c.PageSize)
 	}
-	high := MemoryHigh(memoryMin, limit, c.MemoryThrottlingFactor, c.PageSize)
-	if high <= memoryMin {
-		return memoryMin, NoLimit
+	return memoryMin, memoryLow, memoryHigh
+}
+
+// PodMemoryHigh is memory.high of a pod cgroup with the given memory
+// request and limit (kubelet's memoryHighForPod): NoLimit when the limit is
+// 0 or equals a non-zero request, else MemoryHigh when it lies above the
+// request, else NoLimit.
+func PodMemoryHigh(request, limit int64, factor float64, page int64) int64 {
+	if limit == 0 || (request == limit && request != 0) {
+		return NoLimit
 	}
-	return memoryMin, high
+	if h := MemoryHigh(request, limit, factor, page); h > 0 && h > request {
+		return h
+	}
+	return NoLimit
 }
 
 // KubepodsCgroup is the cgroup of all pods: <root>/kubepods.

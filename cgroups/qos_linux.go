@@ -95,7 +95,7 @@ func qosMountPath(mt *Mount) string {
 
 func memoryQoSAvailable(mem *Mount) (bool, error) {
 	if mem.Version != 2 {
-		return false, fmt.Errorf("%w: the memory controller is on cgroup v1 (%s); memory.min and memory.high need it on cgroup v2",
+		return false, fmt.Errorf("%w: the memory controller is on cgroup v1 (%s); memory.min, memory.low and memory.high need it on cgroup v2",
 			ErrMemoryQoSUnavailable, mem.Path)
 	}
 	var u unix.Utsname
@@ -110,7 +110,8 @@ func memoryQoSAvailable(mem *Mount) (bool, error) {
 // Root is the cgroup root the Manager works under.
 func (m *Manager) Root() string { return m.root }
 
-// MemoryQoS tells whether Ensure writes memory.min and memory.high. When
+// MemoryQoS tells whether Ensure writes memory.min, memory.low and
+// memory.high. When
 // Memory QoS was asked for but is unavailable, the error (wrapping
 // ErrMemoryQoSUnavailable) says why.
 func (m *Manager) MemoryQoS() (bool, error) { return m.memoryQoS, m.memoryQoSWhy }
@@ -215,7 +216,7 @@ func (m *Manager) ensure(ctx context.Context, cgroup string, s CgroupSettings) e
 	}
 	if m.memoryQoSWhy != nil {
 		m.warnOnce.Do(func() {
-			klog.FromContext(ctx).Info("Memory QoS is unavailable: memory.min and memory.high are not written", "reason", m.memoryQoSWhy.Error())
+			klog.FromContext(ctx).Info("Memory QoS is unavailable: memory.min, memory.low and memory.high are not written", "reason", m.memoryQoSWhy.Error())
 		})
 	}
 	if err := ctx.Err(); err != nil {
@@ -444,11 +445,8 @@ func (m *Manager) ensureV2(mt *Mount, cgroup string, s CgroupSettings) error {
 	}
 	if m.owner["memory"] == mt {
 		mem := &cgroup2.Memory{}
-		minV, highV := int64(0), NoLimit
-		if m.memoryQoS {
-			minV, highV = s.MemoryMin, s.MemoryHigh
-		}
-		mem.Min = &minV
+		minV, lowV, highV := memoryQoSValues(s, m.memoryQoS)
+		mem.Min, mem.Low = &minV, &lowV
 		if s.MemoryLimit == NoLimit {
 			maxFiles = append(maxFiles, "memory.max")
 		} else {
@@ -687,7 +685,7 @@ func (m *Manager) Read(ctx context.Context, cgroup string) (*CgroupState, error)
 }
 
 // Verify reads cgroup back and compares it with s as Ensure applies it
-// (memory.min and memory.high only with Memory QoS), allowing for the
+// (memory.min, memory.low and memory.high only with Memory QoS), allowing for the
 // kernel's rounding of byte values to a page. Differences come back as
 // one error wrapping ErrSettingsMismatch that names each file.
 func (m *Manager) Verify(ctx context.Context, cgroup string, s CgroupSettings) error {

@@ -40,11 +40,12 @@ type ManagerConfig struct {
 	// CgroupRoot is cgroupRoot: kubepods is created below it ("/" when
 	// empty). It must be an absolute, clean cgroup path.
 	CgroupRoot string
-	// MemoryQoS asks for memory.min and memory.high (cgroup v2 only). When
+	// MemoryQoS asks for memory.min, memory.low and memory.high (cgroup v2
+	// only). When
 	// the host cannot honour it, Manager.MemoryQoS says why and Ensure logs
 	// it once; the other settings are still written. When false and the
 	// memory controller is on v2, Ensure writes the kernel defaults
-	// (memory.min 0, memory.high max) so that values of an earlier run
+	// (memory.min 0, memory.low 0, memory.high max) so that values of an earlier run
 	// with Memory QoS do not linger.
 	MemoryQoS bool
 	// Observe, when set, is told how long each Ensure and Remove took, by
@@ -133,8 +134,8 @@ type qosFile struct {
 
 // qosFiles lists the files and values for settings s in a hierarchy of
 // the given version that owns the given controller. memoryQoS (v2 only)
-// selects memory.min/memory.high from s; without it they get the kernel
-// defaults.
+// selects memory.min, memory.low and memory.high from s; without it they
+// get the kernel defaults.
 func qosFiles(s CgroupSettings, version int, controller string, memoryQoS bool) []qosFile {
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
 	u64 := func(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -160,19 +161,26 @@ func qosFiles(s CgroupSettings, version int, controller string, memoryQoS bool) 
 			{name: "cpu.max", value: CPUMax(s.CPUQuota, s.CPUPeriod)},
 		}
 	case "memory":
-		minV, highV := int64(0), NoLimit
-		if memoryQoS {
-			minV, highV = s.MemoryMin, s.MemoryHigh
-		}
+		minV, lowV, highV := memoryQoSValues(s, memoryQoS)
 		return []qosFile{
 			{name: "memory.max", value: V2Limit(s.MemoryLimit), bytes: true},
 			{name: "memory.min", value: i64(minV), bytes: true},
+			{name: "memory.low", value: i64(lowV), bytes: true},
 			{name: "memory.high", value: V2Limit(highV), bytes: true},
 		}
 	case "pids":
 		return []qosFile{{name: "pids.max", value: V2Limit(s.PidsLimit)}}
 	}
 	return nil
+}
+
+// memoryQoSValues are memory.min, memory.low and memory.high as written:
+// those of s with Memory QoS, else the kernel defaults (0, 0, max).
+func memoryQoSValues(s CgroupSettings, memoryQoS bool) (minV, lowV, highV int64) {
+	if !memoryQoS {
+		return 0, 0, NoLimit
+	}
+	return s.MemoryMin, s.MemoryLow, s.MemoryHigh
 }
 
 // readBackMatches tells whether got, read from file f, is what writing

@@ -37,7 +37,7 @@ func TestReadBackMatches(t *testing.T) {
 
 func TestQoSFiles(t *testing.T) {
 	s := CgroupSettings{CPUShares: 512, CPUQuota: 100000, CPUPeriod: 100000, MemoryLimit: 128 * qosMiB, PidsLimit: NoLimit,
-		MemoryMin: 64 * qosMiB, MemoryHigh: 120 * qosMiB}
+		MemoryMin: 64 * qosMiB, MemoryLow: 32 * qosMiB, MemoryHigh: 120 * qosMiB}
 	render := func(fs []qosFile) string {
 		var b strings.Builder
 		for _, f := range fs {
@@ -56,8 +56,8 @@ func TestQoSFiles(t *testing.T) {
 		"v1 pids unlimited":        {1, "pids", false, "pids.max=max"},
 		"v1 other controller":      {1, "cpuset", false, ""},
 		"v2 cpu: weight of 512":    {2, "cpu", false, "cpu.weight=20 cpu.max=100000 100000"},
-		"v2 memory with QoS":       {2, "memory", true, "memory.max=134217728 memory.min=67108864 memory.high=125829120"},
-		"v2 memory without QoS":    {2, "memory", false, "memory.max=134217728 memory.min=0 memory.high=max"},
+		"v2 memory with QoS":       {2, "memory", true, "memory.max=134217728 memory.min=67108864 memory.low=33554432 memory.high=125829120"},
+		"v2 memory without QoS":    {2, "memory", false, "memory.max=134217728 memory.min=0 memory.low=0 memory.high=max"},
 		"v2 pids":                  {2, "pids", false, "pids.max=max"},
 		"v2 controller not served": {2, "io", false, ""},
 	}

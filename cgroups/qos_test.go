@@ -142,6 +142,12 @@ func testQoSConfig() QoSConfig {
 	}
 }
 
+// tiered is c with memoryReservationPolicy TieredReservation.
+func tiered(c QoSConfig) QoSConfig {
+	c.TieredReservation = true
+	return c
+}
+
 func TestComputeQoSSettings(t *testing.T) {
 	pods := []PodResources{
 		{UID: "g1", QOS: Guaranteed, CPURequestMilli: 1000, CPULimitMilli: 1000, MemoryRequestBytes: 256 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllCPULimits: true, AllMemoryLimits: true},
@@ -165,24 +171,35 @@ func TestComputeQoSSettings(t *testing.T) {
 				BestEffort: unl,
 			},
 		},
-		"one pod of each class": {
+		"one pod of each class, reservation policy None: no memory protection": {
 			cfg:  testQoSConfig(),
 			pods: pods,
 			want: QoSSettings{
-				// memory.min of kubepods covers Guaranteed + Burstable requests: 256+128+64 Mi.
+				Kubepods: with(unl, func(s *CgroupSettings) { s.CPUShares = 4096; s.MemoryLimit = 8 * qosGiB; s.PidsLimit = 4096 }),
+				// 500m + 250m = 750m → 768 shares.
+				Burstable:  with(unl, func(s *CgroupSettings) { s.CPUShares = 768 }),
+				BestEffort: unl,
+			},
+		},
+		"one pod of each class, TieredReservation": {
+			cfg:  tiered(testQoSConfig()),
+			pods: pods,
+			want: QoSSettings{
+				// memory.min of kubepods covers Guaranteed + Burstable requests:
+				// 256+128+64 Mi; memory.low the Burstable ones, 128+64 Mi.
 				Kubepods: with(unl, func(s *CgroupSettings) {
 					s.CPUShares = 4096
 					s.MemoryLimit = 8 * qosGiB
 					s.PidsLimit = 4096
 					s.MemoryMin = 448 * qosMiB
+					s.MemoryLow = 192 * qosMiB
 				}),
-				// 500m + 250m = 750m → 768 shares; 128+64 Mi.
-				Burstable:  with(unl, func(s *CgroupSettings) { s.CPUShares = 768; s.MemoryMin = 192 * qosMiB }),
+				Burstable:  with(unl, func(s *CgroupSettings) { s.CPUShares = 768; s.MemoryLow = 192 * qosMiB }),
 				BestEffort: unl,
 			},
 		},
 		"allocatable not enforced: no kubepods limits": {
-			cfg:  func() QoSConfig { c := testQoSConfig(); c.EnforceAllocatable = false; return c }(),
+			cfg:  func() QoSConfig { c := tiered(testQoSConfig()); c.EnforceAllocatable = false; return c }(),
 			pods: pods[:1],
 			want: QoSSettings{
 				Kubepods:   with(unl, func(s *CgroupSettings) { s.CPUShares = 4096; s.MemoryMin = 256 * qosMiB }),
@@ -204,7 +221,7 @@ func TestComputeQoSSettings(t *testing.T) {
 			},
 		},
 		"burstable requests below 2 shares keep the minimum": {
-			cfg:  testQoSConfig(),
+			cfg:  tiered(testQoSConfig()),
 			pods: []PodResources{{UID: "tiny", QOS: Burstable, CPURequestMilli: 1, MemoryRequestBytes: 1}},
 			want: QoSSettings{
 				Kubepods: with(unl, func(s *CgroupSettings) {
@@ -212,8 +229,9 @@ func TestComputeQoSSettings(t *testing.T) {
 					s.MemoryLimit = 8 * qosGiB
 					s.PidsLimit = 4096
 					s.MemoryMin = 1
+					s.MemoryLow = 1
 				}),
-				Burstable:  with(unl, func(s *CgroupSettings) { s.MemoryMin = 1 }),
+				Burstable:  with(unl, func(s *CgroupSettings) { s.MemoryLow = 1 }),
 				BestEffort: unl,
 			},
 		},
@@ -240,36 +258,60 @@ func TestComputePodSettings(t *testing.T) {
 		pod  PodResources
 		want CgroupSettings
 	}{
-		"Guaranteed 1 CPU 256Mi: quota, limit, memory.min, no memory.high": {
+		"Guaranteed 1 CPU 256Mi: quota, limit, no memory QoS under policy None": {
 			cfg: cfg,
+			pod: PodResources{QOS: Guaranteed, CPURequestMilli: 1000, CPULimitMilli: 1000, MemoryRequestBytes: 256 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllCPULimits: true, AllMemoryLimits: true},
+			want: CgroupSettings{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, MemoryLimit: 256 * qosMiB, PidsLimit: NoLimit,
+				MemoryHigh: NoLimit},
+		},
+		"Guaranteed under TieredReservation: memory.min = request": {
+			cfg: tiered(cfg),
 			pod: PodResources{QOS: Guaranteed, CPURequestMilli: 1000, CPULimitMilli: 1000, MemoryRequestBytes: 256 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllCPULimits: true, AllMemoryLimits: true},
 			want: CgroupSettings{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, MemoryLimit: 256 * qosMiB, PidsLimit: NoLimit,
 				MemoryMin: 256 * qosMiB, MemoryHigh: NoLimit},
 		},
-		"Burstable with every limit: memory.high between request and limit": {
-			cfg: cfg,
+		"Burstable under TieredReservation: memory.low = request; no pod-level resources, no memory.high": {
+			cfg: tiered(cfg),
 			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, CPULimitMilli: 1500, MemoryRequestBytes: 128 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllCPULimits: true, AllMemoryLimits: true},
 			want: CgroupSettings{CPUShares: 512, CPUQuota: 150000, CPUPeriod: 100000, MemoryLimit: 256 * qosMiB, PidsLimit: NoLimit,
-				MemoryMin: 128 * qosMiB, MemoryHigh: 255012864},
+				MemoryLow: 128 * qosMiB, MemoryHigh: NoLimit},
 		},
-		"Burstable where one container lacks limits: no quota, no memory limit, memory.high from allocatable": {
+		"Burstable with pod-level resources and a memory limit: memory.high between request and limit": {
 			cfg: cfg,
-			// 128Mi + 0.9·(8Gi − 128Mi) = 7744362905.6 B → 1890713 pages.
-			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, CPULimitMilli: 1000, MemoryRequestBytes: 128 * qosMiB, MemoryLimitBytes: 256 * qosMiB},
+			// 128Mi + 0.9·128Mi = 255013683.2 B → 62259 pages.
+			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, CPULimitMilli: 1500, MemoryRequestBytes: 128 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllCPULimits: true, AllMemoryLimits: true, PodLevelResources: true},
+			want: CgroupSettings{CPUShares: 512, CPUQuota: 150000, CPUPeriod: 100000, MemoryLimit: 256 * qosMiB, PidsLimit: NoLimit,
+				MemoryHigh: 255012864},
+		},
+		"pod-level resources without a memory limit: no memory.high (no allocatable fallback at pod level)": {
+			cfg: cfg,
+			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, MemoryRequestBytes: 128 * qosMiB, PodLevelResources: true},
 			want: CgroupSettings{CPUShares: 512, CPUQuota: NoLimit, CPUPeriod: 100000, MemoryLimit: NoLimit, PidsLimit: NoLimit,
-				MemoryMin: 128 * qosMiB, MemoryHigh: 7744360448},
+				MemoryHigh: NoLimit},
 		},
-		"Burstable whose memory limit equals its request: no memory.high": {
-			cfg: cfg,
-			pod: PodResources{QOS: Burstable, CPURequestMilli: 100, MemoryRequestBytes: 64 * qosMiB, MemoryLimitBytes: 64 * qosMiB, AllMemoryLimits: true},
-			want: CgroupSettings{CPUShares: 102, CPUQuota: NoLimit, CPUPeriod: 100000, MemoryLimit: 64 * qosMiB, PidsLimit: NoLimit,
+		"pod-level resources, no throttling factor (kubelet's default): no memory.high": {
+			cfg: func() QoSConfig { c := cfg; c.MemoryThrottlingFactor = 0; return c }(),
+			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, MemoryRequestBytes: 128 * qosMiB, MemoryLimitBytes: 256 * qosMiB, AllMemoryLimits: true, PodLevelResources: true},
+			want: CgroupSettings{CPUShares: 512, CPUQuota: NoLimit, CPUPeriod: 100000, MemoryLimit: 256 * qosMiB, PidsLimit: NoLimit,
+				MemoryHigh: NoLimit},
+		},
+		"Guaranteed pod-level resources: request equals limit, no memory.high": {
+			cfg: tiered(cfg),
+			pod: PodResources{QOS: Guaranteed, CPURequestMilli: 1000, CPULimitMilli: 1000, MemoryRequestBytes: 64 * qosMiB, MemoryLimitBytes: 64 * qosMiB, AllCPULimits: true, AllMemoryLimits: true, PodLevelResources: true},
+			want: CgroupSettings{CPUShares: 1024, CPUQuota: 100000, CPUPeriod: 100000, MemoryLimit: 64 * qosMiB, PidsLimit: NoLimit,
 				MemoryMin: 64 * qosMiB, MemoryHigh: NoLimit},
 		},
-		"BestEffort: minimum shares, memory.high at factor·allocatable": {
-			cfg: cfg,
+		"Burstable where one container lacks limits: no quota, no memory limit": {
+			cfg: tiered(cfg),
+			pod: PodResources{QOS: Burstable, CPURequestMilli: 500, CPULimitMilli: 1000, MemoryRequestBytes: 128 * qosMiB, MemoryLimitBytes: 256 * qosMiB},
+			want: CgroupSettings{CPUShares: 512, CPUQuota: NoLimit, CPUPeriod: 100000, MemoryLimit: NoLimit, PidsLimit: NoLimit,
+				MemoryLow: 128 * qosMiB, MemoryHigh: NoLimit},
+		},
+		"BestEffort: minimum shares, nothing protected": {
+			cfg: tiered(cfg),
 			pod: PodResources{QOS: BestEffort},
 			want: CgroupSettings{CPUShares: 2, CPUQuota: NoLimit, CPUPeriod: 100000, MemoryLimit: NoLimit, PidsLimit: NoLimit,
-				MemoryMin: 0, MemoryHigh: 7730937856},
+				MemoryHigh: NoLimit},
 		},
 		"podPidsLimit and a 50ms period": {
 			cfg: func() QoSConfig {
@@ -280,13 +322,13 @@ func TestComputePodSettings(t *testing.T) {
 			}(),
 			pod: PodResources{QOS: Guaranteed, CPURequestMilli: 250, CPULimitMilli: 250, MemoryRequestBytes: 32 * qosMiB, MemoryLimitBytes: 32 * qosMiB, AllCPULimits: true, AllMemoryLimits: true},
 			want: CgroupSettings{CPUShares: 256, CPUQuota: 12500, CPUPeriod: 50000, MemoryLimit: 32 * qosMiB, PidsLimit: 1024,
-				MemoryMin: 32 * qosMiB, MemoryHigh: NoLimit},
+				MemoryHigh: NoLimit},
 		},
 		"tiny cpu limit: quota raised to 1ms": {
 			cfg: cfg,
 			pod: PodResources{QOS: Burstable, CPURequestMilli: 1, CPULimitMilli: 5, AllCPULimits: true},
 			want: CgroupSettings{CPUShares: 2, CPUQuota: 1000, CPUPeriod: 100000, MemoryLimit: NoLimit, PidsLimit: NoLimit,
-				MemoryMin: 0, MemoryHigh: 7730937856},
+				MemoryHigh: NoLimit},
 		},
 	}
 	for name, tc := range cases {
@@ -302,25 +344,22 @@ func TestComputePodSettings(t *testing.T) {
 	}
 }
 
-func TestComputeMemoryQoSContainer(t *testing.T) {
-	cfg := testQoSConfig()
+func TestPodMemoryHigh(t *testing.T) {
 	cases := map[string]struct {
-		class          QOSClass
 		request, limit int64
-		wantMin        int64
-		wantHigh       int64
+		want           int64
 	}{
-		"Guaranteed container: min only":         {Guaranteed, 64 * qosMiB, 64 * qosMiB, 64 * qosMiB, NoLimit},
-		"Burstable container with a limit":       {Burstable, 128 * qosMiB, 256 * qosMiB, 128 * qosMiB, 255012864},
-		"Burstable container without a limit":    {Burstable, 128 * qosMiB, NoLimit, 128 * qosMiB, 7744360448},
-		"BestEffort container":                   {BestEffort, 0, NoLimit, 0, 7730937856},
-		"limit below request (invalid pod) → no": {Burstable, 256 * qosMiB, 128 * qosMiB, 256 * qosMiB, NoLimit},
+		"request and limit":                 {128 * qosMiB, 256 * qosMiB, 255012864},
+		"no request: factor of the limit":   {0, 256 * qosMiB, 241590272},
+		"no limit":                          {128 * qosMiB, 0, NoLimit},
+		"request equals limit":              {64 * qosMiB, 64 * qosMiB, NoLimit},
+		"limit below request (invalid pod)": {256 * qosMiB, 128 * qosMiB, NoLimit},
+		"rounds to the request: not above":  {4096, 4096 + 100, NoLimit},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			gotMin, gotHigh := ComputeMemoryQoS(cfg, tc.class, tc.request, tc.limit)
-			if gotMin != tc.wantMin || gotHigh != tc.wantHigh {
-				t.Errorf("got min %d high %d, want min %d high %d", gotMin, gotHigh, tc.wantMin, tc.wantHigh)
+			if got := PodMemoryHigh(tc.request, tc.limit, 0.9, 4096); got != tc.want {
+				t.Errorf("PodMemoryHigh(%d, %d) = %d, want %d", tc.request, tc.limit, got, tc.want)
 			}
 		})
 	}
@@ -360,6 +399,7 @@ func TestValidate(t *testing.T) {
 		"zero memory limit":           {func(s *CgroupSettings) { s.MemoryLimit = 0 }, "memory limit 0"},
 		"zero pids limit":             {func(s *CgroupSettings) { s.PidsLimit = 0 }, "pids limit 0"},
 		"negative memory.min":         {func(s *CgroupSettings) { s.MemoryMin = -1 }, "memory.min -1"},
+		"negative memory.low":         {func(s *CgroupSettings) { s.MemoryLow = -1 }, "memory.low -1"},
 		"zero memory.high":            {func(s *CgroupSettings) { s.MemoryHigh = 0 }, "memory.high 0"},
 	}
 	for name, tc := range settings {
@@ -376,7 +416,8 @@ func TestValidate(t *testing.T) {
 		"defaults are valid":    {func(*QoSConfig) {}, ""},
 		"period below 1ms":      {func(c *QoSConfig) { c.CPUCFSQuotaPeriod = time.Microsecond }, "period"},
 		"period above 1s":       {func(c *QoSConfig) { c.CPUCFSQuotaPeriod = 2 * time.Second }, "period"},
-		"factor 0":              {func(c *QoSConfig) { c.MemoryThrottlingFactor = 0 }, "factor"},
+		"factor 0 is unset":     {func(c *QoSConfig) { c.MemoryThrottlingFactor = 0 }, ""},
+		"negative factor":       {func(c *QoSConfig) { c.MemoryThrottlingFactor = -0.5 }, "factor"},
 		"factor above 1":        {func(c *QoSConfig) { c.MemoryThrottlingFactor = 1.5 }, "factor"},
 		"page size not a power": {func(c *QoSConfig) { c.PageSize = 3000 }, "page size"},
 		"page size missing":     {func(c *QoSConfig) { c.PageSize = 0 }, "page size"},

@@ -329,6 +329,7 @@ func PodResources(pod *v1.Pod) cgroups.PodResources {
 		MemoryLimitBytes:   lim.MemoryBytes,
 		AllCPULimits:       allLimits(pod, v1.ResourceCPU),
 		AllMemoryLimits:    allLimits(pod, v1.ResourceMemory),
+		PodLevelResources:  PodLevelSet(pod),
 	}
 	if p.CPULimitMilli != 0 {
 		p.CPULimitMilli += oh.CPUMilli

@@ -195,7 +195,8 @@ func TestPodResources(t *testing.T) {
 				MemoryRequestBytes: 184 * mi, MemoryLimitBytes: 248 * mi, AllMemoryLimits: true}},
 		"pod level limits declare all limits": {withPodLevel(pod(nil, ctr("a", "", "", "", "")), nil, res("2", "1Gi")),
 			cgroups.PodResources{QOS: cgroups.Guaranteed, CPURequestMilli: 2000, CPULimitMilli: 2000,
-				MemoryRequestBytes: 1024 * mi, MemoryLimitBytes: 1024 * mi, AllCPULimits: true, AllMemoryLimits: true}},
+				MemoryRequestBytes: 1024 * mi, MemoryLimitBytes: 1024 * mi, AllCPULimits: true, AllMemoryLimits: true,
+				PodLevelResources: true}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
