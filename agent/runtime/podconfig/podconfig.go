@@ -3,6 +3,7 @@ package podconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -420,7 +421,7 @@ func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResou
 //     the runtime may raise it — containerd's restrict_oom_score_adj, a
 //     kernel without CAP_SYS_RESOURCE — so the effective value is measured,
 //     not assumed); memory.oom.group=1 on cgroup v2 unless
-//     SingleProcessOOMKill;
+//     SingleProcessOOMKill; Memory QoS (ContainerMemoryQoS) in unified;
 //   - Linux security context: the container's settings over the pod's
 //     (runAsUser, runAsGroup, seccomp, AppArmor), supplementalGroups plus
 //     fsGroup, privileged, readOnlyRootFilesystem, capabilities add/drop,
@@ -483,6 +484,12 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
 	if opts.CgroupV2 && !opts.SingleProcessOOMKill {
 		r.Unified = map[string]string{"memory.oom.group": "1"}
+	}
+	if mq := ContainerMemoryQoS(pod, c, opts.MemoryQoS, opts.CgroupV2); len(mq) > 0 {
+		if r.Unified == nil {
+			r.Unified = map[string]string{}
+		}
+		maps.Copy(r.Unified, mq)
 	}
 	return r
 }

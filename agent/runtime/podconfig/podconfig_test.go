@@ -393,9 +393,20 @@ func TestContainerResources(t *testing.T) {
 		"quota disabled": {res: rr("", "", "250m", ""), opts: func(o *ContainerOptions) { o.DisableCPUCFSQuota = true },
 			want: &runtimeapi.LinuxContainerResources{CpuShares: 256, OomScoreAdj: 999}},
 		"cgroup v2 oom group": {res: rr("", "", "", ""), opts: func(o *ContainerOptions) { o.CgroupV2 = true },
-			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000, Unified: map[string]string{"memory.oom.group": "1"}}},
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000,
+				Unified: map[string]string{"memory.oom.group": "1", "memory.high": "max"}}},
 		"cgroup v2 single process oom kill": {res: rr("", "", "", ""), opts: func(o *ContainerOptions) { o.CgroupV2, o.SingleProcessOOMKill = true, true },
-			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000}},
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000, OomScoreAdj: 1000, Unified: map[string]string{"memory.high": "max"}}},
+		"cgroup v2 memory QoS beside the oom group": {res: rr("100m", "128Mi", "", "256Mi"), opts: func(o *ContainerOptions) {
+			o.CgroupV2 = true
+			o.MemoryQoS = MemoryQoSOptions{Enforce: true, ThrottlingFactor: 0.9, AllocatableMemory: 32 << 30, PageSize: 4096}
+		},
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, MemoryLimitInBytes: 256 << 20, OomScoreAdj: 985,
+				Unified: map[string]string{"memory.oom.group": "1", "memory.min": "0", "memory.low": "0", "memory.high": "255012864"}}},
+		"cgroup v1: no memory QoS even when asked": {res: rr("100m", "128Mi", "", "256Mi"), opts: func(o *ContainerOptions) {
+			o.MemoryQoS = MemoryQoSOptions{ThrottlingFactor: 0.9, AllocatableMemory: 32 << 30, PageSize: 4096}
+		},
+			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, MemoryLimitInBytes: 256 << 20, OomScoreAdj: 985}},
 		"unknown capacity": {res: rr("100m", "2Gi", "", ""), opts: func(o *ContainerOptions) { o.NodeMemoryCapacity = 0 },
 			want: &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuPeriod: 100000, OomScoreAdj: 999}},
 	}

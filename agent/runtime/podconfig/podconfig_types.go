@@ -125,6 +125,9 @@ type ContainerOptions struct {
 	// memory.oom.group=1 unless SingleProcessOOMKill.
 	CgroupV2             bool
 	SingleProcessOOMKill bool
+	// MemoryQoS shapes memory.min, memory.low and memory.high of the
+	// container (ContainerMemoryQoS).
+	MemoryQoS MemoryQoSOptions
 	// TerminationMessageHostPath is the host file, created by the caller
 	// under the pod's directory, mounted at the container's
 	// terminationMessagePath; "" mounts none.
