@@ -122,7 +122,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot, Observe: a.metrics.cgroups.Observe})
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot,
+		MemoryQoS: config.FeatureEnabled(kc, "MemoryQoS"), Observe: a.metrics.cgroups.Observe})
 	if err != nil {
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
@@ -133,6 +134,12 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		log.Info("Node addresses", "ips", nodeIPs, "from", from)
 	}
 	setup := podsetup.New(a.opts.Config, podsetup.NodeCapacity(ctx, h), h.Mode, nodeIPs, a.opts.RootDir)
+	if ok, why := cm.MemoryQoS(); !ok && setup.Sync.Container.MemoryQoS.Enforce {
+		// cgroup v2 but a kernel older than 5.9: containers get what
+		// the pod cgroups get, no Memory QoS.
+		log.Info("Memory QoS is not enforced", "reason", why)
+		setup.Sync.Container.MemoryQoS.Enforce = false
+	}
 	if _, err := cm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
 		return nil, env, fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
 	}

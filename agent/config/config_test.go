@@ -20,8 +20,9 @@ func TestLoadRealClusterConfig(t *testing.T) {
 	if kc.CgroupDriver != "systemd" || *kc.HealthzPort != 10248 || kc.EvictionPressureTransitionPeriod.Duration.String() != "5m0s" {
 		t.Errorf("file values not kept: driver=%s healthz=%d transition=%s", kc.CgroupDriver, *kc.HealthzPort, kc.EvictionPressureTransitionPeriod.Duration)
 	}
-	if kc.ContainerRuntimeEndpoint != DefaultContainerRuntimeEndpoint || *kc.MemoryThrottlingFactor != 0.9 {
-		t.Errorf("defaults not applied: endpoint=%q factor=%v", kc.ContainerRuntimeEndpoint, *kc.MemoryThrottlingFactor)
+	if kc.ContainerRuntimeEndpoint != DefaultContainerRuntimeEndpoint || kc.MemoryThrottlingFactor != nil || kc.MemoryReservationPolicy != "None" {
+		t.Errorf("defaults not applied: endpoint=%q factor=%v (kubelet v1.37: unset) reservation=%q",
+			kc.ContainerRuntimeEndpoint, kc.MemoryThrottlingFactor, kc.MemoryReservationPolicy)
 	}
 	// The file sets four hard thresholds (the default inodesFree for imagefs
 	// is dropped); enforceNodeAllocatable=[pods] mirrors memory.available.
@@ -121,7 +122,10 @@ func TestValidateFieldGroups(t *testing.T) {
 		"max pods":                     {"maxPods: -1", []string{`maxPods: Invalid value: -1`}},
 		"pod pids limit":               {"podPidsLimit: -2", []string{`podPidsLimit: Invalid value: -2`}},
 		"oom score adj":                {"oomScoreAdj: -1001", []string{`oomScoreAdj: Invalid value: -1001`}},
-		"memory throttling factor":     {"memoryThrottlingFactor: 1.5", []string{`memoryThrottlingFactor: Invalid value: 1.5`}},
+		"memory throttling factor":     {"memoryThrottlingFactor: 1.5", []string{`memoryThrottlingFactor: Invalid value: 1.5: must be greater than 0 and less than or equal to 1.0`}},
+		"memory throttling factor 0":   {"memoryThrottlingFactor: 0", []string{`memoryThrottlingFactor: Invalid value: 0: must be greater than 0 and less than or equal to 1.0`}},
+		"reservation policy":           {"memoryReservationPolicy: Strict", []string{`memoryReservationPolicy: Unsupported value: "Strict": supported values: "None", "TieredReservation"`}},
+		"tiered reservation":           {"memoryReservationPolicy: TieredReservation", []string{`memoryReservationPolicy: Invalid value: "TieredReservation": kernelet does not keep the QoS cgroups' memory.min and memory.low in step`}},
 		"image gc order":               {"imageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: 80", []string{`imageGCLowThresholdPercent: Invalid value: 80: must be less than imageGCHighThresholdPercent (70)`}},
 		"image gc range":               {"imageGCHighThresholdPercent: 101", []string{`imageGCHighThresholdPercent: Invalid value: 101`}},
 		"container log size":           {"containerLogMaxSize: big", []string{`containerLogMaxSize: Invalid value: "big"`}},

@@ -141,7 +141,9 @@ func defaultResources(kc *kubeletv1beta1.KubeletConfiguration) {
 	if kc.EnforceNodeAllocatable == nil {
 		kc.EnforceNodeAllocatable = []string{"pods"}
 	}
-	defaultPtr(&kc.MemoryThrottlingFactor, 0.9)
+	// kubelet v1.37 leaves memoryThrottlingFactor unset (nil: no
+	// memory.high) and memoryReservationPolicy None.
+	defaultValue(&kc.MemoryReservationPolicy, kubeletv1beta1.NoneMemoryReservationPolicy)
 }
 
 // defaultNetwork fills the pod network and DNS fields.

@@ -8,7 +8,8 @@ import (
 // validateUnimplemented refuses the KubeletConfiguration values that ask
 // for something kernelet does not do, naming the field: a node manager it
 // lacks, swap for pods, graceful node shutdown, the node log query, a
-// CrashLoopBackOff cap, verification of pull credentials. Their defaults
+// CrashLoopBackOff cap, verification of pull credentials, the
+// TieredReservation memory reservation policy. Their defaults
 // (and kubelet's "off" values) pass.
 func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
@@ -37,6 +38,10 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	if v := kc.CrashLoopBackOff.MaxContainerRestartPeriod; v != nil {
 		errs = append(errs, field.Invalid(p("crashLoopBackOff", "maxContainerRestartPeriod"), v.Duration.String(),
 			"kernelet's CrashLoopBackOff cap is kubelet's default, 300s: must be unset"))
+	}
+	if v := kc.MemoryReservationPolicy; v == kubeletv1beta1.TieredReservationMemoryReservationPolicy {
+		errs = append(errs, field.Invalid(p("memoryReservationPolicy"), v,
+			`kernelet does not keep the QoS cgroups' memory.min and memory.low in step with the pods it runs: only "None" (or unset) is supported`))
 	}
 	if v := kc.ImagePullCredentialsVerificationPolicy; v != "" && v != kubeletv1beta1.NeverVerify {
 		errs = append(errs, field.Invalid(p("imagePullCredentialsVerificationPolicy"), v,

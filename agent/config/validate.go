@@ -193,9 +193,7 @@ func validatePodLimits(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigura
 	if v := *kc.OOMScoreAdj; v < -1000 || v > 1000 {
 		errs = append(errs, field.Invalid(p("oomScoreAdj"), v, "must be between -1000 and 1000"))
 	}
-	if v := *kc.MemoryThrottlingFactor; v <= 0 || v > 1 {
-		errs = append(errs, field.Invalid(p("memoryThrottlingFactor"), v, "must be greater than 0 and at most 1"))
-	}
+	errs = validateMemoryQoS(errs, kc)
 	if kc.MaxOpenFiles <= 0 {
 		errs = append(errs, field.Invalid(p("maxOpenFiles"), kc.MaxOpenFiles, "must be greater than zero"))
 	}
@@ -387,4 +385,34 @@ func ParallelImagePulls(kc *kubeletv1beta1.KubeletConfiguration) int {
 		return int(*n)
 	}
 	return 0
+}
+
+// previousDefaultMemoryThrottlingFactor is kubelet's default before v1.37:
+// a config that still spells it out passes with the MemoryQoS gate off.
+const previousDefaultMemoryThrottlingFactor = 0.9
+
+// validateMemoryQoS checks memoryThrottlingFactor and
+// memoryReservationPolicy as kubelet v1.37.2 does, with its messages.
+func validateMemoryQoS(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
+	gate := FeatureEnabled(kc, "MemoryQoS")
+	if f := kc.MemoryThrottlingFactor; f != nil {
+		if !gate && *f != previousDefaultMemoryThrottlingFactor {
+			errs = append(errs, field.Invalid(p("memoryThrottlingFactor"), *f, "must not be set when MemoryQoS feature gate is disabled"))
+		}
+		if *f <= 0 || *f > 1.0 {
+			errs = append(errs, field.Invalid(p("memoryThrottlingFactor"), *f, "must be greater than 0 and less than or equal to 1.0"))
+		}
+	}
+	switch v := kc.MemoryReservationPolicy; v {
+	case kubeletv1beta1.NoneMemoryReservationPolicy:
+	case kubeletv1beta1.TieredReservationMemoryReservationPolicy:
+		if !gate {
+			errs = append(errs, field.Invalid(p("memoryReservationPolicy"), v, "requires MemoryQoS feature gate to be enabled"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p("memoryReservationPolicy"), v, []string{
+			string(kubeletv1beta1.NoneMemoryReservationPolicy), string(kubeletv1beta1.TieredReservationMemoryReservationPolicy)}))
+	}
+	return errs
 }

@@ -60,14 +60,24 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 	// allocatableMemory.available crossing and the kernel's OOM killer.
 	enforced := Allocatable(kc, nil, c)
 	qosCfg := cgroups.QoSConfig{
-		Allocatable:            cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes},
-		EnforceAllocatable:     slices.Contains(kc.EnforceNodeAllocatable, "pods"),
-		CPUCFSQuotaPeriod:      kc.CPUCFSQuotaPeriod.Duration,
-		MemoryThrottlingFactor: 0.9,
-		PageSize:               int64(os.Getpagesize()),
+		Allocatable:        cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes},
+		EnforceAllocatable: slices.Contains(kc.EnforceNodeAllocatable, "pods"),
+		CPUCFSQuotaPeriod:  kc.CPUCFSQuotaPeriod.Duration,
+		TieredReservation:  kc.MemoryReservationPolicy == kubeletv1beta1.TieredReservationMemoryReservationPolicy,
+		PageSize:           int64(os.Getpagesize()),
 	}
 	if kc.MemoryThrottlingFactor != nil {
 		qosCfg.MemoryThrottlingFactor = *kc.MemoryThrottlingFactor
+	}
+	// Memory QoS of containers, as kubelet: the gate on and cgroup v2;
+	// memory.high of a container without a limit is computed against
+	// capacity − reserved (kubelet's GetNodeAllocatableAbsolute).
+	memoryQoS := podconfig.MemoryQoSOptions{
+		Enforce:           config.FeatureEnabled(kc, "MemoryQoS") && mode == cgroups.Unified,
+		ThrottlingFactor:  qosCfg.MemoryThrottlingFactor,
+		TieredReservation: qosCfg.TieredReservation,
+		AllocatableMemory: enforced.MemoryBytes,
+		PageSize:          qosCfg.PageSize,
 	}
 	if kc.PodPidsLimit != nil && *kc.PodPidsLimit > 0 {
 		qosCfg.PodPidsLimit = *kc.PodPidsLimit
@@ -88,7 +98,8 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
 				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
 			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: mode == cgroups.Unified,
-			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill},
+			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill,
+			MemoryQoS:            memoryQoS},
 	}
 	if kc.ResolverConfig != nil {
 		sync.Sandbox.ResolvConf = *kc.ResolverConfig

@@ -61,3 +61,36 @@ func TestAllocatable(t *testing.T) {
 		})
 	}
 }
+
+// Memory QoS of containers is enforced on cgroup v2 only, with the
+// configured throttling factor (none by default, as kubelet v1.37) and
+// memory.high computed against capacity − reserved.
+func TestMemoryQoSOptions(t *testing.T) {
+	factor := 0.8
+	cases := map[string]struct {
+		mode        cgroups.Mode
+		factor      *float64
+		wantEnforce bool
+		wantFactor  float64
+	}{
+		"cgroup v2, default factor (unset)": {cgroups.Unified, nil, true, 0},
+		"cgroup v2, factor 0.8":             {cgroups.Unified, &factor, true, 0.8},
+		"hybrid: not enforced":              {cgroups.Hybrid, &factor, false, 0.8},
+		"cgroup v1: not enforced":           {cgroups.Legacy, nil, false, 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Kubelet.SystemReserved = map[string]string{"memory": "1Gi"}
+			cfg.Kubelet.MemoryThrottlingFactor = tc.factor
+			s := New(cfg, Capacity{MilliCPU: 4000, MemoryBytes: 8 << 30}, tc.mode, nil, t.TempDir())
+			mq := s.Sync.Container.MemoryQoS
+			if mq.Enforce != tc.wantEnforce || mq.ThrottlingFactor != tc.wantFactor || s.QoS.MemoryThrottlingFactor != tc.wantFactor {
+				t.Errorf("memory QoS %+v, QoS factor %v; want enforce %v factor %v", mq, s.QoS.MemoryThrottlingFactor, tc.wantEnforce, tc.wantFactor)
+			}
+			if mq.AllocatableMemory != 7<<30 || mq.PageSize <= 0 || mq.TieredReservation {
+				t.Errorf("memory QoS %+v: want allocatable 7Gi (capacity − reserved), a page size, policy None", mq)
+			}
+		})
+	}
+}

@@ -181,10 +181,11 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`enableSystemLogQuery: Invalid value: true: kernelet has no node log query`,
 		`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "1m0s": kernelet's CrashLoopBackOff cap`,
 		`imagePullCredentialsVerificationPolicy: Invalid value: "AlwaysVerify": kernelet does not verify`,
+		`memoryReservationPolicy: Invalid value: "TieredReservation": kernelet does not keep the QoS cgroups' memory.min and memory.low in step`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
 		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
-		`featureGates[MemoryQoS]: Invalid value: true: kernelet does not implement MemoryQoS (BETA, default true in kubelet v1.37.2)`,
+		`featureGates[KubeletCrashLoopBackOffMax]: Invalid value: true: kernelet does not implement KubeletCrashLoopBackOffMax (BETA, default true in kubelet v1.37.2)`,
 		`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true`,
 		`featureGates[WatchListClient]: Invalid value: false: kernelet keeps WatchListClient at its default, true`,
 	} {
@@ -192,7 +193,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
-	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "15 invalid value(s)") {
-		t.Errorf("want exactly the 15 refusals above:\n%s", errs)
+	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "16 invalid value(s)") {
+		t.Errorf("want exactly the 16 refusals above:\n%s", errs)
 	}
 }
