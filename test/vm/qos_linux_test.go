@@ -22,9 +22,12 @@ import (
 
 // TestQoSHierarchyV2 writes kernelet's QoS hierarchy with Memory QoS on a
 // real cgroup v2 kernel through cgroups.Manager: kubepods, burstable,
-// besteffort and one pod of each class under a test-owned cgroup root. It
-// reads every value back (cpu.weight, cpu.max, memory.max, memory.min,
-// memory.high, pids.max) against worked numbers, checks the controllers
+// besteffort and one pod of each class under a test-owned cgroup root, with
+// memoryThrottlingFactor 0.9 and the TieredReservation policy (kubelet
+// v1.37.2's pod and QoS level values; the burstable pod has pod-level
+// resources, so its cgroup gets memory.high). It reads every value back
+// (cpu.weight, cpu.max, memory.max, memory.min, memory.low, memory.high,
+// pids.max) against worked numbers, checks the controllers
 // are enabled in cgroup.subtree_control on the way down, that Remove
 // refuses (killing nothing) while a process is in a pod, and that removal
 // leaves nothing. The values are printed as qos.* facts for the host.
@@ -70,10 +73,11 @@ func TestQoSHierarchyV2(t *testing.T) {
 		CPUCFSQuotaPeriod:      100 * time.Millisecond,
 		PodPidsLimit:           128,
 		MemoryThrottlingFactor: 0.9,
+		TieredReservation:      true,
 		PageSize:               int64(os.Getpagesize()),
 	}
 	burstable := cgroups.PodResources{UID: "burstable", QOS: cgroups.Burstable, CPURequestMilli: 500, CPULimitMilli: 1000, AllCPULimits: true,
-		MemoryRequestBytes: 64 << 20, MemoryLimitBytes: 128 << 20, AllMemoryLimits: true}
+		MemoryRequestBytes: 64 << 20, MemoryLimitBytes: 128 << 20, AllMemoryLimits: true, PodLevelResources: true}
 	guaranteed := cgroups.PodResources{UID: "guaranteed", QOS: cgroups.Guaranteed, CPURequestMilli: 250, CPULimitMilli: 250, AllCPULimits: true,
 		MemoryRequestBytes: 32 << 20, MemoryLimitBytes: 32 << 20, AllMemoryLimits: true}
 	bestEffort := cgroups.PodResources{UID: "besteffort", QOS: cgroups.BestEffort}
@@ -97,27 +101,29 @@ func TestQoSHierarchyV2(t *testing.T) {
 	}
 
 	// Worked numbers: 2000m → 2048 shares → weight 79; 500m → 512 → 20;
-	// 250m → 256 → 10; memory.high of the burstable pod = 64Mi + 0.9·64Mi
-	// = 127506841.6 → 31129 pages; of the BestEffort pod 0.9·256Mi =
-	// 241591910.4 → 58982 pages; kubepods memory.min = 64Mi + 32Mi.
+	// 250m → 256 → 10; memory.high of the burstable pod (pod-level
+	// resources) = 64Mi + 0.9·64Mi = 127506841.6 → 31129 pages; kubepods
+	// memory.min = 64Mi + 32Mi (Burstable + Guaranteed requests), memory.low
+	// = 64Mi (Burstable), as burstable's memory.low; the Guaranteed pod's
+	// memory.min and the Burstable pod's memory.low are their requests.
 	want := map[string]map[string]string{
 		"kubepods": {"cpu.weight": "79", "cpu.max": "max 100000", "memory.max": "268435456",
-			"memory.min": "100663296", "memory.high": "max", "pids.max": "1024"},
+			"memory.min": "100663296", "memory.low": "67108864", "memory.high": "max", "pids.max": "1024"},
 		"burstable": {"cpu.weight": "20", "cpu.max": "max 100000", "memory.max": "max",
-			"memory.min": "67108864", "memory.high": "max", "pids.max": "max"},
+			"memory.min": "0", "memory.low": "67108864", "memory.high": "max", "pids.max": "max"},
 		"besteffort": {"cpu.weight": "1", "cpu.max": "max 100000", "memory.max": "max",
-			"memory.min": "0", "memory.high": "max", "pids.max": "max"},
+			"memory.min": "0", "memory.low": "0", "memory.high": "max", "pids.max": "max"},
 		"burstable-pod": {"cpu.weight": "20", "cpu.max": "100000 100000", "memory.max": "134217728",
-			"memory.min": "67108864", "memory.high": "127504384", "pids.max": "128"},
+			"memory.min": "0", "memory.low": "67108864", "memory.high": "127504384", "pids.max": "128"},
 		"guaranteed-pod": {"cpu.weight": "10", "cpu.max": "25000 100000", "memory.max": "33554432",
-			"memory.min": "33554432", "memory.high": "max", "pids.max": "128"},
+			"memory.min": "33554432", "memory.low": "0", "memory.high": "max", "pids.max": "128"},
 		"besteffort-pod": {"cpu.weight": "1", "cpu.max": "max 100000", "memory.max": "max",
-			"memory.min": "0", "memory.high": "241590272", "pids.max": "128"},
+			"memory.min": "0", "memory.low": "0", "memory.high": "max", "pids.max": "128"},
 	}
 	for name, files := range want {
 		dir := filepath.Join(cgroupRoot, cgs[name])
 		var got []string
-		for _, f := range []string{"cpu.weight", "cpu.max", "memory.max", "memory.min", "memory.high", "pids.max"} {
+		for _, f := range []string{"cpu.weight", "cpu.max", "memory.max", "memory.min", "memory.low", "memory.high", "pids.max"} {
 			v := strings.TrimSpace(readFile(t, filepath.Join(dir, f)))
 			if v != files[f] {
 				t.Errorf("%s: %s = %q, want %q", name, f, v, files[f])
@@ -156,8 +162,9 @@ func TestQoSHierarchyV2(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// With Memory QoS off, the pod's memory.min and memory.high go back to
-	// the kernel defaults (no lingering protection from an earlier run).
+	// With Memory QoS off, the pod's memory.min, memory.low and memory.high
+	// go back to the kernel defaults (no lingering protection from an
+	// earlier run).
 	off, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: root})
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +172,10 @@ func TestQoSHierarchyV2(t *testing.T) {
 	if _, _, err := off.EnsurePod(ctx, cfg, burstable); err != nil {
 		t.Fatal(err)
 	}
-	if mn, hi := strings.TrimSpace(readFile(t, filepath.Join(podDir, "memory.min"))), strings.TrimSpace(readFile(t, filepath.Join(podDir, "memory.high"))); mn != "0" || hi != "max" {
-		t.Errorf("Memory QoS off: memory.min %s memory.high %s, want 0 max", mn, hi)
+	mn, lo, hi := strings.TrimSpace(readFile(t, filepath.Join(podDir, "memory.min"))), strings.TrimSpace(readFile(t, filepath.Join(podDir, "memory.low"))),
+		strings.TrimSpace(readFile(t, filepath.Join(podDir, "memory.high")))
+	if mn != "0" || lo != "0" || hi != "max" {
+		t.Errorf("Memory QoS off: memory.min %s memory.low %s memory.high %s, want 0 0 max", mn, lo, hi)
 	}
 	if err := off.Verify(ctx, cgs["burstable-pod"], settings["burstable-pod"]); err != nil {
 		t.Errorf("Verify without Memory QoS: %v", err)
