@@ -19,6 +19,8 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
@@ -171,7 +173,19 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if err := os.WriteFile(termFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Memory QoS as the agent derives it on this host, with a throttling
+	// factor so that an enforced Memory QoS would send memory.high.
+	h, err := cgroups.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := config.Default()
+	factor := 0.9
+	kcfg.Kubelet.MemoryThrottlingFactor = &factor
+	memoryQoS := podsetup.New(kcfg, podsetup.Capacity{MilliCPU: 1000, MemoryBytes: capacity}, h.Mode, nil, t.TempDir()).Sync.Container.MemoryQoS
 	ctrCfg, err := podconfig.ContainerConfig(pod, c, podconfig.ContainerOptions{
+		MemoryQoS:                  memoryQoS,
+		CgroupV2:                   h.Mode == cgroups.Unified,
 		NodeMemoryCapacity:         capacity,
 		TerminationMessageHostPath: termFile,
 		HostIPs:                    []string{"127.0.0.1"},
@@ -228,6 +242,7 @@ func podConfigRun(t *testing.T, rs internalapi.RuntimeService, pod *v1.Pod, clas
 	if got := specValue(mem != nil, func() *int64 { return mem.Limit }); got != want.MemoryLimitInBytes {
 		t.Errorf("runtime spec memory limit = %d, want %d", got, want.MemoryLimitInBytes)
 	}
+	podConfigCheckMemoryQoS(t, h.Mode, want.Unified, spec.Linux.Resources.Unified)
 
 	// What the kernel applied.
 	procAdj := readProcInt(t, fmt.Sprintf("/proc/%d/oom_score_adj", info.Pid))
@@ -380,4 +395,29 @@ func podConfigRemoveCgroup(parent string) error {
 		return errors.New("cgroup dirs left: " + strings.Join(dirs, " "))
 	}
 	return nil
+}
+
+// podConfigCheckMemoryQoS checks the Memory QoS entries of the container's
+// OCI spec (linux.resources.unified): none at all unless the node runs
+// cgroup v2 (runc refuses unified entries on v1, and kubelet sends none
+// there), else the ones the CRI config asked for.
+func podConfigCheckMemoryQoS(t *testing.T, mode cgroups.Mode, requested, spec map[string]string) {
+	t.Helper()
+	keys := []string{"memory.min", "memory.low", "memory.high"}
+	if mode != cgroups.Unified {
+		for _, k := range keys {
+			if v, ok := requested[k]; ok {
+				t.Errorf("cgroup %v node: the CRI config asks for %s=%s", mode, k, v)
+			}
+			if v, ok := spec[k]; ok {
+				t.Errorf("cgroup %v node: the runtime spec has %s=%s", mode, k, v)
+			}
+		}
+		return
+	}
+	for _, k := range keys {
+		if spec[k] != requested[k] {
+			t.Errorf("runtime spec unified %s = %q, want %q", k, spec[k], requested[k])
+		}
+	}
 }
