@@ -5,7 +5,9 @@
 // v1 with one API, watches
 // memory.events, v1 oom_control and PSI triggers, and writes the QoS
 // hierarchy (kubepods, burstable, besteffort, pod cgroups) through
-// containerd/cgroups/v3; the writes can be timed (ManagerConfig.Observe, ManagerMetrics: kubelet's
+// containerd/cgroups/v3, with kubelet v1.37's Memory QoS on cgroup v2
+// (memory.min, memory.low, memory.high: ComputeQoSSettings,
+// ComputePodMemoryQoS); the writes can be timed (ManagerConfig.Observe, ManagerMetrics: kubelet's
 // kubelet_cgroup_manager_duration_seconds).
 //
 // Where the cgroup filesystems are mounted is discovered from

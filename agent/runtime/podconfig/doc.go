@@ -5,6 +5,8 @@
 //     sandbox's resolver configuration (podconfig_dns.go: DNSConfig,
 //     ParseResolvConf) and a container's environment with $(VAR)
 //     expansion (podconfig_env.go: ContainerEnv, Expand);
+//   - a container's Memory QoS entries of the CRI unified map as kubelet
+//     v1.37 sets them on cgroup v2 (memoryqos.go: ContainerMemoryQoS);
 //   - the labels and annotations kernelet puts on sandboxes and
 //     containers, the container spec hash, and their parsing back
 //     (labels.go);
