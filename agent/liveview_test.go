@@ -12,6 +12,7 @@ import (
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/grace"
 )
 
 // liveSyncer runs nothing: every sync says Running.
@@ -21,8 +22,10 @@ func (liveSyncer) SyncPod(context.Context, *v1.Pod) (podworkers.SyncResult, erro
 	return podworkers.SyncResult{Status: v1.PodStatus{Phase: v1.PodRunning}}, nil
 }
 func (liveSyncer) StopPod(context.Context, *v1.Pod) (v1.PodStatus, error) { return v1.PodStatus{}, nil }
-func (liveSyncer) KillPod(context.Context, *v1.Pod, *int64) error         { return nil }
-func (liveSyncer) CleanupPod(context.Context, *v1.Pod) error              { return nil }
+func (liveSyncer) KillPod(context.Context, *v1.Pod, *int64, *grace.Deadline) (*v1.PodStatus, error) {
+	return nil, nil
+}
+func (liveSyncer) CleanupPod(context.Context, *v1.Pod) error { return nil }
 
 // TestLivePublishers: an eviction and an OOMKilled termination reach the
 // live hub.

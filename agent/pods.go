@@ -34,6 +34,7 @@ import (
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/internal/grace"
 	"github.com/kernelet/kernelet/internal/podutil"
 	"github.com/kernelet/kernelet/status/events"
 	statuspods "github.com/kernelet/kernelet/status/pods"
@@ -506,15 +507,25 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 }
 
 // KillPod implements podworkers.Syncer: the pod's containers and sandboxes
-// stop within the grace and are removed, with the pod's cgroup and logs.
-func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
+// stop within the grace (and by deadline, which a shorter grace arriving
+// meanwhile brings forward) and are removed, with the pod's cgroup and
+// logs. The final status is read from the runtime between the stop and
+// the removal (none when the runtime held nothing of the pod).
+func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, deadline *grace.Deadline) (*v1.PodStatus, error) {
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := p.mgr.KillPod(ctx, pod, st, grace)
+	r := p.mgr.KillPodWithin(ctx, pod, st, gracePeriod, deadline)
 	p.recordEvents(pod, r.Events)
-	return r.Err()
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if r.Stopped == nil || len(st.Containers) == 0 && len(st.Sandboxes) == 0 {
+		return nil, nil
+	}
+	final := runtime.TerminalStatus(pod, runtime.ToAPIStatus(pod, r.Stopped, p.now(), runtime.StatusInputs{HostIPs: p.hostIPs}))
+	return &final, nil
 }
 
 // CleanupPod implements podworkers.Syncer: whatever KillPod left (a

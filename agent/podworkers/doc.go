@@ -1,8 +1,11 @@
 // Package podworkers runs one serialized worker per pod UID: it admits a
 // pod before its first sync, syncs it (again on every update, lifecycle
 // event, error back-off and sync period), and terminates it in two phases
-// (terminating: kill with grace; terminated: cleanup). Updates that arrive
-// while a sync runs coalesce into the next one. What a sync, kill or
+// (terminating: kill with grace, then the pod's final status; terminated:
+// cleanup). Updates that arrive while a sync runs coalesce into the next
+// one; a terminate or kill with a shorter grace than the termination
+// under way brings its deadline forward (grace.go: a grace period only
+// ever decreases, as kubelet's). What a sync, kill or
 // cleanup does is the Syncer's business; this package never talks to the
 // runtime itself.
 //

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kernelet/kernelet/internal/grace"
 )
 
 // UpdateType is what an update asks of a worker.
@@ -70,8 +72,11 @@ type Syncer interface {
 	// returns the final status.
 	StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error)
 	// KillPod stops the pod's containers and sandboxes within the grace
-	// (the terminating phase).
-	KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error
+	// (the terminating phase), and by deadline, which a later update with
+	// a shorter grace brings forward while the kill runs. It returns the
+	// pod's final status once its containers stopped (nil: the runtime
+	// held nothing of it).
+	KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, deadline *grace.Deadline) (*v1.PodStatus, error)
 	// CleanupPod removes what remains of a killed pod: cgroups, log
 	// directories, back-off state (the terminated phase).
 	CleanupPod(ctx context.Context, pod *v1.Pod) error

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kernelet/kernelet/internal/grace"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
 
@@ -47,6 +48,10 @@ type worker struct {
 	// restart is the pod to start again once this one has terminated: it
 	// was wanted again (same UID) while terminating.
 	restart *v1.Pod
+	// deadline and grace are the termination's, from the first terminate
+	// or kill on (requestGrace).
+	deadline *grace.Deadline
+	grace    int64
 }
 
 // New returns workers; nothing runs until the first Update.
@@ -107,6 +112,7 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			// asks for a restart afterwards.
 			w.restart = nil
 			w.rec.Terminating = true
+			ws.requestGrace(ctx, w, u)
 		}
 		if u.Type == SyncPod {
 			w.rec.Pod = u.Pod
@@ -140,6 +146,7 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			// agent was down): whatever the runtime holds of it stops, and
 			// OnTerminated confirms the deletion.
 			w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod, Terminating: true}, pending: &u, wake: make(chan struct{}, 1)}
+			ws.requestGrace(ctx, w, u)
 			ws.workers[uid] = w
 			ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
 		}
@@ -429,12 +436,23 @@ func withTransitionTimes(prev, next v1.PodStatus) v1.PodStatus {
 }
 
 // terminate kills the pod (retrying with back-off until it is done or ctx
-// ends), then cleans up, then retires the worker.
+// ends), reports its final status, then cleans up, then retires the
+// worker.
 func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	log := klog.FromContext(ctx)
 	ws.mu.Lock()
 	w.rec.Terminating = true
 	pod := w.rec.Pod
+	if w.deadline == nil {
+		ws.requestGrace(ctx, w, u)
+	}
+	deadline, override := w.deadline, u.GracePeriod
+	if GracePeriodOf(pod, override) > w.grace {
+		// A shorter grace came before the kill started (a kill replaced
+		// by a terminate, a second delete): the kill starts with it.
+		g := w.grace
+		override = &g
+	}
 	ws.mu.Unlock()
 	log.V(2).Info("Terminating pod", "update", u.Type)
 	if u.Type == KillPod {
@@ -444,8 +462,10 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		ws.mu.Unlock()
 	}
 	retry := ws.retry()
+	var final *v1.PodStatus
 	for fails := 1; ; fails++ {
-		err := ws.cfg.Syncer.KillPod(ctx, pod, u.GracePeriod)
+		var err error
+		final, err = ws.cfg.Syncer.KillPod(ctx, pod, override, deadline)
 		if err == nil {
 			break
 		}
@@ -458,6 +478,19 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 			return
 		case <-ws.clock.After(retry.Step()):
 		}
+	}
+	if final != nil {
+		// Its final status (containers terminated, a terminal phase), as
+		// kubelet reports it before the pod is deleted for good; a killed
+		// pod keeps its reason.
+		ws.mu.Lock()
+		st := finalStatus(w.rec.Status, *final)
+		if u.Type == KillPod {
+			st = killedStatus(st, u)
+		}
+		w.rec.Status = st
+		ws.statusChanged(pod, st)
+		ws.mu.Unlock()
 	}
 	if err := ws.cfg.Syncer.CleanupPod(ctx, pod); err != nil {
 		log.Error(err, "Cleanup of terminated pod failed")

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/internal/grace"
 )
 
 type call struct {
@@ -35,6 +37,15 @@ type fakeSyncer struct {
 	stopped chan types.UID
 	// killBlock, when set, holds KillPod until it is closed.
 	killBlock chan struct{}
+	// final is what KillPod returns as the pod's final status; kills
+	// records what each KillPod was given.
+	final *v1.PodStatus
+	kills []killArgs
+}
+
+type killArgs struct {
+	grace    *int64
+	deadline *grace.Deadline
 }
 
 func newFake() *fakeSyncer {
@@ -80,16 +91,23 @@ func (f *fakeSyncer) StopPod(_ context.Context, pod *v1.Pod) (v1.PodStatus, erro
 	return v1.PodStatus{Phase: f.phase}, nil
 }
 
-func (f *fakeSyncer) KillPod(_ context.Context, pod *v1.Pod, _ *int64) error {
+func (f *fakeSyncer) KillPod(_ context.Context, pod *v1.Pod, gp *int64, d *grace.Deadline) (*v1.PodStatus, error) {
 	f.record("kill", pod.UID)
-	f.killed <- pod.UID
 	f.mu.Lock()
-	block := f.killBlock
+	f.kills = append(f.kills, killArgs{gp, d})
+	block, final := f.killBlock, f.final
 	f.mu.Unlock()
+	f.killed <- pod.UID
 	if block != nil {
 		<-block
 	}
-	return nil
+	return final, nil
+}
+
+func (f *fakeSyncer) lastKill() killArgs {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.kills[len(f.kills)-1]
 }
 
 func (f *fakeSyncer) CleanupPod(_ context.Context, pod *v1.Pod) error {

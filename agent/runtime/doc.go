@@ -13,13 +13,16 @@
 //     the volume manager for the pod's volumes and starts init, sidecar,
 //     regular and ephemeral containers, running postStart hooks;
 //     manager_cgroups.go: the pod cgroup; kill.go: KillPod with preStop
-//     hooks, grace periods and sidecars stopped last; leftovers.go: the
-//     directories a kill cut short by a crash left behind);
+//     hooks, grace periods (KillPodWithin: bounded by a deadline a
+//     shorter grace brings forward, internal/grace) and sidecars stopped
+//     last; leftovers.go: the directories a kill cut short by a crash
+//     left behind);
 //   - image pulls per imagePullPolicy with kubelet's reasons, a bound on
 //     parallel pulls and pull secrets (images.go, pullsecrets.go), and the
 //     CrashLoopBackOff and image pull back-off (backoff.go);
 //   - the runtime's view of a pod and its API status (status.go:
 //     GetPodStatus; status_api.go: ToAPIStatus, ephemeralContainerStatuses;
+//     terminal.go: TerminalStatus, the final status of a terminated pod;
 //     termmsg.go: termination messages from the file or the log tail;
 //     runningpods.go: the kubelet API's /runningpods/);
 //   - the oom_score_adj containers really got (oomscore.go) and the

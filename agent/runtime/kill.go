@@ -22,6 +22,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/internal/grace"
 	"github.com/kernelet/kernelet/internal/httpget"
 )
 
@@ -57,11 +58,18 @@ func GracePeriod(pod *v1.Pod, c *ContainerStatus, override *int64) time.Duration
 	return time.Duration(max(*s, 0)) * time.Second
 }
 
-// stopTimeout is the StopContainer timeout for the grace left: whole
-// seconds rounded up, at least MinimumGracePeriod.
-func stopTimeout(left time.Duration) int64 {
-	s := int64((left + time.Second - 1) / time.Second)
-	return max(s, int64(MinimumGracePeriod/time.Second))
+// StopTimeout is the StopContainer timeout (seconds) for the grace left
+// of a container's kill: whole seconds rounded up, and at least
+// MinimumGracePeriod for SIGTERM to work (kubelet's minimum window) —
+// unless the caller overrode the pod's grace with less than that (as
+// given, 0 kills at once) and no shorter grace arrived since (shortened).
+func StopTimeout(left time.Duration, override *int64, shortened bool) int64 {
+	s := max(int64((left+time.Second-1)/time.Second), 0)
+	floor := int64(MinimumGracePeriod / time.Second)
+	if override != nil && !shortened {
+		floor = min(floor, max(*override, 0))
+	}
+	return max(s, floor)
 }
 
 // KillPod terminates the pod: the preStop hooks of its running containers
@@ -72,10 +80,27 @@ func stopTimeout(left time.Duration) int64 {
 // then the grace and preStop hooks recorded on the containers apply.
 // NotFound from the runtime counts as done.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, st *PodStatus, gracePeriodOverride *int64) *SyncResult {
+	return m.KillPodWithin(ctx, pod, st, gracePeriodOverride, nil)
+}
+
+// KillPodWithin is KillPod bounded by deadline too: when a shorter grace
+// period brings it forward while the kill runs, the preStop hooks still
+// running end there and the containers are stopped by then (at least
+// MinimumGracePeriod after it moved), also those already stopping. With
+// pod given, the result's Stopped is the pod's runtime status once its
+// containers stopped, before they are removed (its final status).
+func (m *Manager) KillPodWithin(ctx context.Context, pod *v1.Pod, st *PodStatus, gracePeriodOverride *int64, deadline *grace.Deadline) *SyncResult {
 	r := newResult()
 	log := klog.FromContext(ctx).WithValues("podUID", st.UID)
 	ctx = klog.NewContext(ctx, log)
-	m.stopPod(ctx, pod, st, gracePeriodOverride, r)
+	m.stopPod(ctx, pod, st, gracePeriodOverride, deadline, r)
+	if pod != nil {
+		if after, err := m.GetPodStatus(ctx, st.UID, st.Name, st.Namespace); err == nil {
+			r.Stopped = after
+		} else {
+			log.V(2).Info("No runtime status of the stopped pod for its final status", "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, c := range st.Containers {
 		wg.Add(1)
@@ -143,7 +168,7 @@ func killFailedMessage(steps []Step, ctxErr error) (string, bool) {
 // and logs stay for the status until KillPod removes them.
 func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, st *PodStatus) *SyncResult {
 	r := newResult()
-	m.stopPod(ctx, pod, st, nil, r)
+	m.stopPod(ctx, pod, st, nil, nil, r)
 	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
 	if m.vols != nil && r.Err() == nil {
 		// Nothing of the pod runs any more: its volumes go, as kubelet
@@ -174,8 +199,9 @@ func (m *Manager) removeCgroup(ctx context.Context, st *PodStatus) error {
 // every sandbox; nothing is removed. Regular containers stop in parallel
 // first; sidecars (restartPolicy Always init containers) keep serving them
 // and stop afterwards, one at a time in the reverse order of the spec,
-// each with the pod's grace left (TerminationOrder).
-func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, override *int64, r *SyncResult) {
+// each with the pod's grace left (TerminationOrder). All of them are
+// bounded by deadline (nil: none).
+func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, override *int64, deadline *grace.Deadline, r *SyncResult) {
 	kills := map[string]KillInfo{}
 	for _, c := range st.Containers {
 		if c.State == ContainerExited {
@@ -185,12 +211,12 @@ func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, overr
 	}
 	start := m.clock.Now()
 	regular, sidecars := TerminationOrder(pod, kills)
-	m.killContainers(ctx, pod, regular, override, r)
+	m.killContainers(ctx, pod, regular, override, deadline, r)
 	for _, id := range sidecars {
 		k := kills[id]
 		left := max(GracePeriod(pod, k.Container, override)-m.clock.Since(start), 0)
 		k.Grace = &left // its preStop hook and the stop share what is left
-		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, override, r)
+		m.killContainers(ctx, pod, map[string]KillInfo{id: k}, override, deadline, r)
 	}
 	for _, sb := range st.Sandboxes {
 		err := m.rs.StopPodSandbox(ctx, sb.ID)
@@ -202,26 +228,27 @@ func (m *Manager) stopPod(ctx context.Context, pod *v1.Pod, st *PodStatus, overr
 }
 
 // killContainers kills the containers in parallel: preStop hook, then
-// StopContainer with the grace left.
-func (m *Manager) killContainers(ctx context.Context, pod *v1.Pod, kills map[string]KillInfo, override *int64, r *SyncResult) {
+// StopContainer with the grace left, both bounded by deadline.
+func (m *Manager) killContainers(ctx context.Context, pod *v1.Pod, kills map[string]KillInfo, override *int64, deadline *grace.Deadline, r *SyncResult) {
 	var wg sync.WaitGroup
 	for id, k := range kills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := m.killContainer(ctx, pod, id, k, override, r)
+			err := m.killContainer(ctx, pod, id, k, override, deadline, r)
 			r.step(ActionKillContainer, k.Name+" "+id, err, k.Reason)
 		}()
 	}
 	wg.Wait()
 }
 
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k KillInfo, override *int64, r *SyncResult) error {
-	grace := GracePeriod(pod, k.Container, override)
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k KillInfo, override *int64, deadline *grace.Deadline, r *SyncResult) error {
+	gp := GracePeriod(pod, k.Container, override)
 	if k.Grace != nil {
-		grace = *k.Grace
+		gp = *k.Grace
 	}
 	start := m.clock.Now()
+	end := start.Add(gp)
 	msg := k.Message
 	if msg == "" {
 		msg = "Stopping container " + k.Name
@@ -245,24 +272,24 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 		preStop = k.Container.PreStop
 	}
 	running := k.Container == nil || k.Container.State == ContainerRunning
-	if preStop != nil && running && grace > 0 {
-		hctx, cancel := context.WithTimeout(ctx, grace)
+	if preStop != nil && running && deadline.Bound(end).After(start) {
+		hctx, cancel := grace.WithDeadline(ctx, m.clock, end, deadline)
 		host := "127.0.0.1"
 		if pod != nil && pod.Status.PodIP != "" {
 			host = pod.Status.PodIP
 		}
-		if hmsg, err := m.runHook(hctx, pod, id, spec, preStop, host, grace, func(reason, msg string) { r.warnFor(k.Name, reason, msg) }); err != nil {
+		if hmsg, err := m.runHook(hctx, pod, id, spec, preStop, host, gp, func(reason, msg string) { r.warnFor(k.Name, reason, msg) }); err != nil {
 			r.warnFor(k.Name, EventFailedPreStopHook, hmsg)
 		}
 		cancel()
 	}
-	// At least MinimumGracePeriod for SIGTERM to work, unless the caller
-	// overrides the grace (as kubelet: an override of 0 kills at once).
-	timeout := stopTimeout(grace - m.clock.Since(start))
-	if override != nil {
-		timeout = max(*override, 0)
+	bound := deadline.Bound(end)
+	shortened := bound.Before(end)
+	if shortened {
+		klog.FromContext(ctx).V(2).Info("Container stops within a shortened grace period", "container", k.Name, "containerID", id,
+			"gracePeriod", gp, "left", bound.Sub(m.clock.Now()))
 	}
-	err := m.rs.StopContainer(ctx, id, timeout)
+	err := m.stopContainer(ctx, id, StopTimeout(bound.Sub(m.clock.Now()), override, shortened), deadline)
 	if isNotFound(err) {
 		return nil
 	}
@@ -274,6 +301,45 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id string, k K
 			return fmt.Errorf("remove never-started container: %w", err)
 		}
 	}
+	return err
+}
+
+// stopContainer stops container id with timeout (seconds). When deadline
+// is brought forward before that timeout ends, a second StopContainer
+// with the time left to it (at least MinimumGracePeriod) cuts the wait
+// short: the runtime sends the stop signal once and kills when the
+// shorter timeout ends.
+func (m *Manager) stopContainer(ctx context.Context, id string, timeout int64, deadline *grace.Deadline) error {
+	if deadline == nil {
+		return m.rs.StopContainer(ctx, id, timeout)
+	}
+	stopEnd := m.clock.Now().Add(time.Duration(timeout) * time.Second)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			at, moved := deadline.At()
+			now := m.clock.Now()
+			if !at.IsZero() && at.Before(stopEnd) {
+				t := StopTimeout(at.Sub(now), nil, true)
+				if end := now.Add(time.Duration(t) * time.Second); end.Before(stopEnd) {
+					stopEnd = end
+					klog.FromContext(ctx).V(2).Info("Grace period shortened while the container stops", "containerID", id, "timeout", t)
+					if err := m.rs.StopContainer(ctx, id, t); err != nil && !isNotFound(err) {
+						klog.FromContext(ctx).V(2).Info("StopContainer with the shortened grace period failed", "containerID", id, "err", err)
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-moved:
+			}
+		}
+	})
+	err := m.rs.StopContainer(ctx, id, timeout)
+	close(done)
+	wg.Wait()
 	return err
 }
 

@@ -220,6 +220,9 @@ type SyncResult struct {
 	SandboxID string
 	// Started maps started container names to their IDs.
 	Started map[string]string
+	// Stopped is a killed pod's runtime status once its containers
+	// stopped, before their removal (KillPodWithin; nil when unknown).
+	Stopped *PodStatus
 	mu      sync.Mutex
 }
 
@@ -286,12 +289,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		if a.CreateSandbox {
 			r.normal(EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		m.stopPod(ctx, pod, st, nil, r)
+		m.stopPod(ctx, pod, st, nil, nil, r)
 		if r.Err() != nil {
 			return r
 		}
 	} else {
-		m.killContainers(ctx, pod, a.ContainersToKill, nil, r)
+		m.killContainers(ctx, pod, a.ContainersToKill, nil, nil, r)
 	}
 	if a.InitFailed != "" {
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
@@ -578,7 +581,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			r.warnFor(c.Name, EventFailedPostStartHook, "PostStartHook failed")
 			cs := &ContainerStatus{ID: id, Name: c.Name, State: ContainerRunning}
 			m.killContainers(ctx, pod, map[string]KillInfo{id: {Name: c.Name, Reason: EventFailedPostStartHook,
-				Message: "FailedPostStartHook", Container: cs}}, nil, r)
+				Message: "FailedPostStartHook", Container: cs}}, nil, nil, r)
 			return &Waiting{Reason: ReasonPostStartHookError, Message: msg}, fmt.Errorf("%w: %s", ErrPostStartHook, msg)
 		}
 	}

@@ -199,16 +199,36 @@ func TestGracePeriod(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := GracePeriod(tc.pod, tc.c, tc.override)
-			if got != tc.want || stopTimeout(got) != tc.stop {
-				t.Errorf("grace %v stop %d, want %v %d", got, stopTimeout(got), tc.want, tc.stop)
+			if got != tc.want || StopTimeout(got, nil, false) != tc.stop {
+				t.Errorf("grace %v stop %d, want %v %d", got, StopTimeout(got, nil, false), tc.want, tc.stop)
 			}
 		})
 	}
-	if s := stopTimeout(1500 * time.Millisecond); s != 2 {
-		t.Errorf("stopTimeout(1.5s) = %d", s)
-	}
-	if s := stopTimeout(7300 * time.Millisecond); s != 8 {
-		t.Errorf("stopTimeout(7.3s) = %d", s)
+}
+
+func TestStopTimeout(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	for name, tc := range map[string]struct {
+		left      time.Duration
+		override  *int64
+		shortened bool
+		want      int64
+	}{
+		"rounded up":                         {7300 * time.Millisecond, nil, false, 8},
+		"pod grace below the minimum":        {1500 * time.Millisecond, nil, false, 2},
+		"pod grace used up by the hook":      {-time.Second, nil, false, 2},
+		"override as given":                  {30 * time.Second, i(30), false, 30},
+		"override 0 kills at once":           {0, i(0), false, 0},
+		"override 1 below the minimum":       {time.Second, i(1), false, 1},
+		"override left after its hook":       {10 * time.Second, i(30), false, 10},
+		"override used up by its hook":       {0, i(30), false, 2},
+		"shortened: the time left":           {4200 * time.Millisecond, nil, true, 5},
+		"shortened past: the minimum window": {-3 * time.Second, nil, true, 2},
+		"shortened override 0: the minimum":  {0, i(0), true, 2},
+	} {
+		if got := StopTimeout(tc.left, tc.override, tc.shortened); got != tc.want {
+			t.Errorf("%s: StopTimeout(%v, %v, %v) = %d, want %d", name, tc.left, tc.override, tc.shortened, got, tc.want)
+		}
 	}
 }
 

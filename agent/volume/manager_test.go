@@ -103,8 +103,11 @@ func TestManagerSetUpTearDown(t *testing.T) {
 			t.Errorf("path of %s = %q, want %q", n, paths[n], p)
 		}
 	}
-	if info, err := os.Stat(paths["scratch"]); err != nil || info.Mode().Perm() != 0o777 {
-		t.Errorf("emptyDir mode = %v, %v", info.Mode(), err)
+	if info, err := os.Stat(paths["scratch"]); err != nil || info.Mode() != os.ModeDir|0o777 {
+		t.Errorf("emptyDir mode = %v, %v; want drwxrwxrwx", info.Mode(), err)
+	}
+	if info, err := os.Stat(paths["mem"]); err != nil || info.Mode() != os.ModeDir|os.ModeSticky|0o777 {
+		t.Errorf("memory emptyDir mode = %v, %v; want dtrwxrwxrwx (a tmpfs root's)", info.Mode(), err)
 	}
 	if _, ok := mnt.mounted[paths["mem"]]; !ok {
 		t.Error("memory emptyDir not on tmpfs")
@@ -214,7 +217,7 @@ func TestTokenFileOwnership(t *testing.T) {
 }
 
 // An emptyDir whose first set-up stopped after its directory was made
-// (the agent crashed, a mount failed) still gets emptyDirMode the next
+// (the agent crashed, a mount failed) still gets EmptyDirMode the next
 // time; one that was set up completely is left as the pod made it, and
 // TearDown leaves no ready marker behind.
 func TestEmptyDirSetUpAfterPartialFirstAttempt(t *testing.T) {
@@ -254,5 +257,19 @@ func TestEmptyDirSetUpAfterPartialFirstAttempt(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(filepath.Join(root, "pods", "uid1")); err != nil || len(entries) != 0 {
 		t.Errorf("pod dir after TearDown holds %v (%v), want nothing", entries, err)
+	}
+}
+
+func TestEmptyDirMode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		medium v1.StorageMedium
+		want   os.FileMode
+	}{
+		"disk":   {v1.StorageMediumDefault, 0o777},
+		"memory": {v1.StorageMediumMemory, os.ModeSticky | 0o777},
+	} {
+		if got := EmptyDirMode(tc.medium); got != tc.want {
+			t.Errorf("%s: EmptyDirMode = %v, want %v", name, got, tc.want)
+		}
 	}
 }

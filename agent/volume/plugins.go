@@ -29,9 +29,16 @@ func sourceKind(src *v1.VolumeSource) string {
 	return "unknown"
 }
 
-// emptyDirMode is the mode of an emptyDir: everyone may write (0777),
-// with the setgid bit when an fsGroup owns it.
-const emptyDirMode os.FileMode = 0o777
+// EmptyDirMode is the mode a new emptyDir of medium gets before its fsGroup
+// ownership (which adds the setgid bit), kubelet's: everyone may write
+// (0777), and a tmpfs keeps its root's sticky bit (1777: kubelet mounts
+// it without a mode option), as /tmp has it.
+func EmptyDirMode(medium v1.StorageMedium) os.FileMode {
+	if medium == v1.StorageMediumMemory {
+		return 0o777 | os.ModeSticky
+	}
+	return 0o777
+}
 
 // EmptyDirSize is the size of a memory-backed emptyDir: its sizeLimit,
 // bounded by the pod's memory limit and the node's allocatable memory
@@ -49,7 +56,7 @@ func EmptyDirSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource, nodeAllocatable int
 
 // setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory). Until
 // its set-up completed once (the ready marker, see readyMarker), it gets
-// emptyDirMode and, with an fsGroup, kubelet's volume ownership
+// EmptyDirMode and, with an fsGroup, kubelet's volume ownership
 // (fsGroupChangePolicy honoured), also when an earlier attempt failed
 // half-way; a ready one (the agent restarted) is left as the pod made it,
 // as kubelet leaves a ready one.
@@ -75,7 +82,7 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 	if !fresh {
 		return dir, nil
 	}
-	if err := os.Chmod(dir, emptyDirMode); err != nil {
+	if err := os.Chmod(dir, EmptyDirMode(src.Medium)); err != nil {
 		return "", err
 	}
 	if g := fsGroup(pod); g != nil {

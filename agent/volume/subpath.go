@@ -60,8 +60,9 @@ func (m *Manager) SubPathDir(uid types.UID, volume, container string, index int)
 }
 
 // SubPath implements the runtime's PodVolumes, as kubelet does: a missing
-// subPath is created as a directory (with the volume directory's mode),
-// one element at a time, never through a symlink out of the volume; the
+// subPath is created as a directory with the volume directory's mode
+// (setgid and sticky bits included, see ChmodBits; its group is the
+// volume's, an fsGroup's through the setgid bit), one element at a time, never through a symlink out of the volume; the
 // subPath is resolved (symlinks inside the volume are fine), must stay in
 // the volume, is opened element by element from the volume root with
 // O_NOFOLLOW (so a symlink swapped in since is refused), and the opened
@@ -89,7 +90,7 @@ func (m *Manager) SubPath(ctx context.Context, pod *v1.Pod, req podconfig.SubPat
 		if err != nil {
 			return fail(true, err)
 		}
-		if err := mkdirInside(root, req.SubPath, info.Mode().Perm()); err != nil {
+		if err := mkdirInside(root, req.SubPath, info.Mode()); err != nil {
 			return fail(true, err)
 		}
 	} else if err != nil {
@@ -148,6 +149,31 @@ func readDirNames(dir string, errs *[]error) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// The special mode bits as chmod(2) takes them (Go's os.FileMode keeps
+// them apart from the permission bits).
+const (
+	chmodSetuid = 0o4000
+	chmodSetgid = 0o2000
+	chmodSticky = 0o1000
+)
+
+// ChmodBits is mode as chmod(2) and mkdir(2) take it: the permission bits
+// with setuid, setgid and sticky, which os.FileMode holds elsewhere (a
+// plain uint32(mode) would drop them).
+func ChmodBits(mode os.FileMode) uint32 {
+	bits := uint32(mode.Perm())
+	if mode&os.ModeSetuid != 0 {
+		bits |= chmodSetuid
+	}
+	if mode&os.ModeSetgid != 0 {
+		bits |= chmodSetgid
+	}
+	if mode&os.ModeSticky != 0 {
+		bits |= chmodSticky
+	}
+	return bits
 }
 
 func within(root, p string) bool {

@@ -51,8 +51,9 @@ func openInside(root, path string) (int, error) {
 	return fd, nil
 }
 
-// mkdirInside creates the missing directories of root/sub with mode perm:
-// the existing part is resolved and must stay in root, then each missing
+// mkdirInside creates the missing directories of root/sub with mode perm
+// (its setuid, setgid and sticky bits too, whatever the umask): the
+// existing part is resolved and must stay in root, then each missing
 // element is made and entered relative to its parent's descriptor without
 // following symlinks.
 func mkdirInside(root, sub string, perm os.FileMode) error {
@@ -81,10 +82,11 @@ func mkdirInside(root, sub string, perm os.FileMode) error {
 		return err
 	}
 	defer func() { _ = unix.Close(fd) }()
+	bits := ChmodBits(perm)
 	cur := resolved
 	for _, el := range missing {
 		cur = filepath.Join(cur, el)
-		if err := unix.Mkdirat(fd, el, uint32(perm)); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := unix.Mkdirat(fd, el, bits); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("mkdir %s: %w", cur, err)
 		}
 		child, err := unix.Openat(fd, el, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -93,7 +95,7 @@ func mkdirInside(root, sub string, perm os.FileMode) error {
 		}
 		_ = unix.Close(fd)
 		fd = child
-		if err := unix.Fchmod(fd, uint32(perm)); err != nil { // past the umask
+		if err := unix.Fchmod(fd, bits); err != nil { // past the umask
 			return fmt.Errorf("chmod %s: %w", cur, err)
 		}
 	}

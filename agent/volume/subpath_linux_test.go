@@ -77,6 +77,17 @@ func TestMkdirInside(t *testing.T) {
 	if info, err := os.Stat(filepath.Join(vol, "a", "b")); err != nil || !info.IsDir() || info.Mode().Perm() != 0o777 {
 		t.Errorf("made a/b: %v %v", info, err)
 	}
+	// The volume root's setgid and sticky bits go to the new directories
+	// too, whatever the umask.
+	special := os.ModeSetgid | os.ModeSticky | 0o777
+	if err := mkdirInside(vol, "c/d", special); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"c", "c/d"} {
+		if info, err := os.Stat(filepath.Join(vol, d)); err != nil || info.Mode() != os.ModeDir|special {
+			t.Errorf("made %s: mode %v, %v; want %v", d, info.Mode(), err, os.ModeDir|special)
+		}
+	}
 	if err := mkdirInside(vol, "escape/new", 0o777); err == nil || !strings.Contains(err.Error(), "outside") {
 		t.Errorf("through a symlink out of the volume: %v, want an error", err)
 	}

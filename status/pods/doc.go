@@ -9,7 +9,8 @@
 //     readiness gates) are kept;
 //   - a static pod's status goes to its mirror pod;
 //   - a pod the API server deletes gracefully is deleted for good (grace 0,
-//     UID precondition) once the agent has stopped everything of it;
+//     UID precondition) once the agent has stopped everything of it and
+//     its final status (set before Terminated) is written;
 //   - every static pod has a mirror pod (kubernetes.io/config.mirror),
 //     owned by the Node, created when missing, replaced when the static
 //     pod changes, removed when it goes.

@@ -43,6 +43,9 @@ type entry struct {
 	// mirror pod).
 	sent    *v1.PodStatus
 	sentUID types.UID
+	// terminated: the pod no longer runs; the entry goes once its status
+	// (the final one) is written.
+	terminated bool
 }
 
 // New returns a manager; nothing is written until Run.
@@ -107,12 +110,19 @@ func (m *Manager) SetStaticPods(pods []*v1.Pod) {
 }
 
 // Terminated says that nothing of pod runs any more: its status is no
-// longer tracked, and an API pod that the API server is deleting is
-// deleted for good (grace 0, UID precondition).
+// longer tracked once the last one set (its final status) is written, and
+// an API pod that the API server is deleting is then deleted for good
+// (grace 0, UID precondition), as kubelet's status manager deletes a pod
+// only after it wrote the status that shows it terminated.
 func (m *Manager) Terminated(pod *v1.Pod) {
 	m.mu.Lock()
-	delete(m.entries, pod.UID)
-	if !podutil.IsStatic(pod) {
+	static := podutil.IsStatic(pod)
+	if e, ok := m.entries[pod.UID]; ok && e.dirty && !static {
+		e.terminated = true
+	} else {
+		delete(m.entries, pod.UID)
+	}
+	if !static {
 		m.finalize[pod.UID] = pod
 	}
 	m.mu.Unlock()
@@ -207,7 +217,8 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 	for _, w := range todo {
 		api := m.target(w.pod)
 		if api == nil {
-			continue // no API object yet: stays dirty
+			m.dropTerminated(w.uid) // gone: nothing to write to
+			continue                // no API object yet: stays dirty
 		}
 		next := MergeStatus(api.Status, w.status, api.Generation)
 		ApplyReadinessGates(&next, api.Spec.ReadinessGates)
@@ -223,10 +234,22 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 		if e, ok := m.entries[w.uid]; ok && StatusEqual(e.status, w.status) {
 			e.dirty = false
 			e.sent, e.sentUID = &next, api.UID
+			if e.terminated {
+				delete(m.entries, w.uid) // the final status is written
+			}
 		}
 		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// dropTerminated forgets the entry of uid if its pod terminated.
+func (m *Manager) dropTerminated(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[uid]; ok && e.terminated {
+		delete(m.entries, uid)
+	}
 }
 
 // patch writes next as api's status. A conflict (the pod was re-created)
@@ -252,8 +275,8 @@ func (m *Manager) patch(ctx context.Context, api *v1.Pod, next v1.PodStatus) err
 }
 
 // finalizeDeletions deletes, for good, the terminated API pods that the
-// API server is deleting; a pod that is gone or not being deleted is
-// forgotten.
+// API server is deleting, once their final status is written; a pod that
+// is gone or not being deleted is forgotten.
 func (m *Manager) finalizeDeletions(ctx context.Context) error {
 	m.mu.Lock()
 	var todo []*v1.Pod
@@ -263,6 +286,13 @@ func (m *Manager) finalizeDeletions(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, p := range todo {
+		m.mu.Lock()
+		e, ok := m.entries[p.UID]
+		unwritten := ok && e.terminated // its final status comes first
+		m.mu.Unlock()
+		if unwritten {
+			continue
+		}
 		api, err := m.cfg.Pods.Pods(p.Namespace).Get(p.Name)
 		if err != nil || api.UID != p.UID || api.DeletionTimestamp == nil {
 			m.forgetFinalize(p.UID)

@@ -2,10 +2,13 @@ package pods
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -148,6 +151,65 @@ func TestManagerFinalizesDeletedPod(t *testing.T) {
 	h.m.round(ctx, false)
 	if n := len(h.actions("delete", "")); n != 1 {
 		t.Errorf("%d deletes, want 1", n)
+	}
+}
+
+// The final status of a terminated pod the API server is deleting (its
+// containers terminated) is written before the pod is deleted for good,
+// as kubelet's status manager does; while the write fails, the pod is not
+// deleted; a pod gone meanwhile leaves nothing behind.
+func TestManagerFinalStatusBeforeDeletion(t *testing.T) {
+	ctx := context.Background()
+	pod := apiPod("web", "u1")
+	h := newHarness(t, pod)
+	deleting := pod.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	if err := h.indexer.Update(deleting); err != nil {
+		t.Fatal(err)
+	}
+	failing := true
+	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failing {
+			return true, nil, apierrors.NewServiceUnavailable("try later")
+		}
+		return false, nil, nil
+	})
+	final := v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{{Name: "app",
+		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}}
+	h.m.SetStatus(deleting, final)
+	h.m.Terminated(deleting)
+	h.m.round(ctx, false)
+	if n := len(h.actions("delete", "")); n != 0 {
+		t.Fatalf("%d deletes while the final status is not written, want 0", n)
+	}
+	failing = false
+	h.m.round(ctx, false)
+	var verbs []string
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" || a.GetVerb() == "delete" {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	if len(verbs) != 3 || verbs[1] != "patch" || verbs[2] != "delete" {
+		t.Fatalf("actions %v, want a failed patch, then the patch, then the delete", verbs)
+	}
+	patches := h.actions("patch", "status")
+	if body := string(patches[len(patches)-1].(k8stesting.PatchActionImpl).Patch); !strings.Contains(body, `"phase":"Succeeded"`) ||
+		!strings.Contains(body, `"terminated"`) {
+		t.Errorf("final status patch %s, want phase Succeeded and the container terminated", body)
+	}
+	if n := len(h.m.entries); n != 0 {
+		t.Errorf("%d status entries left after the final status, want 0", n)
+	}
+
+	// A terminated pod gone from the API server: its entry goes too.
+	other := apiPod("gone", "u2")
+	h.m.SetStatus(other, final)
+	h.m.Terminated(other)
+	h.m.round(ctx, false)
+	if n := len(h.m.entries); n != 0 {
+		t.Errorf("%d status entries left for a pod gone from the API server, want 0", n)
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/containerd"
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
@@ -83,5 +85,44 @@ cat /v/sec/pw`
 	got := lines[2:]
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("ownership inside the pod:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The upstream [NodeConformance] spec "EmptyDir volumes when FSGroup is
+// specified nonexistent volume subPath should have the correct mode and
+// owner using FSGroup": a memory emptyDir mounted through a subPath that
+// does not exist yet, in a pod running as 1001 with fsGroup 123. kubelet
+// makes the subPath directory with the volume root's mode — a tmpfs root
+// is 1777, the fsGroup adds setgid — so inside the container it is
+// drwxrwsrwt (Go: dgtrwxrwxrwx), root's, of group 123, and a file the
+// user makes there is the group's.
+func TestAgentEmptyDirSubPathFSGroup(t *testing.T) {
+	cd := containerd.Shared(t)
+	n, rs, _ := newAgentWithCleanup(t, cd)
+	volumeCleanup(t, n)
+	writeManifest(t, n.manifests, "subfsg.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: subfsg, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1001, fsGroup: 123}
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["/bin/sh", "-c", "exec sleep 3600"]
+    volumeMounts: [{name: test-volume, mountPath: /test-volume, subPath: test-sub}]
+  volumes:
+  - {name: test-volume, emptyDir: {medium: Memory}}
+`, images.TestboxImage))
+	n.start(t)
+	pod := n.waitRunning(t, 60*time.Second, "subfsg")["subfsg"]
+	out, err := execIn(t, rs, &pod, `stat -c "%A %u %g" /test-volume; id -u; touch /test-volume/f && stat -c "%g" /test-volume/f`)
+	if err != nil {
+		t.Fatalf("in the pod: %v\n%s", err, out)
+	}
+	if want := "drwxrwsrwt 0 123\n1001\n123"; strings.TrimSpace(out) != want {
+		t.Errorf("the subPath directory inside the pod (mode owner group; user; group of a new file):\n%s\nwant:\n%s", out, want)
 	}
 }
