@@ -127,16 +127,24 @@ func TestManagerSkipsPodOfAnotherUID(t *testing.T) {
 	}
 }
 
-func TestManagerFinalizesDeletedPod(t *testing.T) {
-	ctx := context.Background()
-	pod := apiPod("web", "u1")
-	h := newHarness(t, pod)
+// markDeleting puts pod in the informer's cache with a deletionTimestamp,
+// as the API server has it once it is deleted gracefully.
+func (h *harness) markDeleting(t *testing.T, pod *v1.Pod) *v1.Pod {
+	t.Helper()
 	deleting := pod.DeepCopy()
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
 	if err := h.indexer.Update(deleting); err != nil {
 		t.Fatal(err)
 	}
+	return deleting
+}
+
+func TestManagerFinalizesDeletedPod(t *testing.T) {
+	ctx := context.Background()
+	pod := apiPod("web", "u1")
+	h := newHarness(t, pod)
+	h.markDeleting(t, pod)
 	h.m.Terminated(pod)
 	h.m.round(ctx, false)
 	dels := h.actions("delete", "")
@@ -162,12 +170,7 @@ func TestManagerFinalStatusBeforeDeletion(t *testing.T) {
 	ctx := context.Background()
 	pod := apiPod("web", "u1")
 	h := newHarness(t, pod)
-	deleting := pod.DeepCopy()
-	now := metav1.Now()
-	deleting.DeletionTimestamp = &now
-	if err := h.indexer.Update(deleting); err != nil {
-		t.Fatal(err)
-	}
+	deleting := h.markDeleting(t, pod)
 	failing := true
 	h.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if failing {
