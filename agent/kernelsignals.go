@@ -66,14 +66,15 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 }
 
 // activePods are the pods that run: admitted, synced at least once, not
-// terminating nor finished.
+// terminating nor finished; at their allocated requirements (what
+// eviction ranks them by).
 func (p *pods) activePods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, r := range p.workers.Pods() {
 		if r.Terminating || r.Finished || r.LastSync.IsZero() || podutil.IsTerminal(r.Status.Phase) {
 			continue
 		}
-		out = append(out, r.Pod)
+		out = append(out, p.allocated(r.Pod))
 	}
 	return out
 }

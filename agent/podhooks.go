@@ -65,10 +65,14 @@ func (p *pods) unhealthy(pod *v1.Pod) map[string]runtime.Unhealthy {
 // statusInputs are the inputs of pod's API status: started and ready as
 // the probes say.
 func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) runtime.StatusInputs {
-	return runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs,
+	in := runtime.StatusInputs{Waiting: waiting, HostIPs: p.hostIPs,
 		Started: func(_ types.UID, name, id string) bool { return p.probes.Started(pod, name, id) },
 		Ready:   func(_ types.UID, name, id string) bool { return p.probes.Ready(pod, name, id) },
 	}
+	if p.actuated != nil {
+		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }
+	}
+	return in
 }
 
 // terminatingReadiness reports the readiness the probes now say of a pod

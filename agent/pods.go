@@ -17,6 +17,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
@@ -94,6 +95,11 @@ type pods struct {
 	// pod statuses are then not published again.
 	kernelOOMs atomic.Bool
 
+	// alloc allocates in-place resizes; actuated records what each
+	// running container was given (agent/resizes.go).
+	alloc    *allocation.Manager
+	actuated *allocation.Store
+
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
 	killing map[types.UID]bool
@@ -109,6 +115,8 @@ type podEnv struct {
 	setup   podsetup.Setup
 	podsDir string
 	sources []sources.Source
+	// allocated is the allocation checkpoint (agent/resizes.go).
+	allocated *allocation.Store
 }
 
 // newPods builds the runtime half of the pod side: cgroups and QoS
@@ -154,13 +162,19 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
+	reader, err := cgroups.NewReader(h)
+	if err != nil {
+		return nil, env, fmt.Errorf("cgroups: %w", err)
+	}
+	allocated, actuated := openAllocationStores(ctx, a.opts.RootDir)
+	env.allocated = allocated
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS},
+		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
 	if err != nil {
@@ -174,7 +188,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm}
+		cgroups: cm, actuated: actuated}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -202,6 +216,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
+	p.newAllocation(env.allocated, admit)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
 		return err
 	}
@@ -209,9 +224,10 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	p.syncOpt = env.setup.Sync
 	podMetrics := a.metrics.workers // kubelet_pod_worker_duration_seconds, kubelet_pod_start*_duration_seconds
 	p.workers, err = podworkers.New(podworkers.Config{Syncer: podMetrics.Timed(p), SyncFrequency: kc.SyncFrequency.Duration,
-		Admit: admit,
+		Admit: admit, Allocation: p.alloc,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
+			p.forgetAllocation(ctx, pod)
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
@@ -262,6 +278,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
+	wg.Go(func() { p.alloc.Run(ctx) })
 	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
 	oomwatch.ReleaseStartupMemory()
@@ -433,6 +450,7 @@ const retryMargin = 20 * time.Millisecond
 
 // SyncPod implements podworkers.Syncer.
 func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
+	pod = p.beginResize(ctx, pod) // from here on: at its allocated requirements
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.SyncResult{}, err
@@ -467,7 +485,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
-	res := podworkers.SyncResult{Status: runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, r.Waiting))}
+	res := podworkers.SyncResult{Status: p.endResize(pod, st, r, runtime.ToAPIStatus(pod, st, p.now(), p.statusInputs(pod, r.Waiting)))}
 	p.probes.UpdatePod(pod, res.Status)
 	if at := r.Actions.RetryAt; !at.IsZero() {
 		res.RetryAfter = max(at.Sub(p.now()), 0) + retryMargin
@@ -482,6 +500,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 // still runs, its sandboxes, its cgroup) and keeps its exited containers
 // and logs for its final status.
 func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return v1.PodStatus{}, err
@@ -512,6 +531,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 // logs. The final status is read from the runtime between the stop and
 // the removal (none when the runtime held nothing of the pod).
 func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, deadline *grace.Deadline) (*v1.PodStatus, error) {
+	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return nil, err

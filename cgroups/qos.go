@@ -385,3 +385,25 @@ func QoSCgroup(root string, class QOSClass) string {
 func PodCgroup(root string, class QOSClass, uid string) string {
 	return path.Join(QoSCgroup(root, class), PodCgroupPrefix+uid)
 }
+
+// WidenSettings returns, value by value, the larger of a and b, NoLimit
+// being the largest: the settings a pod cgroup takes while its containers
+// move from a to b (an in-place resize), so that it never constrains them
+// below either. Periods are b's.
+func WidenSettings(a, b CgroupSettings) CgroupSettings {
+	limit := func(x, y int64) int64 {
+		if x == NoLimit || y == NoLimit {
+			return NoLimit
+		}
+		return max(x, y)
+	}
+	out := b
+	out.CPUShares = max(a.CPUShares, b.CPUShares)
+	out.CPUQuota = limit(a.CPUQuota, b.CPUQuota)
+	out.MemoryLimit = limit(a.MemoryLimit, b.MemoryLimit)
+	out.PidsLimit = limit(a.PidsLimit, b.PidsLimit)
+	out.MemoryHigh = limit(a.MemoryHigh, b.MemoryHigh)
+	out.MemoryMin = max(a.MemoryMin, b.MemoryMin)
+	out.MemoryLow = max(a.MemoryLow, b.MemoryLow)
+	return out
+}

@@ -74,6 +74,16 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 	})
 }
 
+// Admit runs handlers in order; the first rejection wins.
+func Admit(handlers []AdmitHandler, attrs AdmitAttributes) AdmitResult {
+	for _, h := range handlers {
+		if r := h.Admit(attrs); !r.Admit {
+			return r
+		}
+	}
+	return AdmitResult{Admit: true}
+}
+
 // Validate admits a pod when validate (podconfig.ValidatePodForRuntime) has
 // nothing against it.
 func Validate(validate func(*v1.Pod) error) AdmitHandler {

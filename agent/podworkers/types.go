@@ -123,10 +123,24 @@ type Config struct {
 	Clock clock.Clock
 	// OnTerminated is called once a pod's worker has finished (optional).
 	OnTerminated func(pod *v1.Pod)
+	// Allocation, when set, holds what admitted pods were allocated (in-place
+	// resize): admission sees the pod and the others at their allocated
+	// requirements, and an admitted pod's requirements are recorded.
+	Allocation Allocation
 	// OnStatus is called with a pod's status whenever it changes: after a
 	// sync, a stop, a kill, or a rejection at admission (optional). It
 	// must not block nor call back into the workers.
 	OnStatus func(pod *v1.Pod, st v1.PodStatus)
+}
+
+// Allocation is what the workers ask of the allocation manager
+// (agent/allocation.Manager implements it).
+type Allocation interface {
+	// Allocated returns pod at its allocated requirements.
+	Allocated(pod *v1.Pod) *v1.Pod
+	// Admitted records an admitted pod's allocation (a pod that has one
+	// keeps it).
+	Admitted(ctx context.Context, pod *v1.Pod)
 }
 
 // PodRecord is a pod the workers know, with its last status.

@@ -163,19 +163,26 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			return
 		}
 	}
-	attrs := AdmitAttributes{Pod: u.Pod}
+	alloc := func(p *v1.Pod) *v1.Pod { return p }
+	if ws.cfg.Allocation != nil {
+		// After an agent restart a pod is admitted at what it was
+		// allocated, not at a resize it asks for (kubelet's).
+		alloc = ws.cfg.Allocation.Allocated
+	}
+	attrs := AdmitAttributes{Pod: alloc(u.Pod)}
 	for _, w := range ws.workers {
 		if !w.rec.Terminating && !w.rec.Finished {
-			attrs.OtherPods = append(attrs.OtherPods, w.rec.Pod)
+			attrs.OtherPods = append(attrs.OtherPods, alloc(w.rec.Pod))
 		}
 	}
-	for _, h := range ws.cfg.Admit {
-		if r := h.Admit(attrs); !r.Admit {
-			log.Info("Pod rejected at admission", "reason", r.Reason, "message", r.Message)
-			ws.finished[uid] = &PodRecord{Pod: u.Pod, Status: RejectedStatus(u.Pod, r)}
-			ws.statusChanged(u.Pod, ws.finished[uid].Status)
-			return
-		}
+	if r := Admit(ws.cfg.Admit, attrs); !r.Admit {
+		log.Info("Pod rejected at admission", "reason", r.Reason, "message", r.Message)
+		ws.finished[uid] = &PodRecord{Pod: u.Pod, Status: RejectedStatus(u.Pod, r)}
+		ws.statusChanged(u.Pod, ws.finished[uid].Status)
+		return
+	}
+	if ws.cfg.Allocation != nil {
+		ws.cfg.Allocation.Admitted(ctx, attrs.Pod)
 	}
 	w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod}, wake: make(chan struct{}, 1)}
 	ws.workers[uid] = w
@@ -426,6 +433,11 @@ func withTransitionTimes(prev, next v1.PodStatus) v1.PodStatus {
 	}
 	conds := make([]v1.PodCondition, len(next.Conditions))
 	for i, c := range next.Conditions {
+		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			// Their transition times follow their reasons (agent/allocation).
+			conds[i] = c
+			continue
+		}
 		if o, ok := old[c.Type]; ok && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
 			c.LastTransitionTime = o.LastTransitionTime
 		}

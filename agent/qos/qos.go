@@ -87,6 +87,34 @@ func ContainerLimits(c *v1.Container) Amounts {
 	return a
 }
 
+// EffectiveLimits are the limits container c of pod runs with: its own,
+// and for a resource it does not limit, the pod-level limit (kubelet with
+// PodLevelResources: a container without a limit of its own may use all
+// the pod may). The result is a new list; c's is not modified.
+func EffectiveLimits(pod *v1.Pod, c *v1.Container) v1.ResourceList {
+	out := c.Resources.Limits.DeepCopy()
+	if out == nil {
+		out = v1.ResourceList{}
+	}
+	if pod.Spec.Resources == nil || len(pod.Spec.Resources.Limits) == 0 {
+		return out
+	}
+	for _, name := range computeResources {
+		own, pl := out[name], pod.Spec.Resources.Limits[name]
+		if own.IsZero() && !pl.IsZero() {
+			out[name] = pl.DeepCopy()
+		}
+	}
+	return out
+}
+
+// ContainerEffectiveLimits are EffectiveLimits as amounts (0: no limit).
+func ContainerEffectiveLimits(pod *v1.Pod, c *v1.Container) Amounts {
+	cc := *c
+	cc.Resources.Limits = EffectiveLimits(pod, c)
+	return ContainerLimits(&cc)
+}
+
 // PodLevelSet reports whether the pod has pod-level resources
 // (spec.resources) for cpu, memory or huge pages: then they, not the
 // containers, decide its QoS class and replace the container sums.

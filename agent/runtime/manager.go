@@ -72,6 +72,10 @@ type ManagerConfig struct {
 	// (podconfig.ServiceEnv); an error (the list was never read) holds the
 	// container back. nil: no service variables (standalone).
 	Services func() ([]*v1.Service, error)
+	// Actuated keeps what each running container was given, for in-place
+	// resize (allocation.Store over actuated_pods_state); nil: containers
+	// are never resized in place.
+	Actuated Actuated
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -120,6 +124,7 @@ type Manager struct {
 	svcs    func() ([]*v1.Service, error)
 	rcs     podconfig.RuntimeClassGetter
 	pulls   pullSlots
+	act     Actuated
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -133,7 +138,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls)}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -223,7 +228,10 @@ type SyncResult struct {
 	// Stopped is a killed pod's runtime status once its containers
 	// stopped, before their removal (KillPodWithin; nil when unknown).
 	Stopped *PodStatus
-	mu      sync.Mutex
+	// Resize is the in-place resize the sync carried out (or tried: the
+	// ActionResize step holds its error).
+	Resize ResizePlan
+	mu     sync.Mutex
 }
 
 func newResult() *SyncResult {
@@ -277,7 +285,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
 	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
 	a = HoldForStartup(pod, st, a, opts.NotStarted)
+	var plan ResizePlan
+	if m.act != nil {
+		plan = ComputeResize(pod, st, m.actuatedOf(pod), &a)
+	}
 	r.Actions = a
+	r.Resize = plan
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
 		r.normalFor(name, EventBackOff, BackOffEventMessage(name, pod.Name, pod.Namespace, pod.UID))
@@ -304,6 +317,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	// starts: a container never starts without its volumes.
 	if !m.setUpVolumes(ctx, pod, &opts, r) {
 		return r
+	}
+	if !plan.Empty() {
+		m.resize(ctx, pod, st, plan, opts.Container, r)
 	}
 	if !a.CreateSandbox && (a.SandboxID == "" || len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0) {
 		return r // nothing to start: no cgroup, sandbox or config work
@@ -567,6 +583,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonRunContainer, Message: err.Error()}, err
 	}
 	r.normalFor(c.Name, EventStarted, "Started container "+c.Name)
+	m.recordActuated(ctx, pod, c)
 	r.mu.Lock()
 	r.Started[c.Name] = id
 	r.mu.Unlock()

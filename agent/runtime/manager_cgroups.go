@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +16,7 @@ import (
 // CgroupManager is the part of cgroups.Manager CgroupsAdapter uses.
 type CgroupManager interface {
 	EnsurePod(ctx context.Context, cfg cgroups.QoSConfig, pod cgroups.PodResources) (string, cgroups.CgroupSettings, error)
+	Ensure(ctx context.Context, cgroup string, s cgroups.CgroupSettings) error
 	Remove(ctx context.Context, cgroup string) error
 	PodCgroup(class cgroups.QOSClass, uid string) string
 }
@@ -24,6 +27,9 @@ type CgroupManager interface {
 type CgroupsAdapter struct {
 	Manager CgroupManager
 	Config  cgroups.QoSConfig
+	// Reader reads memory usage for a resize's check (nil: no check is
+	// possible and a decrease of a memory limit fails).
+	Reader *cgroups.Reader
 }
 
 var _ CgroupManager = (*cgroups.Manager)(nil)
@@ -42,4 +48,48 @@ func (a CgroupsAdapter) RemovePod(ctx context.Context, uid types.UID) error {
 		errs = append(errs, a.Manager.Remove(ctx, a.Manager.PodCgroup(class, string(uid))))
 	}
 	return errors.Join(errs...)
+}
+
+// ResizePod implements PodCgroups: the pod's cgroup gets to's settings,
+// or with widen the larger of from's and to's.
+func (a CgroupsAdapter) ResizePod(ctx context.Context, from, to *v1.Pod, widen bool) error {
+	pr := qos.PodResources(to)
+	s := cgroups.ComputePodSettings(a.Config, pr)
+	if widen {
+		s = cgroups.WidenSettings(cgroups.ComputePodSettings(a.Config, qos.PodResources(from)), s)
+	}
+	return a.Manager.Ensure(ctx, a.Manager.PodCgroup(pr.QOS, string(to.UID)), s)
+}
+
+// MemoryUsage implements PodCgroups: the memory usage of the pod's cgroup
+// and of its containers' (<pod cgroup>/<container id>, as the runtime
+// makes them under the cgroupfs driver).
+func (a CgroupsAdapter) MemoryUsage(ctx context.Context, pod *v1.Pod, containerIDs []string) (int64, map[string]int64, error) {
+	if a.Reader == nil {
+		return 0, nil, errors.New("no cgroup reader")
+	}
+	podCg := a.Manager.PodCgroup(qos.Class(pod), string(pod.UID))
+	read := func(cg string) (int64, error) {
+		var s cgroups.CgroupStats
+		if err := a.Reader.Cgroup(ctx, cg, cgroups.StatMemory, &s); err != nil {
+			return 0, err
+		}
+		if !s.Memory.UsageBytes.Known {
+			return 0, fmt.Errorf("cgroup %s: memory usage unknown", cg)
+		}
+		return int64(s.Memory.UsageBytes.V), nil
+	}
+	podUsage, err := read(podCg)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make(map[string]int64, len(containerIDs))
+	for _, id := range containerIDs {
+		u, err := read(path.Join(podCg, id))
+		if err != nil {
+			return 0, nil, err
+		}
+		out[id] = u
+	}
+	return podUsage, out, nil
 }

@@ -32,6 +32,8 @@ type fakeCgroups struct {
 	pods    map[types.UID]bool
 	busy    int
 	removes int
+	resizes []bool
+	usage   int64
 }
 
 func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) (string, error) {
@@ -39,6 +41,25 @@ func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) (string, error) 
 	defer f.mu.Unlock()
 	f.pods[pod.UID] = true
 	return "/kubepods/besteffort/pod" + string(pod.UID), nil
+}
+
+// ResizePod records the pod cgroup updates of in-place resizes.
+func (f *fakeCgroups) ResizePod(_ context.Context, from, to *v1.Pod, widen bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resizes = append(f.resizes, widen)
+	return nil
+}
+
+// MemoryUsage reports f.usage for every container and the pod.
+func (f *fakeCgroups) MemoryUsage(_ context.Context, _ *v1.Pod, ids []string) (int64, map[string]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int64{}
+	for _, id := range ids {
+		out[id] = f.usage
+	}
+	return f.usage, out, nil
 }
 
 func (f *fakeCgroups) RemovePod(_ context.Context, uid types.UID) error {

@@ -207,6 +207,7 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
 		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
 		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
+		Resources: s.GetResources().GetLinux(),
 	}
 }
 

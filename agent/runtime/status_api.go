@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/agent/qos"
@@ -30,6 +32,11 @@ type StatusInputs struct {
 	HostIPs []string
 	// RuntimeName is the container ID scheme; "" means containerd.
 	RuntimeName string
+	// Actuated gives what each running container was given (the
+	// Manager's record, for containerStatuses[].resources when the runtime
+	// does not report them); nil: no resources and allocatedResources are
+	// reported (a node that does not resize in place).
+	Actuated func(name string) (v1.ResourceRequirements, bool)
 }
 
 // ToAPIStatus converts the runtime's view of pod into its API status at
@@ -194,6 +201,19 @@ func terminated(c *ContainerStatus, scheme string) *v1.ContainerStateTerminated 
 // containerStatus is the API status of spec container c.
 // pending is the Waiting reason of a container that never ran.
 func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
+	out := containerState(pod, c, st, in, pending)
+	if in.Actuated != nil {
+		out.AllocatedResources = c.Resources.Requests
+		var cur *ContainerStatus
+		if hist := st.containersOf(c.Name); len(hist) > 0 {
+			cur = hist[0]
+		}
+		out.Resources = statusResources(c, cur, in.Actuated)
+	}
+	return out
+}
+
+func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
 	out := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	f := false
 	out.Started = &f
@@ -329,4 +349,66 @@ func lastExit(cs v1.ContainerStatus) *v1.ContainerStateTerminated {
 		return cs.LastTerminationState.Terminated
 	}
 	return nil
+}
+
+// Smallest values the kernel keeps apart (kubelet's cm.MinShares and
+// cm.MinMilliCPULimit): below them the allocated value is reported.
+const (
+	minShares        = 2
+	minMilliCPULimit = 10
+)
+
+// statusResources are a container's status.resources as kubelet reports
+// them: the allocated requirements (c's), and for a running container the
+// cpu and memory values it really has where its requirements set them —
+// from the runtime when it reports them (shares → cpu request, quota and
+// period → cpu limit, memory limit), else from what it was given.
+func statusResources(c *v1.Container, cur *ContainerStatus, actuated func(string) (v1.ResourceRequirements, bool)) *v1.ResourceRequirements {
+	out := c.Resources.DeepCopy()
+	if cur == nil || cur.State != ContainerRunning {
+		return out
+	}
+	var cpuReq, cpuLim, memLim, memReq *resource.Quantity
+	if given, ok := actuated(c.Name); ok {
+		if q, ok := given.Requests[v1.ResourceCPU]; ok {
+			cpuReq = &q
+		}
+		if q, ok := given.Limits[v1.ResourceCPU]; ok {
+			cpuLim = &q
+		}
+		if q, ok := given.Limits[v1.ResourceMemory]; ok {
+			memLim = &q
+		}
+		if q, ok := given.Requests[v1.ResourceMemory]; ok {
+			memReq = &q
+		}
+	}
+	if r := cur.Resources; r != nil {
+		if r.CpuPeriod > 0 && r.CpuQuota > 0 {
+			cpuLim = resource.NewMilliQuantity(r.CpuQuota*1000/r.CpuPeriod, resource.DecimalSI)
+		}
+		if r.CpuShares >= minShares {
+			cpuReq = resource.NewMilliQuantity(int64(math.Ceil(float64(r.CpuShares*1000)/1024)), resource.DecimalSI)
+		}
+		if r.MemoryLimitInBytes > 0 {
+			memLim = resource.NewQuantity(r.MemoryLimitInBytes, resource.BinarySI)
+		}
+	}
+	if out.Limits != nil {
+		if cpuLim != nil && (cpuLim.MilliValue() > minMilliCPULimit || out.Limits.Cpu().MilliValue() > minMilliCPULimit) {
+			out.Limits[v1.ResourceCPU] = cpuLim.DeepCopy()
+		}
+		if memLim != nil {
+			out.Limits[v1.ResourceMemory] = memLim.DeepCopy()
+		}
+	}
+	if out.Requests != nil {
+		if cpuReq != nil && (cpuReq.MilliValue() > minShares || out.Requests.Cpu().MilliValue() > minShares) {
+			out.Requests[v1.ResourceCPU] = cpuReq.DeepCopy()
+		}
+		if memReq != nil {
+			out.Requests[v1.ResourceMemory] = memReq.DeepCopy()
+		}
+	}
+	return out
 }

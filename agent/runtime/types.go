@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // PodStatus is the runtime's view of one pod: every sandbox and container
@@ -85,6 +86,9 @@ type ContainerStatus struct {
 	// DeletionGracePeriod is the pod's deletion grace when the container
 	// was created during a graceful deletion (seconds; nil: none).
 	DeletionGracePeriod *int64
+	// Resources are the Linux resources the runtime says the container
+	// has (nil when it does not say).
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // FindContainer returns the newest container named name, nil when none.
@@ -225,6 +229,14 @@ type PodCgroups interface {
 	// (errors.Is cgroups.ErrCgroupBusy) while processes remain. A cgroup
 	// that does not exist is not an error.
 	RemovePod(ctx context.Context, uid types.UID) error
+	// ResizePod sets the pod's cgroup for an in-place resize from the pod
+	// as its containers were given it (from) to the pod as allocated (to):
+	// with widen each value is the larger of the two (before containers
+	// grow), else to's (after they shrank).
+	ResizePod(ctx context.Context, from, to *v1.Pod, widen bool) error
+	// MemoryUsage returns the memory usage in bytes of the pod's cgroup
+	// and of the named containers' cgroups, by container ID.
+	MemoryUsage(ctx context.Context, pod *v1.Pod, containerIDs []string) (int64, map[string]int64, error)
 }
 
 // ReadyFunc tells whether a running container passes its readiness

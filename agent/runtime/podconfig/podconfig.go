@@ -478,8 +478,18 @@ func ContainerOOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) in
 	return oom.ScoreAdj(qos.OOMPod(pod), qos.OOMContainer(pod, c), memoryCapacity)
 }
 
+// ContainerResources are the Linux resources container c of pod is created
+// with, and updated to by an in-place resize (UpdateContainerResources):
+// cpu shares from the request, a CFS quota and a memory limit from the
+// container's limits — the pod-level limits where the container sets
+// none (qos.EffectiveLimits) —, the oom_score_adj, memory.oom.group and
+// Memory QoS.
+func ContainerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
+	return containerResources(pod, c, opts)
+}
+
 func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
-	req, lim := qos.ContainerRequests(c), qos.ContainerLimits(c)
+	req, lim := qos.ContainerRequests(c), qos.ContainerEffectiveLimits(pod, c)
 	r := linuxResources(req.CPUMilli, lim.CPUMilli, lim.MemoryBytes, opts.CPUOptions)
 	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
 	if opts.CgroupV2 && !opts.SingleProcessOOMKill {

@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/allocation"
+	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/internal/podutil"
+)
+
+// openAllocationStores opens the checkpoints of in-place resize under the
+// root directory: what each pod was allocated and what its containers
+// were given. A corrupt checkpoint is logged and started afresh (the pods
+// are then admitted again at their spec's requirements), as kubelet does.
+func openAllocationStores(ctx context.Context, rootDir string) (allocated, actuated *allocation.Store) {
+	open := func(name string) *allocation.Store {
+		s, err := allocation.OpenStore(filepath.Join(rootDir, name))
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Starting with an empty checkpoint")
+			if rerr := s.Reset(); rerr != nil {
+				klog.FromContext(ctx).Error(rerr, "Resetting the checkpoint")
+			}
+		}
+		return s
+	}
+	return open(allocation.AllocatedStateFile), open(allocation.ActuatedStateFile)
+}
+
+// newAllocation builds the allocation manager on the pod side: resizes
+// are admitted by the node's admit handlers against the other active
+// pods, and a pod whose allocation or resize conditions change is synced.
+func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler) {
+	p.alloc = allocation.NewManager(allocation.Config{
+		Allocated: allocated,
+		Admit: func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
+			r := podworkers.Admit(admit, podworkers.AdmitAttributes{Pod: pod, OtherPods: others})
+			return r.Admit, r.Reason, r.Message
+		},
+		ActivePods: p.admittedPods,
+		Wake:       func(uid types.UID) { p.workers.Wake(uid) },
+		Record: func(pod *v1.Pod, typ, reason, msg string) {
+			p.recordEvents(pod, []runtime.Event{{Type: typ, Reason: reason, Message: msg}})
+		},
+	})
+}
+
+// admittedPods are the admitted pods that still run (synced yet or not),
+// as their sources last gave them.
+func (p *pods) admittedPods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, r := range p.workers.Pods() {
+		if !r.Terminating && !r.Finished && !podutil.IsTerminal(r.Status.Phase) {
+			out = append(out, r.Pod)
+		}
+	}
+	return out
+}
+
+// allocated is pod at its allocated requirements.
+func (p *pods) allocated(pod *v1.Pod) *v1.Pod {
+	if p.alloc == nil {
+		return pod
+	}
+	return p.alloc.Allocated(pod)
+}
+
+// beginResize hands the allocation manager a pod about to be synced (a
+// resize it asks for is allocated or left pending) and returns the pod at
+// its allocated requirements.
+func (p *pods) beginResize(ctx context.Context, pod *v1.Pod) *v1.Pod {
+	if p.alloc == nil {
+		return pod
+	}
+	p.alloc.Conditions().Backfill(pod)
+	p.alloc.Sync(ctx, pod)
+	return p.alloc.Allocated(pod)
+}
+
+// endResize takes the outcome of a sync of pod (allocated) into its
+// resize conditions and adds them to its status.
+func (p *pods) endResize(pod *v1.Pod, st *runtime.PodStatus, r *runtime.SyncResult, out v1.PodStatus) v1.PodStatus {
+	if p.alloc == nil {
+		return out
+	}
+	if podutil.IsTerminal(out.Phase) {
+		p.alloc.Terminal(pod.UID)
+		return out
+	}
+	errMsg := ""
+	if r != nil {
+		for _, s := range r.Steps {
+			if s.Action == runtime.ActionResize && s.Err != nil {
+				errMsg = s.Err.Error()
+			}
+		}
+	}
+	p.alloc.Actuated(pod, p.mgr.ResizeInProgress(pod, st), errMsg)
+	out.Conditions = append(out.Conditions, p.alloc.Conditions().List(pod.UID)...)
+	return out
+}
+
+// forgetAllocation drops a pod that is gone from both checkpoints.
+func (p *pods) forgetAllocation(ctx context.Context, pod *v1.Pod) {
+	if p.alloc == nil {
+		return
+	}
+	p.alloc.Forget(ctx, pod.UID)
+	if err := p.actuated.Remove(pod.UID); err != nil && !errors.Is(err, context.Canceled) {
+		klog.FromContext(ctx).Error(err, "Removing the pod's actuated resources", "podUID", pod.UID)
+	}
+}
