@@ -1,0 +1,260 @@
+package allocation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var q = resource.MustParse
+
+func testPod(uid string, cpuReq, memLimit string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid), Generation: 1},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: q(cpuReq)},
+			Limits:   v1.ResourceList{v1.ResourceMemory: q(memLimit)},
+		}}}},
+	}
+}
+
+func TestApplyAndDiffers(t *testing.T) {
+	pod := testPod("a", "100m", "64Mi")
+	r := Of(pod)
+	if out, changed := Apply(pod, r); changed || out != pod {
+		t.Fatalf("Apply of the pod's own resources changed it")
+	}
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("200m")
+	if !Differs(resized, r) {
+		t.Fatal("a changed cpu request is not a resize")
+	}
+	out, changed := Apply(resized, r)
+	if !changed || out == resized || out.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 100 {
+		t.Fatalf("Apply: changed %v, cpu %v: want a copy at 100m", changed, out.Spec.Containers[0].Resources.Requests.Cpu())
+	}
+	if resized.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() != 200 {
+		t.Fatal("Apply modified its argument")
+	}
+	// 0.1 and 100m are the same quantity: not a resize.
+	same := pod.DeepCopy()
+	same.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("0.1")
+	if Differs(same, r) {
+		t.Error("100m vs 0.1 counted as a resize")
+	}
+}
+
+func TestStoreCheckpoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), AllocatedStateFile)
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod("a", "100m", "64Mi")
+	if err := s.Set(pod.UID, Of(pod)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetContainer("b", "x", v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := again.Get(pod.UID)
+	if !ok || !Equal(got, Of(pod)) {
+		t.Fatalf("reloaded %+v, want %+v", got, Of(pod))
+	}
+	if c, ok := again.Container("b", "x"); !ok || c.Limits.Cpu().MilliValue() != 1000 {
+		t.Fatalf("container record %v %v", c, ok)
+	}
+	if err := again.Keep(func(uid types.UID) bool { return uid == "b" }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Get(pod.UID); ok {
+		t.Error("Keep left a pod it was told to drop")
+	}
+	// A changed byte fails the checksum.
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"1"`, `"2"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenStore(path); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("edited checkpoint: %v, want a checksum error", err)
+	}
+}
+
+func TestConditions(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	c := NewConditions(clk)
+	if !c.SetPending("a", "OutOfcpu", "no room", 2) {
+		t.Fatal("a new pending condition is a change")
+	}
+	p := c.Pending("a")
+	if p.Reason != v1.PodReasonDeferred || p.ObservedGeneration != 2 || p.Message != "no room" {
+		t.Fatalf("pending %+v: want Deferred at generation 2", p)
+	}
+	clk.Step(time.Second)
+	if c.SetPending("a", "OutOfmemory", "still no room", 2) {
+		t.Error("same reason and generation reported as a change")
+	}
+	if got := c.Pending("a").LastTransitionTime.Time; !got.Equal(time.Unix(1000, 0)) {
+		t.Errorf("transition time moved to %v without a reason change", got)
+	}
+	if !c.SetPending("a", v1.PodReasonInfeasible, "never", 2) || c.Pending("a").Reason != v1.PodReasonInfeasible {
+		t.Error("Infeasible did not replace Deferred")
+	}
+	gen, changed := c.SetInProgress("a", "", "", 3)
+	if !changed || gen != 3 {
+		t.Fatalf("in progress: gen %d changed %v", gen, changed)
+	}
+	if gen, _ := c.SetInProgress("a", v1.PodReasonError, "boom", 4); gen != 3 {
+		t.Errorf("an existing in-progress condition moved to generation %d", gen)
+	}
+	if _, changed := c.SetInProgress("a", "", "", 5); changed {
+		t.Error("re-setting without a reason changed the condition")
+	}
+	conds := c.List("a")
+	if len(conds) != 2 || conds[1].Reason != v1.PodReasonError || conds[1].Message != "boom" {
+		t.Fatalf("conditions %+v: want the error kept", conds)
+	}
+	if gen, cleared := c.ClearInProgress("a"); !cleared || gen != 3 {
+		t.Errorf("clear: gen %d cleared %v", gen, cleared)
+	}
+	c.ClearPending("a")
+	if len(c.List("a")) != 0 {
+		t.Error("conditions left after clearing")
+	}
+}
+
+func TestSortPending(t *testing.T) {
+	prio := func(p *v1.Pod, n int32) *v1.Pod { p.Spec.Priority = &n; return p }
+	guaranteed := testPod("g", "100m", "64Mi")
+	guaranteed.Spec.Containers[0].Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("64Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("64Mi")},
+	}
+	t0 := time.Unix(1000, 0)
+	ps := []Pending{
+		{Pod: testPod("old", "1", "1Gi"), Increasing: true, Since: t0},
+		{Pod: testPod("new", "1", "1Gi"), Increasing: true, Since: t0.Add(time.Minute)},
+		{Pod: guaranteed, Increasing: true, Since: t0.Add(time.Hour)},
+		{Pod: prio(testPod("high", "1", "1Gi"), 100), Increasing: true},
+		{Pod: testPod("shrink", "1", "1Gi"), Increasing: false},
+	}
+	SortPending(ps)
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Pod.Name)
+	}
+	if want := "shrink high g old new"; strings.Join(got, " ") != want {
+		t.Errorf("order %v, want %s", got, want)
+	}
+}
+
+func TestEventMessage(t *testing.T) {
+	msg := EventMessage("Pod resize started", testPod("a", "100m", "64Mi"), 2, "")
+	want := `Pod resize started: {"containers":[{"name":"c","resources":{"limits":{"memory":"64Mi"},"requests":{"cpu":"100m"}}}],"generation":2}`
+	if msg != want {
+		t.Errorf("message\n%s\nwant\n%s", msg, want)
+	}
+}
+
+// fakeNode admits pods while their cpu requests fit capacity.
+type fakeNode struct {
+	capacity int64
+	pods     []*v1.Pod
+	woken    []types.UID
+	events   []string
+}
+
+func (n *fakeNode) admit(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
+	used := int64(0)
+	for _, o := range others {
+		used += o.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+	}
+	if used+pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > n.capacity {
+		return false, "OutOfcpu", "no room"
+	}
+	return true, "", ""
+}
+
+func TestManagerResize(t *testing.T) {
+	ctx := context.Background()
+	n := &fakeNode{capacity: 1000}
+	m := NewManager(Config{Allocated: NewMemoryStore(), Admit: n.admit,
+		ActivePods: func() []*v1.Pod { return n.pods },
+		Wake:       func(uid types.UID) { n.woken = append(n.woken, uid) },
+		Record:     func(_ *v1.Pod, _, reason, _ string) { n.events = append(n.events, reason) },
+		Clock:      clocktesting.NewFakeClock(time.Unix(1000, 0)),
+	})
+	a, b := testPod("a", "400m", "64Mi"), testPod("b", "400m", "64Mi")
+	n.pods = []*v1.Pod{a, b}
+	m.Admitted(ctx, a)
+	m.Admitted(ctx, b)
+
+	// a asks for 700m: 700+400 > 1000, deferred; b keeps its 400m.
+	a2 := a.DeepCopy()
+	a2.Generation = 2
+	a2.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("700m")
+	n.pods = []*v1.Pod{a2, b}
+	m.Sync(ctx, a2)
+	if got := m.Allocated(a2).Spec.Containers[0].Resources.Requests.Cpu().MilliValue(); got != 400 {
+		t.Fatalf("allocated %dm after a deferred resize, want 400m", got)
+	}
+	if p := m.Conditions().Pending("a"); p == nil || p.Reason != v1.PodReasonDeferred || p.ObservedGeneration != 2 {
+		t.Fatalf("pending %+v", p)
+	}
+	// b goes: a's resize is allocated on the retry.
+	n.pods = []*v1.Pod{a2}
+	m.Forget(ctx, "b")
+	waitUntil(t, func() bool { return m.Allocated(a2) == a2 })
+	if m.Conditions().Pending("a") != nil {
+		t.Error("pending condition left after the allocation")
+	}
+	conds := m.Conditions().List("a")
+	if len(conds) != 1 || conds[0].Type != v1.PodResizeInProgress || conds[0].ObservedGeneration != 2 {
+		t.Fatalf("conditions %+v: want PodResizeInProgress at generation 2", conds)
+	}
+	m.Actuated(a2, false, "")
+	if len(m.Conditions().List("a")) != 0 {
+		t.Error("in progress left after actuation")
+	}
+	if got := strings.Join(n.events, " "); got != "ResizeDeferred ResizeStarted ResizeCompleted" {
+		t.Errorf("events %s", got)
+	}
+	// A pod-level resize is Infeasible.
+	a3 := a2.DeepCopy()
+	a3.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}
+	n.pods = []*v1.Pod{a3}
+	m.Sync(ctx, a3)
+	if p := m.Conditions().Pending("a"); p == nil || p.Reason != v1.PodReasonInfeasible || p.Message != MessagePodLevelResize {
+		t.Fatalf("pod-level resize: %+v", p)
+	}
+	// Taken back: the pending condition clears.
+	n.pods = []*v1.Pod{a2}
+	m.Sync(ctx, a2)
+	if m.Conditions().Pending("a") != nil {
+		t.Error("a reverted resize left its pending condition")
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
