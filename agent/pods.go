@@ -174,7 +174,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups:    runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
 	if err != nil {
