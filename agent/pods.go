@@ -99,6 +99,8 @@ type pods struct {
 	// running container was given (agent/resizes.go).
 	alloc    *allocation.Manager
 	actuated *allocation.Store
+	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
+	qos *qosCgroups
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -188,7 +190,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -228,6 +230,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
 			p.forgetAllocation(ctx, pod)
+			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
@@ -364,6 +367,7 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 // agent was down.
 func (p *pods) housekeeping(ctx context.Context) {
 	p.mgr.Backoff().GC()
+	p.qos.update(ctx, p, false) // rewritten once a minute
 	if !p.sources.SeenAllSources() {
 		return
 	}
@@ -451,6 +455,7 @@ const retryMargin = 20 * time.Millisecond
 // SyncPod implements podworkers.Syncer.
 func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
 	pod = p.beginResize(ctx, pod) // from here on: at its allocated requirements
+	p.qos.update(ctx, p, false)   // the pod's share in its QoS cgroup before its own cgroup
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.SyncResult{}, err

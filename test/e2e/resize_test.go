@@ -76,6 +76,13 @@ func TestClusterResize(t *testing.T) {
 	expectCgroup(t, appCg, 30000, 128<<20)
 	expectCgroup(t, podCg, 40000, 160<<20)
 	c.waitEvents(t, done, "ResizeStarted", "ResizeCompleted")
+	// The burstable QoS cgroup's share follows its pods' requests:
+	// (100m + 20m)·1024/1000.
+	burstable := c.cgroupRoot + "/kubepods/burstable"
+	waitFor(t, 10*time.Second, "burstable cpu shares 122", func() (bool, error) {
+		got := readCPUShares(t, burstable)
+		return got == 122, fmt.Errorf("cpu shares %d", got)
+	})
 
 	// cpu down.
 	resized = c.resize(t, "resize", func(p *v1.Pod) {
@@ -312,5 +319,27 @@ func readMemLimit(t *testing.T, path string) int64 {
 		}
 	}
 	t.Fatalf("no memory limit found for cgroup %s", path)
+	return 0
+}
+
+// readCPUShares is the cpu.shares of the cgroup at path (v1; on v2 the
+// cpu.weight is converted back: kubelet's weight = 1 + (shares-2)·9999/262142).
+func readCPUShares(t *testing.T, path string) int64 {
+	t.Helper()
+	for _, dir := range cgroupfs.PodDirs(path) {
+		if b, err := os.ReadFile(filepath.Join(dir, "cpu.shares")); err == nil {
+			var v int64
+			if _, err := fmt.Sscan(string(b), &v); err == nil {
+				return v
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "cpu.weight")); err == nil {
+			var w int64
+			if _, err := fmt.Sscan(string(b), &w); err == nil {
+				return 2 + (w-1)*262142/9999
+			}
+		}
+	}
+	t.Fatalf("no cpu shares found for cgroup %s", path)
 	return 0
 }
