@@ -12,7 +12,9 @@
 // Admission runs the AdmitHandlers it is given, in order; kubelet's own
 // are here (admit.go: ResourceFit, Validate; admit_node.go: PodOS,
 // NodeName, NodeAffinity, Taints, NodePorts, Sysctls), and a rejected pod
-// ends Failed (RejectedStatus). Metrics (metrics.go) times the syncs as
+// ends Failed (RejectedStatus). With an Allocation (agent/allocation),
+// a pod and the others are admitted at their allocated requirements and
+// an admitted pod's are recorded. Metrics (metrics.go) times the syncs as
 // kubelet's kubelet_pod_worker_duration_seconds,
 // kubelet_pod_start_duration_seconds and
 // kubelet_pod_start_sli_duration_seconds (image pulls reported to it are

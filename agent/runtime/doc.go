@@ -7,12 +7,18 @@
 //     killed for failed probes; deadline.go: Deadlines, which pods went
 //     past activeDeadlineSeconds and when the next one does, and their
 //     Failed status; readiness.go: WithReadiness, a status with the
-//     readiness the probes say now);
+//     readiness the probes say now; resize.go: ComputeResize, the
+//     in-place resize of running containers to their allocated
+//     requirements, decreases first, RestartContainer policies as
+//     restarts, and ResizeInProgress);
 //   - doing it (manager.go: SyncPod creates the sandbox, pulls images,
 //     writes the managed /etc/hosts and termination-message files, asks
 //     the volume manager for the pod's volumes and starts init, sidecar,
 //     regular and ephemeral containers, running postStart hooks;
-//     manager_cgroups.go: the pod cgroup; kill.go: KillPod with preStop
+//     manager_cgroups.go: the pod cgroup; manager_resize.go: an in-place
+//     resize carried out — memory decreases checked against usage, the
+//     pod cgroup widened, UpdateContainerResources, the pod cgroup set,
+//     each container's new values recorded (Actuated); kill.go: KillPod with preStop
 //     hooks, grace periods (KillPodWithin: bounded by a deadline a
 //     shorter grace brings forward, internal/grace) and sidecars stopped
 //     last; leftovers.go: the directories a kill cut short by a crash
@@ -21,7 +27,8 @@
 //     parallel pulls and pull secrets (images.go, pullsecrets.go), and the
 //     CrashLoopBackOff and image pull back-off (backoff.go);
 //   - the runtime's view of a pod and its API status (status.go:
-//     GetPodStatus; status_api.go: ToAPIStatus, ephemeralContainerStatuses;
+//     GetPodStatus; status_api.go: ToAPIStatus, ephemeralContainerStatuses,
+//     containerStatuses[].resources and allocatedResources;
 //     terminal.go: TerminalStatus, the final status of a terminated pod;
 //     termmsg.go: termination messages from the file or the log tail;
 //     runningpods.go: the kubelet API's /runningpods/);
