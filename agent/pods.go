@@ -382,6 +382,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 	}
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupLeftovers(ctx, wanted, listed)
+	p.cleanupAllocations(ctx, wanted)
 	for _, st := range runtime.Orphans(listed, wanted) {
 		if p.workers.Known(st.UID) {
 			continue

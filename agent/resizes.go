@@ -116,3 +116,16 @@ func (p *pods) forgetAllocation(ctx context.Context, pod *v1.Pod) {
 		klog.FromContext(ctx).Error(err, "Removing the pod's actuated resources", "podUID", pod.UID)
 	}
 }
+
+// cleanupAllocations drops from both checkpoints the pods that no source
+// wants and no worker runs (pods removed while the agent was down).
+func (p *pods) cleanupAllocations(ctx context.Context, wanted map[types.UID]bool) {
+	if p.alloc == nil {
+		return
+	}
+	keep := func(uid types.UID) bool { return wanted[uid] || p.workers.Known(uid) }
+	p.alloc.Keep(ctx, keep)
+	if err := p.actuated.Keep(keep); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing actuated resources of pods that are gone")
+	}
+}
