@@ -97,8 +97,9 @@ type pods struct {
 
 	// alloc allocates in-place resizes; actuated records what each
 	// running container was given (agent/resizes.go).
-	alloc    *allocation.Manager
-	actuated *allocation.Store
+	alloc         *allocation.Manager
+	actuated      *allocation.Store
+	resizeMetrics *allocation.Metrics
 	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
 	qos *qosCgroups
 
@@ -218,7 +219,8 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
-	p.newAllocation(env.allocated, admit)
+	p.resizeMetrics = a.metrics.resize
+	p.newAllocation(env.allocated, admit, a.metrics.resize)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
 		return err
 	}

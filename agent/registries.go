@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/buildinfo"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/crimetrics"
@@ -50,6 +51,7 @@ type podMetrics struct {
 	reclaimStalls *prometheus.CounterVec
 	bpf           *bpf.Collector
 	cgroups       *cgroups.ManagerMetrics
+	resize        *allocation.Metrics
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -61,7 +63,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
-		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main)}
+		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
@@ -71,6 +73,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		kubeclient.RegisterMetrics(r.main), // client-go's rest_client_*
 		m.cri.Register(r.main),
 		m.eviction.Register(r.main),
+		m.resize.Register(r.main, a.resizeConditions),
 		r.main.Register(m.oomScores),
 		r.main.Register(m.oomKills),
 		r.main.Register(m.reclaimStalls),
@@ -84,6 +87,18 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		return r, m, fmt.Errorf("metrics: %w", err)
 	}
 	return r, m, nil
+}
+
+// resizeConditions are the pod side's resize conditions (nil before it
+// runs), for the resize gauges.
+func (a *Agent) resizeConditions() *allocation.Conditions {
+	a.mu.Lock()
+	p := a.pods
+	a.mu.Unlock()
+	if p == nil || p.alloc == nil {
+		return nil
+	}
+	return p.alloc.Conditions()
 }
 
 // plegPods is what kubelet_running_* count: the PLEG's cache and the

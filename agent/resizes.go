@@ -36,9 +36,9 @@ func openAllocationStores(ctx context.Context, rootDir string) (allocated, actua
 // newAllocation builds the allocation manager on the pod side: resizes
 // are admitted by the node's admit handlers against the other active
 // pods, and a pod whose allocation or resize conditions change is synced.
-func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler) {
+func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler, metrics *allocation.Metrics) {
 	p.alloc = allocation.NewManager(allocation.Config{
-		Allocated: allocated,
+		Allocated: allocated, Metrics: metrics,
 		Admit: func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
 			r := podworkers.Admit(admit, podworkers.AdmitAttributes{Pod: pod, OtherPods: others})
 			return r.Admit, r.Reason, r.Message
@@ -90,16 +90,22 @@ func (p *pods) endResize(pod *v1.Pod, st *runtime.PodStatus, r *runtime.SyncResu
 		return out
 	}
 	if podutil.IsTerminal(out.Phase) {
-		p.alloc.Terminal(pod.UID)
+		p.alloc.Terminal(pod)
 		return out
 	}
-	errMsg := ""
+	errMsg, resized := "", false
 	if r != nil {
 		for _, s := range r.Steps {
-			if s.Action == runtime.ActionResize && s.Err != nil {
-				errMsg = s.Err.Error()
+			if s.Action == runtime.ActionResize {
+				resized = true
+				if s.Err != nil {
+					errMsg = s.Err.Error()
+				}
 			}
 		}
+	}
+	if resized {
+		p.resizeMetrics.ObserveResize(r.ResizeTook, errMsg == "")
 	}
 	p.alloc.Actuated(pod, p.mgr.ResizeInProgress(pod, st), errMsg)
 	out.Conditions = append(out.Conditions, p.alloc.Conditions().List(pod.UID)...)

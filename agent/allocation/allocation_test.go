@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -256,5 +258,45 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	met := NewMetrics()
+	n := &fakeNode{capacity: 500}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	var m *Manager
+	if err := met.Register(reg, func() *Conditions { return m.Conditions() }); err != nil {
+		t.Fatal(err)
+	}
+	m = NewManager(Config{Allocated: NewMemoryStore(), Admit: n.admit, Metrics: met, Clock: clk,
+		ActivePods: func() []*v1.Pod { return n.pods }})
+	a := testPod("a", "400m", "64Mi")
+	n.pods = []*v1.Pod{a}
+	m.Admitted(ctx, a)
+	m.Sync(ctx, a)
+	up := a.DeepCopy()
+	up.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("600m")
+	n.pods = []*v1.Pod{up}
+	m.Sync(ctx, up)
+	want := `
+# HELP kubelet_pod_pending_resizes Number of pending resizes for pods. Label 'priority_bucket' classifies the pod priority (system-critical: >=2000000000, high: 100000..1999999999, medium: 1..99999, normal: 0/default, low: -999..-1, very-low: <=-1000, unknown: nil pod). Label 'reason' describes the state (deferred, infeasible).
+# TYPE kubelet_pod_pending_resizes gauge
+kubelet_pod_pending_resizes{priority_bucket="normal",reason="deferred"} 1
+# HELP kubelet_container_requested_resizes_total Number of requested resizes, counted at the container level. Different resources on the same container are counted separately. The 'requirement' label refers to 'memory' or 'limits'; the 'operation' label can be one of 'add', 'remove', 'increase' or 'decrease'.
+# TYPE kubelet_container_requested_resizes_total counter
+kubelet_container_requested_resizes_total{operation="increase",requirement="requests",resource="cpu"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_pod_pending_resizes", "kubelet_container_requested_resizes_total"); err != nil {
+		t.Error(err)
+	}
+	// Taken back after 30 s: the deferral is resolved as reverted.
+	clk.Step(30 * time.Second)
+	n.pods = []*v1.Pod{a}
+	m.Sync(ctx, a)
+	if got := testutil.CollectAndCount(met.deferredDuration); got != 1 {
+		t.Errorf("deferred duration series %d, want 1", got)
 	}
 }

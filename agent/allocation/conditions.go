@@ -27,6 +27,8 @@ type Conditions struct {
 
 type resizeConditions struct {
 	pending, inProgress *v1.PodCondition
+	// bucket is the pod's priority bucket, for kubelet_pod_pending_resizes.
+	bucket string
 }
 
 // NewConditions returns an empty cache on clk (nil: the real clock).
@@ -61,12 +63,17 @@ func (c *Conditions) updated(typ v1.PodConditionType, old *v1.PodCondition, reas
 // becomes Deferred. It reports whether the reason or observed generation
 // changed (a new condition counts as changed): the cue for an event.
 func (c *Conditions) SetPending(uid types.UID, reason, message string, gen int64) bool {
+	return c.setPending(uid, reason, message, gen, "unknown")
+}
+
+func (c *Conditions) setPending(uid types.UID, reason, message string, gen int64, bucket string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if reason != v1.PodReasonInfeasible {
 		reason = v1.PodReasonDeferred
 	}
 	rc := c.get(uid)
+	rc.bucket = bucket
 	old := rc.pending
 	rc.pending = c.updated(v1.PodResizePending, old, reason, message, gen)
 	return old == nil || old.Reason != reason || old.ObservedGeneration != gen
@@ -93,13 +100,17 @@ func (c *Conditions) SetInProgress(uid types.UID, reason, message string, gen in
 	return gen, changed
 }
 
-// ClearPending removes PodResizePending.
-func (c *Conditions) ClearPending(uid types.UID) {
+// ClearPending removes PodResizePending and returns it (nil: none).
+func (c *Conditions) ClearPending(uid types.UID) *v1.PodCondition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rc := c.pods[uid]; rc != nil {
-		rc.pending = nil
+	rc := c.pods[uid]
+	if rc == nil {
+		return nil
 	}
+	old := rc.pending
+	rc.pending = nil
+	return old
 }
 
 // ClearInProgress removes PodResizeInProgress and returns the generation
@@ -162,9 +173,14 @@ func (c *Conditions) Backfill(pod *v1.Pod) {
 	}
 }
 
-// Forget drops uid's conditions.
-func (c *Conditions) Forget(uid types.UID) {
+// Forget drops uid's conditions and returns the pending one it had.
+func (c *Conditions) Forget(uid types.UID) *v1.PodCondition {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var pending *v1.PodCondition
+	if rc := c.pods[uid]; rc != nil {
+		pending = rc.pending
+	}
 	delete(c.pods, uid)
+	return pending
 }

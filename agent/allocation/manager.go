@@ -42,6 +42,8 @@ type Config struct {
 	Record func(pod *v1.Pod, eventType, reason, message string)
 	// Clock is the clock (nil: the real one).
 	Clock clock.WithTicker
+	// Metrics are the resize metrics (nil: none).
+	Metrics *Metrics
 }
 
 // Manager allocates in-place resizes (kubelet's allocation manager): it
@@ -52,6 +54,9 @@ type Manager struct {
 
 	mu      sync.Mutex // serializes allocation decisions
 	pending []types.UID
+
+	seenMu sync.Mutex
+	seen   map[types.UID]Resources // the desired requirements last synced
 }
 
 // NewManager returns a Manager over cfg.
@@ -62,7 +67,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Manager{cfg: cfg}
+	return &Manager{cfg: cfg, seen: map[types.UID]Resources{}}
 }
 
 // Conditions is the resize condition cache.
@@ -98,6 +103,7 @@ func (m *Manager) Admitted(ctx context.Context, pod *v1.Pod) {
 // resize it asks for is queued and the queue tried (kubelet's
 // pod_resized trigger); a resize taken back clears its pending condition.
 func (m *Manager) Sync(ctx context.Context, pod *v1.Pod) {
+	m.countRequested(pod)
 	r, ok := m.cfg.Allocated.Get(pod.UID)
 	if !ok {
 		m.Admitted(ctx, pod) // admitted before allocations were kept
@@ -107,7 +113,8 @@ func (m *Manager) Sync(ctx context.Context, pod *v1.Pod) {
 		m.mu.Lock()
 		m.pending = slices.DeleteFunc(m.pending, func(u types.UID) bool { return u == pod.UID })
 		m.mu.Unlock()
-		m.cfg.Conditions.ClearPending(pod.UID)
+		old := m.cfg.Conditions.ClearPending(pod.UID)
+		m.cfg.Metrics.deferredResolved(old, ResolutionReverted, PriorityBucket(pod), m.cfg.Clock.Now())
 		return
 	}
 	m.mu.Lock()
@@ -124,7 +131,10 @@ func (m *Manager) Forget(ctx context.Context, uid types.UID) {
 	if err := m.cfg.Allocated.Remove(uid); err != nil {
 		klog.FromContext(ctx).Error(err, "Removing the pod's allocation", "podUID", uid)
 	}
-	m.cfg.Conditions.Forget(uid)
+	m.cfg.Metrics.deferredResolved(m.cfg.Conditions.Forget(uid), ResolutionTerminated, "unknown", m.cfg.Clock.Now())
+	m.seenMu.Lock()
+	delete(m.seen, uid)
+	m.seenMu.Unlock()
 	m.mu.Lock()
 	m.pending = slices.DeleteFunc(m.pending, func(u types.UID) bool { return u == uid })
 	more := len(m.pending) > 0
@@ -186,6 +196,7 @@ func (m *Manager) Retry(ctx context.Context, trigger string) {
 	m.pending = m.pending[:0]
 	for _, p := range queue {
 		before := m.cfg.Conditions.List(p.Pod.UID)
+		wasDeferred := m.cfg.Conditions.Pending(p.Pod.UID)
 		allocated, err := m.handle(ctx, p.Pod, active)
 		switch {
 		case err != nil:
@@ -193,6 +204,10 @@ func (m *Manager) Retry(ctx context.Context, trigger string) {
 			m.pending = append(m.pending, p.Pod.UID)
 		case allocated:
 			log.V(2).Info("Pod resize allocated", "pod", klog.KObj(p.Pod), "trigger", trigger)
+			if wasDeferred != nil && wasDeferred.Reason == v1.PodReasonDeferred {
+				m.cfg.Metrics.acceptedAfterDeferral(trigger)
+				m.cfg.Metrics.deferredResolved(wasDeferred, ResolutionAccepted, PriorityBucket(p.Pod), m.cfg.Clock.Now())
+			}
 		default:
 			if c := m.cfg.Conditions.Pending(p.Pod.UID); c != nil && c.Reason == v1.PodReasonDeferred {
 				m.pending = append(m.pending, p.Pod.UID)
@@ -214,6 +229,7 @@ func (m *Manager) handle(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (bo
 		return false, nil
 	}
 	if msg := Infeasible(pod, allocated); msg != "" {
+		m.cfg.Metrics.infeasibleResize("plr_feature_gate_off")
 		m.setPending(pod, v1.PodReasonInfeasible, msg)
 		return false, nil
 	}
@@ -240,7 +256,7 @@ func (m *Manager) handle(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (bo
 // pending_ sets the pod's PodResizePending condition and records the
 // event when its reason or generation changed.
 func (m *Manager) setPending(pod *v1.Pod, reason, msg string) {
-	if !m.cfg.Conditions.SetPending(pod.UID, reason, msg, pod.Generation) {
+	if !m.cfg.Conditions.setPending(pod.UID, reason, msg, pod.Generation, PriorityBucket(pod)) {
 		return
 	}
 	if reason != v1.PodReasonInfeasible {
@@ -274,9 +290,23 @@ func (m *Manager) Actuated(pod *v1.Pod, inProgress bool, errMsg string) {
 }
 
 // Terminal clears the resize conditions of a pod that finished.
-func (m *Manager) Terminal(uid types.UID) {
-	m.cfg.Conditions.ClearInProgress(uid)
-	m.cfg.Conditions.ClearPending(uid)
+func (m *Manager) Terminal(pod *v1.Pod) {
+	m.cfg.Conditions.ClearInProgress(pod.UID)
+	old := m.cfg.Conditions.ClearPending(pod.UID)
+	m.cfg.Metrics.deferredResolved(old, ResolutionTerminated, PriorityBucket(pod), m.cfg.Clock.Now())
+}
+
+// countRequested counts the container resizes a pod asks for anew since
+// its last sync (kubelet_container_requested_resizes_total).
+func (m *Manager) countRequested(pod *v1.Pod) {
+	next := Of(pod)
+	m.seenMu.Lock()
+	old, ok := m.seen[pod.UID]
+	m.seen[pod.UID] = next
+	m.seenMu.Unlock()
+	if ok && !Equal(old, next) {
+		m.cfg.Metrics.requestedResizes(old, next)
+	}
 }
 
 func (m *Manager) record(pod *v1.Pod, typ, reason, msg string) {

@@ -229,9 +229,10 @@ type SyncResult struct {
 	// stopped, before their removal (KillPodWithin; nil when unknown).
 	Stopped *PodStatus
 	// Resize is the in-place resize the sync carried out (or tried: the
-	// ActionResize step holds its error).
-	Resize ResizePlan
-	mu     sync.Mutex
+	// ActionResize step holds its error) and how long it took.
+	Resize     ResizePlan
+	ResizeTook time.Duration
+	mu         sync.Mutex
 }
 
 func newResult() *SyncResult {

@@ -50,7 +50,9 @@ func (m *Manager) ResizeInProgress(pod *v1.Pod, st *PodStatus) bool {
 // set to the allocated values. A failure stops there, recorded as the
 // ActionResize step; the next sync retries what is left.
 func (m *Manager) resize(ctx context.Context, pod *v1.Pod, st *PodStatus, plan ResizePlan, opts podconfig.ContainerOptions, r *SyncResult) {
+	start := m.clock.Now()
 	err := m.doResize(ctx, pod, plan, opts)
+	r.ResizeTook = m.clock.Since(start)
 	r.step(ActionResize, string(pod.UID), err, "")
 	if err != nil {
 		klog.FromContext(ctx).Info("Pod resize not carried out", "err", err)
