@@ -154,6 +154,13 @@ func TestClusterResize(t *testing.T) {
 	c.deletePod(t, "hog", nil)
 	c.waitResized(t, resized)
 	expectCgroup(t, appCg, want*100, 128<<20)
+	metrics := c.metrics(t)
+	for _, line := range []string{`kubelet_pod_deferred_accepted_resizes_total{retry_trigger="pods_removed"} 1`,
+		`kubelet_pod_resize_duration_milliseconds_count{success="false"} `, `kubelet_pod_in_progress_resizes 0`} {
+		if !strings.Contains(metrics, line) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 
 	// More than the node has: the API server refuses.
 	_, err = c.tryResize(t, "resize", func(p *v1.Pod) {
