@@ -98,7 +98,8 @@ const KillReasonResize = "Resize"
 // requirements) to the actions a of a sync from its runtime status st:
 // each running regular or sidecar container of the current sandbox that a
 // does not already kill is compared with what it was given (actuated; a
-// container without a record counts as given nothing, so it is updated);
+// container without a record counts as given nothing, so it is updated in
+// place, never restarted);
 // a resource whose resizePolicy is RestartContainer restarts it (killed
 // and started again: "Container <name> resize requires restart"), other
 // changes become in-place updates, ordered decreases first. Pure.
@@ -119,12 +120,14 @@ func ComputeResize(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1.Re
 		if _, killed := a.ContainersToKill[cs.ID]; killed {
 			return
 		}
-		cur, _ := actuated(c.Name)
+		cur, recorded := actuated(c.Name)
 		current, desired := valuesOf(cur), valuesOf(ActuatedRequirements(pod, c))
 		if current == desired {
 			return
 		}
-		if resizeRestarts(c, current, desired) {
+		// Without a record (a container started before records were kept)
+		// the update is in place: it only restates what the container has.
+		if recorded && resizeRestarts(c, current, desired) {
 			a.ContainersToKill[cs.ID] = KillInfo{Name: c.Name, Reason: KillReasonResize,
 				Message: fmt.Sprintf("Container %s resize requires restart", c.Name), Container: cs}
 			if init {

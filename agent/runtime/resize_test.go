@@ -91,3 +91,14 @@ func TestStatusResources(t *testing.T) {
 		t.Errorf("running container: %v", got)
 	}
 }
+
+func TestComputeResizeWithoutRecord(t *testing.T) {
+	pod := resizePod()
+	st := &PodStatus{Sandboxes: []*SandboxStatus{{ID: "sb", Ready: true}},
+		Containers: []*ContainerStatus{{ID: "id-restart", SandboxID: "sb", Name: "restart", State: ContainerRunning}}}
+	a := PodActions{ContainersToKill: map[string]KillInfo{}}
+	plan := ComputeResize(pod, st, func(string) (v1.ResourceRequirements, bool) { return v1.ResourceRequirements{}, false }, &a)
+	if len(a.ContainersToKill) != 0 || len(plan.Memory) != 1 || plan.Memory[0].Name != "restart" {
+		t.Errorf("no record: kills %v, memory updates %+v; want one in-place update", a.ContainersToKill, plan.Memory)
+	}
+}
