@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -99,6 +101,15 @@ func (p *pods) terminatingReadiness(uid types.UID) {
 // volume; with the API server, its objects also serve env and envFrom).
 func (a *Agent) newVolumeManager(podsDir string, allocatable v1.ResourceList) (*volume.Manager, runtime.EnvObjects, error) {
 	cfg := volume.Config{PodsDir: podsDir, NodeAllocatable: allocatable}
+	if swaps, err := os.ReadFile("/proc/swaps"); err == nil && config.SwapOn(swaps) {
+		// Swap is on: memory-backed volumes (secrets among them) are kept
+		// off it where the kernel can (tmpfs noswap), as kubelet does.
+		noswap := volume.TmpfsNoswapSupported(a.opts.RootDir)
+		if !noswap {
+			klog.Background().Info("Warning: swap is on and tmpfs has no noswap option on this kernel: memory-backed volumes (secrets, emptyDir medium Memory) may be swapped to disk")
+		}
+		cfg.Mounter = volume.SystemMounter(noswap)
+	}
 	if a.clients == nil || a.clients.Main == nil {
 		vm, err := volume.NewManager(cfg) // standalone: emptyDir, hostPath, downwardAPI
 		return vm, nil, err

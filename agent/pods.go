@@ -155,6 +155,9 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if _, err := cm.EnsureQoS(ctx, setup.QoS, nil); err != nil {
 		return nil, env, fmt.Errorf("qos cgroups under %s: %w", kc.CgroupRoot, err)
 	}
+	// Containers' swap is limited (NoSwap: none; LimitedSwap: kubelet's
+	// share) where the memory controller accounts swap.
+	setup.Sync.Container.Swap.Controller = cm.SwapAccounting()
 	is, err := a.deps.ConnectImages(ctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 	if err != nil {
 		return nil, env, fmt.Errorf("image service: %w", err)

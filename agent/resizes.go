@@ -12,6 +12,7 @@ import (
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
 
@@ -39,6 +40,10 @@ func openAllocationStores(ctx context.Context, rootDir string) (allocated, actua
 func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler, metrics *allocation.Metrics) {
 	p.alloc = allocation.NewManager(allocation.Config{
 		Allocated: allocated, Metrics: metrics,
+		SwapBehavior: func(pod *v1.Pod, c *v1.Container) string {
+			o := p.syncOpt.Container
+			return podconfig.ContainerSwapBehavior(pod, c, o.Swap, o.CgroupV2)
+		},
 		Admit: func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
 			r := podworkers.Admit(admit, podworkers.AdmitAttributes{Pod: pod, OtherPods: others})
 			return r.Admit, r.Reason, r.Message

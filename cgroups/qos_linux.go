@@ -713,3 +713,24 @@ func (m *Manager) Verify(ctx context.Context, cgroup string, s CgroupSettings) e
 	}
 	return nil
 }
+
+// SwapAccounting tells whether the memory controller accounts swap, so
+// that a container's swap can be limited: memory.memsw.limit_in_bytes on
+// cgroup v1 (swapaccount), memory.swap.max in kubepods on v2 (kubepods
+// must have been ensured).
+func (m *Manager) SwapAccounting() bool {
+	mt := m.owner["memory"]
+	if mt == nil {
+		return false
+	}
+	if mt.Version == 1 {
+		_, err := os.Stat(filepath.Join(mt.Path, "memory.memsw.limit_in_bytes"))
+		return err == nil
+	}
+	d, err := m.dir(mt, KubepodsCgroup(m.root))
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(d, "memory.swap.max"))
+	return err == nil
+}

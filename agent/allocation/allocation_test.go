@@ -300,3 +300,27 @@ kubelet_container_requested_resizes_total{operation="increase",requirement="requ
 		t.Errorf("deferred duration series %d, want 1", got)
 	}
 }
+
+func TestInfeasibleSwap(t *testing.T) {
+	swaps := func(*v1.Pod, *v1.Container) string { return "LimitedSwap" }
+	a := testPod("a", "100m", "64Mi")
+	a.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = q("32Mi")
+	d := a.DeepCopy()
+	d.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = q("48Mi")
+	if msg, detail := Infeasible(d, a, swaps); msg != MessageSwapResize || detail != "swap_limitation" {
+		t.Errorf("memory request of a swapping container: %q %q", msg, detail)
+	}
+	if msg, _ := Infeasible(d, a, func(*v1.Pod, *v1.Container) string { return "NoSwap" }); msg != "" {
+		t.Errorf("without swap: %q", msg)
+	}
+	a.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	if msg, _ := Infeasible(d, a, swaps); msg != "" {
+		t.Errorf("restarted for memory: %q", msg)
+	}
+	cpu := a.DeepCopy()
+	cpu.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("200m")
+	a.Spec.Containers[0].ResizePolicy = nil
+	if msg, _ := Infeasible(cpu, a, swaps); msg != "" {
+		t.Errorf("a cpu resize of a swapping container: %q", msg)
+	}
+}

@@ -23,19 +23,66 @@ const (
 	EventResizeError      = "ResizeError"
 )
 
-// MessagePodLevelResize is kubelet's Infeasible message for a resize of
-// pod-level resources on a node without InPlacePodLevelResourcesVerticalScaling.
-const MessagePodLevelResize = "InPlacePodLevelResourcesVerticalScaling is disabled"
+// Kubelet's Infeasible messages: a resize of pod-level resources on a
+// node without InPlacePodLevelResourcesVerticalScaling, and a memory
+// request change of a container that swaps.
+const (
+	MessagePodLevelResize = "InPlacePodLevelResourcesVerticalScaling is disabled"
+	MessageSwapResize     = "In-place resize of containers with swap is not supported."
+)
+
+// SwapBehaviorFunc tells the swap behavior of a container of a pod
+// (podconfig.ContainerSwapBehavior with the node's options): "NoSwap" or
+// "LimitedSwap".
+type SwapBehaviorFunc func(pod *v1.Pod, c *v1.Container) string
 
 // Infeasible says why a resize from allocated to desired can never be
 // allocated on this node, before any fit check (kubelet's resize admit
-// handler): kernelet does not resize pod-level resources. Empty: not
-// infeasible for that reason.
-func Infeasible(desired, allocated *v1.Pod) string {
-	if !apiequality.Semantic.DeepEqual(desired.Spec.Resources, allocated.Spec.Resources) {
-		return MessagePodLevelResize
+// handler) — swap first, then pod-level resources — and the
+// reason_detail of kubelet_pod_infeasible_resizes_total. Empty: not
+// infeasible for those reasons.
+func Infeasible(desired, allocated *v1.Pod, swap SwapBehaviorFunc) (msg, detail string) {
+	if swap != nil && swapResize(desired, allocated, swap) {
+		return MessageSwapResize, "swap_limitation"
 	}
-	return ""
+	if !apiequality.Semantic.DeepEqual(desired.Spec.Resources, allocated.Spec.Resources) {
+		return MessagePodLevelResize, "plr_feature_gate_off"
+	}
+	return "", ""
+}
+
+// swapResize tells whether a container's memory request changes while it
+// swaps (before or after) and its memory resize policy does not restart
+// it: kubelet cannot resize its swap in place.
+func swapResize(desired, allocated *v1.Pod, swap SwapBehaviorFunc) bool {
+	alloc := map[string]*v1.Container{}
+	for _, cs := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
+		for i := range cs {
+			alloc[cs[i].Name] = &cs[i]
+		}
+	}
+	for _, cs := range [][]v1.Container{desired.Spec.InitContainers, desired.Spec.Containers} {
+		for i := range cs {
+			d := &cs[i]
+			a, ok := alloc[d.Name]
+			if !ok || d.Resources.Requests.Memory().Equal(*a.Resources.Requests.Memory()) || restartsForMemory(a) {
+				continue
+			}
+			if swap(desired, d) != "NoSwap" || swap(allocated, a) != "NoSwap" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func restartsForMemory(c *v1.Container) bool {
+	for _, p := range c.ResizePolicy {
+		if p.ResourceName == v1.ResourceMemory {
+			return p.RestartPolicy == v1.RestartContainer
+		}
+	}
+	return false
 }
 
 // IncreasesRequests reports whether desired requests more cpu or memory

@@ -44,6 +44,8 @@ type Config struct {
 	Clock clock.WithTicker
 	// Metrics are the resize metrics (nil: none).
 	Metrics *Metrics
+	// SwapBehavior tells which containers swap (nil: none does).
+	SwapBehavior SwapBehaviorFunc
 }
 
 // Manager allocates in-place resizes (kubelet's allocation manager): it
@@ -228,8 +230,8 @@ func (m *Manager) handle(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (bo
 		m.cfg.Conditions.ClearPending(pod.UID)
 		return false, nil
 	}
-	if msg := Infeasible(pod, allocated); msg != "" {
-		m.cfg.Metrics.infeasibleResize("plr_feature_gate_off")
+	if msg, detail := Infeasible(pod, allocated, m.cfg.SwapBehavior); msg != "" {
+		m.cfg.Metrics.infeasibleResize(detail)
 		m.setPending(pod, v1.PodReasonInfeasible, msg)
 		return false, nil
 	}

@@ -69,7 +69,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"KubeletPSI":                  yes("PSI of the node, pods and containers in the Summary API and the cAdvisor metrics", "agent/stats.TestSummary"),
 	"PodAndContainerStatsFromCRI": no("stats come from the cgroups, not from the runtime's stats RPCs"),
 	"LocalStorageCapacityIsolationFSQuotaMonitoring": no("local storage is measured by walking it, not with project quotas"),
-	"NodeSwap":                                     no("swap for pods: containers get no swap limit (memorySwap.swapBehavior other than NoSwap is refused, and so is a node with swap on)"),
+	"NodeSwap":                                     yes("memorySwap.swapBehavior NoSwap (memory.swap.max 0, v1 memory+swap = memory) and LimitedSwap on cgroup v2 (Burstable containers get request/node memory × swap), failSwapOn false runs on a swap node that accounts swap, tmpfs volumes noswap", "agent/runtime/podconfig.TestContainerSwap"),
 	"CPUManagerPolicyOptions":                      no("no CPU manager (issue 27)"),
 	"CPUManagerPolicyAlphaOptions":                 no("no CPU manager (issue 27)"),
 	"CPUManagerPolicyBetaOptions":                  no("no CPU manager (issue 27)"),

@@ -26,8 +26,8 @@ func TestFeatureGatesValidation(t *testing.T) {
 			`featureGates[WindowsGracefulNodeShutdown]: Invalid value: true: WindowsGracefulNodeShutdown is enabled, but depends on features that are disabled: [GracefulNodeShutdown]`}},
 		"alpha kernelet lacks, on": {"EventedPLEG: true",
 			[]string{`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2): pod lifecycle events come from the relist (GetContainerEvents is a wake-up hint only); remove it or set it to false`}},
-		"locked GA kernelet lacks": {"NodeSwap: true",
-			[]string{`featureGates[NodeSwap]: Invalid value: true: kernelet does not implement NodeSwap (GA in kubelet v1.37.2): swap for pods: containers get no swap limit (memorySwap.swapBehavior other than NoSwap is refused, and so is a node with swap on); remove it`}},
+		"locked GA kernelet lacks": {"DRAExtendedResource: true",
+			[]string{`featureGates[DRAExtendedResource]: Invalid value: true: kernelet does not implement DRAExtendedResource (GA in kubelet v1.37.2): no dynamic resource allocation (status.extendedResourceClaimStatus is refused at admission); remove it`}},
 		"implemented, off": {"ReloadKubeletClientCAFile: false",
 			[]string{`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true (BETA, default true in kubelet v1.37.2): authentication.x509.clientCAFile is loaded again when it changes; remove it or set it to true`}},
 		"implemented, on":       {"ReloadKubeletClientCAFile: true\nImageMaximumGCAge: true", nil},
@@ -48,7 +48,7 @@ func TestFeatureGatesValidation(t *testing.T) {
 			`featureGates[CompositePodGroup]: Invalid value: true: CompositePodGroup is enabled, but depends on features that are disabled: [GenericWorkload]`,
 			`featureGates[PodGroupPreemptionPolicy]: `, `featureGates[TopologyAwareWorkloadScheduling]: `, `featureGates[WorkloadWithJob]: `}},
 		"all beta on":     {"AllBeta: true", []string{`featureGates[AllBeta]: Invalid value: true: turns on `}},
-		"several at once": {"Nope: true\nNodeSwap: true", []string{`featureGates[NodeSwap]: `, `featureGates[Nope]: `}},
+		"several at once": {"Nope: true\nDRAExtendedResource: true", []string{`featureGates[DRAExtendedResource]: `, `featureGates[Nope]: `}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -21,6 +21,12 @@ type Host struct {
 	// ProcSwaps reads /proc/swaps (nil content, no error when the file
 	// does not exist); nil skips the swap check.
 	ProcSwaps func() ([]byte, error)
+	// MemoryCgroupV2 tells that the memory controller is on cgroup v2.
+	MemoryCgroupV2 bool
+	// SwapAccounting tells that the memory cgroups account swap (v1
+	// memory.memsw.limit_in_bytes, v2 memory.swap.max), so that a
+	// container's swap can be limited.
+	SwapAccounting bool
 }
 
 // SwapOn tells from the content of /proc/swaps whether swap is on:
@@ -31,10 +37,11 @@ func SwapOn(procSwaps []byte) bool {
 
 // CheckHost returns every reason cfg cannot run on this host: the systemd
 // cgroup driver (without systemd as PID 1; with it, not supported by
-// kernelet yet), files the configuration names that are missing, and swap
-// that is on (refused with failSwapOn, kubelet's check; without it too:
-// kernelet sets no swap limit on containers, so kubelet's NoSwap would not
-// hold).
+// kernelet yet), files the configuration names that are missing, swap
+// that is on with failSwapOn (kubelet's check) or where the memory cgroups
+// do not account swap (no container's swap could be limited: kubelet
+// would let pods swap), and memorySwap.swapBehavior LimitedSwap without
+// the memory controller on cgroup v2 (kubelet gives no swap then).
 func CheckHost(cfg *Config, h Host) field.ErrorList {
 	kc := &cfg.Kubelet
 	var errs field.ErrorList
@@ -61,24 +68,28 @@ func CheckHost(cfg *Config, h Host) field.ErrorList {
 			errs = append(errs, field.Invalid(f.p, f.file, "file does not exist"))
 		}
 	}
-	return checkSwap(errs, kc.FailSwapOn == nil || *kc.FailSwapOn, h.ProcSwaps)
+	if kc.MemorySwap.SwapBehavior == "LimitedSwap" && !h.MemoryCgroupV2 {
+		errs = append(errs, field.Invalid(field.NewPath("memorySwap", "swapBehavior"), kc.MemorySwap.SwapBehavior,
+			"LimitedSwap needs the memory controller on cgroup v2 (memory.swap.max); this host's is on cgroup v1"))
+	}
+	return checkSwap(errs, kc.FailSwapOn == nil || *kc.FailSwapOn, h)
 }
 
-func checkSwap(errs field.ErrorList, failSwapOn bool, procSwaps func() ([]byte, error)) field.ErrorList {
-	if procSwaps == nil {
+func checkSwap(errs field.ErrorList, failSwapOn bool, h Host) field.ErrorList {
+	if h.ProcSwaps == nil {
 		return errs
 	}
 	fp := field.NewPath("failSwapOn")
-	swaps, err := procSwaps()
+	swaps, err := h.ProcSwaps()
 	switch {
 	case err != nil:
 		errs = append(errs, field.InternalError(fp, fmt.Errorf("failed to determine if swap is on: %w", err)))
 	case !SwapOn(swaps):
 	case failSwapOn:
 		errs = append(errs, field.Invalid(fp, true, "running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"))
-	default:
+	case !h.SwapAccounting:
 		errs = append(errs, field.Invalid(fp, false,
-			"swap is on, and kernelet sets no swap limit on containers (kubelet's NoSwap, memory.swap.max 0): pods could swap; disable swap"))
+			"swap is on, but the memory cgroups do not account swap (no memory.swap.max, or memory.memsw.limit_in_bytes without swapaccount=1): containers' swap cannot be limited; disable swap or enable swap accounting"))
 	}
 	return errs
 }

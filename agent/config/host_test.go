@@ -35,21 +35,31 @@ func TestCheckHostSwap(t *testing.T) {
 		failSwapOn *bool
 		swaps      func() ([]byte, error)
 		want       string // "" when the host fits
+		noAcct     bool   // the memory cgroups do not account swap
+		limited    bool   // swapBehavior LimitedSwap
+		v1         bool   // memory controller on cgroup v1
 	}{
-		"swap off":                    {nil, read(swapsHeader, nil), ""},
-		"swap off, failSwapOn false":  {ptrTo(false), read(swapsHeader, nil), ""},
-		"no /proc/swaps":              {nil, read("", nil), ""},
-		"not checked":                 {nil, nil, ""},
-		"swap on, failSwapOn default": {nil, read(swapsOne, nil), "failSwapOn: Invalid value: true: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"},
-		"swap on, failSwapOn true":    {ptrTo(true), read(swapsOne, nil), "failSwapOn: Invalid value: true: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"},
-		"swap on, failSwapOn false":   {ptrTo(false), read(swapsOne, nil), "failSwapOn: Invalid value: false: swap is on, and kernelet sets no swap limit on containers (kubelet's NoSwap, memory.swap.max 0): pods could swap; disable swap"},
-		"unreadable":                  {nil, read("", errors.New("permission denied")), "failSwapOn: Internal error: failed to determine if swap is on: permission denied"},
+		"swap off":                    {failSwapOn: nil, swaps: read(swapsHeader, nil), want: ""},
+		"swap off, failSwapOn false":  {failSwapOn: ptrTo(false), swaps: read(swapsHeader, nil), want: ""},
+		"no /proc/swaps":              {failSwapOn: nil, swaps: read("", nil), want: ""},
+		"not checked":                 {failSwapOn: nil, swaps: nil, want: ""},
+		"swap on, failSwapOn default": {failSwapOn: nil, swaps: read(swapsOne, nil), want: "failSwapOn: Invalid value: true: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"},
+		"swap on, failSwapOn true":    {failSwapOn: ptrTo(true), swaps: read(swapsOne, nil), want: "failSwapOn: Invalid value: true: running with swap on is not supported, please disable swap or set --fail-swap-on flag to false"},
+		"swap on, failSwapOn false":   {failSwapOn: ptrTo(false), swaps: read(swapsOne, nil)},
+		"swap on, no accounting":      {failSwapOn: ptrTo(false), swaps: read(swapsOne, nil), noAcct: true, want: "failSwapOn: Invalid value: false: swap is on, but the memory cgroups do not account swap (no memory.swap.max, or memory.memsw.limit_in_bytes without swapaccount=1): containers' swap cannot be limited; disable swap or enable swap accounting"},
+		"LimitedSwap on v2":           {failSwapOn: ptrTo(false), swaps: read(swapsOne, nil), limited: true},
+		"LimitedSwap on v1":           {failSwapOn: ptrTo(false), swaps: read(swapsOne, nil), limited: true, v1: true, want: `memorySwap.swapBehavior: Invalid value: "LimitedSwap": LimitedSwap needs the memory controller on cgroup v2 (memory.swap.max); this host's is on cgroup v1`},
+		"unreadable":                  {failSwapOn: nil, swaps: read("", errors.New("permission denied")), want: "failSwapOn: Internal error: failed to determine if swap is on: permission denied"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := Default()
 			cfg.Kubelet.FailSwapOn = tc.failSwapOn
-			errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }, ProcSwaps: tc.swaps})
+			if tc.limited {
+				cfg.Kubelet.MemorySwap.SwapBehavior = "LimitedSwap"
+			}
+			errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }, ProcSwaps: tc.swaps,
+				SwapAccounting: !tc.noAcct, MemoryCgroupV2: !tc.v1})
 			switch {
 			case tc.want == "" && len(errs) != 0:
 				t.Errorf("want no error, got %v", errs)

@@ -7,7 +7,7 @@ import (
 
 // validateUnimplemented refuses the KubeletConfiguration values that ask
 // for something kernelet does not do, naming the field: a node manager it
-// lacks, swap for pods, graceful node shutdown, the node log query, a
+// lacks, an unknown swap behavior, graceful node shutdown, the node log query, a
 // CrashLoopBackOff cap, verification of pull credentials, the
 // TieredReservation memory reservation policy. Their defaults
 // (and kubelet's "off" values) pass.
@@ -22,8 +22,8 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	if v := kc.TopologyManagerPolicy; v != "none" {
 		errs = append(errs, field.Invalid(p("topologyManagerPolicy"), v, `kernelet has no topology manager (issue 27): only "none" is supported`))
 	}
-	if v := kc.MemorySwap.SwapBehavior; v != "" && v != "NoSwap" {
-		errs = append(errs, field.Invalid(p("memorySwap", "swapBehavior"), v, `kernelet gives pods no swap: only "NoSwap" (or unset) is supported`))
+	if v := kc.MemorySwap.SwapBehavior; v != "" && v != "NoSwap" && v != "LimitedSwap" {
+		errs = append(errs, field.NotSupported(p("memorySwap", "swapBehavior"), v, []string{"", "LimitedSwap", "NoSwap"}))
 	}
 	if d := kc.ShutdownGracePeriod.Duration; d > 0 {
 		errs = append(errs, field.Invalid(p("shutdownGracePeriod"), d.String(), "kernelet has no graceful node shutdown: only 0 (off) is supported"))

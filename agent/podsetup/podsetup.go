@@ -23,6 +23,8 @@ import (
 // Capacity is what the node has.
 type Capacity struct {
 	MilliCPU, MemoryBytes int64
+	// SwapBytes is the swap space (SwapTotal; 0: none).
+	SwapBytes int64
 }
 
 // NodeCapacity reads the node's CPUs and memory (MemTotal through the
@@ -34,6 +36,9 @@ func NodeCapacity(ctx context.Context, h *cgroups.Hierarchies) Capacity {
 		_ = r.Node(ctx, &ns) // a partial read still tells the capacity
 		if ns.Memory.CapacityBytes.Known {
 			c.MemoryBytes = int64(ns.Memory.CapacityBytes.V)
+		}
+		if ns.Memory.SwapTotalBytes.Known {
+			c.SwapBytes = int64(ns.Memory.SwapTotalBytes.V)
 		}
 	}
 	return c
@@ -99,7 +104,9 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
 			CPUOptions: cpu, SeccompOptions: seccomp, CgroupV2: mode == cgroups.Unified,
 			SingleProcessOOMKill: kc.SingleProcessOOMKill != nil && *kc.SingleProcessOOMKill,
-			MemoryQoS:            memoryQoS},
+			MemoryQoS:            memoryQoS,
+			// Controller is the agent's to tell (cgroups.Manager.SwapAccounting).
+			Swap: podconfig.SwapOptions{Behavior: kc.MemorySwap.SwapBehavior, NodeMemory: c.MemoryBytes, SwapCapacity: c.SwapBytes}},
 	}
 	if kc.ResolverConfig != nil {
 		sync.Sandbox.ResolvConf = *kc.ResolverConfig

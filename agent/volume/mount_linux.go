@@ -3,18 +3,43 @@ package volume
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
 
-// systemMounter mounts with mount(2).
-type systemMounter struct{}
+// systemMounter mounts with mount(2); noswap adds tmpfs's noswap option
+// (kernel 6.4 and later), so that memory-backed volumes never reach swap.
+type systemMounter struct{ noswap bool }
 
-func (systemMounter) MountTmpfs(dir string, sizeBytes int64) error {
+// SystemMounter is the Mounter of mount(2); noswap mounts every tmpfs
+// with the noswap option (kubelet's when swap is on and the kernel has it).
+func SystemMounter(noswap bool) Mounter { return systemMounter{noswap: noswap} }
+
+// TmpfsNoswapSupported tells whether the kernel takes tmpfs's noswap
+// option, by mounting one on a temporary directory under dir (kubelet's
+// check).
+func TmpfsNoswapSupported(dir string) bool {
+	tmp, err := os.MkdirTemp(dir, ".noswap-check-")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(tmp)
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "noswap"); err != nil {
+		return false
+	}
+	_ = unix.Unmount(tmp, unix.MNT_DETACH)
+	return true
+}
+
+func (m systemMounter) MountTmpfs(dir string, sizeBytes int64) error {
 	opts := "mode=0755"
 	if sizeBytes > 0 {
 		opts += fmt.Sprintf(",size=%d", sizeBytes)
+	}
+	if m.noswap {
+		opts += ",noswap"
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)

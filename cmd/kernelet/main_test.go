@@ -175,7 +175,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager`,
 		`memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager`,
 		`topologyManagerPolicy: Invalid value: "best-effort": kernelet has no topology manager`,
-		`memorySwap.swapBehavior: Invalid value: "LimitedSwap": kernelet gives pods no swap`,
+		`memorySwap.swapBehavior: Unsupported value: "UnlimitedSwap": supported values: "", "LimitedSwap", "NoSwap"`,
 		`shutdownGracePeriod: Invalid value: "30s": kernelet has no graceful node shutdown`,
 		`shutdownGracePeriodByPodPriority: Invalid value: 1: kernelet has no graceful node shutdown`,
 		`enableSystemLogQuery: Invalid value: true: kernelet has no node log query`,

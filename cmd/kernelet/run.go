@@ -23,6 +23,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/nodeip"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 )
@@ -270,6 +271,7 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 // hostFacts reads what config.CheckHost needs from this machine.
 func hostFacts() config.Host {
 	comm, _ := os.ReadFile("/proc/1/comm")
+	memV2, swapAcct := memoryCgroupFacts()
 	return config.Host{
 		PID1: strings.TrimSpace(string(comm)),
 		FileExists: func(p string) bool {
@@ -284,7 +286,38 @@ func hostFacts() config.Host {
 			}
 			return b, err
 		},
+		MemoryCgroupV2: memV2,
+		SwapAccounting: swapAcct,
 	}
+}
+
+// memoryCgroupFacts tells whether the memory controller is on cgroup v2
+// and whether it accounts swap (v1: memory.memsw.limit_in_bytes at the
+// hierarchy's root; v2: memory.swap.max in this process's cgroup, as
+// kubelet checks).
+func memoryCgroupFacts() (v2, swapAccounting bool) {
+	h, err := cgroups.Discover()
+	if err != nil {
+		return false, false
+	}
+	if m := h.V1["memory"]; m != nil {
+		_, err := os.Stat(filepath.Join(m.Path, "memory.memsw.limit_in_bytes"))
+		return false, err == nil
+	}
+	if h.Unified == nil {
+		return false, false
+	}
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return true, false
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(self)), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			_, err := os.Stat(filepath.Join(h.Unified.Path, rest, "memory.swap.max"))
+			return true, err == nil
+		}
+	}
+	return true, false
 }
 
 func nodeName(override string) (string, error) {

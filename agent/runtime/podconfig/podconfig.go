@@ -501,6 +501,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 		}
 		maps.Copy(r.Unified, mq)
 	}
+	applySwap(r, pod, c, opts.Swap, opts.CgroupV2)
 	return r
 }
 

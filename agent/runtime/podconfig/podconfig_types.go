@@ -128,6 +128,8 @@ type ContainerOptions struct {
 	// MemoryQoS shapes memory.min, memory.low and memory.high of the
 	// container (ContainerMemoryQoS).
 	MemoryQoS MemoryQoSOptions
+	// Swap decides the container's swap (ContainerSwapBehavior).
+	Swap SwapOptions
 	// TerminationMessageHostPath is the host file, created by the caller
 	// under the pod's directory, mounted at the container's
 	// terminationMessagePath; "" mounts none.
