@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -538,3 +539,15 @@ const initTail = `umount /proc /sys
 mount --move /dev /newroot/dev || fail move /dev
 exec switch_root /newroot /sbin/init
 `
+
+// Require skips the test when the node cannot run here (Available), or
+// fails it under CI=true.
+func Require(t testing.TB) {
+	t.Helper()
+	err := Available()
+	missing := ""
+	if err != nil {
+		missing = "cgroup v2 test node: " + strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	env.Require(t, err == nil, missing)
+}
