@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/apiserver"
@@ -191,6 +195,7 @@ func TestV2Node(t *testing.T) {
 		return
 	}
 	t.Run("APIPodCgroup", func(t *testing.T) { testV2NodePodCgroup(t, n) })
+	t.Run("ContainerEvents", func(t *testing.T) { testV2NodeContainerEvents(t, n) })
 }
 
 func testV2NodePodCgroup(t *testing.T, n *v2Node) {
@@ -269,6 +274,123 @@ func testV2NodePodCgroup(t *testing.T, n *v2Node) {
 		return err == nil && strings.TrimSpace(out) == "", fmt.Errorf("%q %v", out, err)
 	})
 	t.Logf("pod deleted: gone from the API server in %v, its cgroup gone %v after the delete", deleted.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// testV2NodeContainerEvents checks containerd 2's GetContainerEvents over
+// CRI in the guest (containerd 1.6 on the host does not implement it): a
+// CRI client on the host, through containerd's socket forwarded over ssh,
+// sees the created, started, stopped and deleted events of the container
+// of an API pod kernelet runs and removes. It also reads RuntimeConfig,
+// which reports the runtime's cgroup driver (kubelet ≥ 1.31 follows it).
+func testV2NodeContainerEvents(t *testing.T, n *v2Node) {
+	ctx := t.Context()
+	sock, _, err := n.ForwardUnix(ctx, "/run/containerd/containerd.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint("unix://" + sock).
+		WithConnectionTimeout(10 * time.Second).Build(ctx)
+	if err != nil {
+		t.Fatalf("CRI client: %v", err)
+	}
+	t.Cleanup(func() { _ = rs.Close(context.Background()) })
+	rc, err := rs.RuntimeConfig(ctx)
+	if err != nil {
+		t.Fatalf("RuntimeConfig: %v", err)
+	}
+	if got := rc.GetLinux().GetCgroupDriver(); got != runtimeapi.CgroupDriver_CGROUPFS {
+		t.Fatalf("RuntimeConfig cgroup driver %v, want CGROUPFS (SystemdCgroup = false)", got)
+	}
+	t.Logf("RuntimeConfig: cgroup driver %v", rc.GetLinux().GetCgroupDriver())
+
+	streamCtx, cancel := context.WithCancel(ctx)
+	events := make(chan *runtimeapi.ContainerEventResponse, 100)
+	established := make(chan struct{})
+	streamErr := make(chan error, 1)
+	go func() {
+		// The CRI client logs the stream's end at error level; the
+		// cancellation at the end of the test is not one.
+		streamErr <- rs.GetContainerEvents(klog.NewContext(streamCtx, logr.Discard()), events, func(runtimeapi.RuntimeService_GetContainerEventsClient) { close(established) })
+	}()
+	defer func() {
+		cancel()
+		<-streamErr
+	}()
+	select {
+	case <-established:
+	case err := <-streamErr:
+		t.Fatalf("GetContainerEvents: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("GetContainerEvents: no stream after 30s")
+	}
+
+	grace := int64(1)
+	no := false
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "events", Namespace: n.ns},
+		Spec: v1.PodSpec{
+			NodeName: n.name, TerminationGracePeriodSeconds: &grace, AutomountServiceAccountToken: &no,
+			Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"/bin/sleep", "3600"}}},
+		},
+	}
+	created, err := n.admin.CoreV1().Pods(n.ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[runtimeapi.ContainerEventType]time.Time{}
+	var appID string
+	start := time.Now()
+	wait := func(types ...runtimeapi.ContainerEventType) {
+		t.Helper()
+		timeout := time.After(2 * time.Minute)
+		for !hasAll(seen, types) {
+			select {
+			case e := <-events:
+				// The app container: named so in the event's statuses when it
+				// is first seen (the sandbox's own events carry the
+				// sandbox's id), by its id after that (a deleted container
+				// has no status).
+				if appID == "" && e.GetPodSandboxStatus().GetMetadata().GetUid() == string(created.UID) {
+					for _, st := range e.GetContainersStatuses() {
+						if st.GetId() == e.ContainerId && st.GetMetadata().GetName() == "app" {
+							appID = e.ContainerId
+						}
+					}
+				}
+				if appID == "" || e.ContainerId != appID {
+					continue
+				}
+				if _, ok := seen[e.ContainerEventType]; !ok {
+					seen[e.ContainerEventType] = time.Now()
+					t.Logf("event %v for container %.12s after %v", e.ContainerEventType, e.ContainerId, time.Since(start).Round(time.Millisecond))
+				}
+			case err := <-streamErr:
+				t.Fatalf("GetContainerEvents ended: %v", err)
+			case <-timeout:
+				t.Fatalf("container events of pod %s: saw %v, want %v", pod.Name, seen, types)
+			}
+		}
+	}
+	wait(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	start = time.Now()
+	if err := n.admin.CoreV1().Pods(n.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+	waitFor(t, time.Minute, "pod gone from the API server", func() (bool, error) {
+		_, err := n.admin.CoreV1().Pods(n.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), err
+	})
+}
+
+func hasAll(seen map[runtimeapi.ContainerEventType]time.Time, types []runtimeapi.ContainerEventType) bool {
+	for _, ty := range types {
+		if _, ok := seen[ty]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // tlogWriter logs each write (a build script's progress lines) with t.Log.

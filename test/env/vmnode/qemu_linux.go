@@ -3,6 +3,7 @@ package vmnode
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -165,5 +166,49 @@ func waitGone(pid int, timeout time.Duration) bool {
 			return false
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ForwardUnix forwards a new unix socket on the host to the guest's unix
+// socket guestPath (ssh -L), e.g. containerd's CRI socket for a CRI client
+// on the host. It returns the host socket's path once it exists; stop
+// kills the ssh process by PID and removes the socket (Stop does too).
+func (n *Node) ForwardUnix(ctx context.Context, guestPath string) (hostPath string, stop func(), err error) {
+	n.mu.Lock()
+	n.forwards++
+	hostPath = filepath.Join(n.dir, fmt.Sprintf("fwd-%d.sock", n.forwards))
+	n.mu.Unlock()
+	args := n.SSHArgs()
+	args = append(args[:len(args)-1], "-N", "-o", "ExitOnForwardFailure=yes", "-o", "StreamLocalBindUnlink=yes",
+		"-L", hostPath+":"+guestPath, args[len(args)-1])
+	cmd := exec.Command(args[0], args[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("vmnode: forward %s: %w", guestPath, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() {
+		_ = cmd.Process.Kill() // by PID: this ssh only
+		<-exited
+		_ = os.Remove(hostPath)
+	}
+	n.mu.Lock()
+	n.stops = append(n.stops, stop)
+	n.mu.Unlock()
+	for {
+		if _, err := os.Stat(hostPath); err == nil {
+			return hostPath, stop, nil
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("vmnode: forward %s: ssh exited: %s", guestPath, strings.TrimSpace(stderr.String()))
+		case <-ctx.Done():
+			stop()
+			return "", nil, fmt.Errorf("vmnode: forward %s: %w", guestPath, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -94,8 +94,10 @@ type Node struct {
 
 	mu      sync.Mutex
 	console bytes.Buffer // the last 256 KiB of the console
-	q       *qemuProc
-	stopped bool
+	q        *qemuProc
+	stopped  bool
+	forwards int
+	stops    []func() // of ForwardUnix, run by Stop
 }
 
 // Available reports what the node needs and this machine lacks, or nil:
@@ -350,11 +352,14 @@ func (n *Node) Dir() string { return n.dir }
 // overlay with everything the guest wrote). It is idempotent.
 func (n *Node) Stop() error {
 	n.mu.Lock()
-	q, done := n.q, n.stopped
+	q, done, stops := n.q, n.stopped, n.stops
 	n.stopped = true
 	n.mu.Unlock()
 	if done {
 		return nil
+	}
+	for _, stop := range stops {
+		stop()
 	}
 	var errs []error
 	if q != nil {
