@@ -92,8 +92,8 @@ type Node struct {
 	// sshd answered.
 	Boot time.Duration
 
-	mu      sync.Mutex
-	console bytes.Buffer // the last 256 KiB of the console
+	mu       sync.Mutex
+	console  bytes.Buffer // the last 256 KiB of the console
 	q        *qemuProc
 	stopped  bool
 	forwards int
@@ -412,8 +412,18 @@ func moduleOrder(release string, mods []string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vmnode: %w", err)
 	}
+	order, err := resolveModules(string(b), mods)
+	if err != nil {
+		return nil, fmt.Errorf("vmnode: /lib/modules/%s/modules.dep: %w", release, err)
+	}
+	return order, nil
+}
+
+// resolveModules orders mods and their dependencies from the content of a
+// modules.dep file, dependencies first.
+func resolveModules(modulesDep string, mods []string) ([]string, error) {
 	deps := map[string][]string{} // module name -> its path, then the paths it needs
-	for line := range strings.Lines(string(b)) {
+	for line := range strings.Lines(modulesDep) {
 		p, needs, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
 			continue
@@ -427,7 +437,7 @@ func moduleOrder(release string, mods []string) ([]string, error) {
 	visit = func(name string, depth int) error {
 		d, ok := deps[name]
 		if !ok {
-			return fmt.Errorf("vmnode: module %s is not in /lib/modules/%s/modules.dep (built in?)", name, release)
+			return fmt.Errorf("module %s not listed (built in?)", name)
 		}
 		if seen[d[0]] || depth > 16 {
 			return nil
