@@ -14,7 +14,8 @@
 # this script, containerd.sh, the files under hack/vmnode/rootfs, the Debian
 # suite and package list, the kernel release, the containerd version and the
 # test images' tar. A cached image only prints what it found; builds
-# serialise on a flock. Debian's packages come from the apt mirror this
+# serialise on a flock; the three most recently used images are kept, older
+# ones removed. Debian's packages come from the apt mirror this
 # machine uses (debootstrap, .debs cached in $CACHE/vmnode/debs).
 #
 # Environment:
@@ -49,9 +50,9 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 
 # containerd 2 (cached by its own version key).
 cout=$("$here/containerd.sh")
-echo "$cout" | grep -v '^CONTAINERD_DIR=' >&2
+echo "$cout" | grep -v '^CONTAINERD_' >&2
 CONTAINERD_DIR=$(echo "$cout" | sed -n 's/^CONTAINERD_DIR=//p')
-CONTAINERD_VERSION=$(basename "$CONTAINERD_DIR")
+CONTAINERD_VERSION=$(echo "$cout" | sed -n 's/^CONTAINERD_VERSION=//p')
 
 # The test images: built each time (a few seconds), their tar is a key input.
 TESTBOX=${KERNELET_TESTBOX:-$repo/bin/testbox}
@@ -110,6 +111,7 @@ exec 9>"$CACHE/vmnode/.lock"
 flock 9
 if [ -s "$IMAGE" ]; then
   log "cached: node image $key ($(du -h --apparent-size "$IMAGE" | cut -f1) qcow2) in $dir"
+  touch "$dir" # most recently used, for the pruning below
 else
   log "building node image $key (Debian $SUITE, kernel $kver, containerd $CONTAINERD_VERSION) from $MIRROR"
   start=$SECONDS
@@ -162,6 +164,13 @@ else
   rm -rf "$dir"; mv "$dir.tmp" "$dir"
   log "built node image $key in $((SECONDS - start)) s: $(du -h "$IMAGE" | cut -f1) qcow2, rootfs $(du -sh "$rootfs" | cut -f1)"
 fi
+# Keep the three most recently used images (other checkouts may use other
+# inputs); a running node keeps its backing disk open, so removing one
+# under it does no harm.
+ls -dt "$CACHE"/vmnode/*/ | { grep -E '/[0-9a-f]{16}/$' || true; } | tail -n +4 | while read -r old; do
+  log "pruning the node image $(basename "$old") (not among the three most recently used)"
+  rm -rf "$old"
+done
 exec 9>&-
 echo "VMNODE_IMAGE=$IMAGE"
 echo "VMNODE_KERNEL=$(cat "$dir/kernel")"

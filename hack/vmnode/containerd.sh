@@ -3,12 +3,13 @@
 # cmd/ctr) from the Go module proxy into kernelet's build cache, outside the
 # repository, keyed by version:
 #
-#   $CACHE/containerd/<CONTAINERD_VERSION>/{containerd,containerd-shim-runc-v2,ctr}
+#   $CACHE/containerd/<CONTAINERD_VERSION>-<hash of this script>/{containerd,containerd-shim-runc-v2,ctr}
 #
 # static (CGO_ENABLED=0: the cgo-only btrfs snapshotter is left out, as in
 # containerd's own static builds). CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}.
 # A cached build only prints what it found; parallel runs serialise on a
-# flock in the version directory. Prints, last, CONTAINERD_DIR=<dir>.
+# flock in that directory. Prints, last, CONTAINERD_VERSION=<version> and
+# CONTAINERD_DIR=<dir>.
 #
 # Environment: CONTAINERD_VERSION (default v2.4.2, the newest v2.4.x the
 # module proxy served when this was written).
@@ -23,7 +24,7 @@ log() { echo "hack/vmnode/containerd.sh: $*" >&2; }
 command -v go >/dev/null || { log "the go toolchain is required"; exit 1; }
 command -v flock >/dev/null || { log "flock (util-linux) is required"; exit 1; }
 
-dir="$CACHE/containerd/$CONTAINERD_VERSION"
+dir="$CACHE/containerd/$CONTAINERD_VERSION-$(sha256sum "$0" | cut -c1-12)"
 bins=(containerd containerd-shim-runc-v2 ctr)
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
@@ -54,4 +55,5 @@ else
 fi
 exec 9>&-
 echo "containerd: $("$dir/containerd" --version 2>&1 | head -1)"
+echo "CONTAINERD_VERSION=$CONTAINERD_VERSION"
 echo "CONTAINERD_DIR=$dir"

@@ -476,6 +476,10 @@ func writeInitramfs(dst, kernel string, files []File, enable []string) error {
 	if err != nil {
 		return err
 	}
+	mods, err := moduleOrder(rel, initModules)
+	if err != nil {
+		return err
+	}
 	f, err := os.Create(dst)
 	if err != nil {
 		return fmt.Errorf("vmnode: initramfs: %w", err)
@@ -493,10 +497,6 @@ func writeInitramfs(dst, kernel string, files []File, enable []string) error {
 	}
 	var script strings.Builder
 	script.WriteString(initHead)
-	mods, err := moduleOrder(rel, initModules)
-	if err != nil {
-		return err
-	}
 	for _, m := range mods {
 		guest := "/modules/" + path.Base(m)
 		add(c.File(guest, filepath.Join("/lib/modules", rel, m)))
