@@ -29,7 +29,7 @@ const (
 	DefaultCPUs      = 2
 	DefaultHostname  = "kernelet-node"
 	// DefaultBootTimeout bounds one boot, from starting qemu until the
-	// guest's sshd answers (systemd boots in 20–40 s under TCG here).
+	// guest's sshd answers (22–63 s under TCG on this busy 2-core host).
 	DefaultBootTimeout = 150 * time.Second
 	// BootAttempts is how many boots Start tries when one hangs.
 	BootAttempts = 2
