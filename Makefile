@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
+.PHONY: help build deps components vm-node-image vm-node generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
-	hack/deps.sh containerd vm metrics browser
+	hack/deps.sh containerd vm vmnode metrics browser
 
 # The test control plane, built from the Go module proxy into the cache
 # outside the repository (~/.cache/kernelet, keyed by version): a no-op that
@@ -47,6 +47,18 @@ components: ## build or find etcd, kube-apiserver, kube-controller-manager, kube
 	@time hack/apiserver/build.sh
 	@echo "== components: hack/metrics-server/build.sh"
 	@time hack/metrics-server/build.sh
+
+# The cgroup v2 test node's disk (Debian 12, systemd, containerd 2 built from
+# the Go module proxy, the test images), cached outside the repository
+# (~/.cache/kernelet/vmnode/<key of its inputs>): a no-op that prints what it
+# found when cached; cold ~2–4 min. Its own step so that no test hides it.
+vm-node-image: ## build or find the cgroup v2 test node's disk (hack/vmnode/build.sh; needs bin/testbox from make build)
+	@hack/deps.sh vmnode
+	@echo "== vm-node-image: hack/vmnode/build.sh"
+	@time hack/vmnode/build.sh
+
+vm-node: build vm-node-image ## boot the cgroup v2 test node with bin/kernelet as its systemd unit, print the ssh command; Ctrl-C stops it (CONSOLE=1 shows the serial console)
+	$(BIN)/testenv vmnode up $(if $(CONSOLE),--console)
 
 generate: ## regenerate the bpf2go objects (needs clang, libbpf, bpftool); VMLINUX=1 also re-dumps bpf/c/vmlinux.h from this kernel's BTF
 	hack/deps.sh bpf
@@ -91,7 +103,7 @@ test-unit: ## fast tests, no privileges or real components (-short)
 # Everything CI runs: packages, every real-component e2e test (containerd,
 # kube-apiserver, the cgroup v2 VM), each benchmark once, then the leak check
 # — which runs even when tests failed.
-test: deps build components lint generate-check ## everything CI runs (installs what it needs; see README)
+test: deps build components vm-node-image lint generate-check ## everything CI runs (installs what it needs; see README)
 	@echo "== reap: leftovers of killed runs (testenv reap)"
 	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
@@ -125,7 +137,7 @@ faults: build components ## the long fault-injection e2e tests (make test runs t
 fuzz: ## every fuzz target for FUZZTIME (default 20s) each; make test runs it (hack/fuzz.sh)
 	hack/fuzz.sh
 
-e2e: deps build components ## only the end-to-end tests against real components
+e2e: deps build components vm-node-image ## only the end-to-end tests against real components
 	@$(BIN)/testenv reap
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
 

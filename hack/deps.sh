@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|bpf|metrics|browser|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|vm|vmnode|bpf|metrics|browser|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
 declare -A PKGS=(
   [containerd]="containerd runc containernetworking-plugins busybox-static iproute2"
   [vm]="qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio"
+  # the cgroup v2 test node (hack/vmnode/build.sh, test/env/vmnode)
+  [vmnode]="qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static debootstrap e2fsprogs openssh-client"
   [bpf]="clang llvm libbpf-dev bpftool"
   [metrics]="prometheus"
   # the dashboard test (headless Chromium) and the `kernelet top` test (tmux)

@@ -12,11 +12,12 @@ import (
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/containerd"
 	"github.com/kernelet/kernelet/test/env/vm"
+	"github.com/kernelet/kernelet/test/env/vmnode"
 )
 
 func init() {
 	register("reap",
-		"[--dry-run]  remove what killed runs left behind: runs under "+env.StateBase()+" whose owner locks are all free (containerd, its shims and link, apiserver, VM)",
+		"[--dry-run]  remove what killed runs left behind: runs under "+env.StateBase()+" whose owner locks are all free (containerd, its shims and link, apiserver, VM, v2 node VM)",
 		reap)
 }
 
@@ -50,7 +51,7 @@ func reap(args []string) error {
 		case live:
 			continue
 		case len(locks) == 0:
-			fmt.Printf("reap: %s has no owner lock (started by hand?); left alone — remove it with %s=%s testenv containerd|apiserver|vm down\n", run, env.RunIDEnv, run)
+			fmt.Printf("reap: %s has no owner lock (started by hand?); left alone — remove it with %s=%s testenv containerd|apiserver|vm|vmnode down\n", run, env.RunIDEnv, run)
 			continue
 		}
 		what := runContents(run, dir)
@@ -79,6 +80,9 @@ func runContents(run, dir string) []string {
 	if _, err := os.Stat(filepath.Join(dir, "vm")); err == nil {
 		what = append(what, "vm")
 	}
+	if _, err := os.Stat(filepath.Join(dir, "vmnode")); err == nil {
+		what = append(what, "vmnode")
+	}
 	if len(what) == 0 {
 		what = append(what, "its empty state dir")
 	}
@@ -101,6 +105,9 @@ func reapRun(run, dir string, locks []string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "vm")); err == nil {
 		errs = append(errs, vm.Down(run))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "vmnode")); err == nil {
+		errs = append(errs, vmnode.Down(run))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err // keep the owner locks: the next reap tries again

@@ -648,7 +648,9 @@ func (s *Server) writePKI() error {
 		{"serving", certRequest{
 			commonName: apiServerName,
 			server:     true,
-			ips:        []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1)},
+			// 10.0.2.2: the host's loopback as the cgroup v2 test node
+			// (test/env/vmnode, qemu user-mode networking) reaches it.
+			ips: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 2, 2)},
 			dnsNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 				"kubernetes.default.svc.cluster.local"},
 		}},

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// cpioWriter writes a cpio archive in the "newc" format (magic 070701), the
+// CPIOWriter writes a cpio archive in the "newc" format (magic 070701), the
 // format the Linux kernel unpacks as an initramfs. Every entry gets mtime 0,
 // uid/gid 0 and an inode number from a counter, so the same inputs always
 // give the same bytes.
@@ -18,7 +18,7 @@ import (
 // The kernel does not create missing parent directories while unpacking, so
 // the writer emits each parent directory (mode 0755) before the first entry
 // below it.
-type cpioWriter struct {
+type CPIOWriter struct {
 	w    *bufio.Writer
 	off  int64
 	ino  uint32
@@ -26,8 +26,9 @@ type cpioWriter struct {
 	err  error
 }
 
-func newCPIOWriter(w io.Writer) *cpioWriter {
-	return &cpioWriter{w: bufio.NewWriterSize(w, 1<<20), ino: 1, dirs: map[string]bool{"": true, ".": true}}
+// NewCPIOWriter returns a CPIOWriter writing to w (buffered; Close flushes).
+func NewCPIOWriter(w io.Writer) *CPIOWriter {
+	return &CPIOWriter{w: bufio.NewWriterSize(w, 1<<20), ino: 1, dirs: map[string]bool{"": true, ".": true}}
 }
 
 const (
@@ -47,7 +48,7 @@ func cpioName(p string) (string, error) {
 	return n, nil
 }
 
-func (c *cpioWriter) write(b []byte) {
+func (c *CPIOWriter) write(b []byte) {
 	if c.err != nil {
 		return
 	}
@@ -56,13 +57,13 @@ func (c *cpioWriter) write(b []byte) {
 	c.err = err
 }
 
-func (c *cpioWriter) pad() {
+func (c *CPIOWriter) pad() {
 	if r := c.off % 4; r != 0 {
 		c.write(make([]byte, 4-r))
 	}
 }
 
-func (c *cpioWriter) header(name string, mode uint32, size int64, rdevMajor, rdevMinor uint32) {
+func (c *CPIOWriter) header(name string, mode uint32, size int64, rdevMajor, rdevMinor uint32) {
 	if size > 0xffffffff {
 		c.err = fmt.Errorf("cpio: %s: file too large for newc (%d bytes)", name, size)
 		return
@@ -82,7 +83,7 @@ func (c *cpioWriter) header(name string, mode uint32, size int64, rdevMajor, rde
 }
 
 // parents emits the missing parent directories of name.
-func (c *cpioWriter) parents(name string) {
+func (c *CPIOWriter) parents(name string) {
 	dir := path.Dir(name)
 	if c.dirs[dir] {
 		return
@@ -93,7 +94,7 @@ func (c *cpioWriter) parents(name string) {
 }
 
 // Dir adds a directory with the given permission bits.
-func (c *cpioWriter) Dir(p string, perm fs.FileMode) error {
+func (c *CPIOWriter) Dir(p string, perm fs.FileMode) error {
 	name, err := cpioName(p)
 	if err != nil {
 		return err
@@ -112,7 +113,7 @@ func (c *cpioWriter) Dir(p string, perm fs.FileMode) error {
 }
 
 // Bytes adds a regular file with the given content.
-func (c *cpioWriter) Bytes(p string, perm fs.FileMode, data []byte) error {
+func (c *CPIOWriter) Bytes(p string, perm fs.FileMode, data []byte) error {
 	name, err := cpioName(p)
 	if err != nil {
 		return err
@@ -126,7 +127,7 @@ func (c *cpioWriter) Bytes(p string, perm fs.FileMode, data []byte) error {
 
 // File adds the host file src as a regular file at p, keeping its
 // permission bits and following symlinks.
-func (c *cpioWriter) File(p, src string) error {
+func (c *CPIOWriter) File(p, src string) error {
 	name, err := cpioName(p)
 	if err != nil {
 		return err
@@ -163,7 +164,7 @@ func (c *cpioWriter) File(p, src string) error {
 }
 
 // Symlink adds a symbolic link p pointing at target.
-func (c *cpioWriter) Symlink(p, target string) error {
+func (c *CPIOWriter) Symlink(p, target string) error {
 	name, err := cpioName(p)
 	if err != nil {
 		return err
@@ -176,7 +177,7 @@ func (c *cpioWriter) Symlink(p, target string) error {
 }
 
 // CharDev adds a character device node.
-func (c *cpioWriter) CharDev(p string, perm fs.FileMode, major, minor uint32) error {
+func (c *CPIOWriter) CharDev(p string, perm fs.FileMode, major, minor uint32) error {
 	name, err := cpioName(p)
 	if err != nil {
 		return err
@@ -188,7 +189,7 @@ func (c *cpioWriter) CharDev(p string, perm fs.FileMode, major, minor uint32) er
 
 // Close writes the trailer and flushes; it does not close the underlying
 // writer.
-func (c *cpioWriter) Close() error {
+func (c *CPIOWriter) Close() error {
 	c.header("TRAILER!!!", 0, 0, 0, 0)
 	if c.err != nil {
 		return c.err

@@ -158,7 +158,7 @@ var available = sync.OnceValue(func() error {
 	} else {
 		f.Close()
 	}
-	if _, err := findBusybox(); err != nil {
+	if _, err := FindBusybox(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -214,8 +214,8 @@ func compareVersions(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// findBusybox finds a statically linked busybox (busybox-static).
-func findBusybox() (string, error) {
+// FindBusybox finds a statically linked busybox (busybox-static).
+func FindBusybox() (string, error) {
 	cands := []string{"/bin/busybox", "/usr/bin/busybox"}
 	if p, err := exec.LookPath("busybox"); err == nil {
 		cands = append([]string{p}, cands...)
@@ -415,7 +415,7 @@ func writeInitramfs(dst, busybox, nonce string, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
-	c := newCPIOWriter(f)
+	c := NewCPIOWriter(f)
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -549,7 +549,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
-	busybox, err := findBusybox()
+	busybox, err := FindBusybox()
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +570,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("vm: %w", err)
 	}
 
-	cmdline := kernelCmdline(opts.KernelArgs)
+	cmdline := KernelCmdline(opts.KernelArgs)
 	args := []string{
 		"-accel", "tcg,thread=multi", "-cpu", "max",
 		"-m", strconv.Itoa(opts.MemoryMiB), "-smp", strconv.Itoa(opts.CPUs),
@@ -694,10 +694,10 @@ func boot(ctx context.Context, qemu string, args []string, dir, nonce string, op
 	return res, nil
 }
 
-// kernelCmdline is the guest kernel command line: the one ENVIRONMENT.md
+// KernelCmdline is the guest kernel command line: the one ENVIRONMENT.md
 // documents, plus what keeps the boot fast and reliable under TCG on a busy
 // host, plus extra.
-func kernelCmdline(extra []string) []string {
+func KernelCmdline(extra []string) []string {
 	args := []string{"console=ttyS0", "cgroup_no_v1=all", "reboot=t", "panic=-1",
 		"quiet", "clocksource=tsc", "tsc=reliable",
 		// The crypto self-tests cost ~1 s of a ~3 s boot under TCG.

@@ -1,0 +1,77 @@
+package vmnode
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestResolveModules(t *testing.T) {
+	dep := `kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko
+kernel/drivers/virtio/virtio_ring.ko:
+kernel/drivers/virtio/virtio_mmio.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko
+`
+	got, err := resolveModules(dep, []string{"virtio_mmio", "virtio_blk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kernel/drivers/virtio/virtio_ring.ko", "kernel/drivers/virtio/virtio.ko",
+		"kernel/drivers/virtio/virtio_mmio.ko", "kernel/drivers/block/virtio_blk.ko"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	if _, err := resolveModules(dep, []string{"ext4"}); err == nil || !strings.Contains(err.Error(), "ext4") {
+		t.Fatalf("a module not listed: %v, want an error naming it", err)
+	}
+}
+
+func TestKerneletFiles(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "kernelet")
+	if err := os.WriteFile(bin, staticELF(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k := Kernelet{Binary: bin, Config: []byte("kind: KubeletConfiguration\n"), Kubeconfig: []byte("kc"), NodeName: "n1", ExtraArgs: []string{"-v", "2"}}
+	files, err := k.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]File{}
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	dropIn := string(byPath[kerneletDropIn].Data)
+	want := "ExecStart=\nExecStart=/usr/local/bin/kernelet run --config /etc/kernelet/config.yaml --node-ip 10.0.2.15 --kubeconfig /etc/kernelet/kubeconfig --hostname-override n1 -v 2\n"
+	if !strings.HasSuffix(dropIn, want) {
+		t.Fatalf("drop-in:\n%s\nwant it to end with:\n%s", dropIn, want)
+	}
+	if f := byPath[KerneletKubeconfig]; string(f.Data) != "kc" || f.Mode != 0o600 {
+		t.Fatalf("kubeconfig file %+v", f)
+	}
+	if !strings.Contains(string(byPath["/etc/systemd/system/"+KerneletUnit].Data), "ExecStart=/usr/local/bin/kernelet run") {
+		t.Fatal("the unit is not deploy/kernelet.service")
+	}
+	k.ExtraArgs = []string{"--x=a b"}
+	if _, err := k.Files(); err == nil || !strings.Contains(err.Error(), "a b") {
+		t.Fatalf("an argument that needs quoting: %v, want an error naming it", err)
+	}
+}
+
+// staticELF returns a minimal x86-64 ELF header without program headers:
+// no PT_INTERP, so a "static" binary to images.CheckStatic.
+func staticELF() []byte {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF")
+	h[4], h[5], h[6] = 2, 1, 1 // 64-bit, little endian, version 1
+	le := binary.LittleEndian
+	le.PutUint16(h[16:], 2)  // ET_EXEC
+	le.PutUint16(h[18:], 62) // EM_X86_64
+	le.PutUint32(h[20:], 1)
+	le.PutUint16(h[52:], 64) // e_ehsize
+	le.PutUint16(h[54:], 56) // e_phentsize
+	le.PutUint16(h[58:], 64) // e_shentsize
+	return h
+}
