@@ -184,7 +184,9 @@ func (n *v2Node) waitReady(t *testing.T, timeout time.Duration) v1.NodeCondition
 // TestV2Node runs kernelet as the systemd unit of the cgroup v2 test node
 // against the host's kube-apiserver: the node registers and goes Ready; an
 // API pod's container gets its memory limit in memory.max of its cgroup
-// in the guest; deleting the pod removes the pod cgroup.
+// in the guest; deleting the pod removes the pod cgroup; containerd 2's
+// container events; swap, Memory QoS and in-place resize
+// (testV2NodeSwapResize).
 func TestV2Node(t *testing.T) {
 	n := newV2Node(t)
 	t.Run("Ready", func(t *testing.T) {
@@ -204,6 +206,8 @@ func TestV2Node(t *testing.T) {
 	}
 	t.Run("APIPodCgroup", func(t *testing.T) { testV2NodePodCgroup(t, n) })
 	t.Run("ContainerEvents", func(t *testing.T) { testV2NodeContainerEvents(t, n) })
+	// Last: it turns swap on and restarts kernelet with another configuration.
+	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
 }
 
 func testV2NodePodCgroup(t *testing.T, n *v2Node) {
