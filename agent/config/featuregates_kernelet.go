@@ -104,7 +104,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"AtomicWriteVolumeUserFields":                      no("defaultUser and user of configMap, secret, downwardAPI and projected volumes are refused at admission"),
 	"EmptyDirVolumeMode":                               no("emptyDir.mode is refused at admission"),
 	"VolumeBindMountOptions":                           no("volumeMounts[].bindMountOptions are refused at admission"),
-	"EnvFiles":                                         no("env fileKeyRef is refused at admission"),
+	"EnvFiles":                                         yes("env fileKeyRef reads a key from a file of one of the pod's volumes with kubelet's grammar and messages", "test/e2e.TestAgentEnvFiles"),
 	"GitRepoVolumeDriver":                              no("gitRepo volumes are refused at admission"),
 	"CSIVolumeHealth":                                  no("no CSI (issue 26)"),
 	"MutableCSINodeAllocatableCount":                   no("no CSI (issue 26)"),

@@ -551,6 +551,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if m.vols != nil {
 		opts.SubPath = func(req podconfig.SubPathRequest) (string, error) { return m.vols.SubPath(ctx, pod, req) }
 	}
+	opts.VolumeFile = volumeFile(opts.VolumeHostPaths)
 	termDir := filepath.Join(m.pods, string(pod.UID), "containers", c.Name)
 	termFile := filepath.Join(termDir, fmt.Sprintf("%d", restartCount))
 	if err := os.MkdirAll(termDir, 0o755); err != nil {

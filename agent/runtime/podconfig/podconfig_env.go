@@ -92,7 +92,8 @@ const ReasonInvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames"
 // before it, a valueFrom resolved from the pod (fieldRef), the container's
 // resources (resourceFieldRef), a configMap or secret key. A missing
 // optional source or key defines nothing; a missing required one is an
-// error naming it. fileKeyRef is not supported yet.
+// error naming it. A fileKeyRef reads the key from a file of one of the
+// pod's volumes (opts.VolumeFile; EnvFileValue's grammar).
 func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runtimeapi.KeyValue, error) {
 	var errs []error
 	var env envList
@@ -120,8 +121,16 @@ func ContainerEnv(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]*runti
 			if err == nil && !ok {
 				continue // optional and missing
 			}
+		case src.FileKeyRef != nil:
+			f := src.FileKeyRef
+			var ok bool
+			v, ok, err = fileKeyRefValue(e.Name, &fileKeyRef{volume: f.VolumeName, path: f.Path, key: f.Key,
+				optional: f.Optional != nil && *f.Optional}, opts)
+			if err == nil && !ok {
+				continue // optional and missing
+			}
 		default:
-			err = fmt.Errorf("%w: fileKeyRef is not supported yet", ErrUnsupported)
+			err = fmt.Errorf("%w: an env source kernelet does not know", ErrUnsupported)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("env %q: %w", e.Name, err))

@@ -146,6 +146,10 @@ type ContainerOptions struct {
 	// (volume.Manager.SubPath); nil refuses subPaths. Its errors are the
 	// container's CreateContainerConfigError message as they are.
 	SubPath func(SubPathRequest) (string, error)
+	// VolumeFile reads a file at a path inside one of the pod's volumes
+	// (env fileKeyRef) and names the host file for messages; the path
+	// never leaves the volume. nil refuses file references.
+	VolumeFile func(volume, path string) (content []byte, hostPath string, err error)
 	// ConfigMap and Secret look up the objects of the pod's namespace that
 	// env and envFrom reference (errors for missing ones match
 	// apierrors.IsNotFound); nil refuses such references.

@@ -143,8 +143,7 @@ func envFieldRef(path string) bool {
 //     downwardAPI and projected (configMap, secret, downwardAPI,
 //     serviceAccountToken sources), emptyDir on huge pages or with a mode,
 //     files owned by a user (defaultUser, items[].user);
-//   - per container: env from files (fileKeyRef);
-//     fieldRef paths and resourceFieldRef resources the env cannot resolve;
+//   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
 //     resource claims; procMount Unmasked; lifecycle.stopSignal;
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
@@ -242,8 +241,6 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		}
 		p := fmt.Sprintf(".env[%d]", i)
 		switch {
-		case src.FileKeyRef != nil:
-			add(p, "env %q: file references are not supported yet", e.Name)
 		case src.FieldRef != nil:
 			if fp := src.FieldRef.FieldPath; !envFieldRef(fp) {
 				add(p, "env %q: fieldRef %q is not supported", e.Name, fp)
