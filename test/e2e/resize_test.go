@@ -93,7 +93,7 @@ func TestClusterResize(t *testing.T) {
 	expectCgroup(t, podCg, 25000, 160<<20)
 
 	// memory below what the container holds (48 MiB): refused, no OOM kill.
-	resized = c.resize(t, "resize", func(p *v1.Pod) {
+	c.resize(t, "resize", func(p *v1.Pod) {
 		p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = q("40Mi")
 	})
 	below := regexp.MustCompile(`memory limit \(\d+\) below current usage`)
@@ -291,15 +291,6 @@ func containerStatusOf(t *testing.T, pod *v1.Pod, name string) v1.ContainerStatu
 func ctrID(cs v1.ContainerStatus) string {
 	_, id, _ := strings.Cut(cs.ContainerID, "://")
 	return id
-}
-
-// containerIDOf is the runtime ID of the pod's first container.
-func containerIDOf(t *testing.T, pod *v1.Pod) string {
-	t.Helper()
-	if len(pod.Status.ContainerStatuses) == 0 {
-		t.Fatalf("pod %s has no container status", pod.Name)
-	}
-	return ctrID(pod.Status.ContainerStatuses[0])
 }
 
 // expectCgroup checks a cgroup's CFS quota (µs per 100 ms) and memory
