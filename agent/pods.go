@@ -243,6 +243,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		},
 		OnStatus: func(pod *v1.Pod, st v1.PodStatus) {
 			p.observeOOMKills(pod, st)
+			if podutil.IsTerminal(st.Phase) {
+				p.alloc.RetrySoon(ctx, "pod_terminated")
+			}
 			if p.status != nil {
 				p.status.SetStatus(pod, st)
 			}

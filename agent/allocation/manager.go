@@ -148,6 +148,18 @@ func (m *Manager) Forget(ctx context.Context, uid types.UID) {
 	}
 }
 
+// RetrySoon tries the deferred resizes again on another goroutine when
+// there are any (the caller may hold the pod workers' lock): a pod that
+// finished (kubelet's pod_terminated trigger) frees its share.
+func (m *Manager) RetrySoon(ctx context.Context, trigger string) {
+	m.mu.Lock()
+	any := len(m.pending) > 0
+	m.mu.Unlock()
+	if any {
+		go m.Retry(ctx, trigger)
+	}
+}
+
 // Keep forgets the allocations of pods keep says no to (pods that went
 // while the agent was down).
 func (m *Manager) Keep(ctx context.Context, keep func(types.UID) bool) {
