@@ -61,7 +61,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"CustomCPUCFSQuotaPeriod":     yes("cpuCFSQuotaPeriod sets the CFS period of pods and containers", "agent/runtime/podconfig.TestContainerResources"),
 	"PodLevelResources":           yes("pod-level requests and limits size the pod cgroup and decide the QoS class", "agent/qos.TestComputeClass"),
 	"PodLevelResourceManagers":    no("no CPU, memory or topology manager (issue 27)"),
-	"MemoryQoS":                   yes("on cgroup v2 (kernel 5.9 or later) containers get memory.min/memory.low and memory.high (memoryThrottlingFactor) in the CRI, pods with pod-level memory limits memory.high, as kubelet does; memoryReservationPolicy TieredReservation is refused", "agent/runtime/podconfig.TestContainerMemoryQoS"),
+	"MemoryQoS":                   yes("on cgroup v2 (kernel 5.9 or later) containers get memory.min/memory.low and memory.high (memoryThrottlingFactor) in the CRI, pods with pod-level memory limits memory.high, and with memoryReservationPolicy TieredReservation the requests as memory.min/memory.low of containers, pods and the QoS cgroups (kept in step with the pods), as kubelet does", "test/e2e.TestV2Node"),
 	"QOSReserved":                 no("qosReserved is not acted on"),
 	"HugepageAwareEviction":       no("memory.available does not subtract the huge page capacity"),
 	"KubeletSeparateDiskGC":       yes("a containerfs apart from the imagefs is observed and evicted on its own", "eviction.TestObserveImageFs"),

@@ -39,13 +39,55 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 		errs = append(errs, field.Invalid(p("crashLoopBackOff", "maxContainerRestartPeriod"), v.Duration.String(),
 			"kernelet's CrashLoopBackOff cap is kubelet's default, 300s: must be unset"))
 	}
-	if v := kc.MemoryReservationPolicy; v == kubeletv1beta1.TieredReservationMemoryReservationPolicy {
-		errs = append(errs, field.Invalid(p("memoryReservationPolicy"), v,
-			`kernelet does not keep the QoS cgroups' memory.min and memory.low in step with the pods it runs: only "None" (or unset) is supported`))
-	}
 	if v := kc.ImagePullCredentialsVerificationPolicy; v != "" && v != kubeletv1beta1.NeverVerify {
 		errs = append(errs, field.Invalid(p("imagePullCredentialsVerificationPolicy"), v,
 			`kernelet does not verify the pull credentials of images already on the node: only "NeverVerify" (or unset) is supported`))
+	}
+	return validateIgnored(errs, kc)
+}
+
+// DefaultVolumePluginDir is kubelet's volumePluginDir (FlexVolume drivers).
+const DefaultVolumePluginDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
+
+// validateIgnored refuses the values of fields kernelet has no code for,
+// so that none is accepted and dropped: certificate requests and rotation
+// (issue 25), the CPU, memory and topology managers' options and
+// reservations (issue 27), QoS reservations, FlexVolume plugins, tracing,
+// hidden metrics, default pod sysctls, TLS curve preferences and the
+// pulled-image verification allowlist (verification itself is refused).
+func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
+	if v := kc.RotateCertificates; v {
+		errs = append(errs, field.Invalid(p("rotateCertificates"), v, "kernelet does not rotate its client certificate yet (issue 25): only false is supported"))
+	}
+	if v := kc.ServerTLSBootstrap; v {
+		errs = append(errs, field.Invalid(p("serverTLSBootstrap"), v, "kernelet does not request a serving certificate yet (issue 25): only false is supported; use tlsCertFile and tlsPrivateKeyFile"))
+	}
+	nonEmpty := []struct {
+		path string
+		n    int
+		why  string
+	}{
+		{"cpuManagerPolicyOptions", len(kc.CPUManagerPolicyOptions), "kernelet has no CPU manager (issue 27)"},
+		{"topologyManagerPolicyOptions", len(kc.TopologyManagerPolicyOptions), "kernelet has no topology manager (issue 27)"},
+		{"reservedSystemCPUs", len(kc.ReservedSystemCPUs), "kernelet has no CPU manager (issue 27)"},
+		{"reservedMemory", len(kc.ReservedMemory), "kernelet has no memory manager (issue 27)"},
+		{"qosReserved", len(kc.QOSReserved), "kernelet does not reserve QoS cgroup memory (QOSReserved)"},
+		{"defaultPodSysctls", len(kc.DefaultPodSysctls), "kernelet adds no default sysctls to pods (DefaultPodSysctls)"},
+		{"showHiddenMetricsForVersion", len(kc.ShowHiddenMetricsForVersion), "kernelet has no hidden metrics"},
+		{"tlsCurvePreferences", len(kc.TLSCurvePreferences), "kernelet's TLS uses Go's default curves"},
+		{"preloadedImagesVerificationAllowlist", len(kc.PreloadedImagesVerificationAllowlist), "kernelet does not verify pull credentials (imagePullCredentialsVerificationPolicy is NeverVerify)"},
+	}
+	for _, f := range nonEmpty {
+		if f.n > 0 {
+			errs = append(errs, field.Invalid(p(f.path), f.n, f.why+": must be empty"))
+		}
+	}
+	if v := kc.VolumePluginDir; v != "" && v != DefaultVolumePluginDir {
+		errs = append(errs, field.Invalid(p("volumePluginDir"), v, "kernelet runs no FlexVolume drivers: must be unset or kubelet's default"))
+	}
+	if kc.Tracing != nil {
+		errs = append(errs, field.Invalid(p("tracing"), "set", "kernelet exports no OpenTelemetry traces: must be unset"))
 	}
 	return errs
 }

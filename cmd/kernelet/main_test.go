@@ -181,7 +181,8 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`enableSystemLogQuery: Invalid value: true: kernelet has no node log query`,
 		`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "1m0s": kernelet's CrashLoopBackOff cap`,
 		`imagePullCredentialsVerificationPolicy: Invalid value: "AlwaysVerify": kernelet does not verify`,
-		`memoryReservationPolicy: Invalid value: "TieredReservation": kernelet does not keep the QoS cgroups' memory.min and memory.low in step`,
+		`rotateCertificates: Invalid value: true: kernelet does not rotate its client certificate yet (issue 25)`,
+		`volumePluginDir: Invalid value: "/opt/flex": kernelet runs no FlexVolume drivers`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
 		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
@@ -193,7 +194,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
-	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "16 invalid value(s)") {
-		t.Errorf("want exactly the 16 refusals above:\n%s", errs)
+	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "17 invalid value(s)") {
+		t.Errorf("want exactly the 17 refusals above:\n%s", errs)
 	}
 }

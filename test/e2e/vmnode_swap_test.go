@@ -15,10 +15,11 @@ import (
 )
 
 // swapOnScript turns swap on in the guest and restarts kernelet with
-// failSwapOn false, LimitedSwap and memoryThrottlingFactor 0.9.
+// failSwapOn false, LimitedSwap, memoryThrottlingFactor 0.9 and
+// memoryReservationPolicy TieredReservation.
 const swapOnScript = `set -e
 fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile
-printf 'failSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\nmemoryThrottlingFactor: 0.9\n' >> /etc/kernelet/config.yaml
+printf 'failSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\nmemoryThrottlingFactor: 0.9\nmemoryReservationPolicy: TieredReservation\n' >> /etc/kernelet/config.yaml
 systemctl restart kernelet`
 
 // testV2NodeSwapResize: swap, Memory QoS and in-place resize on the
@@ -29,7 +30,8 @@ systemctl restart kernelet`
 // kubelet's values: memory.swap.max = request / MemTotal × SwapTotal
 // (read back in whole pages),
 // memory.high = request + 0.9 × (limit − request) rounded down to a page,
-// the node reports its swap capacity; a resize of the cpu limit and the
+// the node reports its swap capacity; TieredReservation's memory.low and
+// the QoS cgroups' reservations follow the pod's request; a resize of the cpu limit and the
 // memory limit lands in cpu.max, memory.max and memory.high without a
 // restart; a resize of the memory request is Infeasible (kubelet does not
 // resize the swap of a swapping container).
@@ -92,6 +94,15 @@ func testV2NodeSwapResize(t *testing.T, n *v2Node) {
 		t.Fatalf("memory.swap.max, memory.high, memory.max, cpu.max:\n%s\nwant\n%s", got, want)
 	}
 	t.Logf("LimitedSwap: memory.swap.max %s of swap %d (MemTotal %d); memory.high %s", swap, swapTotal, memTotal, high(64<<20, 128<<20))
+	// TieredReservation: a Burstable container's request is its
+	// memory.low, and the QoS cgroups carry the sums (burstable's
+	// memory.low, kubepods' memory.min and memory.low), kept in step.
+	res := fmt.Sprint(64 << 20)
+	reserve := strings.Join([]string{res, res, res, res}, "\n")
+	waitFor(t, 30*time.Second, "memory.low and the QoS cgroups' reservations", func() (bool, error) {
+		got := n.guest(t, "cat "+dir+"/memory.low /sys/fs/cgroup/kubepods/burstable/memory.low /sys/fs/cgroup/kubepods/memory.min /sys/fs/cgroup/kubepods/memory.low")
+		return got == reserve, fmt.Errorf("container memory.low, burstable memory.low, kubepods memory.min, memory.low: %q, want %q", got, reserve)
+	})
 
 	// Resize the cpu and memory limits in place.
 	next := running.DeepCopy()
