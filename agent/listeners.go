@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
 
 	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -36,6 +37,10 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		Dashboard: a.dashboardHandler(),
 	}
 	lookup := agentPods{a}
+	if kc.EnableContentionProfiling {
+		// /debug/pprof/block then has samples (kubelet's).
+		goruntime.SetBlockProfileRate(1)
+	}
 	api := server.KubeletAPI{
 		Options:       base,
 		RunningPods:   a.runningPods,

@@ -182,7 +182,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
-		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
+		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
+		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst)})
 	if err != nil {
 		return nil, env, err
 	}

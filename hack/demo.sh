@@ -98,6 +98,7 @@ cat >"$root/config.yaml" <<CFG
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+failCgroupV1: false  # kubelet's default refuses a host with cgroup v1 hierarchies
 cgroupRoot: $cgroot
 podLogsDir: $root/logs
 address: 127.0.0.1

@@ -124,8 +124,8 @@ var kerneletGates = map[string]kerneletDecision{
 	// Libraries kernelet links keep their defaults.
 	"NativeHistograms":             no("kernelet's histograms have classic buckets only"),
 	"ContextualLogging":            library("klog: the logger travels in the context"),
-	"LoggingAlphaOptions":          library("component-base logging options (kernelet does not read logging)"),
-	"LoggingBetaOptions":           library("component-base logging options (kernelet does not read logging)"),
+	"LoggingAlphaOptions":          library("component-base logging options (kernelet logs klog text: logging.verbosity, vmodule and flushFrequency apply, the rest is refused)"),
+	"LoggingBetaOptions":           library("component-base logging options (kernelet logs klog text: logging.verbosity, vmodule and flushFrequency apply, the rest is refused)"),
 	"AtomicFIFO":                   library("client-go"),
 	"ClientsAllowCARotation":       library("client-go"),
 	"ClientsAllowCBOR":             library("client-go"),

@@ -23,6 +23,9 @@ type Host struct {
 	ProcSwaps func() ([]byte, error)
 	// MemoryCgroupV2 tells that the memory controller is on cgroup v2.
 	MemoryCgroupV2 bool
+	// CgroupV1 tells that the host is not in the pure cgroup v2 layout
+	// (legacy or hybrid hierarchies): kubelet's failCgroupV1 applies.
+	CgroupV1 bool
 	// SwapAccounting tells that the memory cgroups account swap (v1
 	// memory.memsw.limit_in_bytes, v2 memory.swap.max), so that a
 	// container's swap can be limited.
@@ -67,6 +70,10 @@ func CheckHost(cfg *Config, h Host) field.ErrorList {
 		if f.file != "" && !h.FileExists(f.file) {
 			errs = append(errs, field.Invalid(f.p, f.file, "file does not exist"))
 		}
+	}
+	if h.CgroupV1 && (kc.FailCgroupV1 == nil || *kc.FailCgroupV1) {
+		errs = append(errs, field.Invalid(field.NewPath("failCgroupV1"), true,
+			"kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release; set failCgroupV1: false to run on it"))
 	}
 	if kc.MemorySwap.SwapBehavior == "LimitedSwap" && !h.MemoryCgroupV2 {
 		errs = append(errs, field.Invalid(field.NewPath("memorySwap", "swapBehavior"), kc.MemorySwap.SwapBehavior,

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -88,6 +91,31 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 	}
 	if kc.Tracing != nil {
 		errs = append(errs, field.Invalid(p("tracing"), "set", "kernelet exports no OpenTelemetry traces: must be unset"))
+	}
+	return validateLogging(errs, &kc.Logging)
+}
+
+// validateLogging refuses the logging settings kernelet does not honour:
+// it logs klog's text format only (verbosity, vmodule and flushFrequency
+// are applied at start, the -v and -vmodule flags winning).
+func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration) field.ErrorList {
+	p := field.NewPath("logging")
+	if l.Format != "" && l.Format != logsapi.DefaultLogFormat {
+		errs = append(errs, field.NotSupported(p.Child("format"), l.Format, []string{logsapi.DefaultLogFormat}))
+	}
+	if l.Options.Text.SplitStream || l.Options.JSON.SplitStream {
+		errs = append(errs, field.Invalid(p.Child("options"), "splitStream", "kernelet writes one log stream: must be false"))
+	}
+	if l.Options.Text.InfoBufferSize.Value() != 0 || l.Options.JSON.InfoBufferSize.Value() != 0 {
+		errs = append(errs, field.Invalid(p.Child("options"), "infoBufferSize", "kernelet does not buffer info messages: must be 0"))
+	}
+	for i, item := range l.VModule {
+		if item.FilePattern == "" || strings.ContainsAny(item.FilePattern, "=,") {
+			errs = append(errs, field.Invalid(p.Child("vmodule").Index(i), item.FilePattern, "file pattern must be non-empty without '=' or ','"))
+		}
+	}
+	if d := l.FlushFrequency.Duration.Duration; d < 0 {
+		errs = append(errs, field.Invalid(p.Child("flushFrequency"), d.String(), "must not be negative"))
 	}
 	return errs
 }

@@ -135,18 +135,33 @@ func (m *Manager) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageS
 	defer release()
 	start := m.clock.Now()
 	if len(creds) == 0 {
-		ref, err := m.is.PullImage(ctx, spec, nil, sbCfg)
+		ref, err := m.pullImage(ctx, spec, nil, sbCfg)
 		return ref, m.clock.Since(start), err
 	}
 	var errs []error
 	for _, auth := range creds {
-		ref, err := m.is.PullImage(ctx, spec, auth, sbCfg)
+		ref, err := m.pullImage(ctx, spec, auth, sbCfg)
 		if err == nil {
 			return ref, m.clock.Since(start), nil
 		}
 		errs = append(errs, err)
 	}
 	return "", m.clock.Since(start), errors.Join(errs...)
+}
+
+// ErrPullQPSExceeded is kubelet's error for a pull over registryPullQPS
+// and registryBurst: the pull fails (ErrImagePull) and is retried after
+// the image pull back-off.
+var ErrPullQPSExceeded = errors.New("pull QPS exceeded")
+
+// pullImage asks the runtime for one pull, within registryPullQPS and
+// registryBurst (kubelet's throttled image service: a pull over the rate
+// fails at once rather than waiting).
+func (m *Manager) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if m.pullRate != nil && !m.pullRate.TryAccept() {
+		return "", ErrPullQPSExceeded
+	}
+	return m.is.PullImage(ctx, spec, auth, sbCfg)
 }
 
 // pullSlots bounds the image pulls that run at once (nil: no bound).

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"k8s.io/client-go/util/flowcontrol"
+	clocktesting "k8s.io/utils/clock/testing"
 	"slices"
 	"testing"
 	"time"
@@ -150,5 +152,32 @@ func TestSerializedPulls(t *testing.T) {
 	}
 	if r := m.SyncPod(ctx, pod("next2", "other:1"), nil, SyncOptions{}); r.Err() != nil {
 		t.Errorf("pull after the slow one: %v", r.Err())
+	}
+}
+
+// registryPullQPS/registryBurst: a pull beyond the rate fails at once with
+// kubelet's "pull QPS exceeded" (ErrImagePull), and passes once tokens
+// come back.
+func TestPullQPS(t *testing.T) {
+	ctx := context.Background()
+	m, _, _ := newFakeManager(t)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m.pullRate = flowcontrol.NewTokenBucketRateLimiterWithClock(1, 1, clk)
+	pod := func(uid string) *v1.Pod {
+		p := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+		p.UID, p.Name = types.UID(uid), uid
+		p.Spec.Containers[0].Image, p.Spec.Containers[0].ImagePullPolicy = "img:"+uid, v1.PullAlways
+		return p
+	}
+	if r := m.SyncPod(ctx, pod("a"), nil, SyncOptions{}); r.Err() != nil {
+		t.Fatalf("first pull: %v", r.Err())
+	}
+	r := m.SyncPod(ctx, pod("b"), nil, SyncOptions{})
+	if err := r.Err(); !errors.Is(err, ErrPullQPSExceeded) || r.Waiting["app"].Reason != ReasonErrImagePull {
+		t.Fatalf("second pull at once: %v, waiting %+v; want pull QPS exceeded", err, r.Waiting["app"])
+	}
+	clk.Step(2 * time.Second)
+	if r := m.SyncPod(ctx, pod("c"), nil, SyncOptions{}); r.Err() != nil {
+		t.Errorf("pull after the rate recovered: %v", r.Err())
 	}
 }

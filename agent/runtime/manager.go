@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/client-go/util/flowcontrol"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,6 +42,11 @@ type ManagerConfig struct {
 	// serializeImagePulls; 0: no bound). Only PullImage waits for a slot:
 	// pods whose images are present start meanwhile.
 	ParallelPulls int
+	// PullQPS and PullBurst are registryPullQPS and registryBurst: the
+	// pulls asked of the runtime per second and in a burst (PullQPS 0: no
+	// limit).
+	PullQPS   float32
+	PullBurst int
 	// RuntimeClasses looks up the RuntimeClass a pod names (a lister);
 	// nil: standalone (see podconfig.RuntimeHandler).
 	RuntimeClasses podconfig.RuntimeClassGetter
@@ -124,7 +130,9 @@ type Manager struct {
 	svcs    func() ([]*v1.Service, error)
 	rcs     podconfig.RuntimeClassGetter
 	pulls   pullSlots
-	act     Actuated
+	// pullRate limits the pull requests (nil: none).
+	pullRate flowcontrol.RateLimiter
+	act      Actuated
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -160,6 +168,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	if m.rmWait == 0 {
 		m.rmWait = 5 * time.Second
+	}
+	if cfg.PullQPS > 0 {
+		m.pullRate = flowcontrol.NewTokenBucketRateLimiterWithClock(cfg.PullQPS, max(cfg.PullBurst, 1), m.clock)
 	}
 	return m, nil
 }

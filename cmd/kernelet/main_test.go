@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -58,8 +59,17 @@ func TestRunRefusesWithEveryProblem(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errs)
 	}
+	problems := 7
+	if cgroupV1() {
+		// kubelet's default failCgroupV1 refuses a host with cgroup v1
+		// hierarchies (this CI host is hybrid).
+		problems++
+		if !strings.Contains(errs, "failCgroupV1: Invalid value: true: kubelet is configured to not run on a host using cgroup v1") {
+			t.Errorf("stderr lacks the failCgroupV1 refusal:\n%s", errs)
+		}
+	}
 	for _, want := range []string{
-		"refusing to start, 7 problem(s)",
+		fmt.Sprintf("refusing to start, %d problem(s)", problems),
 		`--bpf: Unsupported value: "maybe": supported values: "auto", "off"`,
 		`containerRuntimeEndpoint: Invalid value: "tcp://x"`, // the flag wins over the file, and is validated
 		`cgroupDriver: Invalid value: "systemd": needs systemd as PID 1`,
@@ -99,6 +109,7 @@ func TestRunAndStatus(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: 127.0.0.1
+failCgroupV1: false
 authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -156,9 +157,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 
+	kc := &cfg.Kubelet
+	if err := applyLogging(&kc.Logging, f.set); err != nil {
+		fmt.Fprintf(stderr, "kernelet run: logging: %v\n", err)
+		return 1
+	}
 	logger := klog.Background().WithName("kernelet")
 	ctx = klog.NewContext(ctx, logger)
-	kc := &cfg.Kubelet
 
 	nodeName, err := nodeName(f.hostnameOverride)
 	if err != nil {
@@ -288,6 +293,7 @@ func hostFacts() config.Host {
 		},
 		MemoryCgroupV2: memV2,
 		SwapAccounting: swapAcct,
+		CgroupV1:       cgroupV1(),
 	}
 }
 
@@ -330,4 +336,32 @@ func nodeName(override string) (string, error) {
 		name = h
 	}
 	return strings.ToLower(strings.TrimSpace(name)), nil
+}
+
+// applyLogging applies the logging settings of the configuration that
+// kernelet honours (the others are refused by validation): verbosity and
+// vmodule unless the -v and -vmodule flags were given (the flags win, as
+// with kubelet), and the flush frequency.
+func applyLogging(l *logsapi.LoggingConfiguration, set map[string]bool) error {
+	if !set["v"] && l.Verbosity != 0 {
+		if err := klogFlags.Lookup("v").Value.Set(fmt.Sprint(uint32(l.Verbosity))); err != nil {
+			return fmt.Errorf("verbosity: %w", err)
+		}
+	}
+	if !set["vmodule"] && len(l.VModule) > 0 {
+		if err := klogFlags.Lookup("vmodule").Value.Set(logsapi.VModuleConfigurationPflag(&l.VModule).String()); err != nil {
+			return fmt.Errorf("vmodule: %w", err)
+		}
+	}
+	if d := l.FlushFrequency.Duration.Duration; d > 0 {
+		klog.StartFlushDaemon(d)
+	}
+	return nil
+}
+
+// cgroupV1 tells whether the host has cgroup v1 hierarchies (legacy or
+// hybrid): kubelet's check for failCgroupV1 (not the pure v2 layout).
+func cgroupV1() bool {
+	h, err := cgroups.Discover()
+	return err == nil && h.Mode != cgroups.Unified
 }

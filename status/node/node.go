@@ -173,6 +173,9 @@ func NewNode(cfg *Config, in Inputs, now time.Time) (*v1.Node, []string) {
 	if len(cfg.Kubelet.RegisterWithTaints) > 0 {
 		n.Spec.Taints = append([]v1.Taint(nil), cfg.Kubelet.RegisterWithTaints...)
 	}
+	// providerID, as kubelet sets it when it creates the Node (an existing
+	// Node keeps its own: Reconcile leaves the spec alone).
+	n.Spec.ProviderID = cfg.Kubelet.ProviderID
 	events := SetStatus(n, cfg, in, now)
 	return n, events
 }

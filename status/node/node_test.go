@@ -171,8 +171,12 @@ func TestNewNode(t *testing.T) {
 	if n.Name != "node-a" || n.Annotations[AnnotationControllerManagedAttachDetach] != "true" {
 		t.Errorf("meta = %+v", n.ObjectMeta)
 	}
-	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "kernelet.dev/new" || n.Spec.PodCIDR != "" {
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "kernelet.dev/new" || n.Spec.PodCIDR != "" || n.Spec.ProviderID != "" {
 		t.Errorf("spec = %+v", n.Spec)
+	}
+	cfg.Kubelet.ProviderID = "kind://docker/c/node-a"
+	if n, _ := NewNode(cfg, readyInputs(), t0); n.Spec.ProviderID != "kind://docker/c/node-a" {
+		t.Errorf("providerID = %q, want the configured one", n.Spec.ProviderID)
 	}
 	wantAddrs := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeInternalIP, Address: "fd00::5"},
 		{Type: v1.NodeHostName, Address: "host-a"}}

@@ -76,6 +76,8 @@ func newAgentNode(t *testing.T, cd *containerd.Instance) *agentNode {
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+# This host has cgroup v1 hierarchies (hybrid): kubelet's default refuses it.
+failCgroupV1: false
 cgroupRoot: %s
 podLogsDir: %s
 address: 127.0.0.1

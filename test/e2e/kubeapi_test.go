@@ -105,6 +105,8 @@ func newKubeAPINode(t *testing.T, auth string) *kubeAPINode {
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
+# This host has cgroup v1 hierarchies (hybrid): kubelet's default refuses it.
+failCgroupV1: false
 cgroupRoot: %s
 podLogsDir: %s
 address: %s
