@@ -179,11 +179,13 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
-		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst)})
+		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst)}
+	mcfg.CrashLoopInitial, mcfg.CrashLoopMax = runtime.CrashLoopBackOffDelays(config.CrashLoopBackOff(kc))
+	mgr, err := runtime.NewManager(mcfg)
 	if err != nil {
 		return nil, env, err
 	}

@@ -11,7 +11,7 @@ import (
 // validateUnimplemented refuses the KubeletConfiguration values that ask
 // for something kernelet does not do, naming the field: a node manager it
 // lacks, an unknown swap behavior, graceful node shutdown, the node log query, a
-// CrashLoopBackOff cap, verification of pull credentials, the
+// verification of pull credentials, the
 // TieredReservation memory reservation policy. Their defaults
 // (and kubelet's "off" values) pass.
 func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
@@ -37,10 +37,6 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	}
 	if v := kc.EnableSystemLogQuery; v != nil && *v {
 		errs = append(errs, field.Invalid(p("enableSystemLogQuery"), *v, "kernelet has no node log query: only false is supported"))
-	}
-	if v := kc.CrashLoopBackOff.MaxContainerRestartPeriod; v != nil {
-		errs = append(errs, field.Invalid(p("crashLoopBackOff", "maxContainerRestartPeriod"), v.Duration.String(),
-			"kernelet's CrashLoopBackOff cap is kubelet's default, 300s: must be unset"))
 	}
 	if v := kc.ImagePullCredentialsVerificationPolicy; v != "" && v != kubeletv1beta1.NeverVerify {
 		errs = append(errs, field.Invalid(p("imagePullCredentialsVerificationPolicy"), v,

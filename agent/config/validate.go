@@ -32,6 +32,7 @@ func Validate(cfg *Config) field.ErrorList {
 	errs = validateImagesAndLogs(errs, kc)
 	errs = validateClientRates(errs, kc)
 	errs = validateUnimplemented(errs, kc)
+	errs = validateCrashLoopBackOff(errs, kc)
 	errs, warnings := validateFeatureGates(errs, kc)
 	for _, w := range warnings {
 		w.File = cfg.File
@@ -385,6 +386,30 @@ func ParallelImagePulls(kc *kubeletv1beta1.KubeletConfiguration) int {
 		return int(*n)
 	}
 	return 0
+}
+
+// CrashLoopBackOff tells how kc shapes the CrashLoopBackOff (kubelet
+// v1.37): ReduceDefaultCrashLoopBackOffDecay, and the cap
+// crashLoopBackOff.maxContainerRestartPeriod when KubeletCrashLoopBackOffMax
+// is on (0: none); runtime.CrashLoopBackOffDelays turns them into delays.
+func CrashLoopBackOff(kc *kubeletv1beta1.KubeletConfiguration) (reducedDecay bool, maxRestartPeriod time.Duration) {
+	reducedDecay = FeatureEnabled(kc, "ReduceDefaultCrashLoopBackOffDecay")
+	if FeatureEnabled(kc, "KubeletCrashLoopBackOffMax") && kc.CrashLoopBackOff.MaxContainerRestartPeriod != nil {
+		maxRestartPeriod = kc.CrashLoopBackOff.MaxContainerRestartPeriod.Duration
+	}
+	return reducedDecay, maxRestartPeriod
+}
+
+// validateCrashLoopBackOff checks crashLoopBackOff.maxContainerRestartPeriod
+// as kubelet does (KubeletCrashLoopBackOffMax cannot be turned off: kernelet
+// implements it).
+func validateCrashLoopBackOff(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath("crashLoopBackOff", "maxContainerRestartPeriod")
+	v := kc.CrashLoopBackOff.MaxContainerRestartPeriod
+	if v != nil && (v.Duration < time.Second || v.Duration > 300*time.Second) {
+		errs = append(errs, field.Invalid(p, v.Duration.String(), "must be set between 1s and 300s"))
+	}
+	return errs
 }
 
 // previousDefaultMemoryThrottlingFactor is kubelet's default before v1.37:

@@ -46,11 +46,16 @@ type Backoff struct {
 }
 
 // NewBackoff returns kubelet's back-offs on clk; nil means the real clock.
-func NewBackoff(clk clock.Clock) *Backoff {
+func NewBackoff(clk clock.Clock) *Backoff { return NewBackoffWith(clk, BackoffInitial, BackoffMax) }
+
+// NewBackoffWith is NewBackoff with the CrashLoopBackOff's initial delay
+// and cap (crashLoopBackOff.maxContainerRestartPeriod,
+// ReduceDefaultCrashLoopBackOffDecay: CrashLoopBackOffDelays).
+func NewBackoffWith(clk clock.Clock, crashInitial, crashMax time.Duration) *Backoff {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	crash := flowcontrol.NewBackOff(BackoffInitial, BackoffMax)
+	crash := flowcontrol.NewBackOff(crashInitial, crashMax)
 	crash.Clock = clk
 	crash.HasExpiredFunc = func(exit, lastRestart time.Time, _ time.Duration) bool {
 		return exit.Sub(lastRestart) > BackoffReset
@@ -154,4 +159,20 @@ func BackOffEventMessage(container, podName, podNamespace string, uid types.UID)
 // pull is backed off, and the start of its Waiting message (kubelet's text).
 func ImagePullBackOffMessage(image string) string {
 	return fmt.Sprintf("Back-off pulling image %q", image)
+}
+
+// CrashLoopBackOffDelays are the initial delay and the cap of the
+// CrashLoopBackOff as kubelet v1.37 sets them: 10 s to 300 s; 1 s to 60 s
+// with ReduceDefaultCrashLoopBackOffDecay; the cap maxRestartPeriod when
+// set (KubeletCrashLoopBackOffMax), the initial delay never above it.
+func CrashLoopBackOffDelays(reducedDecay bool, maxRestartPeriod time.Duration) (initial, capped time.Duration) {
+	initial, capped = BackoffInitial, BackoffMax
+	if reducedDecay {
+		initial, capped = time.Second, 60*time.Second
+	}
+	if maxRestartPeriod > 0 {
+		capped = maxRestartPeriod
+		initial = min(initial, capped)
+	}
+	return initial, capped
 }

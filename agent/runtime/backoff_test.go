@@ -145,3 +145,37 @@ func TestBackoffMessages(t *testing.T) {
 		})
 	}
 }
+
+func TestCrashLoopBackOffDelays(t *testing.T) {
+	for _, tc := range []struct {
+		reduced           bool
+		max               time.Duration
+		wantInit, wantMax time.Duration
+	}{
+		{false, 0, 10 * time.Second, 300 * time.Second},
+		{true, 0, time.Second, 60 * time.Second},
+		{false, 20 * time.Second, 10 * time.Second, 20 * time.Second},
+		{false, 5 * time.Second, 5 * time.Second, 5 * time.Second},
+		{true, 100 * time.Second, time.Second, 100 * time.Second},
+	} {
+		i, m := CrashLoopBackOffDelays(tc.reduced, tc.max)
+		if i != tc.wantInit || m != tc.wantMax {
+			t.Errorf("reduced %v max %v: %v–%v, want %v–%v", tc.reduced, tc.max, i, m, tc.wantInit, tc.wantMax)
+		}
+	}
+	// A cap of 20 s: the delays go 10 s, 20 s, 20 s.
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b := NewBackoffWith(clk, 10*time.Second, 20*time.Second)
+	k := BackoffKey{UID: "u", Name: "c"}
+	var got []time.Duration
+	for range 3 {
+		exit := clk.Now()
+		b.Restarted(k, exit)
+		_, d := b.Held(k, exit)
+		got = append(got, d)
+		clk.Step(d + time.Second)
+	}
+	if got[0] != 10*time.Second || got[1] != 20*time.Second || got[2] != 20*time.Second {
+		t.Errorf("delays %v, want 10s 20s 20s", got)
+	}
+}

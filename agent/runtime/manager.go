@@ -53,8 +53,10 @@ type ManagerConfig struct {
 	// Clock drives back-offs and timings; nil means the real clock.
 	Clock clock.Clock
 	// Backoff is the CrashLoopBackOff and image pull state; nil makes one
-	// on Clock. Share one across Managers that run the same pods.
-	Backoff *Backoff
+	// on Clock (with CrashLoopInitial and CrashLoopMax when set). Share one
+	// across Managers that run the same pods.
+	Backoff                        *Backoff
+	CrashLoopInitial, CrashLoopMax time.Duration
 	// HTTPClient runs httpGet hooks; nil uses a client with a 10 s
 	// timeout.
 	HTTPClient *http.Client
@@ -160,7 +162,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		m.clock = clock.RealClock{}
 	}
 	if m.backoff == nil {
-		m.backoff = NewBackoff(m.clock)
+		if cfg.CrashLoopMax > 0 {
+			m.backoff = NewBackoffWith(m.clock, cfg.CrashLoopInitial, cfg.CrashLoopMax)
+		} else {
+			m.backoff = NewBackoff(m.clock)
+		}
 	}
 	m.hookUA = httpget.UserAgent("kube-lifecycle", kubeversion.Get())
 	if m.hc == nil {

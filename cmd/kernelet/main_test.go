@@ -190,14 +190,14 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`shutdownGracePeriod: Invalid value: "30s": kernelet has no graceful node shutdown`,
 		`shutdownGracePeriodByPodPriority: Invalid value: 1: kernelet has no graceful node shutdown`,
 		`enableSystemLogQuery: Invalid value: true: kernelet has no node log query`,
-		`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "1m0s": kernelet's CrashLoopBackOff cap`,
+		`crashLoopBackOff.maxContainerRestartPeriod: Invalid value: "10m0s": must be set between 1s and 300s`,
 		`imagePullCredentialsVerificationPolicy: Invalid value: "AlwaysVerify": kernelet does not verify`,
 		`rotateCertificates: Invalid value: true: kernelet does not rotate its client certificate yet (issue 25)`,
 		`volumePluginDir: Invalid value: "/opt/flex": kernelet runs no FlexVolume drivers`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
 		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
-		`featureGates[KubeletCrashLoopBackOffMax]: Invalid value: true: kernelet does not implement KubeletCrashLoopBackOffMax (BETA, default true in kubelet v1.37.2)`,
+		`featureGates[GracefulNodeShutdown]: Invalid value: true: kernelet does not implement GracefulNodeShutdown (BETA, default true in kubelet v1.37.2)`,
 		`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true`,
 		`featureGates[WatchListClient]: Invalid value: false: kernelet keeps WatchListClient at its default, true`,
 	} {
@@ -205,7 +205,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
-	if strings.Contains(errs, "GracefulNodeShutdown]") || !strings.Contains(errs, "17 invalid value(s)") {
+	if strings.Contains(errs, "ContainerCheckpoint]") || strings.Contains(errs, "KubeletCrashLoopBackOffMax]") || !strings.Contains(errs, "17 invalid value(s)") {
 		t.Errorf("want exactly the 17 refusals above:\n%s", errs)
 	}
 }
