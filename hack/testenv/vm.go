@@ -24,9 +24,14 @@ func init() {
 }
 
 // vmDown is `testenv vm down`.
-func vmDown(args []string) error {
-	fs := flag.NewFlagSet("vm down", flag.ContinueOnError)
-	runID := fs.String("run-id", os.Getenv(env.RunIDEnv), "run id whose VM state to remove (default $"+env.RunIDEnv+")")
+func vmDown(args []string) error { return downRuns("vm", args, vm.Down) }
+
+// downRuns is the `testenv <component> down` of a VM component: the run
+// of --run-id (default $KERNELET_TEST_RUN) or, with --all, every run that
+// has the component's state, each removed with down.
+func downRuns(component string, args []string, down func(runID string) error) error {
+	fs := flag.NewFlagSet(component+" down", flag.ContinueOnError)
+	runID := fs.String("run-id", os.Getenv(env.RunIDEnv), "run id whose "+component+" state to remove (default $"+env.RunIDEnv+")")
 	all := fs.Bool("all", false, "every run under "+env.StateBase())
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -34,7 +39,7 @@ func vmDown(args []string) error {
 	var ids []string
 	switch {
 	case *all:
-		dirs, err := filepath.Glob(filepath.Join(env.StateBase(), "*", "vm"))
+		dirs, err := filepath.Glob(filepath.Join(env.StateBase(), "*", component))
 		if err != nil {
 			return err
 		}
@@ -48,7 +53,7 @@ func vmDown(args []string) error {
 	}
 	var errs []error
 	for _, id := range ids {
-		errs = append(errs, vm.Down(id))
+		errs = append(errs, down(id))
 	}
 	return errors.Join(errs...)
 }

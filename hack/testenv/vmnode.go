@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,31 +93,4 @@ func (t teeWriter) Write(p []byte) (int, error) {
 }
 
 // vmnodeDown is `testenv vmnode down`.
-func vmnodeDown(args []string) error {
-	fs := flag.NewFlagSet("vmnode down", flag.ContinueOnError)
-	runID := fs.String("run-id", os.Getenv(env.RunIDEnv), "run id whose nodes to remove (default $"+env.RunIDEnv+")")
-	all := fs.Bool("all", false, "every run under "+env.StateBase())
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	var ids []string
-	switch {
-	case *all:
-		dirs, err := filepath.Glob(filepath.Join(env.StateBase(), "*", "vmnode"))
-		if err != nil {
-			return err
-		}
-		for _, d := range dirs {
-			ids = append(ids, filepath.Base(filepath.Dir(d)))
-		}
-	case *runID != "":
-		ids = []string{*runID}
-	default:
-		return fmt.Errorf("no run id: set $%s, --run-id or --all", env.RunIDEnv)
-	}
-	var errs []error
-	for _, id := range ids {
-		errs = append(errs, vmnode.Down(id))
-	}
-	return errors.Join(errs...)
-}
+func vmnodeDown(args []string) error { return downRuns("vmnode", args, vmnode.Down) }

@@ -26,13 +26,22 @@ func sysProcAttr() *syscall.SysProcAttr {
 // counts while its command line still names that run's initramfs, so a
 // reused pid is never hit — and removes that directory.
 func Down(runID string) error {
+	return DownRuns(runID, "vm", "run-*", "initramfs.cpio")
+}
+
+// DownRuns kills the qemu of each directory matching glob under
+// env.StateBase()/<runID>/<component> (its qemu.pid; only while the
+// process's command line names marker in that directory: a reused pid is
+// never hit), waits for it, and removes the component's directory. The
+// VM runners of test/env (vm, vmnode) share it for their Down.
+func DownRuns(runID, component, glob, marker string) error {
 	if runID == "" || runID == "." || runID == ".." || filepath.Base(runID) != runID {
-		return fmt.Errorf("vm down: bad run id %q", runID)
+		return fmt.Errorf("%s down: bad run id %q", component, runID)
 	}
-	dir := filepath.Join(env.StateBase(), runID, "vm")
-	runs, err := filepath.Glob(filepath.Join(dir, "run-*"))
+	dir := filepath.Join(env.StateBase(), runID, component)
+	runs, err := filepath.Glob(filepath.Join(dir, glob))
 	if err != nil {
-		return fmt.Errorf("vm down: %w", err)
+		return fmt.Errorf("%s down: %w", component, err)
 	}
 	var errs []error
 	for _, r := range runs {
@@ -45,19 +54,19 @@ func Down(runID string) error {
 			continue
 		}
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.Contains(cmdline, []byte(filepath.Join(r, "initramfs.cpio"))) {
+		if err != nil || !bytes.Contains(cmdline, []byte(filepath.Join(r, marker))) {
 			continue
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("vm down: kill qemu %d: %w", pid, err))
+			errs = append(errs, fmt.Errorf("%s down: kill qemu %d: %w", component, pid, err))
 			continue
 		}
 		if !waitDead(pid, 5*time.Second) {
-			errs = append(errs, fmt.Errorf("vm down: qemu %d still running after SIGKILL", pid))
+			errs = append(errs, fmt.Errorf("%s down: qemu %d still running after SIGKILL", component, pid))
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		errs = append(errs, fmt.Errorf("vm down: %w", err))
+		errs = append(errs, fmt.Errorf("%s down: %w", component, err))
 	}
 	return errors.Join(errs...)
 }

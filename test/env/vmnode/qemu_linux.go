@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/vm"
 )
 
@@ -115,58 +113,7 @@ func startQemu(args []string, dir string, line func(string)) (*qemuProc, error) 
 // still names that node's overlay, so a reused pid is never hit — and
 // removes the directory.
 func Down(runID string) error {
-	if runID == "" || runID == "." || runID == ".." || filepath.Base(runID) != runID {
-		return fmt.Errorf("vmnode down: bad run id %q", runID)
-	}
-	dir := filepath.Join(env.StateBase(), runID, component)
-	nodes, err := filepath.Glob(filepath.Join(dir, "node-*"))
-	if err != nil {
-		return fmt.Errorf("vmnode down: %w", err)
-	}
-	var errs []error
-	for _, d := range nodes {
-		b, err := os.ReadFile(filepath.Join(d, "qemu.pid"))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 {
-			continue
-		}
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !bytes.Contains(cmdline, []byte(filepath.Join(d, "overlay.qcow2"))) {
-			continue
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("vmnode down: kill qemu %d: %w", pid, err))
-			continue
-		}
-		if !waitGone(pid, 5*time.Second) {
-			errs = append(errs, fmt.Errorf("vmnode down: qemu %d still running after SIGKILL", pid))
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		errs = append(errs, fmt.Errorf("vmnode down: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// waitGone waits until pid is gone or a zombie.
-func waitGone(pid int, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return vm.DownRuns(runID, component, "node-*", "overlay.qcow2")
 }
 
 // ForwardUnix forwards a new unix socket on the host to the guest's unix
