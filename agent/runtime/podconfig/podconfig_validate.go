@@ -134,8 +134,7 @@ func envFieldRef(path string) bool {
 // yet, all at once, as an *UnsupportedError (errors.Is ErrUnsupported), or
 // returns nil. It is meant for admission: the message names each field and
 // why. Checked:
-//   - spec.os.name windows; spec.hostUsers: false
-//     (user namespaces; containerd 1.6 has none); spec.resourceClaims;
+//   - spec.os.name windows; spec.resourceClaims;
 //     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
@@ -146,7 +145,8 @@ func envFieldRef(path string) bool {
 //   - per container: env from files (fileKeyRef);
 //     fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
-//     resource claims; procMount Unmasked; lifecycle.stopSignal;
+//     resource claims; procMount Unmasked without hostUsers: false (the
+//     API server's rule, for static pods); lifecycle.stopSignal;
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
 //     other than Restart (RestartAllContainers: kubelet's
 //     RestartAllContainersOnContainerExits is not implemented);
@@ -161,9 +161,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	spec := &pod.Spec
 	if spec.OS != nil && spec.OS.Name == v1.Windows {
 		add("spec.os.name", "windows pods cannot run on a Linux node")
-	}
-	if spec.HostUsers != nil && !*spec.HostUsers {
-		add("spec.hostUsers", "user namespaces are not supported by the runtime")
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")
@@ -205,7 +202,7 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 					add(fmt.Sprintf("%s.projected.sources[%d]", p, j), "volume %q: clusterTrustBundle and podCertificate projections are not supported yet", v.Name)
 				}
 			}
-		case supportedVolume(v):
+		case supportedVolume(v), v.Image != nil:
 		default:
 			add(p, "volume %q: %s volumes are not supported yet", v.Name, volumeKind(v))
 		}
@@ -215,7 +212,7 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		list []v1.Container
 	}{{"spec.initContainers", spec.InitContainers}, {"spec.containers", spec.Containers}} {
 		for i := range set.list {
-			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i])...)
+			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i], hostUsers(pod))...)
 		}
 	}
 	if pod.Status.ExtendedResourceClaimStatus != nil {
@@ -230,7 +227,11 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	return &UnsupportedError{Fields: fields}
 }
 
-func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
+// hostUsers tells whether pod uses the node's user namespace (hostUsers
+// unset or true).
+func hostUsers(pod *v1.Pod) bool { return pod.Spec.HostUsers == nil || *pod.Spec.HostUsers }
+
+func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []UnsupportedField {
 	var fields []UnsupportedField
 	add := func(path, format string, args ...any) {
 		fields = append(fields, UnsupportedField{Path: prefix + path, Reason: fmt.Sprintf(format, args...)})
@@ -291,8 +292,8 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
 	}
 	if sc := c.SecurityContext; sc != nil {
-		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
-			add(".securityContext.procMount", "Unmasked /proc needs user namespaces, not supported by the runtime")
+		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount && hostUsers {
+			add(".securityContext.procMount", "`hostUsers` must be false to use `Unmasked`")
 		}
 	}
 	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
