@@ -134,7 +134,9 @@ func envFieldRef(path string) bool {
 // yet, all at once, as an *UnsupportedError (errors.Is ErrUnsupported), or
 // returns nil. It is meant for admission: the message names each field and
 // why. Checked:
-//   - spec.os.name windows; spec.resourceClaims;
+//   - spec.os.name windows; hostNetwork, hostPID or hostIPC with
+//     hostUsers: false (the API server's rule, for static pods);
+//     spec.resourceClaims;
 //     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
@@ -161,6 +163,18 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	spec := &pod.Spec
 	if spec.OS != nil && spec.OS.Name == v1.Windows {
 		add("spec.os.name", "windows pods cannot run on a Linux node")
+	}
+	if !hostUsers(pod) {
+		// The API server's rule (UserNamespacesHostNetworkSupport is off),
+		// for static pods.
+		for _, h := range []struct {
+			path string
+			on   bool
+		}{{"spec.hostNetwork", spec.HostNetwork}, {"spec.hostPID", spec.HostPID}, {"spec.hostIPC", spec.HostIPC}} {
+			if h.on {
+				add(h.path, "forbidden when `hostUsers` is false")
+			}
+		}
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")

@@ -90,7 +90,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	want := []string{
-		"spec.os.name",
+		"spec.os.name", "spec.hostNetwork", "spec.hostIPC",
 		"spec.resourceClaims", "spec.resources",
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",

@@ -119,6 +119,21 @@ func TestValidateUnmaskedNeedsUserNamespace(t *testing.T) {
 	}
 }
 
+func TestValidateUserNamespaceWithHostNamespaces(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr(false), HostNetwork: true, HostPID: true, HostIPC: true,
+		Containers: []v1.Container{{Name: "app", Image: "i"}}}}
+	err := ValidatePodForRuntime(pod)
+	for _, f := range []string{"spec.hostNetwork", "spec.hostPID", "spec.hostIPC"} {
+		if err == nil || !strings.Contains(err.Error(), f+": forbidden when `hostUsers` is false") {
+			t.Errorf("err = %v, want %s refused", err, f)
+		}
+	}
+	pod.Spec.HostUsers = nil
+	if err := ValidatePodForRuntime(pod); err != nil {
+		t.Errorf("host namespaces without hostUsers: false refused: %v", err)
+	}
+}
+
 func imagePod(subPath string) *v1.Pod {
 	return &v1.Pod{Spec: v1.PodSpec{
 		Volumes: []v1.Volume{{Name: "art", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "registry.kernelet.test/testbox:v1", PullPolicy: v1.PullIfNotPresent}}}},
