@@ -32,6 +32,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
@@ -73,6 +74,8 @@ type pods struct {
 	imageGC     *gc.ImageGC
 	// cgroups is the node's cgroup manager (pod and QoS cgroups).
 	cgroups *cgroups.Manager
+	// userns hands out the user namespaces of hostUsers: false pods.
+	userns *userns.Manager
 
 	// evictions is the eviction manager (set before the first pod is
 	// admitted); pressure owns it with the stats it decides on, the pods'
@@ -173,6 +176,10 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
 	allocated, actuated := openAllocationStores(ctx, a.opts.RootDir)
+	uns, err := a.newUserNamespaces(ctx, env.podsDir)
+	if err != nil {
+		return nil, env, err
+	}
 	env.allocated = allocated
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
@@ -182,7 +189,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	mgr, err := runtime.NewManager(runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
-		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc)})
+		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
+		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()})
 	if err != nil {
 		return nil, env, err
 	}
@@ -194,7 +202,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -222,6 +230,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
+	admit = append(admit, imageVolumeAdmission(ctx, rs))
 	p.resizeMetrics = a.metrics.resize
 	p.newAllocation(env.allocated, admit, a.metrics.resize)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
@@ -234,6 +243,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		Admit: admit, Allocation: p.alloc,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
+			if err := p.userns.Release(pod.UID); err != nil { // kubelet's: once the pod terminated
+				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
+			}
 			p.forgetAllocation(ctx, pod)
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
@@ -388,6 +400,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupLeftovers(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
+	p.cleanupUserNamespaces(ctx, wanted, listed)
 	for _, st := range runtime.Orphans(listed, wanted) {
 		if p.workers.Known(st.UID) {
 			continue

@@ -452,6 +452,14 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s: %w", c.Name, podDesc(pod), err)
 	}
+	if u := opts.UserNamespace; u != nil {
+		// As kubelet: every mount idmapped with the pod's mappings (none in
+		// NODE mode), so that a pod's user namespace sees its volumes' files
+		// owned as on the host's disk.
+		for _, m := range mounts {
+			m.UidMappings, m.GidMappings = u.Uids, u.Gids
+		}
+	}
 	lookup := envMap(env)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(max(opts.RestartCount, 0))},

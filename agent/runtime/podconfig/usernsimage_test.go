@@ -36,6 +36,15 @@ func TestUserNamespaceOptions(t *testing.T) {
 	if got := c.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); !proto.Equal(got, userns) {
 		t.Errorf("container userns = %v, want %v", got, userns)
 	}
+	// Every mount is idmapped with the pod's mappings (kubelet's).
+	if len(c.Mounts) == 0 {
+		t.Fatal("no mounts")
+	}
+	for _, m := range c.Mounts {
+		if len(m.UidMappings) != 1 || !proto.Equal(m.UidMappings[0], userns.Uids[0]) || len(m.GidMappings) != 1 || !proto.Equal(m.GidMappings[0], userns.Gids[0]) {
+			t.Errorf("mount %s: uid mappings %v gid mappings %v", m.ContainerPath, m.UidMappings, m.GidMappings)
+		}
+	}
 	// Without one, none is passed.
 	sb, _ = SandboxConfig(webPod(), sandboxOpts())
 	if got := sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions(); got != nil {

@@ -118,7 +118,10 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 	} else if entries, rerr := os.ReadDir(sd); rerr == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("start containerd: %s exists and is not a test containerd state dir", sd)
 	}
-	if err := os.MkdirAll(sd, 0o700); err != nil {
+	// 0711 (as containerd's own state dirs): a container in a user
+	// namespace (hostUsers: false) must traverse the state directory to
+	// its bundle's rootfs, as a user that is not root on the host.
+	if err := os.MkdirAll(sd, 0o711); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
 	st.Network, st.BridgeReservation, err = reserveNetwork(st.RunID, name, sd)
@@ -158,7 +161,11 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 		return nil, err
 	}
 	for _, dir := range []string{"root", "state", "runc", "cni/net.d", "cni/networks"} {
-		if err := os.MkdirAll(st.path(dir), 0o700); err != nil {
+		mode := os.FileMode(0o700)
+		if dir == "state" {
+			mode = 0o711 // see the state dir's mode above
+		}
+		if err := os.MkdirAll(st.path(dir), mode); err != nil {
 			return nil, fmt.Errorf("start containerd: %w", err)
 		}
 	}
