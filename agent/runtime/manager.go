@@ -341,20 +341,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	if err != nil {
 		return r
 	}
-	sbOpts := opts.Sandbox
-	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
-	handler, err := m.podHandler(pod)
-	if err == nil {
-		sbOpts.UserNamespace, err = m.podUserNamespace(ctx, pod, handler)
-	}
-	if err != nil {
-		// kubelet's: the sandbox config cannot be generated.
-		r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
-		r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+	sbOpts, handler, ok := m.sandboxOptions(ctx, pod, parent, &opts, r)
+	if !ok {
 		return r
 	}
-	opts.Container.UserNamespace = sbOpts.UserNamespace
-	opts.Container.ThermalThrottlePaths = m.thermal
 	sandboxID := a.SandboxID
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
@@ -392,6 +382,27 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, ivs, r)
 	}
 	return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, nil, r)
+}
+
+// sandboxOptions completes the sandbox options of opts for pod in cgroup
+// parent — its runtime handler and user namespace, also handed to the
+// containers' options — or records kubelet's FailedCreatePodSandBox in r
+// (ok false) when the sandbox config cannot be made.
+func (m *Manager) sandboxOptions(ctx context.Context, pod *v1.Pod, parent string, opts *SyncOptions, r *SyncResult) (podconfig.SandboxOptions, string, bool) {
+	sbOpts := opts.Sandbox
+	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
+	handler, err := m.podHandler(pod)
+	if err == nil {
+		sbOpts.UserNamespace, err = m.podUserNamespace(ctx, pod, handler)
+	}
+	if err != nil {
+		r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
+		r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		return sbOpts, "", false
+	}
+	opts.Container.UserNamespace = sbOpts.UserNamespace
+	opts.Container.ThermalThrottlePaths = m.thermal
+	return sbOpts, handler, true
 }
 
 // startAll starts the init containers of a in order, then its app and
