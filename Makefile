@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components vm-node-image vm-node generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
-	hack/deps.sh containerd vm vmnode metrics browser
+	hack/deps.sh containerd runc vm vmnode metrics browser
 
 # The test control plane, built from the Go module proxy into the cache
 # outside the repository (~/.cache/kernelet, keyed by version): a no-op that
@@ -47,6 +47,18 @@ components: ## build or find etcd, kube-apiserver, kube-controller-manager, kube
 	@time hack/apiserver/build.sh
 	@echo "== components: hack/metrics-server/build.sh"
 	@time hack/metrics-server/build.sh
+
+# containerd 2 and runc for the host's containerd 2 test instance
+# (test/env/containerd, KERNELET_TEST_RUNTIME=containerd2 and the tests that
+# need containerd 2), built from the Go module proxy into the cache outside
+# the repository (~/.cache/kernelet/{containerd,runc}/<version>-<recipe>): a
+# no-op that prints what it found when cached; cold ~4 min + ~1 min.
+containerd2: ## build or find containerd 2 and runc for the host's containerd 2 test instance (hack/containerd2/)
+	@hack/deps.sh runc
+	@echo "== containerd2: hack/containerd2/containerd.sh"
+	@time hack/containerd2/containerd.sh
+	@echo "== containerd2: hack/containerd2/runc.sh"
+	@time hack/containerd2/runc.sh
 
 # The cgroup v2 test node's disk (Debian 12, systemd, containerd 2 built from
 # the Go module proxy, the test images), cached outside the repository
@@ -103,7 +115,7 @@ test-unit: ## fast tests, no privileges or real components (-short)
 # Everything CI runs: packages, every real-component e2e test (containerd,
 # kube-apiserver, the cgroup v2 VM), each benchmark once, then the leak check
 # — which runs even when tests failed.
-test: deps build components vm-node-image lint generate-check ## everything CI runs (installs what it needs; see README)
+test: deps build components containerd2 vm-node-image lint generate-check ## everything CI runs (installs what it needs; see README)
 	@echo "== reap: leftovers of killed runs (testenv reap)"
 	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
@@ -137,7 +149,7 @@ faults: build components ## the long fault-injection e2e tests (make test runs t
 fuzz: ## every fuzz target for FUZZTIME (default 20s) each; make test runs it (hack/fuzz.sh)
 	hack/fuzz.sh
 
-e2e: deps build components vm-node-image ## only the end-to-end tests against real components
+e2e: deps build components containerd2 vm-node-image ## only the end-to-end tests against real components
 	@$(BIN)/testenv reap
 	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
 

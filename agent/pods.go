@@ -32,6 +32,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
@@ -73,6 +74,8 @@ type pods struct {
 	imageGC     *gc.ImageGC
 	// cgroups is the node's cgroup manager (pod and QoS cgroups).
 	cgroups *cgroups.Manager
+	// userns hands out the user namespaces of hostUsers: false pods.
+	userns *userns.Manager
 
 	// evictions is the eviction manager (set before the first pod is
 	// admitted); pressure owns it with the stats it decides on, the pods'
@@ -173,6 +176,10 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
 	allocated, actuated := openAllocationStores(ctx, a.opts.RootDir)
+	uns, err := a.newUserNamespaces(ctx, env.podsDir)
+	if err != nil {
+		return nil, env, err
+	}
 	env.allocated = allocated
 	var services func() ([]*v1.Service, error)
 	var runtimeClasses podconfig.RuntimeClassGetter
@@ -183,7 +190,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
-		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst)}
+		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
+		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
 	mcfg.CrashLoopInitial, mcfg.CrashLoopMax = runtime.CrashLoopBackOffDelays(config.CrashLoopBackOff(kc))
 	mgr, err := runtime.NewManager(mcfg)
 	if err != nil {
@@ -197,7 +205,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -225,6 +233,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
+	admit = append(admit, imageVolumeAdmission(ctx, rs))
 	p.resizeMetrics = a.metrics.resize
 	p.newAllocation(env.allocated, admit, a.metrics.resize)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
@@ -237,6 +246,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		Admit: admit, Allocation: p.alloc,
 		OnTerminated: func(pod *v1.Pod) {
 			p.forget(pod.UID)
+			if err := p.userns.Release(pod.UID); err != nil { // kubelet's: once the pod terminated
+				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
+			}
 			p.forgetAllocation(ctx, pod)
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
@@ -394,6 +406,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupLeftovers(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
+	p.cleanupUserNamespaces(ctx, wanted, listed)
 	for _, st := range runtime.Orphans(listed, wanted) {
 		if p.workers.Known(st.UID) {
 			continue

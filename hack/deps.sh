@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|vm|vmnode|bpf|metrics|browser|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|runc|vm|vmnode|bpf|metrics|browser|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
 declare -A PKGS=(
   [containerd]="containerd runc containernetworking-plugins busybox-static iproute2"
+  # runc built from the Go module proxy for the host's containerd 2 (hack/containerd2/runc.sh: cgo + libseccomp)
+  [runc]="libseccomp-dev pkg-config gcc libc6-dev"
   [vm]="qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio"
   # the cgroup v2 test node (hack/vmnode/build.sh, test/env/vmnode)
   [vmnode]="qemu-system-x86 qemu-utils linux-image-cloud-amd64 busybox-static debootstrap e2fsprogs openssh-client"

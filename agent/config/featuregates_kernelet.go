@@ -97,8 +97,8 @@ var kerneletGates = map[string]kerneletDecision{
 	"ResourceHealthStatusMessage": no("no device health in pod status (no device plugins nor DRA)"),
 
 	// Volumes, mounts and security.
-	"ImageVolume":                                      no("image volumes are refused at admission"),
-	"ImageVolumeWithDigest":                            no("image volumes are refused at admission"),
+	"ImageVolume":                                      yes("volumes[].image is pulled with the volume's pullPolicy and the pod's pull secrets and mounted read-only by the runtime, subPath as the image sub path (containerd 2.1 and later; refused at admission on older containerd)", "test/e2e.TestImageVolume"),
+	"ImageVolumeWithDigest":                            yes("containerStatuses[].volumeMounts[] of an image volume carry the ID of the image the runtime mounted", "test/e2e.TestImageVolume"),
 	"ClusterTrustBundleProjection":                     no("clusterTrustBundle projections are refused at admission"),
 	"PodCertificateRequest":                            no("podCertificate projections are refused at admission"),
 	"AtomicWriteVolumeUserFields":                      no("defaultUser and user of configMap, secret, downwardAPI and projected volumes are refused at admission"),
@@ -117,9 +117,9 @@ var kerneletGates = map[string]kerneletDecision{
 	"SELinuxChangePolicy":                              no("volumes are not mounted with SELinux context options"),
 	"SELinuxMount":                                     no("volumes are not mounted with SELinux context options"),
 	"SELinuxMountReadWriteOncePod":                     no("volumes are not mounted with SELinux context options"),
-	"UserNamespacesSupport":                            no("hostUsers: false is refused at admission (containerd 1.6 has no user namespaces)"),
-	"UserNamespacesHostNetworkSupport":                 no("hostUsers: false is refused at admission"),
-	"ProcMountType":                                    no("procMount: Unmasked is refused at admission (it needs user namespaces)"),
+	"UserNamespacesSupport":                            yes("hostUsers: false pods get kubelet's UID/GID range (userNamespaces.idsPerPod, kept across restarts) in the CRI namespace options; FailedCreatePodSandBox when the runtime handler reports no support (containerd 1.6)", "test/e2e.TestUserNamespaces"),
+	"UserNamespacesHostNetworkSupport":                 no("hostNetwork, hostPID and hostIPC with hostUsers: false are refused at admission"),
+	"ProcMountType":                                    yes("procMount: Unmasked (with hostUsers: false) passes no masked or read-only /proc paths, Default kubelet's", "test/e2e.TestUserNamespaces"),
 
 	// Libraries kernelet links keep their defaults.
 	"NativeHistograms":             no("kernelet's histograms have classic buckets only"),

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path"
@@ -195,6 +196,17 @@ func validatePodLimits(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigura
 		errs = append(errs, field.Invalid(p("oomScoreAdj"), v, "must be between -1000 and 1000"))
 	}
 	errs = validateMemoryQoS(errs, kc)
+	if u := kc.UserNamespaces; u != nil && u.IDsPerPod != nil {
+		// kubelet's rules: whole units of 65536, at most 2^32-1.
+		switch v := *u.IDsPerPod; {
+		case v < 65536:
+			errs = append(errs, field.Invalid(p("userNamespaces", "idsPerPod"), v, "must not be less than 65536"))
+		case v%65536 != 0:
+			errs = append(errs, field.Invalid(p("userNamespaces", "idsPerPod"), v, "must be a multiple of 65536"))
+		case v > math.MaxUint32:
+			errs = append(errs, field.Invalid(p("userNamespaces", "idsPerPod"), v, fmt.Sprintf("must not be more than %d", int64(math.MaxUint32))))
+		}
+	}
 	if kc.MaxOpenFiles <= 0 {
 		errs = append(errs, field.Invalid(p("maxOpenFiles"), kc.MaxOpenFiles, "must be greater than zero"))
 	}

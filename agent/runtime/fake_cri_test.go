@@ -48,6 +48,10 @@ type fakeCRI struct {
 	// runSandboxErr, when set, fails RunPodSandbox; stopSandboxErr
 	// StopPodSandbox.
 	runSandboxErr, stopSandboxErr error
+	// handlers are the runtime handlers Status reports (none: an old
+	// runtime); sandboxCfg the last RunPodSandbox config.
+	handlers   []*runtimeapi.RuntimeHandler
+	sandboxCfg *runtimeapi.PodSandboxConfig
 }
 
 func newFakeCRI() *fakeCRI {
@@ -84,6 +88,7 @@ func (f *fakeCRI) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxCon
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.call("RunPodSandbox")
+	f.sandboxCfg = cfg
 	if f.runSandboxErr != nil {
 		return "", f.runSandboxErr
 	}
@@ -244,7 +249,7 @@ func (f *fakeCRI) Status(context.Context, bool) (*runtimeapi.StatusResponse, err
 			Message: "Network plugin returns error: cni plugin not initialized"}
 	}
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
-		{Type: runtimeapi.RuntimeReady, Status: true}, net}}}, nil
+		{Type: runtimeapi.RuntimeReady, Status: true}, net}}, RuntimeHandlers: f.handlers}, nil
 }
 
 func (f *fakeCRI) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {

@@ -49,6 +49,22 @@ func PullPolicy(c *v1.Container) v1.PullPolicy {
 // ensureImage makes c's image present per its pull policy, recording the
 // kubelet events in r. On failure it returns the Waiting state to report.
 func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (pulledImage, *Waiting, error) {
+	return m.ensureImageOf(ctx, pod, imageUse{image: c.Image, policy: PullPolicy(c), container: c.Name}, sbCfg, r)
+}
+
+// imageUse is an image to make present: a container's or an image
+// volume's, with its pull policy; container names the container the
+// events are about ("" for the pod, as kubelet records image volume
+// pulls).
+type imageUse struct {
+	image, container string
+	policy           v1.PullPolicy
+}
+
+// ensureImageOf makes u's image present per its pull policy, recording
+// kubelet's events in r; on failure it returns the Waiting state to report.
+func (m *Manager) ensureImageOf(ctx context.Context, pod *v1.Pod, u imageUse, sbCfg *runtimeapi.PodSandboxConfig, r *SyncResult) (pulledImage, *Waiting, error) {
+	c := struct{ Image, Name string }{u.image, u.container}
 	if err := ValidImageName(c.Image); err != nil {
 		w := &Waiting{Reason: ReasonInvalidImageName, Message: fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)}
 		r.warnFor(c.Name, EventInspectFailed, w.Message)
@@ -56,7 +72,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return pulledImage{}, w, fmt.Errorf("%s: %w", c.Image, ErrInvalidImageName)
 	}
 	spec := &runtimeapi.ImageSpec{Image: c.Image, Annotations: map[string]string{}}
-	policy := PullPolicy(c)
+	policy := u.policy
 	present := func() (pulledImage, bool, error) {
 		resp, err := m.is.ImageStatus(ctx, spec, false)
 		if err != nil {

@@ -84,6 +84,13 @@ type ManagerConfig struct {
 	// resize (allocation.Store over actuated_pods_state); nil: containers
 	// are never resized in place.
 	Actuated Actuated
+	// UserNamespaces hands out the user namespaces of pods with
+	// hostUsers: false (agent/userns.Manager); nil: such pods do not run
+	// and no user namespace options are passed.
+	UserNamespaces UserNamespaces
+	// ThermalThrottlePaths are masked in containers besides kubelet's
+	// default masked paths (podconfig.ThermalThrottlePaths of the node).
+	ThermalThrottlePaths []string
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -135,6 +142,8 @@ type Manager struct {
 	// pullRate limits the pull requests (nil: none).
 	pullRate flowcontrol.RateLimiter
 	act      Actuated
+	userns   UserNamespaces
+	thermal  []string
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -148,7 +157,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
-		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated}
+		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated,
+		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -348,13 +358,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	if err != nil {
 		return r
 	}
-	sbOpts := opts.Sandbox
-	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
+	sbOpts, handler, ok := m.sandboxOptions(ctx, pod, parent, &opts, r)
+	if !ok {
+		return r
+	}
 	sandboxID := a.SandboxID
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
 		var ok bool
-		if sandboxID, ok = m.runSandbox(ctx, pod, sbOpts, r); !ok {
+		if sandboxID, ok = m.runSandbox(ctx, pod, sbOpts, handler, r); !ok {
 			return r
 		}
 	} else {
@@ -380,8 +392,56 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		return r
 	}
 
+	if podconfig.HasImageVolumes(pod) {
+		// Pulled once per sync before any container starts (kubelet's).
+		ivs := m.pullImageVolumes(ctx, pod, sbCfg, handler, r)
+		opts.Container.ImageVolumes = ivs.specs()
+		return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, ivs, r)
+	}
+	return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, nil, r)
+}
+
+// sandboxOptions completes the sandbox options of opts for pod in cgroup
+// parent — its runtime handler and user namespace, also handed to the
+// containers' options — or records kubelet's FailedCreatePodSandBox in r
+// (ok false) when the sandbox config cannot be made.
+func (m *Manager) sandboxOptions(ctx context.Context, pod *v1.Pod, parent string, opts *SyncOptions, r *SyncResult) (podconfig.SandboxOptions, string, bool) {
+	sbOpts := opts.Sandbox
+	sbOpts.CgroupParent, sbOpts.PodLogsDir = parent, m.logs
+	handler, err := m.podHandler(pod)
+	if err == nil {
+		sbOpts.UserNamespace, err = m.podUserNamespace(ctx, pod, handler)
+	}
+	if err != nil {
+		r.step(ActionCreatePodSandbox, string(pod.UID), err, "")
+		r.warn(EventFailedCreateSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+		return sbOpts, "", false
+	}
+	opts.Container.UserNamespace = sbOpts.UserNamespace
+	opts.Container.ThermalThrottlePaths = m.thermal
+	return sbOpts, handler, true
+}
+
+// startAll starts the init containers of a in order, then its app and
+// ephemeral containers; a container that mounts an image volume whose
+// pull failed is not started (the pull's Waiting state).
+func (m *Manager) startAll(ctx context.Context, pod *v1.Pod, st *PodStatus, a PodActions, sandboxID string,
+	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, ivs imageVolumes, r *SyncResult) *SyncResult {
 	start := func(c *v1.Container) bool {
-		return m.startRecorded(ctx, pod, c, st, sandboxID, sbCfg, podIPs, opts.Container, r)
+		if w, err := ivs.startable(c, r); err != nil {
+			r.mu.Lock()
+			if w != nil {
+				r.Waiting[c.Name] = *w
+			}
+			r.mu.Unlock()
+			reason := ""
+			if w != nil {
+				reason = w.Reason
+			}
+			r.step(ActionStartContainer, c.Name, err, reason)
+			return false
+		}
+		return m.startRecorded(ctx, pod, c, st, sandboxID, sbCfg, podIPs, base, r)
 	}
 	for _, i := range a.InitContainersToStart {
 		if !start(&pod.Spec.InitContainers[i]) {
@@ -392,7 +452,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		start(&pod.Spec.Containers[i])
 	}
 	for _, i := range a.EphemeralContainersToStart {
-		m.startEphemeral(ctx, pod, &pod.Spec.EphemeralContainers[i], st, sandboxID, sbCfg, podIPs, opts.Container, r)
+		ec := &pod.Spec.EphemeralContainers[i]
+		if _, err := ivs.startable((*v1.Container)(&ec.EphemeralContainerCommon), r); err != nil {
+			r.step(ActionStartContainer, ec.Name, err, "")
+			continue
+		}
+		m.startEphemeral(ctx, pod, ec, st, sandboxID, sbCfg, podIPs, base, r)
 	}
 	return r
 }
@@ -400,7 +465,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 // runSandbox creates pod's sandbox with sbOpts, once the network is ready
 // (unless the pod uses the host's), and records the step in r; ok is
 // false when it failed.
-func (m *Manager) runSandbox(ctx context.Context, pod *v1.Pod, sbOpts podconfig.SandboxOptions, r *SyncResult) (id string, ok bool) {
+func (m *Manager) runSandbox(ctx context.Context, pod *v1.Pod, sbOpts podconfig.SandboxOptions, handler string, r *SyncResult) (id string, ok bool) {
 	if !pod.Spec.HostNetwork {
 		if err := m.networkReady(ctx); err != nil {
 			r.warn(EventNetworkNotReady, fmt.Sprintf("%v: %v", ErrNetworkNotReady, err))
@@ -411,12 +476,6 @@ func (m *Manager) runSandbox(ctx context.Context, pod *v1.Pod, sbOpts podconfig.
 	sbCfg, err := podconfig.SandboxConfig(pod, sbOpts)
 	if err == nil {
 		err = os.MkdirAll(sbCfg.LogDirectory, 0o755)
-	}
-	handler := m.handler
-	if err == nil {
-		if h, herr := podconfig.RuntimeHandler(pod, m.rcs); herr != nil || h != "" {
-			handler, err = h, herr
-		}
 	}
 	var sandboxID string
 	if err == nil {

@@ -207,8 +207,24 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
 		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
 		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
-		Resources: s.GetResources().GetLinux(),
+		Resources:   s.GetResources().GetLinux(),
+		ImageMounts: imageMounts(s.GetMounts()),
 	}
+}
+
+// imageMounts are the image mounts of a CRI container status by
+// container path.
+func imageMounts(ms []*runtimeapi.Mount) map[string]string {
+	var out map[string]string
+	for _, m := range ms {
+		if img := m.GetImage().GetImage(); img != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[m.GetContainerPath()] = img
+		}
+	}
+	return out
 }
 
 // statusFailed tells whether a status call of the sandbox or container id

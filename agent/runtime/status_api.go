@@ -202,15 +202,50 @@ func terminated(c *ContainerStatus, scheme string) *v1.ContainerStateTerminated 
 // pending is the Waiting reason of a container that never ran.
 func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
 	out := containerState(pod, c, st, in, pending)
+	var cur *ContainerStatus
+	if hist := st.containersOf(c.Name); len(hist) > 0 {
+		cur = hist[0]
+	}
+	out.VolumeMounts = volumeMountStatuses(pod, c, cur)
 	if in.Actuated != nil {
 		out.AllocatedResources = c.Resources.Requests
-		var cur *ContainerStatus
-		if hist := st.containersOf(c.Name); len(hist) > 0 {
-			cur = hist[0]
-		}
 		out.Resources = statusResources(c, cur, in.Actuated)
 	}
 	return out
+}
+
+// volumeMountStatuses are c's volume mounts as kubelet reports them: name,
+// path, read-only, and for read-only mounts the recursive read-only mode
+// (Disabled: kernelet mounts read-only volumes non-recursively and refuses
+// Enabled); an image volume's mount carries the image the runtime mounted
+// (cur's CRI status mount at that path; none before the container exists).
+func volumeMountStatuses(pod *v1.Pod, c *v1.Container, cur *ContainerStatus) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	images := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			images[v.Name] = true
+		}
+	}
+	for _, vm := range c.VolumeMounts {
+		s := v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
+		if vm.ReadOnly {
+			rro := v1.RecursiveReadOnlyDisabled
+			s.RecursiveReadOnly = &rro
+		}
+		if ref := cur.imageMount(vm.MountPath); images[vm.Name] && ref != "" {
+			s.VolumeStatus = &v1.VolumeStatus{Image: &v1.ImageVolumeStatus{ImageRef: ref}}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (c *ContainerStatus) imageMount(path string) string {
+	if c == nil {
+		return ""
+	}
+	return c.ImageMounts[path]
 }
 
 func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {

@@ -89,6 +89,9 @@ type ContainerStatus struct {
 	// Resources are the Linux resources the runtime says the container
 	// has (nil when it does not say).
 	Resources *runtimeapi.LinuxContainerResources
+	// ImageMounts are the images the runtime mounted (image volumes), by
+	// container path: the image (ID) of each CRI status mount that has one.
+	ImageMounts map[string]string
 }
 
 // FindContainer returns the newest container named name, nil when none.

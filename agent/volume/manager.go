@@ -125,6 +125,8 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume) 
 		return m.setUpDownwardAPI(pod, vol.Name, src.DownwardAPI)
 	case src.Projected != nil:
 		return m.setUpProjected(ctx, pod, vol.Name, src.Projected)
+	case src.Image != nil:
+		return "", nil // the runtime mounts the image (CRI Mount.image)
 	}
 	return "", fmt.Errorf("%w: %s", ErrUnsupported, sourceKind(src))
 }

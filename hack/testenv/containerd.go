@@ -21,7 +21,7 @@ import (
 
 func init() {
 	register("containerd up",
-		"[--name N] [--state DIR] [--testbox BIN]  start a private containerd with the test images and registry mirror; leaves it running",
+		"[--name N] [--state DIR] [--testbox BIN] [--flavor containerd|containerd2]  start a private containerd with the test images and registry mirror; leaves it running",
 		containerdUp)
 	register("containerd down",
 		"[--state DIR]  stop the run's containerd instances ($KERNELET_TEST_RUN) and remove every trace, also after a crash",
@@ -36,6 +36,7 @@ func containerdUp(args []string) error {
 	name := fs.String("name", containerd.DefaultName, "instance name (state in <state base>/<run>/<name>)")
 	state := fs.String("state", "", "state directory (default: "+env.StateDir(containerd.DefaultName)+" for the default name)")
 	testbox := fs.String("testbox", "", "prebuilt static testbox binary (default: build test/testbox)")
+	flavor := fs.String("flavor", "", "containerd (Debian's 1.6) or containerd2 (hack/containerd2's build); default $"+containerd.RuntimeEnvVar+" or containerd")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,7 +45,15 @@ func containerdUp(args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
+	f := containerd.Flavor(*flavor)
+	if f == "" {
+		var err error
+		if f, err = containerd.DefaultFlavor(); err != nil {
+			return err
+		}
+	}
 	c, err := containerd.Start(ctx, containerd.Options{
+		Flavor:        f,
 		Name:          *name,
 		StateDir:      *state,
 		TestboxBinary: *testbox,

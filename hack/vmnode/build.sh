@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the root disk of kernelet's cgroup v2 test node (test/env/vmnode):
-# a Debian 12 guest with systemd as PID 1, containerd 2 (hack/vmnode/containerd.sh),
+# a Debian 12 guest with systemd as PID 1, containerd 2 (hack/containerd2/containerd.sh),
 # Debian's runc, CNI plugins and iproute2, the host's cloud kernel's modules
 # and the test images (hack/images: pause and testbox) imported into
 # containerd's k8s.io namespace. kernelet itself is not in the image: each run
@@ -11,7 +11,8 @@
 #   $CACHE/vmnode/<key>/info         what went in: versions, packages, build time
 #
 # CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}. <key> hashes every input:
-# this script, containerd.sh, the files under hack/vmnode/rootfs, the Debian
+# this script, the containerd version and build directory (keyed by its
+# recipe), the files under hack/vmnode/rootfs, the Debian
 # suite and package list, the kernel release, the containerd version and the
 # test images' tar. A cached image only prints what it found; builds
 # serialise on a flock; the three most recently used images are kept, older
@@ -49,7 +50,7 @@ MIRROR=${VMNODE_MIRROR:-$(grep -rhoE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 
 # containerd 2 (cached by its own version key).
-cout=$("$here/containerd.sh")
+cout=$("$here/../containerd2/containerd.sh")
 echo "$cout" | grep -v '^CONTAINERD_' >&2
 CONTAINERD_DIR=$(echo "$cout" | sed -n 's/^CONTAINERD_DIR=//p')
 CONTAINERD_VERSION=$(echo "$cout" | sed -n 's/^CONTAINERD_VERSION=//p')
@@ -100,8 +101,8 @@ TOML
 }
 
 key=$( {
-  echo "suite=$SUITE packages=$PACKAGES disk=$DISK_SIZE kernel=$kver containerd=$CONTAINERD_VERSION"
-  sha256sum "$here/build.sh" "$here/containerd.sh" "$work/images/images.tar" | cut -d' ' -f1
+  echo "suite=$SUITE packages=$PACKAGES disk=$DISK_SIZE kernel=$kver containerd=$CONTAINERD_VERSION $(basename "$CONTAINERD_DIR")"
+  sha256sum "$here/build.sh" "$work/images/images.tar" | cut -d' ' -f1
   (cd "$here/rootfs" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 } | sha256sum | cut -c1-16)
 dir="$CACHE/vmnode/$key"

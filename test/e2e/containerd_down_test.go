@@ -116,11 +116,16 @@ func downExists(p string) bool {
 
 // TestContainerdDownAfterCrash SIGKILLs a containerd with a running pod
 // (pod network, several processes) and checks that containerd.Down leaves
-// no process, mount, link, cgroup, socket, CNI state or state dir behind.
+// no process, mount, link, cgroup, socket, CNI state or state dir behind
+// (the flavor KERNELET_TEST_RUNTIME selects).
 func TestContainerdDownAfterCrash(t *testing.T) {
 	containerd.Require(t)
 	ctx := t.Context()
-	cd, err := containerd.Start(ctx, containerd.Options{Name: "containerd-crash-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
+	flavor, err := containerd.DefaultFlavor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := containerd.Start(ctx, containerd.Options{Name: "containerd-crash-" + strconv.Itoa(os.Getpid()), Flavor: flavor, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}

@@ -150,7 +150,7 @@ func importUnusedImage(t *testing.T, cd *containerd.Instance) string {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := containerd.ImportImages(t.Context(), cd.Socket(), tarPath); err != nil {
+	if err := cd.ImportImages(t.Context(), tarPath); err != nil {
 		t.Fatal(err)
 	}
 	return name

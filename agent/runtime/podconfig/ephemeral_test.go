@@ -29,7 +29,7 @@ func TestContainerNamespacesTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := containerNamespaces(tt.pod, tt.target)
+			ns := containerNamespaces(tt.pod, tt.target, nil)
 			if ns.Pid != tt.wantPid || ns.TargetId != tt.wantID {
 				t.Errorf("pid = %s target %q, want %s %q", ns.Pid, ns.TargetId, tt.wantPid, tt.wantID)
 			}

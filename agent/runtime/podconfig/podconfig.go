@@ -76,7 +76,7 @@ func SandboxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.PodSandboxConf
 		psc = &v1.PodSecurityContext{}
 	}
 	sc := &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
+		NamespaceOptions:   namespaceOptions(pod, opts.UserNamespace),
 		RunAsUser:          int64Value(psc.RunAsUser),
 		RunAsGroup:         int64Value(psc.RunAsGroup),
 		SupplementalGroups: supplementalGroups(psc),
@@ -253,12 +253,14 @@ func portMappings(pod *v1.Pod) []*runtimeapi.PortMapping {
 
 // namespaceOptions: the node's network, pid and ipc namespaces for
 // hostNetwork, hostPID and hostIPC; else the pod's, except pid, which is
-// the container's own unless shareProcessNamespace.
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+// the container's own unless shareProcessNamespace; the user namespace
+// userns (nil: none passed).
+func namespaceOptions(pod *v1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       runtimeapi.NamespaceMode_POD,
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -278,8 +280,8 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 // containerNamespaces are the pod's namespaceOptions, with the pid
 // namespace of the container targetID (an ephemeral container's target)
 // when set and the pod shares none.
-func containerNamespaces(pod *v1.Pod, targetID string) *runtimeapi.NamespaceOption {
-	ns := namespaceOptions(pod)
+func containerNamespaces(pod *v1.Pod, targetID string, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
+	ns := namespaceOptions(pod, userns)
 	if targetID != "" && ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
 		ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, targetID
 	}
@@ -450,6 +452,14 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s: %w", c.Name, podDesc(pod), err)
 	}
+	if u := opts.UserNamespace; u != nil {
+		// As kubelet: every mount idmapped with the pod's mappings (none in
+		// NODE mode), so that a pod's user namespace sees its volumes' files
+		// owned as on the host's disk.
+		for _, m := range mounts {
+			m.UidMappings, m.GidMappings = u.Uids, u.Gids
+		}
+	}
 	lookup := envMap(env)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(max(opts.RestartCount, 0))},
@@ -529,6 +539,14 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env fu
 		case i < 0:
 			errs = append(errs, fmt.Errorf("volume mount %q: the pod has no such volume", vm.Name))
 			continue
+		case pod.Spec.Volumes[i].Image != nil:
+			m, err := imageVolumeMount(pod.Spec.Volumes[i], vm, opts, env)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, m)
+			continue
 		case (vm.SubPath != "" || vm.SubPathExpr != "") && opts.SubPath == nil:
 			errs = append(errs, fmt.Errorf("volume mount %q: %w: subPath and subPathExpr need a volume manager", vm.Name, ErrUnsupported))
 			continue
@@ -569,6 +587,35 @@ func containerMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env fu
 		out = append(out, &runtimeapi.Mount{ContainerPath: p, HostPath: opts.TerminationMessageHostPath})
 	}
 	return out, errors.Join(errs...)
+}
+
+// imageVolumeMount mounts the image of volume vol (pulled by the caller
+// into opts.ImageVolumes) at vm's path, read-only, with vm's subPath (or
+// expanded subPathExpr) as the image sub path, as kubelet does; the runtime
+// resolves and mounts it.
+func imageVolumeMount(vol v1.Volume, vm v1.VolumeMount, opts ContainerOptions, env func(string) (string, bool)) (*runtimeapi.Mount, error) {
+	spec := opts.ImageVolumes[vol.Name]
+	if spec == nil {
+		return nil, fmt.Errorf("volume %q: image %q was not pulled", vol.Name, vol.Image.Reference)
+	}
+	sub := subPath(vm, env)
+	if sub != "" {
+		if path.IsAbs(sub) {
+			return nil, fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
+		}
+		for _, part := range strings.Split(sub, "/") {
+			if part == ".." {
+				return nil, fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
+			}
+		}
+	}
+	return &runtimeapi.Mount{
+		ContainerPath: vm.MountPath,
+		Readonly:      true,
+		Propagation:   mountPropagation(vm.MountPropagation),
+		Image:         spec,
+		ImageSubPath:  sub,
+	}, nil
 }
 
 // subPath is a mount's subPath, or its subPathExpr expanded against the
@@ -620,7 +667,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		Privileged:         priv,
-		NamespaceOptions:   containerNamespaces(pod, opts.TargetContainerID),
+		NamespaceOptions:   containerNamespaces(pod, opts.TargetContainerID, opts.UserNamespace),
 		RunAsUser:          int64Value(runAsUser),
 		RunAsGroup:         int64Value(runAsGroup),
 		ReadonlyRootfs:     csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem,
@@ -629,6 +676,8 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 		Seccomp:            sp,
 		Apparmor:           apparmorProfile(apparmor),
 		SelinuxOptions:     seLinuxOptions(psc.SELinuxOptions),
+		MaskedPaths:        MaskedPaths(csc.ProcMount, opts.ThermalThrottlePaths),
+		ReadonlyPaths:      ReadonlyPaths(csc.ProcMount),
 	}
 	if csc.SELinuxOptions != nil {
 		sc.SelinuxOptions = seLinuxOptions(csc.SELinuxOptions)

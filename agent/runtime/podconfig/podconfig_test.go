@@ -341,6 +341,9 @@ func TestContainerConfigGolden(t *testing.T) {
 				SupplementalGroups: []int64{4000, 2000},
 				NoNewPrivs:         true,
 				Seccomp:            &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+				// kubelet's defaults: a runtime given none masks nothing.
+				MaskedPaths:   []string{"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap"},
+				ReadonlyPaths: []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"},
 			},
 		},
 	}

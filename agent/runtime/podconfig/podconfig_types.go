@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // The pod-to-CRI mapping (podconfig*.go) turns a v1.Pod into the
@@ -84,6 +85,9 @@ type SandboxOptions struct {
 	NodeIPs []string
 	CPUOptions
 	SeccompOptions
+	// UserNamespace is the pod's user namespace (the userns manager's
+	// mappings for hostUsers: false, NODE mode otherwise); nil passes none.
+	UserNamespace *runtimeapi.UserNamespace
 	// Warn, when set, receives the pod warning events kubelet would record
 	// (reason, message), e.g. DNSConfigForming when nameservers or search
 	// paths were cut to the limits.
@@ -104,6 +108,15 @@ type ContainerOptions struct {
 	// means root.
 	ImageUID      *int64
 	ImageUsername string
+	// UserNamespace is the pod's user namespace, as in SandboxOptions.
+	UserNamespace *runtimeapi.UserNamespace
+	// ThermalThrottlePaths are masked besides kubelet's default masked
+	// paths (ThermalThrottlePaths, read by the caller).
+	ThermalThrottlePaths []string
+	// ImageVolumes maps the name of each image volume (volumes[].image)
+	// the container mounts to the pulled image: mounted by the runtime,
+	// read-only, with the mount's subPath as the image sub path.
+	ImageVolumes map[string]*runtimeapi.ImageSpec
 	// TargetContainerID, for an ephemeral container with
 	// targetContainerName, is the runtime ID of the target: the container
 	// joins its process namespace (CRI NamespaceMode TARGET).

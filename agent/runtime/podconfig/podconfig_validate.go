@@ -134,8 +134,9 @@ func envFieldRef(path string) bool {
 // yet, all at once, as an *UnsupportedError (errors.Is ErrUnsupported), or
 // returns nil. It is meant for admission: the message names each field and
 // why. Checked:
-//   - spec.os.name windows; spec.hostUsers: false
-//     (user namespaces; containerd 1.6 has none); spec.resourceClaims;
+//   - spec.os.name windows; hostNetwork, hostPID or hostIPC with
+//     hostUsers: false (the API server's rule, for static pods);
+//     spec.resourceClaims;
 //     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
@@ -145,7 +146,8 @@ func envFieldRef(path string) bool {
 //     files owned by a user (defaultUser, items[].user);
 //   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
-//     resource claims; procMount Unmasked; lifecycle.stopSignal;
+//     resource claims; procMount Unmasked without hostUsers: false (the
+//     API server's rule, for static pods); lifecycle.stopSignal;
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
 //     other than Restart (RestartAllContainers: kubelet's
 //     RestartAllContainersOnContainerExits is not implemented);
@@ -161,8 +163,17 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	if spec.OS != nil && spec.OS.Name == v1.Windows {
 		add("spec.os.name", "windows pods cannot run on a Linux node")
 	}
-	if spec.HostUsers != nil && !*spec.HostUsers {
-		add("spec.hostUsers", "user namespaces are not supported by the runtime")
+	if !hostUsers(pod) {
+		// The API server's rule (UserNamespacesHostNetworkSupport is off),
+		// for static pods.
+		for _, h := range []struct {
+			path string
+			on   bool
+		}{{"spec.hostNetwork", spec.HostNetwork}, {"spec.hostPID", spec.HostPID}, {"spec.hostIPC", spec.HostIPC}} {
+			if h.on {
+				add(h.path, "forbidden when `hostUsers` is false")
+			}
+		}
 	}
 	if len(spec.ResourceClaims) > 0 {
 		add("spec.resourceClaims", "dynamic resource allocation is not supported")
@@ -204,7 +215,7 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 					add(fmt.Sprintf("%s.projected.sources[%d]", p, j), "volume %q: clusterTrustBundle and podCertificate projections are not supported yet", v.Name)
 				}
 			}
-		case supportedVolume(v):
+		case supportedVolume(v), v.Image != nil:
 		default:
 			add(p, "volume %q: %s volumes are not supported yet", v.Name, volumeKind(v))
 		}
@@ -214,7 +225,7 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		list []v1.Container
 	}{{"spec.initContainers", spec.InitContainers}, {"spec.containers", spec.Containers}} {
 		for i := range set.list {
-			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i])...)
+			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i], hostUsers(pod))...)
 		}
 	}
 	if pod.Status.ExtendedResourceClaimStatus != nil {
@@ -229,7 +240,11 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 	return &UnsupportedError{Fields: fields}
 }
 
-func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
+// hostUsers tells whether pod uses the node's user namespace (hostUsers
+// unset or true).
+func hostUsers(pod *v1.Pod) bool { return pod.Spec.HostUsers == nil || *pod.Spec.HostUsers }
+
+func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []UnsupportedField {
 	var fields []UnsupportedField
 	add := func(path, format string, args ...any) {
 		fields = append(fields, UnsupportedField{Path: prefix + path, Reason: fmt.Sprintf(format, args...)})
@@ -288,8 +303,8 @@ func unsupportedInContainer(prefix string, c *v1.Container) []UnsupportedField {
 		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
 	}
 	if sc := c.SecurityContext; sc != nil {
-		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount {
-			add(".securityContext.procMount", "Unmasked /proc needs user namespaces, not supported by the runtime")
+		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount && hostUsers {
+			add(".securityContext.procMount", "`hostUsers` must be false to use `Unmasked`")
 		}
 	}
 	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {

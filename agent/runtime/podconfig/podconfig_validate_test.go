@@ -90,7 +90,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		paths = append(paths, f.Path)
 	}
 	want := []string{
-		"spec.os.name", "spec.hostUsers",
+		"spec.os.name", "spec.hostNetwork", "spec.hostIPC",
 		"spec.resourceClaims", "spec.resources",
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
@@ -99,7 +99,6 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
-		"spec.containers[0].securityContext.procMount",
 		"spec.containers[0].lifecycle.stopSignal",
 	}
 	if !slices.Equal(paths, want) {

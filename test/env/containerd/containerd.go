@@ -74,6 +74,11 @@ type Options struct {
 	Name string
 	// StateDir overrides env.StateDir(Name).
 	StateDir string
+	// Flavor is the containerd to run; default Containerd1.
+	Flavor Flavor
+	// Binaries2 are containerd 2's binaries for Flavor Containerd2; default
+	// what Ensure2 finds.
+	Binaries2 *Binaries2
 	// TestboxBinary is the static testbox binary for the images; default
 	// images.TestboxBinary().
 	TestboxBinary string
@@ -108,6 +113,28 @@ type instanceState struct {
 	Network  Network `json:"network"`
 	// BridgeReservation is the file reserving Network.Bridge in the run.
 	BridgeReservation string `json:"bridgeReservation"`
+	// Flavor is the containerd run; empty means Containerd1.
+	Flavor Flavor `json:"flavor,omitempty"`
+	// Bin is the directory of containerd 2's binaries (Containerd2 only).
+	Bin string `json:"bin,omitempty"`
+	// Runc is the runc binary containerd 2's shim runs (Containerd2 only).
+	Runc string `json:"runc,omitempty"`
+}
+
+// containerdBinary is the containerd binary of the instance.
+func (st *instanceState) containerdBinary() string {
+	if st.Flavor == Containerd2 {
+		return filepath.Join(st.Bin, "containerd")
+	}
+	return "containerd"
+}
+
+// ctrBinary is the ctr binary matching the instance's containerd.
+func (st *instanceState) ctrBinary() string {
+	if st.Flavor == Containerd2 {
+		return filepath.Join(st.Bin, "ctr")
+	}
+	return "ctr"
 }
 
 // Instance is a running private containerd with the test images.
@@ -139,6 +166,14 @@ func (c *Instance) Namespace() string { return "k8s.io" }
 
 // Network describes the instance's pod network.
 func (c *Instance) Network() Network { return c.state.Network }
+
+// Flavor is the containerd the instance runs.
+func (c *Instance) Flavor() Flavor {
+	if c.state.Flavor == "" {
+		return Containerd1
+	}
+	return c.state.Flavor
+}
 
 // Pid is the process id of containerd.
 func (c *Instance) Pid() int { return c.pid }
@@ -275,29 +310,84 @@ var available = sync.OnceValue(func() error {
 	return nil
 })
 
-var shared env.Shared[*Instance]
+var (
+	shared1 env.Shared[*Instance]
+	shared2 env.Shared[*Instance]
+)
 
-// Shared returns the containerd shared by the tests of this test binary,
-// starting it on first use as instance "containerd-<pid>" (so test binaries
-// running in parallel each have their own); it is stopped, and everything it
-// created removed, when env.Main returns (the package's TestMain must use
-// env.Main). It fails the test (skips outside CI) when prerequisites are
-// missing, and fails every caller when the start failed.
+// Shared returns the containerd shared by the tests of this test binary:
+// the flavor KERNELET_TEST_RUNTIME selects (DefaultFlavor; containerd 1.6
+// when unset), see SharedFlavor.
 func Shared(t testing.TB) *Instance {
 	t.Helper()
+	f, err := DefaultFlavor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return SharedFlavor(t, f)
+}
+
+// Shared2 returns the containerd 2 shared by the tests of this test
+// binary, whatever KERNELET_TEST_RUNTIME says (for tests of what only
+// containerd 2 can do).
+func Shared2(t testing.TB) *Instance {
+	t.Helper()
+	return SharedFlavor(t, Containerd2)
+}
+
+// Shared1 returns the containerd 1.6 shared by the tests of this test
+// binary, whatever KERNELET_TEST_RUNTIME says (for tests of what kernelet
+// refuses on containerd 1.6).
+func Shared1(t testing.TB) *Instance {
+	t.Helper()
+	return SharedFlavor(t, Containerd1)
+}
+
+// SharedFlavor returns the containerd of flavor f shared by the tests of
+// this test binary, starting it on first use as instance "<flavor>-<pid>"
+// (so test binaries running in parallel each have their own); it is
+// stopped, and everything it created removed, when env.Main returns (the
+// package's TestMain must use env.Main). It fails the test (skips outside
+// CI) when prerequisites are missing, and fails every caller when the
+// start failed. Containerd 2's binaries come from Ensure2 (a cold build
+// when `make containerd2` did not run first).
+func SharedFlavor(t testing.TB, f Flavor) *Instance {
+	t.Helper()
 	Require(t)
-	return shared.Get(t, "containerd", func() (*Instance, func(context.Context) error, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	sh := &shared1
+	if f == Containerd2 {
+		sh = &shared2
+	}
+	return sh.Get(t, string(f), func() (*Instance, func(context.Context) error, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		defer cancel()
+		opts := Options{Flavor: f, Logf: t.Logf}
+		if f == Containerd2 {
+			b, err := Ensure2(ctx, logWriter(t.Logf))
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.Binaries2 = &b
+		}
 		// One instance per test binary: test binaries of one run (make
 		// test runs packages in parallel) must not share a state dir.
-		name := fmt.Sprintf("%s-%d", DefaultName, os.Getpid())
-		c, err := Start(ctx, Options{Name: name, Logf: t.Logf})
+		opts.Name = fmt.Sprintf("%s-%d", f, os.Getpid())
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel2()
+		c, err := Start(ctx2, opts)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, c.Stop, nil
 	})
+}
+
+// logWriter turns a Logf into an io.Writer, one call per write.
+type logWriter func(format string, args ...any)
+
+func (l logWriter) Write(p []byte) (int, error) {
+	l("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // StateDirs lists the containerd state directories of run runID
@@ -350,8 +440,12 @@ func (st *instanceState) path(elem ...string) string {
 	return filepath.Join(append([]string{st.StateDir}, elem...)...)
 }
 
-// renderConfig renders config.toml (version 2) for the instance.
+// renderConfig renders config.toml for the instance: version 2 for
+// containerd 1.6, version 3 for containerd 2.
 func renderConfig(st *instanceState) string {
+	if st.Flavor == Containerd2 {
+		return renderConfig3(st)
+	}
 	q := strconv.Quote
 	return `version = 2
 root = ` + q(st.path("root")) + `
@@ -445,9 +539,20 @@ func hostsTOML(addr string) string {
 }
 
 // ImportImages imports an OCI layout tar into the k8s.io namespace of the
-// containerd listening on socket, unpacking it for the default snapshotter.
+// containerd 1.6 listening on socket, unpacking it for the default
+// snapshotter. Instance.ImportImages does it with the instance's own ctr.
 func ImportImages(ctx context.Context, socket, tarPath string) error {
-	cmd := exec.CommandContext(ctx, "ctr", "--address", socket, "--namespace", "k8s.io", "images", "import", tarPath)
+	return importImages(ctx, "ctr", socket, tarPath)
+}
+
+// ImportImages imports an OCI layout tar into the instance's k8s.io
+// namespace with the ctr of its containerd.
+func (c *Instance) ImportImages(ctx context.Context, tarPath string) error {
+	return importImages(ctx, c.state.ctrBinary(), c.state.Socket, tarPath)
+}
+
+func importImages(ctx context.Context, ctr, socket, tarPath string) error {
+	cmd := exec.CommandContext(ctx, ctr, "--address", socket, "--namespace", "k8s.io", "images", "import", tarPath)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", tarPath, err, strings.TrimSpace(string(b)))
 	}

@@ -69,6 +69,21 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 		StateDir: sd,
 		Socket:   filepath.Join(sd, socketFile),
 	}
+	switch opts.Flavor {
+	case "", Containerd1:
+	case Containerd2:
+		b := opts.Binaries2
+		if b == nil {
+			found, err := Ensure2(ctx, nil)
+			if err != nil {
+				return nil, fmt.Errorf("start containerd: %w", err)
+			}
+			b = &found
+		}
+		st.Flavor, st.Bin, st.Runc = Containerd2, b.Dir, b.Runc
+	default:
+		return nil, fmt.Errorf("start containerd: unknown flavor %q", opts.Flavor)
+	}
 	if n := len(st.Socket) + len(".ttrpc"); n >= maxSocketPath {
 		return nil, fmt.Errorf("start containerd: socket path %s is too long (%d bytes); use a shorter state dir", st.Socket, n)
 	}
@@ -103,7 +118,10 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 	} else if entries, rerr := os.ReadDir(sd); rerr == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("start containerd: %s exists and is not a test containerd state dir", sd)
 	}
-	if err := os.MkdirAll(sd, 0o700); err != nil {
+	// 0711 (as containerd's own state dirs): a container in a user
+	// namespace (hostUsers: false) must traverse the state directory to
+	// its bundle's rootfs, as a user that is not root on the host.
+	if err := os.MkdirAll(sd, 0o711); err != nil {
 		return nil, fmt.Errorf("start containerd: %w", err)
 	}
 	st.Network, st.BridgeReservation, err = reserveNetwork(st.RunID, name, sd)
@@ -143,7 +161,11 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 		return nil, err
 	}
 	for _, dir := range []string{"root", "state", "runc", "cni/net.d", "cni/networks"} {
-		if err := os.MkdirAll(st.path(dir), 0o700); err != nil {
+		mode := os.FileMode(0o700)
+		if dir == "state" {
+			mode = 0o711 // see the state dir's mode above
+		}
+		if err := os.MkdirAll(st.path(dir), mode); err != nil {
 			return nil, fmt.Errorf("start containerd: %w", err)
 		}
 	}
@@ -162,7 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 	if err := c.startProcess(); err != nil {
 		return nil, err
 	}
-	logf("containerd: started pid %d, state %s", c.pid, sd)
+	logf("containerd (%s): started pid %d, state %s", c.Flavor(), c.pid, sd)
 	if err := c.waitReady(ctx, t0); err != nil {
 		return nil, err
 	}
@@ -172,7 +194,7 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 		return nil, err
 	}
 	t1 := time.Now()
-	if err := ImportImages(ctx, st.Socket, st.path(imagesFile)); err != nil {
+	if err := c.ImportImages(ctx, st.path(imagesFile)); err != nil {
 		return nil, err
 	}
 	if err := c.waitImages(ctx); err != nil {
@@ -233,7 +255,11 @@ func (c *Instance) startProcess() error {
 	defer logFile.Close()
 	// Not CommandContext: containerd outlives the start context. Its own
 	// session keeps terminal signals away from it.
-	cmd := exec.Command("containerd", "--config", c.state.path(configFile))
+	cmd := exec.Command(c.state.containerdBinary(), "--config", c.state.path(configFile))
+	if c.state.Flavor == Containerd2 {
+		// containerd finds its runc shim on PATH: its own first.
+		cmd.Env = append(os.Environ(), "PATH="+c.state.Bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -302,10 +328,20 @@ func (c *Instance) criReady(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
+	// RuntimeReady and NetworkReady, as kubelet: containerd 2 also reports
+	// ContainerdHasNoDeprecationWarnings, false on this host's cgroup v1.
+	ready := map[string]bool{}
 	for _, cond := range resp.GetStatus().GetConditions() {
-		if !cond.Status {
-			return fmt.Errorf("condition %s: %s %s", cond.Type, cond.Reason, cond.Message)
+		switch cond.Type {
+		case runtimeapi.RuntimeReady, runtimeapi.NetworkReady:
+			if !cond.Status {
+				return fmt.Errorf("condition %s: %s %s", cond.Type, cond.Reason, cond.Message)
+			}
+			ready[cond.Type] = true
 		}
+	}
+	if !ready[runtimeapi.RuntimeReady] || !ready[runtimeapi.NetworkReady] {
+		return fmt.Errorf("runtime status lacks %s or %s", runtimeapi.RuntimeReady, runtimeapi.NetworkReady)
 	}
 	return nil
 }

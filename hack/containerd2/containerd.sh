@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds containerd 2 (cmd/containerd, cmd/containerd-shim-runc-v2 and
 # cmd/ctr) from the Go module proxy into kernelet's build cache, outside the
-# repository, keyed by version:
+# repository, keyed by version and by the build recipe below:
 #
-#   $CACHE/containerd/<CONTAINERD_VERSION>-<hash of this script>/{containerd,containerd-shim-runc-v2,ctr}
+#   $CACHE/containerd/<CONTAINERD_VERSION>-<hash of the recipe>/{containerd,containerd-shim-runc-v2,ctr}
+#
+# Used by the host's containerd 2 test instance (test/env/containerd, with
+# the runc of runc.sh beside it) and the cgroup v2 test node's disk
+# (hack/vmnode/build.sh).
 #
 # static (CGO_ENABLED=0: the cgo-only btrfs snapshotter is left out, as in
 # containerd's own static builds). CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}.
@@ -20,11 +24,17 @@ CACHE=${KERNELET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernelet}
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 unset GOOS GOARCH
 
-log() { echo "hack/vmnode/containerd.sh: $*" >&2; }
+log() { echo "hack/containerd2/containerd.sh: $*" >&2; }
 command -v go >/dev/null || { log "the go toolchain is required"; exit 1; }
 command -v flock >/dev/null || { log "flock (util-linux) is required"; exit 1; }
 
-dir="$CACHE/containerd/$CONTAINERD_VERSION-$(sha256sum "$0" | cut -c1-12)"
+# The recipe: what the binaries are made of. Its hash keys the cache (not
+# this script's text, so comments and moves need no rebuild).
+v=github.com/containerd/containerd/v2/version
+LDFLAGS="-s -w -X $v.Version=$CONTAINERD_VERSION -X $v.Revision=module-proxy -X $v.Package=github.com/containerd/containerd/v2"
+PKGS="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
+RECIPE="CGO_ENABLED=$CGO_ENABLED go build -trimpath -ldflags '$LDFLAGS' $PKGS"
+dir="$CACHE/containerd/$CONTAINERD_VERSION-$(echo "$RECIPE" | sha256sum | cut -c1-12)"
 bins=(containerd containerd-shim-runc-v2 ctr)
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
@@ -43,12 +53,8 @@ else
   (cd "$src" && go get "github.com/containerd/containerd/v2@$CONTAINERD_VERSION")
   out="$dir/.build.$$"
   rm -rf "$out"; mkdir -p "$out"
-  v=github.com/containerd/containerd/v2/version
-  (cd "$src" && go build -trimpath -o "$out/" \
-    -ldflags "-s -w -X $v.Version=$CONTAINERD_VERSION -X $v.Revision=module-proxy -X $v.Package=github.com/containerd/containerd/v2" \
-    github.com/containerd/containerd/v2/cmd/containerd \
-    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
-    github.com/containerd/containerd/v2/cmd/ctr) || { rm -rf "$out"; exit 1; }
+  # shellcheck disable=SC2086 # PKGS is a list
+  (cd "$src" && go build -trimpath -o "$out/" -ldflags "$LDFLAGS" $PKGS) || { rm -rf "$out"; exit 1; }
   for b in "${bins[@]}"; do mv "$out/$b" "$dir/$b"; done
   rm -rf "$out"
   log "built containerd $CONTAINERD_VERSION in $((SECONDS - start)) s"
