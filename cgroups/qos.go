@@ -12,8 +12,10 @@ import (
 // The QoS hierarchy: the desired settings of the node's pod cgroups —
 // kubepods, its burstable and besteffort children, and one pod<uid> per pod
 // (Guaranteed pods directly under kubepods) — as pure functions of plain
-// values. The pod side maps pods to PodResources; the Manager writes the
-// result (qos_linux.go).
+// values, the same for both cgroup drivers. The pod side maps pods to
+// PodResources; the Manager writes the result (qos_linux.go), as files
+// under cgroupfs, as slice properties and files under systemd
+// (systemd.go); layout.go names the cgroups.
 
 // QOSClass is a pod's quality-of-service class.
 type QOSClass int
@@ -363,12 +365,14 @@ func PodMemoryHigh(request, limit int64, factor float64, page int64) int64 {
 	return NoLimit
 }
 
-// KubepodsCgroup is the cgroup of all pods: <root>/kubepods.
+// KubepodsCgroup is the cgroup of all pods under the cgroupfs driver:
+// <root>/kubepods (Layout names the cgroups of either driver).
 func KubepodsCgroup(root string) string {
 	return path.Join("/", root, KubepodsName)
 }
 
-// QoSCgroup is the cgroup of a QoS class: kubepods itself for Guaranteed,
+// QoSCgroup is the cgroup of a QoS class under the cgroupfs driver:
+// kubepods itself for Guaranteed,
 // kubepods/burstable and kubepods/besteffort for the others.
 func QoSCgroup(root string, class QOSClass) string {
 	switch class {
@@ -381,7 +385,8 @@ func QoSCgroup(root string, class QOSClass) string {
 	}
 }
 
-// PodCgroup is the cgroup of a pod: pod<uid> under its QoS cgroup.
+// PodCgroup is the cgroup of a pod under the cgroupfs driver: pod<uid>
+// under its QoS cgroup.
 func PodCgroup(root string, class QOSClass, uid string) string {
 	return path.Join(QoSCgroup(root, class), PodCgroupPrefix+uid)
 }

@@ -25,15 +25,23 @@ import (
 var qosControllers = []string{"cpu", "memory", "pids"}
 
 // Manager writes the QoS hierarchy — kubepods, burstable, besteffort and
-// the pod cgroups below a cgroup root — into every cgroup hierarchy of the
-// host: the directory is created in each v1 hierarchy (named ones such as
-// name=systemd included) and in the unified one, and each value goes to
-// the hierarchy that owns its controller. Outside its root it only ever
-// adds a controller it needs to an ancestor's cgroup.subtree_control (v2,
-// where it is missing); it never kills a process. Its methods may be
-// called concurrently for different cgroups.
+// the pod cgroups below a cgroup root, named by its Layout — into every
+// cgroup hierarchy of the host: the directory is created in each v1
+// hierarchy (named ones such as name=systemd included) and in the unified
+// one, and each value goes to the hierarchy that owns its controller.
+// Under the systemd driver each cgroup is a transient slice unit that
+// systemd creates (StartTransientUnit), updates (SetUnitProperties) and
+// removes (StopUnit) over D-Bus, with the settings as unit properties
+// (SliceProperties); the same values are then written to the files, as
+// kubelet's cgroup manager does. Outside its root it only ever adds a
+// controller it needs to an ancestor's cgroup.subtree_control (v2, where
+// it is missing); it never kills a process. Its methods may be called
+// concurrently for different cgroups.
 type Manager struct {
-	root string
+	root   string
+	layout Layout
+	// units is the systemd driver's D-Bus side; nil under cgroupfs.
+	units *systemdUnits
 	// mounts is every hierarchy: the distinct v1 ones by mount point, then
 	// the unified one.
 	mounts []*Mount
@@ -49,15 +57,18 @@ type Manager struct {
 // NewManager returns a Manager for the hierarchies h (from Discover). The
 // cpu and memory controllers must be in some hierarchy; pids may be
 // missing (then only "no limit" can be ensured).
+//
+// Under the systemd driver (cfg.Driver) it connects to systemd over D-Bus
+// first; Close releases the connection.
 func NewManager(h *Hierarchies, cfg ManagerConfig) (*Manager, error) {
-	root, err := cleanRoot(cfg.CgroupRoot)
+	layout, err := NewLayout(cfg.Driver, cfg.CgroupRoot)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("qos manager: %w", err)
 	}
 	if h == nil || h.Mode == Unavailable {
 		return nil, fmt.Errorf("qos manager: %w", ErrNoCgroups)
 	}
-	m := &Manager{root: root, owner: map[string]*Mount{}, pageSize: int64(os.Getpagesize()), observe: cfg.Observe}
+	m := &Manager{root: layout.Root(), layout: layout, owner: map[string]*Mount{}, pageSize: int64(os.Getpagesize()), observe: cfg.Observe}
 	m.mounts = h.V1Mounts()
 	var v2 []string
 	if h.Unified != nil {
@@ -83,7 +94,32 @@ func NewManager(h *Hierarchies, cfg ManagerConfig) (*Manager, error) {
 	if cfg.MemoryQoS {
 		m.memoryQoS, m.memoryQoSWhy = memoryQoSAvailable(m.owner["memory"])
 	}
+	if layout.Systemd() {
+		ctx, cancel := context.WithTimeout(context.Background(), systemdJobTimeout)
+		defer cancel()
+		if m.units, err = newSystemdUnits(ctx); err != nil {
+			return nil, fmt.Errorf("qos manager: %w", err)
+		}
+	}
 	return m, nil
+}
+
+// Close releases the systemd driver's D-Bus connection; the cgroups stay.
+func (m *Manager) Close() error {
+	if m.units != nil {
+		m.units.Close()
+	}
+	return nil
+}
+
+// Layout is how the Manager names the cgroups (its driver and root).
+func (m *Manager) Layout() Layout { return m.layout }
+
+// sliceControllers tells SliceProperties where the controllers are.
+func (m *Manager) sliceControllers() SliceControllers {
+	c := SliceControllers{CPUv2: m.owner["cpu"].Version == 2, MemoryV2: m.owner["memory"].Version == 2, Pids: m.owner["pids"] != nil}
+	c.IO = c.CPUv2 && c.MemoryV2 // pure cgroup v2: io is there too
+	return c
 }
 
 func qosMountPath(mt *Mount) string {
@@ -136,7 +172,7 @@ func (m *Manager) Hierarchies() []string {
 }
 
 // PodCgroup is the pod's cgroup under the Manager's root.
-func (m *Manager) PodCgroup(class QOSClass, uid string) string { return PodCgroup(m.root, class, uid) }
+func (m *Manager) PodCgroup(class QOSClass, uid string) string { return m.layout.Pod(class, uid) }
 
 // EnsureQoS computes and ensures kubepods, burstable and besteffort for the
 // pods the node runs, parents first, and returns what it applied.
@@ -149,9 +185,9 @@ func (m *Manager) EnsureQoS(ctx context.Context, cfg QoSConfig, pods []PodResour
 		cgroup string
 		s      CgroupSettings
 	}{
-		{KubepodsCgroup(m.root), s.Kubepods},
-		{QoSCgroup(m.root, Burstable), s.Burstable},
-		{QoSCgroup(m.root, BestEffort), s.BestEffort},
+		{m.layout.Kubepods(), s.Kubepods},
+		{m.layout.QoS(Burstable), s.Burstable},
+		{m.layout.QoS(BestEffort), s.BestEffort},
 	} {
 		if err := m.Ensure(ctx, c.cgroup, c.s); err != nil {
 			return s, err
@@ -221,6 +257,15 @@ func (m *Manager) ensure(ctx context.Context, cgroup string, s CgroupSettings) e
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ensure cgroup %s: %w", cgroup, err)
+	}
+	if m.units != nil {
+		unit, parent, ok := SliceUnit(cgroup)
+		if !ok {
+			return fmt.Errorf("ensure cgroup %s: the systemd driver makes only slices (<name>.slice)", cgroup)
+		}
+		if err := m.units.ensure(ctx, unit, parent, SliceProperties(s, m.sliceControllers(), m.memoryQoS)); err != nil {
+			return fmt.Errorf("ensure cgroup %s: %w", cgroup, err)
+		}
 	}
 	if err := m.ensureV1(cgroup, s); err != nil {
 		return fmt.Errorf("ensure cgroup %s: %w", cgroup, err)
@@ -569,6 +614,15 @@ func (m *Manager) remove(ctx context.Context, cgroup string) error {
 	if len(busy.Busy) > 0 {
 		return busy
 	}
+	if m.units != nil {
+		// Stopping the slice (and the runtime's empty scopes below it)
+		// removes its directories; what systemd did not make goes below.
+		if unit, _, ok := SliceUnit(cgroup); ok {
+			if err := m.units.stop(ctx, unit); err != nil {
+				return fmt.Errorf("remove cgroup %s: %w", cgroup, err)
+			}
+		}
+	}
 	var errs []error
 	for i, mt := range m.mounts {
 		// Deepest first: cgroupTree lists parents before children. After
@@ -727,7 +781,7 @@ func (m *Manager) SwapAccounting() bool {
 		_, err := os.Stat(filepath.Join(mt.Path, "memory.memsw.limit_in_bytes"))
 		return err == nil
 	}
-	d, err := m.dir(mt, KubepodsCgroup(m.root))
+	d, err := m.dir(mt, m.layout.Kubepods())
 	if err != nil {
 		return false
 	}

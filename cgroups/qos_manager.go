@@ -40,6 +40,10 @@ type ManagerConfig struct {
 	// CgroupRoot is cgroupRoot: kubepods is created below it ("/" when
 	// empty). It must be an absolute, clean cgroup path.
 	CgroupRoot string
+	// Driver is cgroupDriver ("" is DriverCgroupfs): the names of the
+	// cgroups (Layout) and, for DriverSystemd, slices made through
+	// systemd.
+	Driver Driver
 	// MemoryQoS asks for memory.min, memory.low and memory.high (cgroup v2
 	// only). When
 	// the host cannot honour it, Manager.MemoryQoS says why and Ensure logs

@@ -28,6 +28,12 @@ func (m *Manager) Owner(controller string) string { return "" }
 // Hierarchies needs Linux.
 func (m *Manager) Hierarchies() []string { return nil }
 
+// Close needs Linux.
+func (m *Manager) Close() error { return nil }
+
+// Layout needs Linux.
+func (m *Manager) Layout() Layout { return Layout{} }
+
 // PodCgroup is the pod's cgroup under the Manager's root.
 func (m *Manager) PodCgroup(class QOSClass, uid string) string { return "" }
 
