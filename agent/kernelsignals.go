@@ -31,7 +31,7 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 	if a.deps.EvictionTick > 0 {
 		tick = a.deps.EvictionTick
 	}
-	return pressure.New(pressure.Config{Hierarchies: h, CgroupRoot: kc.CgroupRoot, RootDir: a.opts.RootDir,
+	return pressure.New(pressure.Config{Hierarchies: h, Layout: p.cgroups.Layout(), RootDir: a.opts.RootDir,
 		PodLogsDir: kc.PodLogsDir, AllocatableMemory: allocatableMemory, Thresholds: a.opts.Config.Thresholds,
 		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriod:        int64(kc.EvictionMaxPodGracePeriod),
@@ -52,7 +52,7 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 // startOOMWatch runs the OOM kill stream (agent/oomwatch) over the pod
 // side's pods until ctx ends; /status shows it from then on.
 func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.RuntimeService) {
-	cfg := oomwatch.Config{NodeName: a.opts.NodeName, CgroupRoot: a.opts.Config.Kubelet.CgroupRoot, BPFOff: a.opts.BPFOff,
+	cfg := oomwatch.Config{NodeName: a.opts.NodeName, Layout: p.cgroups.Layout(), BPFOff: a.opts.BPFOff,
 		Kills: a.metrics.oomKills, Stalls: a.metrics.reclaimStalls, BPF: a.metrics.bpf, Recorder: a.recorder, Runtime: rs, Pods: p.workerPods, PodStatus: p.podStatus,
 		Hub: p.hub, OOMs: p.ooms, Streaming: func() { p.kernelOOMs.Store(p.hub != nil) }}
 	if p.evictions != nil {

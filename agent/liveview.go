@@ -63,15 +63,24 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 		return in, fmt.Errorf("node stats: %w", err)
 	}
 	nodeCapacity := int64(in.Node.Memory.CapacityBytes.Or(0))
+	a.mu.Lock()
+	p := a.pods
+	a.mu.Unlock()
+	// The pod side's layout (the driver the runtime reported); before it
+	// runs, the configured one.
+	layout, lerr := cgroups.NewLayout(cgroups.Driver(kc.CgroupDriver), kc.CgroupRoot)
+	if p != nil {
+		layout, lerr = p.cgroups.Layout(), nil
+	}
 	var kp cgroups.CgroupStats
-	if err := r.Cgroup(ctx, cgroups.KubepodsCgroup(kc.CgroupRoot), cgroups.StatMemory|cgroups.StatPressure, &kp); err == nil {
+	if lerr != nil {
+		return in, lerr
+	}
+	if err := r.Cgroup(ctx, layout.Kubepods(), cgroups.StatMemory|cgroups.StatPressure, &kp); err == nil {
 		in.Kubepods = &kp
 		alloc := podsetup.Allocatable(kc, a.opts.Config.Thresholds, podsetup.Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
 		in.KubepodsCapacity = pressure.KubepodsCapacity(kp.Memory.LimitBytes, nodeCapacity, alloc)
 	}
-	a.mu.Lock()
-	p := a.pods
-	a.mu.Unlock()
 	if p == nil {
 		return in, nil
 	}
@@ -81,7 +90,7 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 	for _, rec := range p.workers.Pods() {
 		pi := live.PodInput{Pod: rec.Pod, Phase: rec.Status.Phase, OOMKills: a.dash.OOMs.Count(string(rec.Pod.UID))}
 		var cs cgroups.CgroupStats
-		cg := cgroups.PodCgroup(kc.CgroupRoot, qos.Class(rec.Pod), string(rec.Pod.UID))
+		cg := layout.Pod(qos.Class(rec.Pod), string(rec.Pod.UID))
 		if err := r.Cgroup(ctx, cg, cgroups.StatMemory|cgroups.StatPressure, &cs); err == nil {
 			pi.Cgroup = &cs
 		}

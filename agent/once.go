@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runonce"
-	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -68,7 +67,7 @@ func (a *Agent) RunOnce(ctx context.Context, timeout time.Duration) ([]runonce.R
 	stop()
 	err = <-done
 	if cg := p.cgroups; cg != nil {
-		cleanupErr = errors.Join(cleanupErr, runonce.RemoveCgroup(context.WithoutCancel(ctx), cg, cgroups.KubepodsCgroup(kc.CgroupRoot)))
+		cleanupErr = errors.Join(cleanupErr, runonce.RemoveCgroup(context.WithoutCancel(ctx), cg, cg.Layout().Kubepods()), cg.Close())
 	}
 	if rmErr := os.Remove(filepath.Join(a.opts.RootDir, "pods")); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 		log.V(2).Info("Pods directory kept", "err", rmErr)

@@ -137,11 +137,21 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, fmt.Errorf("cgroups: %w", err)
 	}
-	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot,
+	driver, err := a.cgroupDriver(ctx, rs)
+	if err != nil {
+		return nil, env, err
+	}
+	cm, err := cgroups.NewManager(h, cgroups.ManagerConfig{CgroupRoot: kc.CgroupRoot, Driver: driver,
 		MemoryQoS: config.FeatureEnabled(kc, "MemoryQoS"), Observe: a.metrics.cgroups.Observe})
 	if err != nil {
-		return nil, env, fmt.Errorf("cgroups: %w", err)
+		return nil, env, fmt.Errorf("cgroups (driver %s): %w", driver, err)
 	}
+	built := false
+	defer func() {
+		if !built {
+			_ = cm.Close()
+		}
+	}()
 	nodeIPs, from := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 	if from == "fallback" {
 		log.Info("Warning: no node address found (no --node-ip, the hostname resolves to no address of this host, no default route); pods see 127.0.0.1 as their host IP", "hostname", a.opts.NodeName)
@@ -211,7 +221,30 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		p.status = a.cluster.PodStatus()
 		env.sources = append(env.sources, a.cluster.PodSource())
 	}
+	built = true
 	return p, env, nil
+}
+
+// cgroupDriver is the cgroup driver the pod side runs with: the runtime's
+// (CRI RuntimeConfig) or, when it reports none, the configured one
+// (podsetup.CgroupDriver); a runtime whose driver differs from a
+// cgroupDriver the configuration sets is an error naming both.
+func (a *Agent) cgroupDriver(ctx context.Context, rs internalapi.RuntimeService) (cgroups.Driver, error) {
+	kc := &a.opts.Config.Kubelet
+	reported, err := runtime.ReportedCgroupDriver(ctx, rs)
+	if err != nil {
+		return "", fmt.Errorf("cgroup driver: %w", err)
+	}
+	driver, err := podsetup.CgroupDriver(kc.CgroupDriver, a.opts.Config.CgroupDriverSet, reported)
+	if err != nil {
+		return "", err
+	}
+	if reported == "" {
+		klog.FromContext(ctx).Info("The container runtime reports no cgroup driver (no CRI RuntimeConfig); using cgroupDriver from the configuration", "cgroupDriver", driver)
+	} else {
+		klog.FromContext(ctx).Info("Using the cgroup driver the container runtime reports", "cgroupDriver", driver)
+	}
+	return driver, nil
 }
 
 // startPods builds and runs the pod side until ctx is done. It fails when
@@ -223,6 +256,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
+	defer p.cgroups.Close() // the cgroups stay
 	rs, alloc := env.rs, env.setup.Allocatable
 	if p.pressure, err = a.newPressure(p, env.h, alloc.MemoryBytes, rs); err != nil {
 		return err

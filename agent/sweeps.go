@@ -39,13 +39,12 @@ func (a *Agent) Summary(ctx context.Context, onlyCPUAndMemory bool) (any, error)
 // startStats builds the stats collector over the node's cgroups and the
 // pods of the workers.
 func (a *Agent) startStats(p *pods, h *cgroups.Hierarchies) error {
-	kc := &a.opts.Config.Kubelet
 	r, err := cgroups.NewReader(h)
 	if err != nil {
 		return err
 	}
-	c, err := stats.NewCollector(stats.Config{Reader: r, Inventory: p.statsInventory(kc.CgroupRoot),
-		NodeName: a.opts.NodeName, Kubepods: cgroups.KubepodsCgroup(kc.CgroupRoot), RootDir: a.opts.RootDir,
+	c, err := stats.NewCollector(stats.Config{Reader: r, Inventory: p.statsInventory(),
+		NodeName: a.opts.NodeName, Kubepods: p.cgroups.Layout().Kubepods(), RootDir: a.opts.RootDir,
 		BootTime: stats.BootTime()})
 	if err != nil {
 		return err
@@ -58,7 +57,8 @@ func (a *Agent) startStats(p *pods, h *cgroups.Hierarchies) error {
 
 // statsInventory lists the pods that have (or had) containers: every
 // admitted pod with its containers' instances from its status.
-func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
+func (p *pods) statsInventory() stats.Inventory {
+	layout := p.cgroups.Layout()
 	return func(context.Context) []stats.Pod {
 		var out []stats.Pod
 		for _, r := range p.workers.Pods() {
@@ -66,7 +66,7 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 				continue
 			}
 			sp := stats.Pod{Namespace: r.Pod.Namespace, Name: r.Pod.Name, UID: r.Pod.UID,
-				Cgroup: cgroups.PodCgroup(cgroupRoot, qos.Class(r.Pod), string(r.Pod.UID))}
+				Cgroup: layout.Pod(qos.Class(r.Pod), string(r.Pod.UID))}
 			if r.Status.StartTime != nil {
 				sp.StartTime = r.Status.StartTime.Time
 			}
@@ -76,7 +76,10 @@ func (p *pods) statsInventory(cgroupRoot string) stats.Inventory {
 			for _, list := range [][]v1.ContainerStatus{r.Status.InitContainerStatuses, r.Status.ContainerStatuses,
 				r.Status.EphemeralContainerStatuses} {
 				for i := range list {
-					sp.Containers = append(sp.Containers, stats.ContainersOf(&list[i])...)
+					for _, c := range stats.ContainersOf(&list[i]) {
+						c.Cgroup = layout.Container(sp.Cgroup, c.ID)
+						sp.Containers = append(sp.Containers, c)
+					}
 				}
 			}
 			if podutil.IsTerminal(r.Status.Phase) && len(sp.Containers) == 0 {

@@ -215,10 +215,11 @@ func TestCheckHost(t *testing.T) {
 			t.Errorf("missing %q in %s", want, got)
 		}
 	}
-	errs = CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }})
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `cgroupDriver: Unsupported value: "systemd"`) ||
-		!strings.Contains(errs[0].Error(), "kernelet does not drive systemd slices yet") {
-		t.Errorf("systemd driver on a systemd host: %v, want it refused as not supported yet", errs)
+	if !cfg.CgroupDriverSet {
+		t.Error("cgroupDriver is set in the file: CgroupDriverSet false")
+	}
+	if errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }}); len(errs) != 0 {
+		t.Errorf("the systemd driver on a systemd host: %v", errs)
 	}
 	cfg.Kubelet.CgroupDriver = "cgroupfs"
 	if errs := CheckHost(cfg, Host{PID1: "systemd", FileExists: func(string) bool { return true }}); len(errs) != 0 {
@@ -272,5 +273,27 @@ func TestParallelImagePulls(t *testing.T) {
 		if got := ParallelImagePulls(&kc); got != tc.want {
 			t.Errorf("%s: %d, want %d", name, got, tc.want)
 		}
+	}
+}
+
+// With the systemd driver cgroupRoot becomes part of the slice names:
+// components with "_" or "." cannot be mapped back (kubelet's rule).
+func TestSystemdCgroupRoot(t *testing.T) {
+	for root, ok := range map[string]bool{"/": true, "/node-a": true, "/a_b": false, "/kube.slice": false} {
+		cfg, err := FromDefaults(func(kc *kubeletv1beta1.KubeletConfiguration) {
+			kc.CgroupDriver, kc.CgroupRoot = "systemd", root
+		})
+		if (err == nil) != ok {
+			t.Errorf("cgroupRoot %q with systemd: %v, want ok=%v", root, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "cgroupRoot: Invalid value") {
+			t.Errorf("cgroupRoot %q: %v, want the field named", root, err)
+		}
+		if err == nil && !cfg.CgroupDriverSet {
+			t.Errorf("cgroupDriver set by an override: CgroupDriverSet false")
+		}
+	}
+	if cfg := Default(); cfg.CgroupDriverSet || cfg.Kubelet.CgroupDriver != "cgroupfs" {
+		t.Errorf("defaults: driver %q, set %v", cfg.Kubelet.CgroupDriver, cfg.CgroupDriverSet)
 	}
 }

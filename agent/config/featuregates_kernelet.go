@@ -33,7 +33,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"KubeletPodResourcesListUseActivePods": no("no podresources API (issue 27)"),
 	"KubeletPodResourcesDynamicResources":  no("no podresources API (issue 27)"),
 	"KubeletInUserNamespace":               no("kernelet does not run in a user namespace (rootless)"),
-	"KubeletCgroupDriverFromCRI":           no("the cgroup driver comes from cgroupDriver, not from the runtime's RuntimeConfig"),
+	"KubeletCgroupDriverFromCRI":           yes("the cgroup driver the runtime reports over CRI RuntimeConfig wins; a cgroupDriver set to another one is an error naming both; without RuntimeConfig (containerd 1.6) cgroupDriver applies", "agent/podsetup.TestCgroupDriver"),
 
 	// Pod lifecycle, probes and status.
 	"ChangeContainerStatusOnKubeletRestart":  yes("after a restart of kernelet, containers are not ready until their readiness probe succeeds again", ""),

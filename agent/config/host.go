@@ -39,8 +39,7 @@ func SwapOn(procSwaps []byte) bool {
 }
 
 // CheckHost returns every reason cfg cannot run on this host: the systemd
-// cgroup driver (without systemd as PID 1; with it, not supported by
-// kernelet yet), files the configuration names that are missing, swap
+// cgroup driver without systemd as PID 1, files the configuration names that are missing, swap
 // that is on with failSwapOn (kubelet's check) or where the memory cgroups
 // do not account swap (no container's swap could be limited: kubelet
 // would let pods swap), and memorySwap.swapBehavior LimitedSwap without
@@ -52,12 +51,6 @@ func CheckHost(cfg *Config, h Host) field.ErrorList {
 	case kc.CgroupDriver == "systemd" && h.PID1 != "systemd":
 		errs = append(errs, field.Invalid(field.NewPath("cgroupDriver"), kc.CgroupDriver,
 			fmt.Sprintf("needs systemd as PID 1, but PID 1 is %q; use cgroupfs", h.PID1)))
-	case kc.CgroupDriver == "systemd":
-		// Pod cgroups as systemd slices (through systemd's D-Bus API) are not
-		// built yet: refuse rather than hand runc cgroupfs paths it would
-		// reject for every sandbox.
-		errs = append(errs, field.NotSupported(field.NewPath("cgroupDriver"), kc.CgroupDriver,
-			[]string{"cgroupfs (kernelet does not drive systemd slices yet; set cgroupDriver: cgroupfs and SystemdCgroup = false in containerd's runc options)"}))
 	}
 	for _, f := range []struct {
 		p    *field.Path

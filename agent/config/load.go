@@ -150,9 +150,10 @@ func finish(file string, kc *kubeletv1beta1.KubeletConfiguration, kern *Kernelet
 	for _, ov := range o.KerneletOverrides {
 		ov(kern)
 	}
+	driverSet := kc.CgroupDriver != ""
 	SetDefaults(kc)
 	SetKerneletDefaults(kern)
-	cfg := &Config{File: file, Kubelet: *kc, Kernelet: *kern, KerneletFile: o.KerneletFile, Warnings: warnings}
+	cfg := &Config{File: file, Kubelet: *kc, CgroupDriverSet: driverSet, Kernelet: *kern, KerneletFile: o.KerneletFile, Warnings: warnings}
 	errs := Validate(cfg)
 	kerrs := ValidateKernelet(cfg)
 	if o.KerneletFile == "" {

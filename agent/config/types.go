@@ -39,6 +39,10 @@ type Config struct {
 	File string
 	// Kubelet is the effective KubeletConfiguration, defaults applied.
 	Kubelet kubeletv1beta1.KubeletConfiguration
+	// CgroupDriverSet tells that cgroupDriver was set (by the file or a
+	// flag) rather than defaulted: a runtime reporting another driver is
+	// then an error rather than followed (podsetup.CgroupDriver).
+	CgroupDriverSet bool
 	// Kernelet is the effective KerneletConfiguration, defaults applied
 	// (an empty document when the file has none).
 	Kernelet KerneletConfiguration

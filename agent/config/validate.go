@@ -14,6 +14,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/quantity"
 )
@@ -144,6 +145,11 @@ func validateCgroups(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 		errs = append(errs, field.NotSupported(p("cgroupDriver"), d, []string{"cgroupfs", "systemd"}))
 	}
 	errs = cgroupPath(errs, p("cgroupRoot"), kc.CgroupRoot, true)
+	if kc.CgroupDriver == "systemd" && path.IsAbs(kc.CgroupRoot) && path.Clean(kc.CgroupRoot) == kc.CgroupRoot {
+		if _, err := cgroups.NewLayout(cgroups.DriverSystemd, kc.CgroupRoot); err != nil {
+			errs = append(errs, field.Invalid(p("cgroupRoot"), kc.CgroupRoot, err.Error()))
+		}
+	}
 	errs = cgroupPath(errs, p("kubeletCgroups"), kc.KubeletCgroups, false)
 	errs = cgroupPath(errs, p("systemCgroups"), kc.SystemCgroups, false)
 	errs = cgroupPath(errs, p("systemReservedCgroup"), kc.SystemReservedCgroup, false)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 )
@@ -42,12 +43,13 @@ type podNames struct {
 }
 
 // labels are the counter labels of a stall in cgroup cg: its pod (by the
-// "pod<uid>" directory of the path), else empty ones.
+// pod cgroup in the path, either driver's layout), else empty ones.
 func (n *podNames) labels(cg string) (namespace, pod string) {
-	uid, _, ok := podUIDOfCgroup(cg)
+	pc, ok := cgroups.ParsePodCgroup(cg)
 	if !ok {
 		return "", ""
 	}
+	uid := pc.PodUID
 	ref, ok := n.pods[uid]
 	if !ok && n.now().Sub(n.read) >= reclaimPodsRefresh {
 		n.refresh()

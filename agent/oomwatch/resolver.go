@@ -2,20 +2,20 @@ package oomwatch
 
 import (
 	"context"
-	"path"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/oom"
 )
 
 // podCgroupResolver names the pod and container of a cgroup from what the
-// agent knows: the "pod<uid>" directory of the path among the workers'
-// pods, the leaf directory as a container id in the PLEG cache; the CRI
-// resolver answers what they do not know (a container started since the
-// last relist).
+// agent knows: the pod cgroup of the path (either driver's layout:
+// cgroups.ParsePodCgroup) among the workers' pods, the directory below it
+// as a container id in the PLEG cache (<id> or cri-containerd-<id>.scope);
+// the CRI resolver answers what they do not know (a container started
+// since the last relist).
 type podCgroupResolver struct {
 	pods     PodsFunc
 	status   PodStatusFunc
@@ -30,10 +30,11 @@ func (r *podCgroupResolver) Resolve(ctx context.Context, cg string) (oom.PodRef,
 }
 
 func (r *podCgroupResolver) lookup(cg string) (oom.PodRef, bool) {
-	uid, rest, ok := podUIDOfCgroup(cg)
+	pc, ok := cgroups.ParsePodCgroup(cg)
 	if !ok || r.pods == nil {
 		return oom.PodRef{}, false
 	}
+	uid, rest := pc.PodUID, pc.ContainerID
 	for _, pod := range r.pods() {
 		if string(pod.UID) != uid {
 			continue
@@ -60,21 +61,6 @@ func (r *podCgroupResolver) lookup(cg string) (oom.PodRef, bool) {
 		return oom.PodRef{}, false
 	}
 	return oom.PodRef{}, false
-}
-
-// podUIDOfCgroup finds the "pod<uid>" directory of a cgroupfs path and
-// the directory right below it ("" for the pod cgroup itself).
-func podUIDOfCgroup(cg string) (uid, below string, ok bool) {
-	parts := strings.Split(path.Clean("/"+cg), "/")
-	for i, p := range parts {
-		if u, found := strings.CutPrefix(p, "pod"); found && len(u) > 0 {
-			if i+1 < len(parts) {
-				below = parts[i+1]
-			}
-			return u, below, true
-		}
-	}
-	return "", "", false
 }
 
 // podOrRef is pod, or a pod with only ref's identity when the workers no

@@ -10,6 +10,7 @@ import (
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 // Config is what the OOM kill stream of one agent needs: the node, the
@@ -18,8 +19,9 @@ import (
 type Config struct {
 	// NodeName names the node of SystemOOM events.
 	NodeName string
-	// CgroupRoot is kubelet's cgroupRoot (kubepods is under it).
-	CgroupRoot string
+	// Layout names kubepods and the pod cgroups (the cgroup driver and
+	// kubelet's cgroupRoot).
+	Layout cgroups.Layout
 	// BPFOff forces eBPF off: the stream runs on its fallbacks
 	// (memory.events, oom_control, kmsg).
 	BPFOff bool

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
-	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 	"github.com/kernelet/kernelet/status/events"
@@ -41,7 +40,7 @@ type Watch struct {
 
 // New returns the OOM kill stream of cfg; nothing runs until Start.
 func New(cfg Config) *Watch {
-	w := &Watch{cfg: cfg, kubepods: cgroups.KubepodsCgroup(cfg.CgroupRoot), kills: newKillCounter(cfg.Kills),
+	w := &Watch{cfg: cfg, kubepods: cfg.Layout.Kubepods(), kills: newKillCounter(cfg.Kills),
 		ring: ring{n: recentKills}}
 	w.resolver = &podCgroupResolver{pods: cfg.Pods, status: cfg.PodStatus, fallback: runtime.NewCgroupResolver(cfg.Runtime)}
 	return w

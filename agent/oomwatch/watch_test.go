@@ -12,7 +12,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/bpf"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/oom"
 )
@@ -121,15 +123,37 @@ func TestOOMWatchHandle(t *testing.T) {
 	}
 }
 
-func TestPodUIDOfCgroup(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"/kubepods/burstable/podu1/c1": {"u1", "c1"},
-		"/kubepods/podu2":              {"u2", ""},
-		"/kubepods/besteffort":         {"", ""},
-	} {
-		uid, below, _ := podUIDOfCgroup(in)
-		if uid != want[0] || below != want[1] {
-			t.Errorf("%s: %q %q, want %q", in, uid, below, want)
+// The pod side's resolver names the pod and container of a cgroup of
+// either driver's layout: the pod cgroup by its uid, the directory below
+// it by the container's or the sandbox's id.
+func TestPodCgroupResolverLayouts(t *testing.T) {
+	const uid = "0a1b-2c3d"
+	pod := &v1.Pod{}
+	pod.Namespace, pod.Name, pod.UID = "ns", "web", uid
+	st := &runtime.PodStatus{UID: uid, Sandboxes: []*runtime.SandboxStatus{{ID: "sb1"}},
+		Containers: []*runtime.ContainerStatus{{ID: "c1", Name: "app"}}}
+	r := &podCgroupResolver{pods: func() []*v1.Pod { return []*v1.Pod{pod} },
+		status: func(types.UID) *runtime.PodStatus { return st }, fallback: fakeResolver{}}
+	for _, driver := range []cgroups.Driver{cgroups.DriverCgroupfs, cgroups.DriverSystemd} {
+		l, err := cgroups.NewLayout(driver, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		podCg := l.Pod(cgroups.Burstable, uid)
+		for cg, want := range map[string]oom.PodRef{
+			podCg:                           {Namespace: "ns", Name: "web", UID: uid},
+			l.Container(podCg, "c1"):        {Namespace: "ns", Name: "web", UID: uid, Container: "app"},
+			l.Container(podCg, "sb1"):       {Namespace: "ns", Name: "web", UID: uid},
+			l.Container(podCg, "c1") + "/x": {Namespace: "ns", Name: "web", UID: uid, Container: "app"},
+		} {
+			if got, ok := r.Resolve(t.Context(), cg); !ok || got != want {
+				t.Errorf("%s: %+v %v, want %+v", cg, got, ok, want)
+			}
+		}
+		for _, cg := range []string{l.Container(podCg, "unknown"), l.Kubepods(), l.Pod(cgroups.BestEffort, "other")} {
+			if got, ok := r.Resolve(t.Context(), cg); ok {
+				t.Errorf("%s: resolved to %+v", cg, got)
+			}
 		}
 	}
 	if !podMemoryLimited(&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: {}}}}}}}) {

@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/stats"
-	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 )
 
@@ -38,7 +37,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		return nil, errors.New("eviction metrics: none handed in")
 	}
 	s := &Signals{cfg: cfg, stats: ns, storage: ns.storage,
-		armer: newMemcgArmer(cfg.Hierarchies, cgroups.KubepodsCgroup(cfg.CgroupRoot), cfg.Thresholds)}
+		armer: newMemcgArmer(cfg.Hierarchies, cfg.Layout.Kubepods(), cfg.Thresholds)}
 	s.manager, err = eviction.NewManager(eviction.ManagerConfig{
 		Thresholds:                    cfg.Thresholds,
 		PressureTransitionPeriod:      cfg.PressureTransitionPeriod,

@@ -3,7 +3,6 @@ package pressure
 import (
 	"context"
 	"fmt"
-	"path"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,7 +19,7 @@ import (
 type nodeStats struct {
 	r           *cgroups.Reader
 	kubepods    string
-	cgroupRoot  string
+	layout      cgroups.Layout
 	rootDir     string
 	allocatable int64
 	// status is the runtime's last view of a pod (its running containers).
@@ -37,7 +36,7 @@ func newNodeStats(cfg Config, status PodStatusFunc) (*nodeStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eviction stats: %w", err)
 	}
-	return &nodeStats{r: r, kubepods: cgroups.KubepodsCgroup(cfg.CgroupRoot), cgroupRoot: cfg.CgroupRoot,
+	return &nodeStats{r: r, kubepods: cfg.Layout.Kubepods(), layout: cfg.Layout,
 		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, status: status, psi: hasPSIThresholds(cfg.Thresholds)}, nil
 }
 
@@ -131,7 +130,7 @@ func KubepodsCapacity(limit cgroups.Value, nodeCapacity, allocatable int64) int6
 // pod reads a pod's cgroup (memory, pids) and its running containers'
 // memory; ok is false when the pod has no cgroup.
 func (s *nodeStats) pod(ctx context.Context, pod *v1.Pod) (eviction.PodStats, bool) {
-	cg := cgroups.PodCgroup(s.cgroupRoot, qos.Class(pod), string(pod.UID))
+	cg := s.layout.Pod(qos.Class(pod), string(pod.UID))
 	var cs cgroups.CgroupStats
 	if err := s.r.Cgroup(ctx, cg, cgroups.StatMemory|cgroups.StatPIDs, &cs); err != nil || !cs.Memory.WorkingSetBytes.Known {
 		return eviction.PodStats{}, false
@@ -147,7 +146,7 @@ func (s *nodeStats) pod(ctx context.Context, pod *v1.Pod) (eviction.PodStats, bo
 			continue // containers are newest first
 		}
 		var ccs cgroups.CgroupStats
-		if err := s.r.Cgroup(ctx, path.Join(cg, c.ID), cgroups.StatMemory, &ccs); err == nil && ccs.Memory.WorkingSetBytes.Known {
+		if err := s.r.Cgroup(ctx, s.layout.Container(cg, c.ID), cgroups.StatMemory, &ccs); err == nil && ccs.Memory.WorkingSetBytes.Known {
 			ps.Containers[c.Name] = int64(ccs.Memory.WorkingSetBytes.V)
 		}
 	}

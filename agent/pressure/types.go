@@ -19,9 +19,9 @@ import (
 type Config struct {
 	// Hierarchies are the node's cgroup hierarchies.
 	Hierarchies *cgroups.Hierarchies
-	// CgroupRoot is kubelet's cgroupRoot: kubepods and the pod cgroups
-	// are under it.
-	CgroupRoot string
+	// Layout names kubepods and the pod cgroups (the cgroup driver and
+	// kubelet's cgroupRoot).
+	Layout cgroups.Layout
 	// RootDir is the agent's state directory; its filesystem is nodefs.
 	RootDir string
 	// PodLogsDir holds the containers' logs (measured as local storage).

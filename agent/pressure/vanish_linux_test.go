@@ -66,7 +66,7 @@ func TestFaultCgroupsVanishDuringReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	es := &nodeStats{r: r, kubepods: cgroups.KubepodsCgroup(root), cgroupRoot: root, rootDir: t.TempDir(),
+	es := &nodeStats{r: r, kubepods: cgroups.KubepodsCgroup(root), layout: cm.Layout(), rootDir: t.TempDir(),
 		allocatable: 1 << 30, status: func(uid types.UID) *runtime.PodStatus { st, _ := pl.Cache().Get(uid); return st }}
 	limit := cgroups.CgroupSettings{MemoryLimit: 32 << 20, CPUShares: 2, CPUQuota: cgroups.NoLimit, CPUPeriod: 100000, PidsLimit: cgroups.NoLimit, MemoryHigh: cgroups.NoLimit}
 	for _, cg := range []string{cgroups.KubepodsCgroup(root), cgroups.KubepodsCgroup(root) + "/besteffort"} {

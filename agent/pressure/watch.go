@@ -29,7 +29,7 @@ func (s *Signals) Watch(ctx context.Context, wg *sync.WaitGroup) {
 		log.Info("Eviction: kubelet mode, no kernel notifications", "tick", s.cfg.Tick)
 		return
 	}
-	kubepods := cgroups.KubepodsCgroup(s.cfg.CgroupRoot)
+	kubepods := s.cfg.Layout.Kubepods()
 	var started int
 	if s.armer != nil {
 		if stats, err := s.stats.read(ctx, nil); err == nil {

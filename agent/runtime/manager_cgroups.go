@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,6 +18,7 @@ type CgroupManager interface {
 	Ensure(ctx context.Context, cgroup string, s cgroups.CgroupSettings) error
 	Remove(ctx context.Context, cgroup string) error
 	PodCgroup(class cgroups.QOSClass, uid string) string
+	Layout() cgroups.Layout
 }
 
 // CgroupsAdapter implements PodCgroups over a cgroups.Manager: the pod's
@@ -62,8 +62,8 @@ func (a CgroupsAdapter) ResizePod(ctx context.Context, from, to *v1.Pod, widen b
 }
 
 // MemoryUsage implements PodCgroups: the memory usage of the pod's cgroup
-// and of its containers' (<pod cgroup>/<container id>, as the runtime
-// makes them under the cgroupfs driver).
+// and of its containers' (where the runtime makes them under the driver:
+// <pod cgroup>/<container id>, or <pod slice>/cri-containerd-<id>.scope).
 func (a CgroupsAdapter) MemoryUsage(ctx context.Context, pod *v1.Pod, containerIDs []string) (int64, map[string]int64, error) {
 	if a.Reader == nil {
 		return 0, nil, errors.New("no cgroup reader")
@@ -85,7 +85,7 @@ func (a CgroupsAdapter) MemoryUsage(ctx context.Context, pod *v1.Pod, containerI
 	}
 	out := make(map[string]int64, len(containerIDs))
 	for _, id := range containerIDs {
-		u, err := read(path.Join(podCg, id))
+		u, err := read(a.Manager.Layout().Container(podCg, id))
 		if err != nil {
 			return 0, nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/oom"
 )
 
@@ -67,48 +68,30 @@ func (r *CgroupResolver) Resolve(ctx context.Context, cgroupPath string) (oom.Po
 // unknownLeaf reports whether the leaf directory of cg is neither a pod
 // cgroup nor a container or sandbox id the cache knows.
 func (r *CgroupResolver) unknownLeaf(cg string) bool {
-	leaf := path.Base(path.Clean("/" + cg))
-	name := strings.TrimSuffix(leaf, ".slice")
-	if strings.HasPrefix(name, "pod") || strings.Contains(name, "-pod") {
+	if pc, ok := cgroups.ParsePodCgroup(cg); ok && pc.Below == "" {
 		return false
 	}
-	_, known := r.byID[containerIDOfLeaf(leaf)]
+	_, known := r.byID[cgroups.ContainerIDOfDir(path.Base(path.Clean("/"+cg)))]
 	return !known
 }
 
 // lookup answers from the cache: the exact path, else the leaf directory
 // as a container or sandbox id (also "cri-containerd-<id>.scope"), else
-// the nearest "pod<uid>" ancestor.
+// the pod cgroup of either driver's layout (cgroups.ParsePodCgroup).
 func (r *CgroupResolver) lookup(cg string) (oom.PodRef, bool) {
 	cg = path.Clean("/" + cg)
 	if ref, ok := r.byPath[cg]; ok {
 		return ref, true
 	}
-	if ref, ok := r.byID[containerIDOfLeaf(path.Base(cg))]; ok {
+	if ref, ok := r.byID[cgroups.ContainerIDOfDir(path.Base(cg))]; ok {
 		return ref, true
 	}
-	for d := cg; d != "/"; d = path.Dir(d) {
-		name := strings.TrimSuffix(path.Base(d), ".slice")
-		if i := strings.LastIndex(name, "pod"); i == 0 || i > 0 && name[i-1] == '-' {
-			uid := name[i+3:]
-			if ref, ok := r.byUID[uid]; ok {
-				return ref, true
-			}
-			if ref, ok := r.byUID[strings.ReplaceAll(uid, "_", "-")]; ok { // systemd slice names
-				return ref, true
-			}
+	if pc, ok := cgroups.ParsePodCgroup(cg); ok {
+		if ref, ok := r.byUID[pc.PodUID]; ok {
+			return ref, true
 		}
 	}
 	return oom.PodRef{}, false
-}
-
-// containerIDOfLeaf strips the systemd driver's decoration.
-func containerIDOfLeaf(leaf string) string {
-	leaf = strings.TrimSuffix(leaf, ".scope")
-	if i := strings.LastIndexAny(leaf, "-:"); i >= 0 {
-		return leaf[i+1:]
-	}
-	return leaf
 }
 
 // refresh lists sandboxes and containers; containers not seen before are

@@ -2,7 +2,6 @@ package stats
 
 import (
 	"context"
-	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,7 +121,7 @@ func (cc *CadvisorCollector) collect(s *Sweep, ch chan<- prometheus.Metric) {
 		for j := range p.Containers {
 			c := &p.Containers[j]
 			oom += c.OOMEvents
-			ct := cadvisorTarget{container: c.Name, id: path.Join(p.Cgroup, c.ID), image: c.Image, name: c.ID,
+			ct := cadvisorTarget{container: c.Name, id: c.CgroupOf(p.Pod), image: c.Image, name: c.ID,
 				namespace: p.Namespace, pod: p.Name}
 			if c.Found {
 				cc.cgroup(ch, ct, &c.CgroupSample)

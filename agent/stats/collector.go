@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"runtime"
 	"sync"
 	"time"
@@ -114,7 +113,7 @@ func (c *Collector) containers(ctx context.Context, s *Sweep, p Pod, cpu map[str
 	for _, ct := range p.Containers {
 		var cs CgroupSample
 		if ct.Running && ct.ID != "" {
-			c.sample(ctx, s, path.Join(p.Cgroup, ct.ID), &cs, cpu)
+			c.sample(ctx, s, ct.CgroupOf(p), &cs, cpu)
 		}
 		kills := uint64(0)
 		if cs.Found {

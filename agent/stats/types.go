@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"path"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +18,8 @@ const DefaultMaxAge = time.Second
 type Pod struct {
 	Namespace, Name string
 	UID             types.UID
-	// Cgroup is the pod cgroup's path, e.g. /kubepods/burstable/pod<uid>.
+	// Cgroup is the pod cgroup's path, e.g. /kubepods/burstable/pod<uid>
+	// or /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice.
 	Cgroup    string
 	StartTime time.Time
 	// Containers are every container instance the pod's status names:
@@ -57,10 +59,13 @@ type FsUsage struct {
 // Container is one container instance of a pod.
 type Container struct {
 	Name string
-	// ID is the runtime's container ID (without the scheme); its cgroup
-	// is Pod.Cgroup/ID.
-	ID    string
-	Image string
+	// ID is the runtime's container ID (without the scheme).
+	ID string
+	// Cgroup is the container's cgroup (the agent names it with its
+	// cgroups.Layout: <pod>/<id>, <pod slice>/cri-containerd-<id>.scope);
+	// empty is Pod.Cgroup/ID.
+	Cgroup string
+	Image  string
 	// Running is true while the container runs: only running containers
 	// are read.
 	Running   bool
@@ -68,6 +73,14 @@ type Container struct {
 	// OOMKilled is true when the runtime reports this instance terminated
 	// with reason OOMKilled.
 	OOMKilled bool
+}
+
+// CgroupOf is the container's cgroup in the pod p.
+func (c Container) CgroupOf(p Pod) string {
+	if c.Cgroup != "" {
+		return c.Cgroup
+	}
+	return path.Join(p.Cgroup, c.ID)
 }
 
 // Inventory returns the pods to read now.
