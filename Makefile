@@ -69,8 +69,8 @@ vm-node-image: ## build or find the cgroup v2 test node's disk (hack/vmnode/buil
 	@echo "== vm-node-image: hack/vmnode/build.sh"
 	@time hack/vmnode/build.sh
 
-vm-node: build vm-node-image ## boot the cgroup v2 test node with bin/kernelet as its systemd unit, print the ssh command; Ctrl-C stops it (CONSOLE=1 shows the serial console)
-	$(BIN)/testenv vmnode up $(if $(CONSOLE),--console)
+vm-node: build vm-node-image ## boot the cgroup v2 test node with bin/kernelet as its systemd unit, print the ssh command; Ctrl-C stops it (CONSOLE=1 shows the serial console, CGROUP_DRIVER=systemd the systemd driver)
+	$(BIN)/testenv vmnode up $(if $(CONSOLE),--console) $(if $(CGROUP_DRIVER),--cgroup-driver $(CGROUP_DRIVER))
 
 generate: ## regenerate the bpf2go objects (needs clang, libbpf, bpftool); VMLINUX=1 also re-dumps bpf/c/vmlinux.h from this kernel's BTF
 	hack/deps.sh bpf

@@ -26,8 +26,12 @@ func vmnodeUp(args []string) error {
 	kbin := fs.String("kernelet", "bin/kernelet", "static kernelet binary installed in the guest (empty: none)")
 	mem := fs.Int("mem", vmnode.DefaultMemoryMiB, "guest memory in MiB")
 	console := fs.Bool("console", false, "copy the serial console to stdout (else it goes to <node dir>/console.log)")
+	driver := fs.String("cgroup-driver", "cgroupfs", "the node's cgroup driver: cgroupfs or systemd (containerd's SystemdCgroup and kernelet's cgroupDriver)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *kbin == "" && *driver != "cgroupfs" {
+		return fmt.Errorf("--cgroup-driver %s needs kernelet in the node (--kernelet)", *driver)
 	}
 	ctx, stop := interruptible()
 	defer stop()
@@ -43,7 +47,7 @@ func vmnodeUp(args []string) error {
 	}
 	opts := vmnode.Options{Image: img, MemoryMiB: *mem}
 	if *kbin != "" {
-		files, err := vmnode.Kernelet{Binary: *kbin}.Files()
+		files, err := vmnode.Kernelet{Binary: *kbin, CgroupDriver: *driver}.Files()
 		if err != nil {
 			return err
 		}

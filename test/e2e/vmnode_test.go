@@ -38,8 +38,8 @@ type v2Node struct {
 }
 
 // v2NodeConfig is the guest's /etc/kernelet/config.yaml: the cgroupfs
-// driver on pure cgroup v2 (the systemd driver is not there yet) and
-// containerd 2's socket.
+// driver on pure cgroup v2 (SystemdDriver switches the node to the
+// systemd driver) and containerd 2's socket.
 const v2NodeConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -185,7 +185,8 @@ func (n *v2Node) waitReady(t *testing.T, timeout time.Duration) v1.NodeCondition
 // against the host's kube-apiserver: the node registers and goes Ready; an
 // API pod's container gets its memory limit in memory.max of its cgroup
 // in the guest; deleting the pod removes the pod cgroup; containerd 2's
-// container events; swap, Memory QoS and in-place resize
+// container events; the node switched to the systemd cgroup driver and
+// back (testV2NodeSystemd); swap, Memory QoS and in-place resize
 // (testV2NodeSwapResize).
 func TestV2Node(t *testing.T) {
 	n := newV2Node(t)
@@ -206,6 +207,8 @@ func TestV2Node(t *testing.T) {
 	}
 	t.Run("APIPodCgroup", func(t *testing.T) { testV2NodePodCgroup(t, n) })
 	t.Run("ContainerEvents", func(t *testing.T) { testV2NodeContainerEvents(t, n) })
+	// It switches the node to the systemd driver and back to cgroupfs.
+	t.Run("SystemdDriver", func(t *testing.T) { testV2NodeSystemd(t, n) })
 	// Last: it turns swap on and restarts kernelet with another configuration.
 	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
 }

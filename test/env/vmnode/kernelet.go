@@ -35,6 +35,47 @@ type Kernelet struct {
 	NodeName string
 	// ExtraArgs are appended to `kernelet run`.
 	ExtraArgs []string
+	// CgroupDriver is the node's cgroup driver, "cgroupfs" (the image's,
+	// and the default) or "systemd": containerd's SystemdCgroup
+	// (ContainerdConfig) and, when Config is empty, deploy/config.yaml's
+	// cgroupDriver. A Config given must say the same.
+	CgroupDriver string
+}
+
+// ContainerdConfigPath is containerd's configuration in the guest.
+const ContainerdConfigPath = "/etc/containerd/config.toml"
+
+// ContainerdConfig returns the node's containerd configuration
+// (hack/vmnode/rootfs/etc/containerd/config.toml) for a cgroup driver:
+// the runc option SystemdCgroup = true for "systemd", as built into the
+// image (false) for "cgroupfs".
+func ContainerdConfig(driver string) ([]byte, error) {
+	b, err := repoFile("hack/vmnode/rootfs" + ContainerdConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	return setLine(b, "SystemdCgroup = ", map[string]string{"": "false", "cgroupfs": "false", "systemd": "true"}, driver)
+}
+
+// setLine replaces the value after key (the rest of the one line that
+// contains it, indentation kept) with values[choice].
+func setLine(b []byte, key string, values map[string]string, choice string) ([]byte, error) {
+	v, ok := values[choice]
+	if !ok {
+		return nil, fmt.Errorf("vmnode: cgroup driver %q: want cgroupfs or systemd", choice)
+	}
+	lines := strings.Split(string(b), "\n")
+	n := 0
+	for i, l := range lines {
+		if j := strings.Index(l, key); j >= 0 && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			lines[i] = l[:j+len(key)] + v
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("vmnode: %d lines with %q, want one", n, key)
+	}
+	return []byte(strings.Join(lines, "\n")), nil
 }
 
 // Files returns the files that install kernelet in the node; Options.Enable
@@ -52,12 +93,20 @@ func (k Kernelet) Files() ([]File, error) {
 		if cfg, err = repoFile("deploy/config.yaml"); err != nil {
 			return nil, err
 		}
+		if cfg, err = setLine(cfg, "cgroupDriver: ", map[string]string{"": "cgroupfs", "cgroupfs": "cgroupfs", "systemd": "systemd"}, k.CgroupDriver); err != nil {
+			return nil, err
+		}
+	}
+	containerd, err := ContainerdConfig(k.CgroupDriver)
+	if err != nil {
+		return nil, err
 	}
 	args := []string{KerneletBinary, "run", "--config", KerneletConfig, "--node-ip", GuestAddr}
 	files := []File{
 		{Path: KerneletBinary, Host: k.Binary},
 		{Path: "/etc/systemd/system/" + KerneletUnit, Data: unit},
 		{Path: KerneletConfig, Data: cfg},
+		{Path: ContainerdConfigPath, Data: containerd},
 	}
 	if len(k.Kubeconfig) > 0 {
 		files = append(files, File{Path: KerneletKubeconfig, Data: k.Kubeconfig, Mode: 0o600})

@@ -54,6 +54,27 @@ func TestKerneletFiles(t *testing.T) {
 	if !strings.Contains(string(byPath["/etc/systemd/system/"+KerneletUnit].Data), "ExecStart=/usr/local/bin/kernelet run") {
 		t.Fatal("the unit is not deploy/kernelet.service")
 	}
+	if c := string(byPath[ContainerdConfigPath].Data); !strings.Contains(c, "SystemdCgroup = false\n") {
+		t.Fatalf("containerd config of the cgroupfs node:\n%s", c)
+	}
+	// The systemd driver: containerd's SystemdCgroup and deploy/config.yaml's cgroupDriver.
+	sd := Kernelet{Binary: bin, CgroupDriver: "systemd"}
+	files, err = sd.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	if c := string(byPath[ContainerdConfigPath].Data); !strings.Contains(c, "          SystemdCgroup = true\n") || strings.Contains(c, "SystemdCgroup = false") {
+		t.Fatalf("containerd config of the systemd node:\n%s", c)
+	}
+	if c := string(byPath[KerneletConfig].Data); !strings.Contains(c, "\ncgroupDriver: systemd\n") {
+		t.Fatalf("kernelet config of the systemd node:\n%s", c)
+	}
+	if _, err := (Kernelet{Binary: bin, CgroupDriver: "openrc"}).Files(); err == nil || !strings.Contains(err.Error(), "openrc") {
+		t.Fatalf("an unknown driver: %v", err)
+	}
 	k.ExtraArgs = []string{"--x=a b"}
 	if _, err := k.Files(); err == nil || !strings.Contains(err.Error(), "a b") {
 		t.Fatalf("an argument that needs quoting: %v, want an error naming it", err)
