@@ -181,11 +181,15 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 		t.Fatalf("OOMKilling events %q, want one matching %s", msgs, want)
 	}
 	t.Logf("OOM kill attributed %v after the pod was created: %s", time.Since(start).Round(time.Millisecond), msgs[0])
+	// Where the kill came from and how long kernelet took (its log).
+	t.Logf("kernelet's OOM log:\n%s", n.guest(t, "journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E '\"OOM kill|OOM kills: ' || true"))
 	p, err := n.admin.CoreV1().Pods(n.ns).Get(ctx, hog.Name, metav1.GetOptions{})
 	if err == nil {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == "app" && cs.State.Terminated != nil {
-				t.Logf("container app: %s (exit %d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+				t.Logf("container app: %s (exit %d), started %v after the pod was created, finished %v after",
+					cs.State.Terminated.Reason, cs.State.Terminated.ExitCode,
+					cs.State.Terminated.StartedAt.Sub(created.CreationTimestamp.Time), cs.State.Terminated.FinishedAt.Sub(created.CreationTimestamp.Time))
 			}
 		}
 	}
