@@ -5,7 +5,11 @@
 // v1 with one API, watches
 // memory.events, v1 oom_control and PSI triggers, and writes the QoS
 // hierarchy (kubepods, burstable, besteffort, pod cgroups) through
-// containerd/cgroups/v3, with kubelet v1.37's Memory QoS on cgroup v2
+// containerd/cgroups/v3 — under the systemd cgroup driver as slices made
+// over systemd's D-Bus API (go-systemd) first (Layout names the cgroups
+// of both drivers, ParsePodCgroup reads a path of either back to its pod
+// and container, SliceProperties are a slice's unit properties) —, with
+// kubelet v1.37's Memory QoS on cgroup v2
 // (memory.min, memory.low, memory.high: ComputeQoSSettings,
 // ComputePodMemoryQoS); the writes can be timed (ManagerConfig.Observe, ManagerMetrics: kubelet's
 // kubelet_cgroup_manager_duration_seconds).

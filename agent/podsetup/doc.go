@@ -7,7 +7,9 @@
 // reserved; Memory QoS with memoryThrottlingFactor and
 // memoryReservationPolicy) and the options of every pod sync (sandbox and
 // container configs; a container's Memory QoS is enforced when the
-// MemoryQoS gate is on and the node runs cgroup v2). Pure functions of values, except NodeCapacity, which reads
+// MemoryQoS gate is on and the node runs cgroup v2), and the cgroup
+// driver from the configuration and what the runtime reports
+// (CgroupDriver). Pure functions of values, except NodeCapacity, which reads
 // the node through package cgroups. It creates no cgroup and starts
 // nothing: the agent applies the Setup (cgroups.Manager.EnsureQoS,
 // runtime.Manager).

@@ -32,8 +32,10 @@
 //     terminal.go: TerminalStatus, the final status of a terminated pod;
 //     termmsg.go: termination messages from the file or the log tail;
 //     runningpods.go: the kubelet API's /runningpods/);
-//   - the oom_score_adj containers really got (oomscore.go) and the
-//     cgroup id → pod/container resolver (resolver.go).
+//   - the oom_score_adj containers really got (oomscore.go), the
+//     cgroup id → pod/container resolver over either cgroup driver's
+//     layout (resolver.go), and the cgroup driver the runtime reports
+//     over RuntimeConfig (cgroupdriver.go).
 //
 // The configs it hands the runtime are built by package
 // agent/runtime/podconfig (pure: sandbox and container configs, DNS, env,

@@ -24,6 +24,18 @@ const fixturePod = "/kubepods/burstable/pod7c5b9d2e"
 // instance whose cgroup is gone), with a clock the test moves.
 func fixtureCollector(t *testing.T) (*Collector, *time.Time) {
 	t.Helper()
+	return fixtureCollectorWith(t, []Container{
+		{Name: "app", ID: "app1", Image: "example/app:1", Running: true, StartTime: fixtureStart},
+		{Name: "side", ID: "gone1", Image: "example/side:1", OOMKilled: true},
+		{Name: "idle", ID: "gone2", Image: "example/idle:1"},
+	})
+}
+
+var fixtureStart = time.Unix(1_799_999_000, 0)
+
+// fixtureCollectorWith is fixtureCollector with the pod's containers given.
+func fixtureCollectorWith(t *testing.T, containers []Container) (*Collector, *time.Time) {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("testdata", "v2"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,14 +58,10 @@ func fixtureCollector(t *testing.T) (*Collector, *time.Time) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
-	start := time.Unix(1_799_999_000, 0)
+	start := fixtureStart
 	inv := func(context.Context) []Pod {
 		return []Pod{{Namespace: "ns", Name: "web", UID: types.UID("7c5b9d2e"), Cgroup: fixturePod, StartTime: start,
-			Containers: []Container{
-				{Name: "app", ID: "app1", Image: "example/app:1", Running: true, StartTime: start},
-				{Name: "side", ID: "gone1", Image: "example/side:1", OOMKilled: true},
-				{Name: "idle", ID: "gone2", Image: "example/idle:1"},
-			}}}
+			Containers: containers}}
 	}
 	c, err := NewCollector(Config{Reader: r, Inventory: inv, NodeName: "node-a", Kubepods: "/kubepods", RootDir: root,
 		BootTime: start, NumCPU: 2, Now: func() time.Time { return now }})
@@ -118,6 +126,46 @@ func TestCollectorSweep(t *testing.T) {
 	}
 	if s.Pods[0].NanoCores.Known {
 		t.Errorf("first sweep's pod CPU rate = %v, want unknown", s.Pods[0].NanoCores)
+	}
+}
+
+// A container's cgroup as the agent names it (Container.Cgroup: the
+// systemd driver's cri-containerd-<id>.scope, here the fixture's app1) is
+// what is read and what cAdvisor's id label says, not <pod>/<id>.
+func TestContainerCgroupNamed(t *testing.T) {
+	c, _ := fixtureCollectorWith(t, []Container{
+		{Name: "app", ID: "c0ffee", Cgroup: fixturePod + "/app1", Image: "example/app:1", Running: true, StartTime: fixtureStart}})
+	s, err := c.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := s.Pods[0].Containers; len(cs) != 1 || !cs[0].Found || cs[0].Stats.Memory.WorkingSetBytes.V != 20971520 {
+		t.Fatalf("container read from its named cgroup: %+v", cs)
+	}
+	want := fixturePod + "/app1"
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCadvisorCollector(c))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, mf := range mfs {
+		if mf.GetName() != "container_memory_working_set_bytes" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["container"] == "app" {
+				ids = append(ids, labels["id"])
+			}
+		}
+	}
+	if len(ids) != 1 || ids[0] != want {
+		t.Fatalf("container_memory_working_set_bytes{container=app} ids %q, want %q", ids, want)
 	}
 }
 
