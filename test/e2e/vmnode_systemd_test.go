@@ -66,6 +66,11 @@ func testV2NodeSystemd(t *testing.T, n *v2Node) {
 
 	t.Run("PodSlice", func(t *testing.T) { testV2NodePodSlice(t, n) })
 	t.Run("OOMKill", func(t *testing.T) { testV2NodeSystemdOOM(t, n) })
+	// No cgroup write failed on the way (the QoS slices' updates are logged
+	// as errors, not returned).
+	if out := n.guest(t, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E '^E[0-9]{4}.*(cgroup|systemd unit)' || true`); out != "" {
+		t.Fatalf("kernelet logged cgroup errors with the systemd driver:\n%s", out)
+	}
 }
 
 // writeGuestFile is a shell command that writes data to path in the guest.
@@ -119,6 +124,17 @@ func testV2NodePodSlice(t *testing.T, n *v2Node) {
 		}
 	}
 	t.Logf("systemctl show %s:\n%s", slice, show)
+	// The QoS slices are updated over D-Bus as pods come and go:
+	// kubepods-burstable.slice's cpu weight is its pods' cpu requests'
+	// (50m: 2), 1 without any.
+	burstableWeight := func(want string) {
+		t.Helper()
+		waitFor(t, 30*time.Second, "kubepods-burstable.slice CPUWeight="+want, func() (bool, error) {
+			out, err := n.Run(ctx, "systemctl show -p CPUWeight --value kubepods-burstable.slice; cat /sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/cpu.weight")
+			return err == nil && strings.TrimSpace(out) == want+"\n"+want, fmt.Errorf("%q %v", out, err)
+		})
+	}
+	burstableWeight("2")
 	status := n.guest(t, "systemctl status --no-pager --full --lines=0 kubepods.slice")
 	if !strings.Contains(status, slice) || !strings.Contains(status, "cri-containerd-"+cid+".scope") {
 		t.Fatalf("systemctl status kubepods.slice lists neither the pod slice nor the container's scope:\n%s", status)
@@ -140,6 +156,7 @@ func testV2NodePodSlice(t *testing.T, n *v2Node) {
 	})
 	t.Logf("pod deleted: gone from the API server in %v, its slice stopped and removed %v after the delete",
 		deleted.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	burstableWeight("1")
 }
 
 // testV2NodeSystemdOOM: a container allocating 64 MiB under a 32Mi limit
