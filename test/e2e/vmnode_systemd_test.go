@@ -188,12 +188,12 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 		t.Fatal(err)
 	}
 	var msgs []string
-	list := func() (bool, error) {
+	list := func() error { // the OOMKilling events of container app into msgs
 		evs, err := n.admin.CoreV1().Events(n.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
 			fields.OneTermEqualSelector("involvedObject.uid", string(created.UID)),
 			fields.OneTermEqualSelector("reason", "OOMKilling")).String()})
 		if err != nil {
-			return false, err
+			return err
 		}
 		msgs = msgs[:0]
 		for _, e := range evs.Items {
@@ -201,9 +201,14 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 				msgs = append(msgs, e.Message)
 			}
 		}
-		return len(msgs) > 0, fmt.Errorf("%d OOMKilling events of container app", len(msgs))
+		return nil
 	}
-	waitFor(t, 2*time.Minute, "OOMKilling event of the hog pod", list)
+	waitFor(t, 2*time.Minute, "OOMKilling event of the hog pod", func() (bool, error) {
+		if err := list(); err != nil {
+			return false, err
+		}
+		return len(msgs) > 0, fmt.Errorf("%d OOMKilling events of container app", len(msgs))
+	})
 	esc := strings.ReplaceAll(string(created.UID), "-", "_")
 	want := regexp.MustCompile(`^Memory limit of the container reached: killed process [0-9]+ \(testbox\) in memcg ` +
 		`/kubepods\.slice/kubepods-burstable\.slice/kubepods-burstable-pod` + esc + `\.slice/cri-containerd-[0-9a-f]{64}\.scope$`)
@@ -215,7 +220,7 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 		if err != nil {
 			return false, err
 		}
-		if _, err := list(); err != nil {
+		if err := list(); err != nil {
 			return false, err
 		}
 		counter := `kernelet_oom_kills_total{container="app",namespace="` + n.ns + `",pod="hog",scope="container"} ` + strconv.Itoa(len(msgs))
