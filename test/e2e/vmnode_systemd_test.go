@@ -226,9 +226,10 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 		counter := `kernelet_oom_kills_total{container="app",namespace="` + n.ns + `",pod="hog",scope="container"} ` + strconv.Itoa(len(msgs))
 		return strings.Contains(m, counter+"\n"), fmt.Errorf("no %s in:\n%s", counter, grepLines(m, "kernelet_oom_kills_total"))
 	})
-	// One kill, or more: with memory.oom.group=1 the kernel may mark
-	// several tasks of the container (seen: a second pid 20 ms after the
-	// first, likely a thread of the same process), and each is counted.
+	// One kill, or more: with memory.oom.group=1 the kernel kills the
+	// group's tasks again after the victim and may mark another thread of
+	// the dying process (seen: a second pid 20–30 ms after the first, in
+	// 3 of 6 runs); kernelet counts each (oom.Kill.Pid is the thread id).
 	for _, m := range msgs {
 		if !want.MatchString(m) {
 			t.Fatalf("OOMKilling events %q, want each matching %s", msgs, want)
