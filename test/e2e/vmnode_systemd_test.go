@@ -229,7 +229,7 @@ func testV2NodeSystemdOOM(t *testing.T, n *v2Node) {
 	// One kill, or more: with memory.oom.group=1 the kernel kills the
 	// group's tasks again after the victim and may mark another thread of
 	// the dying process (seen: a second pid 20–30 ms after the first, in
-	// 3 of 6 runs); kernelet counts each (oom.Kill.Pid is the thread id).
+	// 2 of 6 runs); kernelet counts each (oom.Kill.Pid is the thread id).
 	for _, m := range msgs {
 		if !want.MatchString(m) {
 			t.Fatalf("OOMKilling events %q, want each matching %s", msgs, want)
