@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 func init() {
 	register("vmnode up",
-		"[--kernelet bin/kernelet] [--mem MiB] [--console]  boot the cgroup v2 test node (systemd, containerd 2, kernelet standalone with deploy/config.yaml); print how to ssh in; Ctrl-C stops it and removes everything",
+		"[--kernelet bin/kernelet] [--mem MiB] [--console] [--cgroup-driver cgroupfs|systemd]  boot the cgroup v2 test node (systemd, containerd 2, kernelet standalone with deploy/config.yaml); print how to ssh in; Ctrl-C stops it and removes everything",
 		vmnodeUp)
 	register("vmnode down",
 		"[--run-id ID | --all]  kill the run's leftover node qemu ($KERNELET_TEST_RUN) by pid and remove its overlay and files, also after a crash",

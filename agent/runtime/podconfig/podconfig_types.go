@@ -69,8 +69,9 @@ type SandboxOptions struct {
 	// PodLogsDir is podLogsDir; "" means DefaultPodLogsDir.
 	PodLogsDir string
 	// CgroupParent is the pod's cgroup, an absolute path (the caller
-	// computes it with cgroups.PodCgroup). Required: a relative parent
-	// nests under containerd's own cgroup.
+	// computes it with cgroups.Layout.Pod: /kubepods/burstable/pod<uid>,
+	// or the pod slice's path under the systemd driver, as kubelet passes
+	// it). Required: a relative parent nests under containerd's own cgroup.
 	CgroupParent string
 	// ClusterDNS are clusterDNS, the cluster resolver IPs.
 	ClusterDNS []string
