@@ -34,7 +34,7 @@ import (
 // memory.max of the slice and of the container's cri-containerd-<id>.scope);
 // deleting the pod stops and removes the slice; an OOM kill in a
 // container is attributed to its pod and container (OOMKilling event) on
-// this layout.
+// this layout. At the end the node goes back to cgroupfs.
 func testV2NodeSystemd(t *testing.T, n *v2Node) {
 	containerd, err := vmnode.ContainerdConfig("systemd")
 	if err != nil {
@@ -56,13 +56,22 @@ func testV2NodeSystemd(t *testing.T, n *v2Node) {
 	}
 	t.Logf("mismatch refused: %s", line)
 
-	cfg := strings.Replace(v2NodeConfig, "cgroupDriver: cgroupfs", "cgroupDriver: systemd", 1)
-	start = time.Now()
-	n.guest(t, writeGuestFile(vmnode.KerneletConfig, []byte(cfg))+"\nsystemctl restart kernelet")
-	waitFor(t, 2*time.Minute, "kernelet running pods with the systemd driver", func() (bool, error) {
-		out, err := n.Run(t.Context(), `journalctl --no-pager -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E 'Using the cgroup driver|Running pods' | wc -l`)
-		return err == nil && strings.TrimSpace(out) == "2", fmt.Errorf("%q %v", out, err)
+	// Whatever happens here, the node goes back to cgroupfs for the
+	// subtests after this one.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		start := time.Now()
+		if err := n.setDriver(ctx, "cgroupfs", true); err != nil {
+			t.Errorf("the node back to cgroupfs: %v", err)
+			return
+		}
+		t.Logf("the node back to cgroupfs: kernelet running pods %v after containerd's restart", time.Since(start).Round(time.Millisecond))
 	})
+	start = time.Now()
+	if err := n.setDriver(t.Context(), "systemd", false); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("kernelet with cgroupDriver: systemd running pods %v after its restart", time.Since(start).Round(time.Millisecond))
 	n.waitReady(t, 2*time.Minute)
 	if got := n.guest(t, "systemctl show -p ActiveState,LoadState --value kubepods.slice kubepods-burstable.slice kubepods-besteffort.slice | grep -v '^$' | sort | uniq -c | sed 's/^ *//'"); got != "3 active\n3 loaded" {
@@ -302,4 +311,40 @@ func (n *v2Node) localMetrics(t *testing.T) (string, error) {
 		return string(b), fmt.Errorf("GET /metrics: %s %v", resp.Status, err)
 	}
 	return string(b), nil
+}
+
+// setDriver writes kernelet's configuration (v2NodeConfig) with the cgroup
+// driver and, with containerd, containerd's, restarts them (kernelet
+// restarts with containerd: Requires=) and waits until kernelet runs pods
+// with that driver.
+func (n *v2Node) setDriver(ctx context.Context, driver string, containerd bool) error {
+	cfg := strings.Replace(v2NodeConfig, "cgroupDriver: cgroupfs", "cgroupDriver: "+driver, 1)
+	script := writeGuestFile(vmnode.KerneletConfig, []byte(cfg)) + "\nsystemctl restart kernelet"
+	if containerd {
+		c, err := vmnode.ContainerdConfig(driver)
+		if err != nil {
+			return err
+		}
+		script = writeGuestFile(vmnode.KerneletConfig, []byte(cfg)) + "\n" + writeGuestFile(vmnode.ContainerdConfigPath, c) +
+			"\nsystemctl restart containerd"
+	}
+	if _, err := n.Run(ctx, script); err != nil {
+		return err
+	}
+	want := `cgroupDriver="` + driver + `"`
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := n.Run(ctx, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E 'Using the cgroup driver|Running pods' || true`)
+		if err == nil && strings.Count(out, "\n") == 2 && strings.Contains(out, want) && strings.Contains(out, "Running pods") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kernelet not running pods with %s after 2m: %q %v", want, out, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
