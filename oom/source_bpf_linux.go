@@ -40,6 +40,12 @@ func bpfKill(ctx context.Context, paths *cgroups.PathCache, h *cgroups.Hierarchi
 		ShmemRSSBytes: ev.ShmemRSSBytes, PgtablesBytes: ev.PgtablesBytes,
 		MemcgUsageBytes: ev.MemcgUsageBytes, MemcgLimitBytes: ev.MemcgLimitBytes}
 	k.Known = FieldPid
+	if ev.Known.Has(bpf.FieldTgid) && ev.Tgid > 0 {
+		// The process, as the kernel's "Killed process <pid>" line names
+		// it: with memory.oom.group the kernel may mark the same process
+		// again through another of its threads, which is one kill.
+		k.Pid = ev.Tgid
+	}
 	for _, f := range []struct {
 		b bpf.Fields
 		o Fields
