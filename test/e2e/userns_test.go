@@ -106,16 +106,17 @@ func TestUserNamespaces(t *testing.T) {
 		t.Fatalf("uid_map %v: want container 0 mapped to a non-zero range of %d host IDs", m, userns.DefaultIDsPerPod)
 	}
 	t.Logf("uid_map of the first pod: %v", m)
-	for script, want := range map[string]string{
-		"id -u; id -g":     "0\n0\n",
-		"cat /etc/cfg/key": "from-configmap",
-		"echo written > /scratch/f && cat /scratch/f":                                   "written\n",
-		"stat -c '%u:%g' /scratch/f":                                                    "0:0\n",
-		"wc -c < /proc/timer_list | tr -d ' '":                                          "0\n",  // masked (kubelet's default masked paths)
-		"awk '$5==\"/proc/sys\"{o=$6} END{print o}' /proc/self/mountinfo | cut -d, -f1": "ro\n", // read-only (kubelet's default read-only paths)
+	// In order: the file is written before its owner is read.
+	for _, step := range []struct{ script, want string }{
+		{"id -u; id -g", "0\n0\n"},
+		{"cat /etc/cfg/key", "from-configmap"},
+		{"echo written > /scratch/f && cat /scratch/f", "written\n"},
+		{"stat -c '%u:%g' /scratch/f", "0:0\n"},
+		{"wc -c < /proc/timer_list | tr -d ' '", "0\n"},                                           // masked (kubelet's default masked paths)
+		{"awk '$5==\"/proc/sys\"{o=$6} END{print o}' /proc/self/mountinfo | cut -d, -f1", "ro\n"}, // read-only (kubelet's default read-only paths)
 	} {
-		if out, err := c.execContainer(t, first, "app", script); err != nil || out != want {
-			t.Errorf("%q in the pod = %q (%v), want %q", script, out, err, want)
+		if out, err := c.execContainer(t, first, "app", step.script); err != nil || out != step.want {
+			t.Errorf("%q in the pod = %q (%v), want %q", step.script, out, err, step.want)
 		}
 	}
 	if out, err := c.execContainer(t, first, "unmasked", "wc -c < /proc/timer_list | tr -d ' '"); err != nil || out == "0\n" {
