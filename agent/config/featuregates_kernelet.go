@@ -45,7 +45,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"GRPCContainerProbeTLS":                  no("gRPC probes are plaintext (grpc.mode TLS is refused at admission)"),
 	"H2CContainerProbe":                      no("HTTP probes speak HTTP/1.1 (httpGet.protocol HTTP2 is refused at admission)"),
 	"ContainerRestartRules":                  yes("a container's restartPolicy and restartPolicyRules (action Restart) decide its restarts and the pod phase", "test/e2e.TestAgentRestartRules"),
-	"RestartAllContainersOnContainerExits":   no("a restart rule with the RestartAllContainers action is refused at admission"),
+	"RestartAllContainersOnContainerExits":   yes("a container's exit that matches a restart rule with action RestartAllContainers restarts every container of the pod in place, init containers first", "test/e2e.TestAgentRestartAllContainers"),
 	"KubeletCrashLoopBackOffMax":             no("the CrashLoopBackOff cap is kubelet's fixed 300 s (crashLoopBackOff.maxContainerRestartPeriod is refused)"),
 	"ReduceDefaultCrashLoopBackOffDecay":     no("CrashLoopBackOff starts at 10 s and doubles to 300 s"),
 	"ContainerStopSignals":                   no("lifecycle.stopSignal is refused at admission"),

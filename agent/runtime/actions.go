@@ -115,7 +115,18 @@ type BackoffChecker interface {
 //     are never restarted and never keep a pod running.
 //   - Containers the spec does not name, and running ones of older
 //     sandboxes, are killed.
+//   - After a container exited with a RestartAllContainers rule, the
+//     instances created before (RestartAllAt) are out of the plan
+//     (SinceRestartAll): the pod starts again from its first init
+//     container, and those still running are killed at once.
 func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff BackoffChecker) PodActions {
+	a := computePodActions(pod, SinceRestartAll(pod, st), backoff)
+	restartAllKills(pod, st, &a)
+	return a
+}
+
+// computePodActions is ComputePodActions on the containers of pod's plan.
+func computePodActions(pod *v1.Pod, st *PodStatus, backoff BackoffChecker) PodActions {
 	a := PodActions{ContainersToKill: map[string]KillInfo{}, BackOff: map[string]Waiting{}}
 	sb := st.Sandbox()
 	changed, reason := sandboxChanged(pod, st)

@@ -275,8 +275,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
-	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
-	a = HoldForStartup(pod, st, a, opts.NotStarted)
+	plan := SinceRestartAll(pod, st) // without what a RestartAllContainers reset left behind
+	a = KillUnhealthy(pod, plan, a, opts.Unhealthy, m.clock.Now(), m.backoff)
+	a = HoldForStartup(pod, plan, a, opts.NotStarted)
 	r.Actions = a
 	for name, w := range a.BackOff {
 		r.Waiting[name] = w
@@ -295,6 +296,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		}
 	} else {
 		m.killContainers(ctx, pod, a.ContainersToKill, nil, nil, r)
+		if resetFailed(a, r) {
+			return r // nothing restarts while an instance from before the reset runs
+		}
 	}
 	if a.InitFailed != "" {
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
@@ -361,6 +365,22 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		m.startEphemeral(ctx, pod, &pod.Spec.EphemeralContainers[i], st, sandboxID, sbCfg, podIPs, opts.Container, r)
 	}
 	return r
+}
+
+// resetFailed tells whether the kill of a container stopped by a
+// RestartAllContainers reset failed in r.
+func resetFailed(a PodActions, r *SyncResult) bool {
+	for id, k := range a.ContainersToKill {
+		if k.Reason != KillReasonRestartAll {
+			continue
+		}
+		for _, s := range r.Steps {
+			if s.Action == ActionKillContainer && s.Target == k.Name+" "+id && s.Err != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runSandbox creates pod's sandbox with sbOpts, once the network is ready
@@ -504,8 +524,8 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) (*Waiting, error) {
-	restartCount := nextRestartCount(st, c.Name)
-	if prev := newestExited(st, c.Name); prev != nil {
+	restartCount := nextRestartCount(st, c.Name) // counts go on across a RestartAllContainers reset
+	if prev := newestExited(SinceRestartAll(pod, st), c.Name); prev != nil {
 		// A restart (after an exit, or a kill by a failed probe): the next
 		// exit waits longer, whether this start succeeds or not (kubelet's).
 		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.FinishedAt)

@@ -21,6 +21,7 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 	v1.PodInitialized:            true,
 	v1.ContainersReady:           true,
 	v1.PodReady:                  true,
+	v1.AllContainersRestarting:   true,
 }
 
 // MergeStatus is the status to send for a pod whose API server status is
