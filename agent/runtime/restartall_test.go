@@ -219,6 +219,21 @@ func TestToAPIStatusRestartAll(t *testing.T) {
 			}
 		}
 	})
+	t.Run("the instance before the reset collected: the reported last state stays", func(t *testing.T) {
+		reported := pod.DeepCopy()
+		initAgain := exited(pod, "i2", "init", 0, s(13), s(14), 1)
+		reported.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "init", ContainerID: "containerd://i2",
+			LastTerminationState: v1.ContainerState{Terminated: terminated(initDone, "containerd")}}}
+		st := ToAPIStatus(reported, statusOf(pod, initAgain), now, StatusInputs{})
+		if got := findStatus(st.InitContainerStatuses, "init"); !reflect.DeepEqual(got.LastTerminationState.Terminated, terminated(initDone, "containerd")) {
+			t.Errorf("last state of init = %+v, want the reported one", got.LastTerminationState.Terminated)
+		}
+		reported.Status.InitContainerStatuses[0].ContainerID = "containerd://i1" // another instance's
+		st = ToAPIStatus(reported, statusOf(pod, initAgain), now, StatusInputs{})
+		if got := findStatus(st.InitContainerStatuses, "init"); got.LastTerminationState.Terminated != nil {
+			t.Errorf("last state of init = %+v, want none (the reported one is another instance's)", got.LastTerminationState.Terminated)
+		}
+	})
 	t.Run("no condition for a pod without RestartAllContainers rules", func(t *testing.T) {
 		plain := testPod(v1.RestartPolicyNever, nil, nil, "app")
 		for _, c := range ToAPIStatus(plain, statusOf(plain, running(plain, "a1", "app", s(0), 0)), now, StatusInputs{}).Conditions {

@@ -228,6 +228,8 @@ func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInput
 	out.RestartCount = int32(cur.RestartCount)
 	if len(hist) > 1 && hist[1].State == ContainerExited {
 		out.LastTerminationState.Terminated = terminated(hist[1], scheme)
+	} else if len(hist) == 1 {
+		out.LastTerminationState.Terminated = keptLastState(pod, c.Name, out.ContainerID)
 	}
 	if resetting {
 		out.RestartCount++
@@ -262,6 +264,22 @@ func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInput
 		}
 	}
 	return out
+}
+
+// keptLastState is the last state pod's status already reports for its
+// container name when that status is of the same instance id: the
+// runtime no longer holds the instance before it (the container garbage
+// collector keeps only the newest dead one, which may be id itself), and
+// what was reported of it stays, as kubelet keeps it. nil otherwise.
+func keptLastState(pod *v1.Pod, name, id string) *v1.ContainerStateTerminated {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == name && cs.ContainerID == id && cs.LastTerminationState.Terminated != nil {
+				return cs.LastTerminationState.Terminated.DeepCopy()
+			}
+		}
+	}
+	return nil
 }
 
 // initContainerDone tells whether an init container no longer holds the
