@@ -20,7 +20,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"ExtendWebSocketsToKubelet":            yes("exec and attach over WebSocket v5 are translated to the runtime's SPDY, port-forward tunnelled over WebSocket is unwrapped", "agent/streaming.TestTranslatorSessions"),
 	"KubeletRegistrationGetOnExistsOnly":   yes("registration fails when creating the Node is forbidden (kubelet's default gets the Node then)", ""),
 	"DisableNodeKubeProxyVersion":          yes("status.nodeInfo.kubeProxyVersion stays empty", "status/node.TestNewNode"),
-	"NodeDeclaredFeatures":                 no("status.declaredFeatures is not published and pods are not admitted on it"),
+	"NodeDeclaredFeatures":                 yes("status.declaredFeatures lists the features of kubelet's registry whose gates kernelet implements and enables (the scheduler places pods needing one only there); a pod needing another is refused at admission by its fields", "test/e2e.TestClusterRestartAllContainers"),
 	"NodeLogQuery":                         no("no node log query on /logs (enableSystemLogQuery is refused)"),
 	"ContainerCheckpoint":                  no("no /checkpoint endpoint"),
 	"PodsAPI":                              no("no gRPC pods API"),
