@@ -528,7 +528,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if prev := newestExited(SinceRestartAll(pod, st), c.Name); prev != nil {
 		// A restart (after an exit, or a kill by a failed probe): the next
 		// exit waits longer, whether this start succeeds or not (kubelet's).
-		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.FinishedAt)
+		m.backoff.Restarted(ContainerBackoffKey(pod, c), prev.FinishedAt)
 	}
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
