@@ -116,8 +116,8 @@ type BackoffChecker interface {
 //   - Containers the spec does not name, and running ones of older
 //     sandboxes, are killed.
 //   - After a container exited with a RestartAllContainers rule, the
-//     instances created before (RestartAllAt) are out of the plan
-//     (SinceRestartAll): the pod starts again from its first init
+//     instances of the epochs before (RestartAllEpoch) are out of the
+//     plan (SinceRestartAll): the pod starts again from its first init
 //     container, and those still running are killed at once.
 func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff BackoffChecker) PodActions {
 	a := computePodActions(pod, SinceRestartAll(pod, st), backoff)

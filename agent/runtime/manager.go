@@ -536,6 +536,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	opts := base
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
+	opts.RestartAllEpoch, _ = RestartAllEpoch(pod, st)
 	opts.PodIPs = podIPs
 	if m.svcs != nil {
 		svcs, err := m.svcs()

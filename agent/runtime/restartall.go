@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,12 +20,20 @@ import (
 //
 // Kubelet removes the pod's containers from the runtime and carries their
 // restart counts and last states over in its status manager. kernelet
-// keeps them: the reset is a point in time, the exit of the container
-// that triggered it (RestartAllAt), and the instances created before it
-// are out of the pod's plan (SinceRestartAll) while they stay in its
-// history — restart counts go on from them, and they are the last state
-// of the new instances. Everything is read back from the runtime, so an
-// agent restart in the middle of a reset picks it up where it was.
+// keeps them and counts resets: every container it creates carries the
+// pod's reset count then, its epoch (podconfig.AnnotationRestartAllEpoch).
+// A trigger — an exited instance whose code makes it restart all
+// (podutil.RestartsAll) — opens the epoch after its own; the pod is in
+// the highest epoch its instances have or open (RestartAllEpoch). The
+// instances of older epochs are out of its plan (SinceRestartAll) while
+// they stay in its history: restart counts go on from them, and they are
+// the last state of the new instances. A container the reset kills only
+// reopens the epoch it is stopped for, so it never triggers another
+// reset, whatever its rules say of the code it was killed with; and a
+// container created after the trigger's exit but before the reset is
+// still of the old epoch, so the reset restarts it too. Everything is
+// read back from the runtime, so an agent restart in the middle of a
+// reset picks it up where it was.
 
 // Reasons and messages of a pod restarting all its containers, as kubelet
 // reports them.
@@ -45,67 +52,59 @@ const (
 	KillReasonRestartAll = "RestartAllContainers"
 )
 
-// RestartAllAt is the time of pod's latest RestartAllContainers reset in
-// its runtime status st, and the container that triggered it; zero when
-// none. A trigger is an exited container instance (regular or init, any
-// sandbox) whose exit code makes it restart all (podutil.RestartsAll).
-// Taken in the order they exited, an instance created before the reset
-// in force is not a trigger: it ran when that reset began, and stopped
-// for it or with it — a container the reset kills never triggers another
-// reset, whatever its rules say of the code it was killed with.
-func RestartAllAt(pod *v1.Pod, st *PodStatus) (time.Time, string) {
+// RestartAllEpoch is pod's RestartAllContainers epoch in its runtime
+// status st — the number of resets it went through, as the epochs its
+// container instances were created in and the triggers among them say —
+// and the container whose exit opened it ("" at epoch 0, or when that
+// instance is gone).
+func RestartAllEpoch(pod *v1.Pod, st *PodStatus) (int, string) {
 	if st == nil || !podutil.MayRestartAll(&pod.Spec) {
-		return time.Time{}, ""
+		return 0, ""
 	}
-	var cands []*ContainerStatus
+	epoch, by := 0, ""
 	for _, c := range st.Containers {
-		if c.State != ContainerExited || c.FinishedAt.IsZero() {
+		epoch = max(epoch, c.RestartAllEpoch)
+	}
+	for _, c := range st.Containers {
+		if c.State != ContainerExited {
 			continue
 		}
-		if spec := specContainer(pod, c.Name); spec != nil && podutil.RestartsAll(spec, c.ExitCode) {
-			cands = append(cands, c)
+		if spec := specContainer(pod, c.Name); spec != nil && podutil.RestartsAll(spec, c.ExitCode) && c.RestartAllEpoch+1 >= epoch {
+			epoch, by = c.RestartAllEpoch+1, c.Name
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b *ContainerStatus) int { return a.FinishedAt.Compare(b.FinishedAt) })
-	var at time.Time
-	var by string
-	for _, c := range cands {
-		if at.IsZero() || c.CreatedAt.After(at) {
-			at, by = c.FinishedAt, c.Name
-		}
-	}
-	return at, by
+	return epoch, by
 }
 
-// SinceRestartAll is st as pod's plan sees it: without the container
-// instances created before its latest RestartAllContainers reset
-// (RestartAllAt), as if the reset had removed them. It is st itself when
+// SinceRestartAll is st as pod's plan sees it: only the container
+// instances of its current RestartAllContainers epoch (RestartAllEpoch),
+// as if the resets had removed the older ones. It is st itself when
 // there was no reset.
 func SinceRestartAll(pod *v1.Pod, st *PodStatus) *PodStatus {
-	at, _ := RestartAllAt(pod, st)
-	if at.IsZero() {
+	epoch, _ := RestartAllEpoch(pod, st)
+	if epoch == 0 {
 		return st
 	}
 	out := *st
 	out.Containers = nil
 	for _, c := range st.Containers {
-		if c.CreatedAt.After(at) {
+		if c.RestartAllEpoch == epoch {
 			out.Containers = append(out.Containers, c)
 		}
 	}
 	return &out
 }
 
-// restartAllKills adds to a the kills of pod's reset: every instance from
-// before the reset that has not exited stops at once (grace 0).
+// restartAllKills adds to a the kills of pod's reset: every instance of
+// an older epoch that has not exited stops at once (grace 0).
 func restartAllKills(pod *v1.Pod, st *PodStatus, a *PodActions) {
-	at, by := RestartAllAt(pod, st)
-	if at.IsZero() {
+	epoch, by := RestartAllEpoch(pod, st)
+	if epoch == 0 {
 		return
 	}
 	zero := time.Duration(0)
 	for _, c := range st.Containers {
-		if c.CreatedAt.After(at) || c.State == ContainerExited {
+		if c.RestartAllEpoch == epoch || c.State == ContainerExited {
 			continue
 		}
 		a.ContainersToKill[c.ID] = KillInfo{Name: c.Name, Reason: KillReasonRestartAll, Container: c, Grace: &zero,
@@ -114,17 +113,17 @@ func restartAllKills(pod *v1.Pod, st *PodStatus, a *PodActions) {
 }
 
 // restartingAll lists the containers of pod whose newest instance in st
-// is from before its latest reset and exited: they wait for the reset to
-// start them again (nil when there is no reset).
+// is of an older epoch and exited: they wait for the reset to start them
+// again (nil when there is no reset).
 func restartingAll(pod *v1.Pod, st *PodStatus) map[string]bool {
-	at, _ := RestartAllAt(pod, st)
-	if at.IsZero() {
+	epoch, _ := RestartAllEpoch(pod, st)
+	if epoch == 0 {
 		return nil
 	}
 	out := map[string]bool{}
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if c := st.FindContainer(list[i].Name); c != nil && !c.CreatedAt.After(at) && c.State == ContainerExited {
+			if c := st.FindContainer(list[i].Name); c != nil && c.RestartAllEpoch < epoch && c.State == ContainerExited {
 				out[list[i].Name] = true
 			}
 		}
@@ -133,8 +132,8 @@ func restartingAll(pod *v1.Pod, st *PodStatus) map[string]bool {
 }
 
 // allContainersRestarting is pod's AllContainersRestarting condition at
-// now, for a pod in phase: True from the reset until every instance from
-// before it has stopped (kubelet: until they are removed); False once the
+// now, for a pod in phase: True from the reset until every instance of an
+// older epoch has stopped (kubelet: until they are removed); False once the
 // pod is done (reason PodCompleted or PodFailed) or otherwise.
 func allContainersRestarting(pod *v1.Pod, st *PodStatus, phase v1.PodPhase, now time.Time) v1.PodCondition {
 	c := v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)}
@@ -146,12 +145,9 @@ func allContainersRestarting(pod *v1.Pod, st *PodStatus, phase v1.PodPhase, now 
 		c.Reason = "PodFailed"
 		return c
 	}
-	at, _ := RestartAllAt(pod, st)
-	if at.IsZero() {
-		return c
-	}
+	epoch, _ := RestartAllEpoch(pod, st)
 	for _, ctr := range st.Containers {
-		if !ctr.CreatedAt.After(at) && ctr.State != ContainerExited {
+		if ctr.RestartAllEpoch < epoch && ctr.State != ContainerExited {
 			c.Status, c.Reason, c.Message = v1.ConditionTrue, ReasonRestartAllContainersStarted, MessageRestartAllContainersStarted
 			break
 		}

@@ -47,41 +47,51 @@ func running(pod *v1.Pod, id, name string, created time.Time, restarts int) *Con
 	return c
 }
 
+// inEpoch sets c's RestartAllContainers epoch.
+func inEpoch(epoch int, c *ContainerStatus) *ContainerStatus {
+	c.RestartAllEpoch = epoch
+	return c
+}
+
 func statusOf(pod *v1.Pod, cs ...*ContainerStatus) *PodStatus {
 	return &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Sandboxes: []*SandboxStatus{readySandbox()}, Containers: cs}
 }
 
-func TestRestartAllAt(t *testing.T) {
+func TestRestartAllEpoch(t *testing.T) {
 	pod := resetPod()
 	notIn := resetPod()
 	notIn.Spec.Containers[1].RestartPolicy, notIn.Spec.Containers[1].RestartPolicyRules = policyOf(v1.ContainerRestartPolicyNever), allNotIn0
 	plain := testPod(v1.RestartPolicyNever, nil, nil, "source")
 	s := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 	tests := map[string]struct {
-		pod    *v1.Pod
-		st     *PodStatus
-		wantAt time.Time
-		wantBy string
+		pod       *v1.Pod
+		st        *PodStatus
+		wantEpoch int
+		wantBy    string
 	}{
 		"nothing exited": {pod: pod, st: statusOf(pod, running(pod, "s1", "source", s(0), 0))},
 		"exit code of no rule": {pod: pod,
 			st: statusOf(pod, exited(pod, "s1", "source", 1, s(0), s(5), 0))},
-		"the exit of a rule's code": {pod: pod, wantAt: s(5), wantBy: "source",
+		"the exit of a rule's code opens epoch 1": {pod: pod, wantEpoch: 1, wantBy: "source",
 			st: statusOf(pod, running(pod, "r1", "regular", s(0), 0), exited(pod, "s1", "source", 42, s(0), s(5), 0))},
+		"a container created after the trigger's exit is still of epoch 0": {pod: pod, wantEpoch: 1, wantBy: "source",
+			st: statusOf(pod, running(pod, "r1", "regular", s(6), 0), exited(pod, "s1", "source", 42, s(0), s(5), 0))},
 		"a pod without RestartAllContainers rules": {pod: plain,
 			st: statusOf(plain, exited(plain, "s1", "source", 42, s(0), s(5), 0))},
-		"a container the reset killed triggers nothing": {pod: notIn, wantAt: s(5), wantBy: "source",
-			st: statusOf(notIn, running(notIn, "s2", "source", s(8), 1), exited(notIn, "r1", "regular", 137, s(0), s(7), 0),
+		"a container the reset killed triggers nothing": {pod: notIn, wantEpoch: 1, wantBy: "source",
+			st: statusOf(notIn, inEpoch(1, running(notIn, "s2", "source", s(8), 1)), exited(notIn, "r1", "regular", 137, s(0), s(7), 0),
 				exited(notIn, "s1", "source", 42, s(0), s(5), 0))},
-		"a later exit of a new instance is a new reset": {pod: notIn, wantAt: s(20), wantBy: "regular",
-			st: statusOf(notIn, exited(notIn, "r2", "regular", 3, s(9), s(20), 1), running(notIn, "s2", "source", s(8), 1),
+		"the trigger collected: the epoch stays": {pod: notIn, wantEpoch: 1,
+			st: statusOf(notIn, inEpoch(1, running(notIn, "s2", "source", s(8), 1)), inEpoch(1, running(notIn, "r2", "regular", s(8), 1)))},
+		"an exit in the new epoch is a new reset": {pod: notIn, wantEpoch: 2, wantBy: "regular",
+			st: statusOf(notIn, inEpoch(1, exited(notIn, "r2", "regular", 3, s(9), s(20), 1)), inEpoch(1, running(notIn, "s2", "source", s(8), 1)),
 				exited(notIn, "r1", "regular", 137, s(0), s(7), 0), exited(notIn, "s1", "source", 42, s(0), s(5), 0))},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			at, by := RestartAllAt(tc.pod, tc.st)
-			if !at.Equal(tc.wantAt) || by != tc.wantBy {
-				t.Errorf("RestartAllAt = %v %q, want %v %q", at, by, tc.wantAt, tc.wantBy)
+			epoch, by := RestartAllEpoch(tc.pod, tc.st)
+			if epoch != tc.wantEpoch || by != tc.wantBy {
+				t.Errorf("RestartAllEpoch = %d %q, want %d %q", epoch, by, tc.wantEpoch, tc.wantBy)
 			}
 		})
 	}
@@ -119,12 +129,16 @@ func TestComputePodActionsRestartAll(t *testing.T) {
 			st:   statusOf(pod, exited(pod, "c1", "sidecar", 137, s(2), s(12), 0), exited(pod, "r1", "regular", 137, s(3), s(12), 0), source, initDone),
 			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0}}},
 		"the init container ran again: the sidecar and the containers start, without back-off": {pod: pod,
-			st: statusOf(pod, exited(pod, "i2", "init", 0, s(13), s(14), 1),
+			st: statusOf(pod, inEpoch(1, exited(pod, "i2", "init", 0, s(13), s(14), 1)),
 				exited(pod, "c1", "sidecar", 137, s(2), s(12), 0), exited(pod, "r1", "regular", 137, s(3), s(12), 0), source, initDone),
 			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{1}, ContainersToStart: []int{0, 1}}},
+		"a container started after the trigger's exit is killed too": {pod: pod,
+			st: statusOf(pod, running(pod, "r1", "regular", s(11), 0), source, running(pod, "c1", "sidecar", s(2), 0), initDone),
+			want: PodActions{SandboxID: "sb1", InitContainersToStart: []int{0},
+				ContainersToKill: map[string]KillInfo{"c1": kill(running(pod, "c1", "sidecar", s(2), 0)), "r1": kill(running(pod, "r1", "regular", s(11), 0))}}},
 		"all run again: nothing to do": {pod: pod,
-			st: statusOf(pod, running(pod, "s2", "source", s(15), 1), running(pod, "r2", "regular", s(15), 1), running(pod, "c2", "sidecar", s(15), 1),
-				exited(pod, "i2", "init", 0, s(13), s(14), 1),
+			st: statusOf(pod, inEpoch(1, running(pod, "s2", "source", s(15), 1)), inEpoch(1, running(pod, "r2", "regular", s(15), 1)),
+				inEpoch(1, running(pod, "c2", "sidecar", s(15), 1)), inEpoch(1, exited(pod, "i2", "init", 0, s(13), s(14), 1)),
 				exited(pod, "c1", "sidecar", 137, s(2), s(12), 0), exited(pod, "r1", "regular", 137, s(3), s(12), 0), source, initDone),
 			want: PodActions{SandboxID: "sb1"}},
 		"an init container's exit: the sidecar is killed and the init sequence starts over": {pod: initPod,
@@ -207,8 +221,9 @@ func TestToAPIStatusRestartAll(t *testing.T) {
 		}
 	})
 	t.Run("all run again: counts go on, the last state is the instance before the reset", func(t *testing.T) {
-		st := ToAPIStatus(pod, statusOf(pod, running(pod, "s2", "source", s(15), 1), running(pod, "r2", "regular", s(15), 1), running(pod, "c2", "sidecar", s(15), 1),
-			exited(pod, "i2", "init", 0, s(13), s(14), 1), killedSidecar, killedRegular, source, initDone), now, StatusInputs{})
+		st := ToAPIStatus(pod, statusOf(pod, inEpoch(1, running(pod, "s2", "source", s(15), 1)), inEpoch(1, running(pod, "r2", "regular", s(15), 1)),
+			inEpoch(1, running(pod, "c2", "sidecar", s(15), 1)), inEpoch(1, exited(pod, "i2", "init", 0, s(13), s(14), 1)),
+			killedSidecar, killedRegular, source, initDone), now, StatusInputs{})
 		if got := condOf(st); got.Status != v1.ConditionFalse {
 			t.Errorf("condition = %+v, want False", got)
 		}
@@ -221,7 +236,7 @@ func TestToAPIStatusRestartAll(t *testing.T) {
 	})
 	t.Run("the instance before the reset collected: the reported last state stays", func(t *testing.T) {
 		reported := pod.DeepCopy()
-		initAgain := exited(pod, "i2", "init", 0, s(13), s(14), 1)
+		initAgain := inEpoch(1, exited(pod, "i2", "init", 0, s(13), s(14), 1))
 		reported.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "init", ContainerID: "containerd://i2",
 			LastTerminationState: v1.ContainerState{Terminated: terminated(initDone, "containerd")}}}
 		st := ToAPIStatus(reported, statusOf(pod, initAgain), now, StatusInputs{})
