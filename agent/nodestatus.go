@@ -6,6 +6,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/internal/kubeversion"
 	"github.com/kernelet/kernelet/status/node"
@@ -32,6 +33,10 @@ func (a *Agent) newNodeController() (*node.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	declared, err := config.DeclaredFeatures(&a.opts.Config.Kubelet, kubeversion.Get())
+	if err != nil {
+		return nil, err
+	}
 	hb, closeIdle, err := node.HeartbeatClient(a.clients.Config, &a.opts.Config.Kubelet)
 	if err != nil {
 		return nil, err
@@ -44,6 +49,7 @@ func (a *Agent) newNodeController() (*node.Controller, error) {
 		NodeLabels:                 a.opts.NodeLabels,
 		Machine:                    m,
 		KubeletVersion:             kv,
+		DeclaredFeatures:           declared,
 		Client:                     a.clients.Main,
 		HeartbeatClient:            hb,
 		OnRepeatedHeartbeatFailure: closeIdle,

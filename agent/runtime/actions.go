@@ -115,7 +115,18 @@ type BackoffChecker interface {
 //     are never restarted and never keep a pod running.
 //   - Containers the spec does not name, and running ones of older
 //     sandboxes, are killed.
+//   - After a container exited with a RestartAllContainers rule, the
+//     instances of the epochs before (RestartAllEpoch) are out of the
+//     plan (SinceRestartAll): the pod starts again from its first init
+//     container, and those still running are killed at once.
 func ComputePodActions(pod *v1.Pod, st *PodStatus, now time.Time, backoff BackoffChecker) PodActions {
+	a := computePodActions(pod, SinceRestartAll(pod, st), backoff)
+	restartAllKills(pod, st, &a)
+	return a
+}
+
+// computePodActions is ComputePodActions on the containers of pod's plan.
+func computePodActions(pod *v1.Pod, st *PodStatus, backoff BackoffChecker) PodActions {
 	a := PodActions{ContainersToKill: map[string]KillInfo{}, BackOff: map[string]Waiting{}}
 	sb := st.Sandbox()
 	changed, reason := sandboxChanged(pod, st)
@@ -288,14 +299,14 @@ type containerPlan struct {
 	a       *PodActions
 }
 
-// restart decides for an exited container whether to restart now,
-// recording a CrashLoopBackOff hold.
-func (p *containerPlan) restart(c *ContainerStatus) bool {
+// restart decides for c, an exited instance of spec container spec,
+// whether to restart now, recording a CrashLoopBackOff hold.
+func (p *containerPlan) restart(c *ContainerStatus, spec *v1.Container) bool {
 	if p.backoff == nil {
 		return true
 	}
 	pod, a := p.pod, p.a
-	held, d := p.backoff.Held(BackoffKey{UID: pod.UID, Name: c.Name}, c.FinishedAt)
+	held, d := p.backoff.Held(ContainerBackoffKey(pod, spec), c.FinishedAt)
 	if held {
 		a.BackOff[c.Name] = Waiting{Reason: ReasonCrashLoopBackOff, Message: CrashLoopMessage(d, c.Name, pod.Name, pod.Namespace, pod.UID)}
 		if until := c.FinishedAt.Add(d); a.RetryAt.IsZero() || until.Before(a.RetryAt) {
@@ -376,7 +387,7 @@ func (p *containerPlan) initContainers(appStarted bool) (initDone, failed bool) 
 				if start {
 					a.InitContainersToStart = append(a.InitContainersToStart, i)
 				}
-			} else if p.restart(s) { // exited: sidecars always restart
+			} else if p.restart(s, ic) { // exited: sidecars always restart
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 			} else if !appStarted {
 				blocked = true
@@ -412,7 +423,7 @@ func (p *containerPlan) initContainers(appStarted bool) (initDone, failed bool) 
 				a.KillPod = true
 				return false, true
 			}
-			if p.restart(s) {
+			if p.restart(s, ic) {
 				a.InitContainersToStart = append(a.InitContainersToStart, i)
 			}
 		}
@@ -439,7 +450,7 @@ func (p *containerPlan) appContainers() {
 			if start {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
-		} else if shouldRestart(pod, c, s) && p.restart(s) { // exited
+		} else if shouldRestart(pod, c, s) && p.restart(s, c) { // exited
 			a.ContainersToStart = append(a.ContainersToStart, i)
 		}
 	}

@@ -53,6 +53,8 @@ func readySandbox() *SandboxStatus {
 
 func TestComputePodActions(t *testing.T) {
 	app := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	newImage := app.DeepCopy()
+	newImage.Spec.Containers[0].Image = "img:2"
 	appOnFailure := testPod(v1.RestartPolicyOnFailure, nil, nil, "app")
 	twoOnFailure := testPod(v1.RestartPolicyOnFailure, nil, nil, "app", "app2")
 	appNever := testPod(v1.RestartPolicyNever, nil, nil, "app")
@@ -124,6 +126,9 @@ func TestComputePodActions(t *testing.T) {
 			st: st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
 			want: PodActions{SandboxID: "sb1", BackOff: map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s restarting failed container=app pod=web_default(uid-1)"}},
 				RetryAt: t0.Add(-3*time.Second + 2*time.Second + 10*time.Second)}},
+		{name: "crash loop: the image changed, the back-off starts over", pod: newImage, backoff: true, crashedBefore: true,
+			st:   st(newImage, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-3*time.Second))),
+			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
 		{name: "crash loop: back-off expired", pod: app, backoff: true, crashedBefore: true,
 			st:   st(app, []*SandboxStatus{readySandbox()}, ctr(app, "c1", "app", ContainerExited, 1, t0.Add(-20*time.Second))),
 			want: PodActions{SandboxID: "sb1", ContainersToStart: []int{0}}},
@@ -169,7 +174,7 @@ func TestComputePodActions(t *testing.T) {
 				bo := NewBackoff(clocktesting.NewFakeClock(t0))
 				if tc.crashedBefore {
 					// An earlier instance exited and was restarted at once.
-					bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app"}, t0.Add(-time.Hour+time.Second))
+					bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app", Image: "img:1"}, t0.Add(-time.Hour+time.Second))
 				}
 				b = bo
 			}

@@ -5,19 +5,28 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 )
 
-// BackoffKey identifies a container of a pod whose restarts are backed off.
+// BackoffKey identifies a container of a pod whose restarts are backed off,
+// with its image as kubelet keys it (the spec hash of name and image): a
+// container whose image changed starts its CrashLoopBackOff over.
 type BackoffKey struct {
-	UID  types.UID
-	Name string
+	UID   types.UID
+	Name  string
+	Image string
+}
+
+// ContainerBackoffKey is the key of spec container c of pod.
+func ContainerBackoffKey(pod *v1.Pod, c *v1.Container) BackoffKey {
+	return BackoffKey{UID: pod.UID, Name: c.Name, Image: c.Image}
 }
 
 // String is the key's flowcontrol id.
-func (k BackoffKey) String() string { return string(k.UID) + "_" + k.Name }
+func (k BackoffKey) String() string { return string(k.UID) + "_" + k.Name + "_" + k.Image }
 
 // Backoff is kubelet's two back-offs, both client-go's flowcontrol.Backoff
 // (10 s doubling to 300 s, no jitter) as kubelet builds them:

@@ -29,12 +29,13 @@ func ActiveDeadline(pod *v1.Pod, start time.Time) (deadline time.Time, ok bool) 
 
 // WithFailed returns st as kubelet reports a pod that the node failed
 // (past its deadline, evicted): phase Failed with reason and message, and
-// ContainersReady and Ready False with reason PodFailed.
+// ContainersReady, Ready and AllContainersRestarting (when there) False
+// with reason PodFailed.
 func WithFailed(st v1.PodStatus, reason, message string, now time.Time) v1.PodStatus {
 	st = *st.DeepCopy()
 	st.Phase, st.Reason, st.Message = v1.PodFailed, reason, message
 	for i, c := range st.Conditions {
-		if (c.Type == v1.ContainersReady || c.Type == v1.PodReady) && (c.Status != v1.ConditionFalse || c.Reason != "PodFailed") {
+		if (c.Type == v1.ContainersReady || c.Type == v1.PodReady || c.Type == v1.AllContainersRestarting) && (c.Status != v1.ConditionFalse || c.Reason != "PodFailed") {
 			st.Conditions[i] = v1.PodCondition{Type: c.Type, Status: v1.ConditionFalse, Reason: "PodFailed",
 				LastTransitionTime: metav1.NewTime(now)}
 		}

@@ -4,7 +4,10 @@
 // It owns:
 //   - what to do for a pod, decided purely from its spec and its runtime
 //     status (actions.go: ComputePodActions; unhealthy.go: containers
-//     killed for failed probes; deadline.go: Deadlines, which pods went
+//     killed for failed probes; restartall.go: a pod restarting all its
+//     containers in place after a RestartAllContainers rule matched, its
+//     plan without the instances from before and their statuses meanwhile;
+//     deadline.go: Deadlines, which pods went
 //     past activeDeadlineSeconds and when the next one does, and their
 //     Failed status; readiness.go: WithReadiness, a status with the
 //     readiness the probes say now; resize.go: ComputeResize, the

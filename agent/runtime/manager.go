@@ -311,11 +311,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
 	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
-	a = KillUnhealthy(pod, st, a, opts.Unhealthy, m.clock.Now(), m.backoff)
-	a = HoldForStartup(pod, st, a, opts.NotStarted)
+	cur := SinceRestartAll(pod, st) // without what a RestartAllContainers reset left behind
+	a = KillUnhealthy(pod, cur, a, opts.Unhealthy, m.clock.Now(), m.backoff)
+	a = HoldForStartup(pod, cur, a, opts.NotStarted)
 	var plan ResizePlan
 	if m.act != nil {
-		plan = ComputeResize(pod, st, m.actuatedOf(pod), &a)
+		plan = ComputeResize(pod, cur, m.actuatedOf(pod), &a)
 	}
 	r.Actions = a
 	r.Resize = plan
@@ -336,6 +337,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		}
 	} else {
 		m.killContainers(ctx, pod, a.ContainersToKill, nil, nil, r)
+		if resetFailed(a, r) {
+			return r // nothing restarts while an instance from before the reset runs
+		}
 	}
 	if a.InitFailed != "" {
 		r.step(ActionStartContainer, a.InitFailed, fmt.Errorf("%s: %w", a.InitFailed, ErrInitContainerFailed), "")
@@ -460,6 +464,22 @@ func (m *Manager) startAll(ctx context.Context, pod *v1.Pod, st *PodStatus, a Po
 		m.startEphemeral(ctx, pod, ec, st, sandboxID, sbCfg, podIPs, base, r)
 	}
 	return r
+}
+
+// resetFailed tells whether the kill of a container stopped by a
+// RestartAllContainers reset failed in r.
+func resetFailed(a PodActions, r *SyncResult) bool {
+	for id, k := range a.ContainersToKill {
+		if k.Reason != KillReasonRestartAll {
+			continue
+		}
+		for _, s := range r.Steps {
+			if s.Action == ActionKillContainer && s.Target == k.Name+" "+id && s.Err != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // runSandbox creates pod's sandbox with sbOpts, once the network is ready
@@ -597,11 +617,11 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 // startContainer pulls, creates and starts c, and runs its postStart hook.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, st *PodStatus, sandboxID string,
 	sbCfg *runtimeapi.PodSandboxConfig, podIPs []string, base podconfig.ContainerOptions, r *SyncResult) (*Waiting, error) {
-	restartCount := nextRestartCount(st, c.Name)
-	if prev := newestExited(st, c.Name); prev != nil {
+	restartCount := nextRestartCount(st, c.Name) // counts go on across a RestartAllContainers reset
+	if prev := newestExited(SinceRestartAll(pod, st), c.Name); prev != nil {
 		// A restart (after an exit, or a kill by a failed probe): the next
 		// exit waits longer, whether this start succeeds or not (kubelet's).
-		m.backoff.Restarted(BackoffKey{UID: pod.UID, Name: c.Name}, prev.FinishedAt)
+		m.backoff.Restarted(ContainerBackoffKey(pod, c), prev.FinishedAt)
 	}
 	img, w, err := m.ensureImage(ctx, pod, c, sbCfg, r)
 	if err != nil {
@@ -609,6 +629,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	}
 	opts := base
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
+	opts.RestartAllEpoch, _ = RestartAllEpoch(pod, st)
 	opts.PodIPs = podIPs
 	if m.svcs != nil {
 		svcs, err := m.svcs()

@@ -92,7 +92,7 @@ func TestComputePodActionsRestartRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bo := NewBackoff(clocktesting.NewFakeClock(t0))
 			if tc.crashedBefore {
-				bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app"}, t0.Add(-time.Hour+time.Second))
+				bo.Restarted(BackoffKey{UID: tc.pod.UID, Name: "app", Image: "img:1"}, t0.Add(-time.Hour+time.Second))
 			}
 			got := ComputePodActions(tc.pod, tc.st, t0, bo)
 			for id, k := range got.ContainersToKill {

@@ -103,7 +103,7 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 		p.Containers = append(p.Containers, &ContainerStatus{
 			ID: c.Id, SandboxID: c.PodSandboxId, Name: ci.ContainerName,
 			Image: c.GetImage().GetImage(), ImageRef: c.ImageRef, State: stateFromCRI(c.State),
-			CreatedAt: nanoTime(c.CreatedAt), RestartCount: ci.RestartCount, Hash: ci.Hash,
+			CreatedAt: nanoTime(c.CreatedAt), RestartCount: ci.RestartCount, Hash: ci.Hash, RestartAllEpoch: ci.RestartAllEpoch,
 			PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
 		})
 	}
@@ -206,7 +206,7 @@ func containerFromCRIStatus(ctx context.Context, s *runtimeapi.ContainerStatus) 
 		State:     stateFromCRI(s.GetState()),
 		CreatedAt: nanoTime(s.GetCreatedAt()), StartedAt: nanoTime(s.GetStartedAt()), FinishedAt: nanoTime(s.GetFinishedAt()),
 		ExitCode: s.GetExitCode(), Reason: s.GetReason(), Message: msg,
-		RestartCount: ci.RestartCount, Hash: ci.Hash, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
+		RestartCount: ci.RestartCount, Hash: ci.Hash, RestartAllEpoch: ci.RestartAllEpoch, PreStop: ci.PreStop, TerminationGracePeriod: ci.TerminationGracePeriod, DeletionGracePeriod: ci.DeletionGracePeriod,
 		Resources:   s.GetResources().GetLinux(),
 		ImageMounts: imageMounts(s.GetMounts()),
 	}

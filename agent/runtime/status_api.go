@@ -54,31 +54,15 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		oldest := metav1.NewTime(st.Sandboxes[len(st.Sandboxes)-1].CreatedAt)
 		out.StartTime = &oldest
 	}
-	for _, ip := range in.HostIPs {
-		out.HostIPs = append(out.HostIPs, v1.HostIP{IP: ip})
-	}
-	if len(in.HostIPs) > 0 {
-		out.HostIP = in.HostIPs[0]
-	}
 	sb := st.Sandbox()
-	var podIPs []string
-	switch {
-	case pod.Spec.HostNetwork:
-		podIPs = in.HostIPs
-	case sb != nil:
-		podIPs = sb.IPs
-	}
-	for _, ip := range podIPs {
-		out.PodIPs = append(out.PodIPs, v1.PodIP{IP: ip})
-	}
-	if len(podIPs) > 0 {
-		out.PodIP = podIPs[0]
-	}
+	setIPs(&out, pod, sb, in.HostIPs)
 
+	// Containers stopped by a RestartAllContainers reset wait for it.
+	reset := restartingAll(pod, st)
 	initDone := true
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cs := containerStatus(pod, c, st, in, ReasonPodInitializing)
+		cs := containerStatus(pod, c, st, in, ReasonPodInitializing, reset[c.Name])
 		sidecar := qos.IsRestartableInit(c)
 		if !sidecar && cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
 			cs.Ready = true // a regular init container that completed is ready, as kubelet reports it
@@ -93,13 +77,13 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		pending = ReasonPodInitializing
 	}
 	for i := range pod.Spec.Containers {
-		out.ContainerStatuses = append(out.ContainerStatuses, containerStatus(pod, &pod.Spec.Containers[i], st, in, pending))
+		out.ContainerStatuses = append(out.ContainerStatuses, containerStatus(pod, &pod.Spec.Containers[i], st, in, pending, reset[pod.Spec.Containers[i].Name]))
 	}
 	// Ephemeral containers: reported, never ready, no part of the phase
 	// or of the conditions.
 	for i := range pod.Spec.EphemeralContainers {
 		c := (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		cs := containerStatus(pod, c, st, in, ReasonContainerCreating)
+		cs := containerStatus(pod, c, st, in, ReasonContainerCreating, false)
 		cs.Ready = false
 		out.EphemeralContainerStatuses = append(out.EphemeralContainerStatuses, cs)
 	}
@@ -110,7 +94,7 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 			initDone = true
 		}
 	}
-	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses, initDone)
+	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses, initDone, reset)
 
 	cond := func(typ v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
 		c := v1.PodCondition{Type: typ, Status: v1.ConditionTrue, LastTransitionTime: t}
@@ -138,7 +122,34 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		cond(v1.ContainersReady, ready, reason, msg),
 		cond(v1.PodReady, ready, reason, msg),
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t})
+	if podutil.MayRestartAll(&pod.Spec) {
+		out.Conditions = append(out.Conditions, allContainersRestarting(pod, st, out.Phase, now))
+	}
 	return out
+}
+
+// setIPs sets the host and pod IPs of out, the status of pod whose
+// newest sandbox is sb: a hostNetwork pod has the node's.
+func setIPs(out *v1.PodStatus, pod *v1.Pod, sb *SandboxStatus, hostIPs []string) {
+	for _, ip := range hostIPs {
+		out.HostIPs = append(out.HostIPs, v1.HostIP{IP: ip})
+	}
+	if len(hostIPs) > 0 {
+		out.HostIP = hostIPs[0]
+	}
+	var podIPs []string
+	switch {
+	case pod.Spec.HostNetwork:
+		podIPs = hostIPs
+	case sb != nil:
+		podIPs = sb.IPs
+	}
+	for _, ip := range podIPs {
+		out.PodIPs = append(out.PodIPs, v1.PodIP{IP: ip})
+	}
+	if len(podIPs) > 0 {
+		out.PodIP = podIPs[0]
+	}
 }
 
 // UnreadyContainers are the containers that keep a pod from being ready,
@@ -199,9 +210,12 @@ func terminated(c *ContainerStatus, scheme string) *v1.ContainerStateTerminated 
 }
 
 // containerStatus is the API status of spec container c.
-// pending is the Waiting reason of a container that never ran.
-func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
-	out := containerState(pod, c, st, in, pending)
+// pending is the Waiting reason of a container that never ran; resetting
+// says that c's newest instance exited before its pod's RestartAllContainers
+// reset (restartingAll): it waits to run again, with that exit as its last
+// state and its restart count one up, as kubelet reports it.
+func containerStatus(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string, resetting bool) v1.ContainerStatus {
+	out := containerState(pod, c, st, in, pending, resetting)
 	var cur *ContainerStatus
 	if hist := st.containersOf(c.Name); len(hist) > 0 {
 		cur = hist[0]
@@ -248,7 +262,7 @@ func (c *ContainerStatus) imageMount(path string) string {
 	return c.ImageMounts[path]
 }
 
-func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string) v1.ContainerStatus {
+func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs, pending string, resetting bool) v1.ContainerStatus {
 	out := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 	f := false
 	out.Started = &f
@@ -269,6 +283,17 @@ func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs
 	out.RestartCount = int32(cur.RestartCount)
 	if len(hist) > 1 && hist[1].State == ContainerExited {
 		out.LastTerminationState.Terminated = terminated(hist[1], scheme)
+	} else if len(hist) == 1 {
+		out.LastTerminationState.Terminated = keptLastState(pod, c.Name, out.ContainerID)
+	}
+	if resetting {
+		out.RestartCount++
+		out.LastTerminationState = v1.ContainerState{Terminated: terminated(cur, scheme)}
+		out.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonRestartingAllContainers, Message: MessageRestartingAllContainers}
+		if waiting {
+			out.State.Waiting = &v1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
+		}
+		return out
 	}
 	switch cur.State {
 	case ContainerRunning:
@@ -296,6 +321,22 @@ func containerState(pod *v1.Pod, c *v1.Container, st *PodStatus, in StatusInputs
 	return out
 }
 
+// keptLastState is the last state pod's status already reports for its
+// container name when that status is of the same instance id: the
+// runtime no longer holds the instance before it (the container garbage
+// collector keeps only the newest dead one, which may be id itself), and
+// what was reported of it stays, as kubelet keeps it. nil otherwise.
+func keptLastState(pod *v1.Pod, name, id string) *v1.ContainerStateTerminated {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == name && cs.ContainerID == id && cs.LastTerminationState.Terminated != nil {
+				return cs.LastTerminationState.Terminated.DeepCopy()
+			}
+		}
+	}
+	return nil
+}
+
 // initContainerDone tells whether an init container no longer holds the
 // pod's initialization: a regular one succeeded, a sidecar started.
 func initContainerDone(cs v1.ContainerStatus, sidecar bool) bool {
@@ -307,14 +348,15 @@ func initContainerDone(cs v1.ContainerStatus, sidecar bool) bool {
 
 // podPhase is kubelet's phase rule over the container statuses, with the
 // restart decision of each exited container (podutil.ContainerShouldRestart:
-// its restartPolicyRules, its restartPolicy, the pod's):
+// its restartPolicyRules, its restartPolicy, the pod's; a container waiting
+// for its pod's RestartAllContainers reset, named in reset, restarts):
 //   - a regular init container that failed and is not to be restarted
 //     fails the pod; before initialization is done the pod is Pending;
 //   - then Pending while a container waits without having run, Running
 //     while one runs (a running sidecar counts);
 //   - all exited: Running while one of them is to be restarted,
 //     Succeeded when all succeeded, else Failed.
-func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.PodPhase {
+func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool, reset map[string]bool) v1.PodPhase {
 	spec := &pod.Spec
 	if !initDone {
 		for i, cs := range inits {
@@ -322,7 +364,7 @@ func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.P
 			if qos.IsRestartableInit(ic) {
 				continue
 			}
-			if t := lastExit(cs); t != nil && t.ExitCode != 0 && !podutil.ContainerShouldRestart(ic, spec, t.ExitCode) {
+			if t := lastExit(cs); t != nil && t.ExitCode != 0 && !reset[cs.Name] && !podutil.ContainerShouldRestart(ic, spec, t.ExitCode) {
 				return v1.PodFailed
 			}
 		}
@@ -351,7 +393,7 @@ func podPhase(pod *v1.Pod, inits, ctrs []v1.ContainerStatus, initDone bool) v1.P
 			if t.ExitCode == 0 && cs.State.Terminated != nil {
 				succeeded++
 			}
-			if !podutil.ContainerShouldRestart(&spec.Containers[i], spec, t.ExitCode) {
+			if !reset[cs.Name] && !podutil.ContainerShouldRestart(&spec.Containers[i], spec, t.ExitCode) {
 				final++
 			}
 		}

@@ -41,7 +41,7 @@ func TerminalStatus(pod *v1.Pod, st v1.PodStatus) v1.PodStatus {
 		_, reason, _ := Readiness(out.Phase, nil)
 		for i, c := range out.Conditions {
 			switch {
-			case c.Type == v1.ContainersReady || c.Type == v1.PodReady:
+			case c.Type == v1.ContainersReady || c.Type == v1.PodReady || c.Type == v1.AllContainersRestarting:
 				out.Conditions[i].Status, out.Conditions[i].Reason, out.Conditions[i].Message = v1.ConditionFalse, reason, ""
 			case c.Type == v1.PodInitialized && out.Phase == v1.PodSucceeded:
 				out.Conditions[i].Status, out.Conditions[i].Reason, out.Conditions[i].Message = v1.ConditionTrue, reason, ""

@@ -76,9 +76,11 @@ type ContainerStatus struct {
 	// Completed).
 	Reason  string
 	Message string
-	// RestartCount and Hash are read back from the annotations.
-	RestartCount int
-	Hash         uint64
+	// RestartCount, Hash and RestartAllEpoch are read back from the
+	// annotations.
+	RestartCount    int
+	Hash            uint64
+	RestartAllEpoch int
 	// PreStop and TerminationGracePeriod are what the container was
 	// created with, for killing it when its pod is gone.
 	PreStop                *v1.LifecycleHandler

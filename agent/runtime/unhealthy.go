@@ -92,7 +92,7 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 			a.ContainersToKill = map[string]KillInfo{}
 		}
 		a.ContainersToKill[c.ID] = k
-		if !restart || heldBack(pod, st, c.Name, backoff, &a) {
+		if !restart || heldBack(pod, st, spec, backoff, &a) {
 			continue
 		}
 		if sidecar {
@@ -106,12 +106,13 @@ func KillUnhealthy(pod *v1.Pod, st *PodStatus, a PodActions, unhealthy map[strin
 
 // heldBack tells whether the restart of the container named name waits
 // for the back-off of its newest exited instance, recording the hold in a.
-func heldBack(pod *v1.Pod, st *PodStatus, name string, backoff BackoffChecker, a *PodActions) bool {
+func heldBack(pod *v1.Pod, st *PodStatus, spec *v1.Container, backoff BackoffChecker, a *PodActions) bool {
+	name := spec.Name
 	prev := newestExited(st, name)
 	if prev == nil || backoff == nil {
 		return false
 	}
-	held, d := backoff.Held(BackoffKey{UID: pod.UID, Name: name}, prev.FinishedAt)
+	held, d := backoff.Held(ContainerBackoffKey(pod, spec), prev.FinishedAt)
 	if !held {
 		return false
 	}

@@ -72,7 +72,7 @@ func TestKillUnhealthyBackOff(t *testing.T) {
 		StartedAt: now.Add(-30 * time.Second), FinishedAt: now.Add(-6 * time.Second)}
 	st := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{sb}, Containers: []*ContainerStatus{cur, old}}
 	b := NewBackoff(clocktesting.NewFakeClock(now))
-	key := BackoffKey{UID: pod.UID, Name: "app"}
+	key := BackoffKey{UID: pod.UID, Name: "app", Image: "img:1"}
 	unhealthy := map[string]Unhealthy{"c2": {Probe: "liveness"}}
 	// No back-off yet for c1: restart at once.
 	a := KillUnhealthy(pod, st, ComputePodActions(pod, st, now, b), unhealthy, now, b)

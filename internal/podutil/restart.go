@@ -11,8 +11,10 @@ import (
 // ContainerRestartRules feature (on by default since v1.35):
 //   - when c has its own restartPolicy, its restartPolicyRules are tried
 //     in order and the first whose exitCodes match decides: action
-//     Restart restarts it; another action (RestartAllContainers, which
-//     kernelet refuses at admission) falls through to the policy;
+//     Restart restarts it, and so does action RestartAllContainers
+//     (RestartAllContainersOnContainerExits, on by default since v1.36:
+//     the whole pod restarts in place, see RestartsAll); another action
+//     falls through to the policy;
 //   - then c's own restartPolicy (Always, OnFailure: exitCode ≠ 0, Never);
 //   - else the pod's restartPolicy ("" counts as Always, the API default).
 //
@@ -22,8 +24,11 @@ import (
 // always restarts.
 func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
 	if c.RestartPolicy != nil {
-		if r, ok := MatchRestartRule(c, exitCode); ok && r.Action == v1.ContainerRestartRuleActionRestart {
-			return true
+		if r, ok := MatchRestartRule(c, exitCode); ok {
+			switch r.Action {
+			case v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers:
+				return true
+			}
 		}
 	}
 	switch EffectiveRestartPolicy(c, spec) {
@@ -57,6 +62,35 @@ func MatchRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRule,
 		}
 	}
 	return v1.ContainerRestartRule{}, false
+}
+
+// RestartsAll reports whether container c having exited with exitCode
+// restarts every container of its pod in place: c has its own
+// restartPolicy and the first of its restartPolicyRules whose exitCodes
+// match has action RestartAllContainers.
+func RestartsAll(c *v1.Container, exitCode int32) bool {
+	if c.RestartPolicy == nil {
+		return false
+	}
+	r, ok := MatchRestartRule(c, exitCode)
+	return ok && r.Action == v1.ContainerRestartRuleActionRestartAllContainers
+}
+
+// MayRestartAll reports whether a container of spec (regular or init)
+// has a restart rule with action RestartAllContainers: only such pods
+// carry the AllContainersRestarting condition (kubelet's
+// AllContainersCouldRestart).
+func MayRestartAll(spec *v1.PodSpec) bool {
+	for _, list := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			for _, r := range list[i].RestartPolicyRules {
+				if r.Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // EffectiveRestartPolicy is the restart policy that applies to container c

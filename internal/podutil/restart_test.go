@@ -48,7 +48,8 @@ func TestContainerShouldRestart(t *testing.T) {
 		"rule NotIn matches":               {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{restartNotIn0}, exit: 3, want: true},
 		"rule NotIn mismatch":              {pod: v1.RestartPolicyAlways, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{restartNotIn0}, exit: 0, want: false},
 		"second rule matches":              {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{restartIn42, restartNotIn0}, exit: 7, want: true},
-		"RestartAllContainers falls back":  {pod: v1.RestartPolicyAlways, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{allIn42, restartIn42}, exit: 42, want: false},
+		"RestartAllContainers restarts":    {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{allIn42, restartIn42}, exit: 42, want: true},
+		"RestartAllContainers mismatch":    {pod: v1.RestartPolicyAlways, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{allIn42}, exit: 1, want: false},
 		"rule without exitCodes":           {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}, exit: 1, want: false},
 		"rule with unknown operator":       {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyNever), rules: []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestart, "Maybe", 1)}, exit: 1, want: false},
 		"sidecar policy Always, success":   {pod: v1.RestartPolicyNever, policy: ctrPolicy(v1.ContainerRestartPolicyAlways), exit: 0, want: true},
@@ -93,5 +94,35 @@ func TestMayRestart(t *testing.T) {
 				t.Errorf("MayRestart = %v, want %v", got, tc.may)
 			}
 		})
+	}
+}
+
+func TestRestartsAll(t *testing.T) {
+	never := ctrPolicy(v1.ContainerRestartPolicyNever)
+	cases := map[string]struct {
+		policy *v1.ContainerRestartPolicy
+		rules  []v1.ContainerRestartRule
+		exit   int32
+		want   bool
+	}{
+		"first matching rule is RestartAllContainers": {policy: never, rules: []v1.ContainerRestartRule{allIn42}, exit: 42, want: true},
+		"no rule matches":              {policy: never, rules: []v1.ContainerRestartRule{allIn42}, exit: 1},
+		"an earlier Restart rule wins": {policy: never, rules: []v1.ContainerRestartRule{restartIn42, allIn42}, exit: 42},
+		"NotIn":                        {policy: never, rules: []v1.ContainerRestartRule{rule(v1.ContainerRestartRuleActionRestartAllContainers, v1.ContainerRestartRuleOnExitCodesOpNotIn, 0)}, exit: 137, want: true},
+		"rules without policy ignored": {rules: []v1.ContainerRestartRule{allIn42}, exit: 42},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &v1.Container{Name: "app", RestartPolicy: tc.policy, RestartPolicyRules: tc.rules}
+			if got := RestartsAll(c, tc.exit); got != tc.want {
+				t.Errorf("RestartsAll = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if MayRestartAll(&v1.PodSpec{Containers: []v1.Container{{Name: "a", RestartPolicy: never, RestartPolicyRules: []v1.ContainerRestartRule{restartIn42}}}}) {
+		t.Error("MayRestartAll with only a Restart rule = true")
+	}
+	if !MayRestartAll(&v1.PodSpec{InitContainers: []v1.Container{{Name: "i", RestartPolicy: never, RestartPolicyRules: []v1.ContainerRestartRule{allIn42}}}}) {
+		t.Error("MayRestartAll with a RestartAllContainers rule on an init container = false")
 	}
 }

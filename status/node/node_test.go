@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -267,6 +268,23 @@ func TestSetStatusRuntimeHandlersAndFeatures(t *testing.T) {
 		`{"name":"runc","features":{"recursiveReadOnlyMounts":true,"userNamespaces":false}}],"features":{"supplementalGroupsPolicy":true}}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
+	}
+}
+
+func TestSetStatusDeclaredFeatures(t *testing.T) {
+	cfg := testConfig()
+	n, _ := NewNode(cfg, readyInputs(), t0)
+	if n.Status.DeclaredFeatures != nil {
+		t.Errorf("declaredFeatures %q without any configured", n.Status.DeclaredFeatures)
+	}
+	cfg.DeclaredFeatures = []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}
+	SetStatus(n, cfg, readyInputs(), t0)
+	if !reflect.DeepEqual(n.Status.DeclaredFeatures, cfg.DeclaredFeatures) {
+		t.Errorf("declaredFeatures = %q, want %q", n.Status.DeclaredFeatures, cfg.DeclaredFeatures)
+	}
+	n.Status.DeclaredFeatures[0] = "changed"
+	if cfg.DeclaredFeatures[0] != "ExtendWebSocketsToKubelet" {
+		t.Error("the status shares the configured slice")
 	}
 }
 

@@ -135,6 +135,9 @@ type Config struct {
 	Machine Machine
 	// KubeletVersion is status.nodeInfo.kubeletVersion (KubeletVersion()).
 	KubeletVersion string
+	// DeclaredFeatures is status.declaredFeatures
+	// (config.DeclaredFeatures), sorted.
+	DeclaredFeatures []string
 	// Client registers the Node. HeartbeatClient patches its status and
 	// renews the Lease: no client-side rate limit, a timeout of
 	// min(nodeLeaseDuration, nodeStatusUpdateFrequency). Either may be the

@@ -23,6 +23,7 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 	v1.PodReady:                  true,
 	v1.PodResizePending:          true,
 	v1.PodResizeInProgress:       true,
+	v1.AllContainersRestarting:   true,
 }
 
 // MergeStatus is the status to send for a pod whose API server status is

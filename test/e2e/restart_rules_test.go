@@ -48,9 +48,9 @@ spec:
 //     the same (the Job spec's pod);
 //   - always: pod Never, container Always; it exits 1: restarted, Running;
 //   - mismatch: pod Always, container Never with a rule on 42; it exits 1:
-//     Failed, not restarted;
-//   - restartall: a RestartAllContainers rule, refused at admission
-//     naming the field.
+//     Failed, not restarted.
+//
+// Rules with action RestartAllContainers: TestAgentRestartAllContainers.
 func TestAgentRestartRules(t *testing.T) {
 	n, rs, _ := newAgentWithCleanup(t, containerd.Shared(t))
 	once := func(code int) string {
@@ -67,7 +67,6 @@ func TestAgentRestartRules(t *testing.T) {
 	writeManifest(t, n.manifests, "onfailure.yaml", restartRulesPod("onfailure", "Never", once(1), "    restartPolicy: OnFailure\n"))
 	writeManifest(t, n.manifests, "always.yaml", restartRulesPod("always", "Never", "exit 1", "    restartPolicy: Always\n"))
 	writeManifest(t, n.manifests, "mismatch.yaml", restartRulesPod("mismatch", "Always", "exit 1", rule("Restart")))
-	writeManifest(t, n.manifests, "restartall.yaml", restartRulesPod("restartall", "Never", "exit 42", rule("RestartAllContainers")))
 	start := time.Now()
 	n.start(t)
 
@@ -78,11 +77,10 @@ func TestAgentRestartRules(t *testing.T) {
 		return v1.ContainerStatus{}
 	}
 	done := map[string]func(v1.Pod) bool{
-		"rulematch":  func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded },
-		"onfailure":  func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded },
-		"always":     func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning && appStatus(p).RestartCount >= 1 },
-		"mismatch":   func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed && appStatus(p).State.Terminated != nil },
-		"restartall": func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed },
+		"rulematch": func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded },
+		"onfailure": func(p v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded },
+		"always":    func(p v1.Pod) bool { return p.Status.Phase == v1.PodRunning && appStatus(p).RestartCount >= 1 },
+		"mismatch":  func(p v1.Pod) bool { return p.Status.Phase == v1.PodFailed && appStatus(p).State.Terminated != nil },
 	}
 	final := map[string]v1.Pod{}
 	phases := map[string][]v1.PodPhase{} // every phase seen, in order
@@ -139,15 +137,5 @@ func TestAgentRestartRules(t *testing.T) {
 	}
 	if cs, _ := podObjects(t, rs, mm.UID); len(cs) != 1 {
 		t.Errorf("mismatch: %d containers in the runtime, want 1", len(cs))
-	}
-
-	ra := final["restartall"]
-	const field = "spec.containers[0].restartPolicyRules[0].action"
-	if ra.Status.Reason != "UnexpectedAdmissionError" || !strings.Contains(ra.Status.Message, field) ||
-		!strings.Contains(ra.Status.Message, "RestartAllContainers") {
-		t.Errorf("restartall: reason %q message %q; want UnexpectedAdmissionError naming %s", ra.Status.Reason, ra.Status.Message, field)
-	}
-	if cs, sbs := podObjects(t, rs, ra.UID); len(cs)+len(sbs) != 0 {
-		t.Errorf("restartall was refused but has %d containers, %d sandboxes", len(cs), len(sbs))
 	}
 }

@@ -36,6 +36,11 @@ const (
 	AnnotationDeletionGracePeriod      = "io.kubernetes.pod.deletionGracePeriod"
 )
 
+// AnnotationRestartAllEpoch is kernelet's own: how many times the pod had
+// restarted all its containers in place (RestartAllContainers rules) when
+// the container was created; absent means 0.
+const AnnotationRestartAllEpoch = "kernelet.io/restart-all-epoch"
+
 // Errors of the parse functions, for errors.Is.
 var (
 	// ErrNotPodObject: the identity labels are missing — the sandbox or
@@ -261,7 +266,9 @@ type ContainerInfo struct {
 	// to a spec's hash in practice, so the container counts as changed).
 	Hash uint64
 	// RestartCount is the restart count the container was started with.
-	RestartCount             int
+	RestartCount int
+	// RestartAllEpoch is AnnotationRestartAllEpoch's value (0 when absent).
+	RestartAllEpoch          int
 	TerminationMessagePath   string
 	TerminationMessagePolicy v1.TerminationMessagePolicy
 	// TerminationGracePeriod and DeletionGracePeriod are in seconds; nil
@@ -313,6 +320,13 @@ func ParseContainer(labels, annotations map[string]string) (ContainerInfo, error
 			info.RestartCount = n
 		}
 	}
+	if v, ok := annotations[AnnotationRestartAllEpoch]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			bad(AnnotationRestartAllEpoch, v, errors.Join(err, errors.New("not a count")))
+		} else {
+			info.RestartAllEpoch = n
+		}
+	}
 	for _, g := range []struct {
 		key string
 		dst **int64
@@ -361,4 +375,13 @@ func missing(labels map[string]string, keys ...string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: missing labels %q", ErrNotPodObject, gone)
+}
+
+// withRestartAllEpoch adds AnnotationRestartAllEpoch to a when epoch is
+// above 0.
+func withRestartAllEpoch(a map[string]string, epoch int) map[string]string {
+	if epoch > 0 {
+		a[AnnotationRestartAllEpoch] = strconv.Itoa(epoch)
+	}
+	return a
 }

@@ -201,6 +201,12 @@ func TestParseContainerTolerates(t *testing.T) {
 			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app"}, []error{ErrBadAnnotation}, "out of range"},
 		"kubelet's 32-bit hash parses": {ids, map[string]string{AnnotationContainerHash: "3f8a2c1e"},
 			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app", Hash: 0x3f8a2c1e}, nil, ""},
+		"restart-all epoch": {ids, withRestartAllEpoch(map[string]string{}, 2),
+			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app", RestartAllEpoch: 2}, nil, ""},
+		"epoch 0 is not written": {ids, withRestartAllEpoch(map[string]string{}, 0),
+			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app"}, nil, ""},
+		"negative restart-all epoch": {ids, map[string]string{AnnotationRestartAllEpoch: "-1"},
+			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app"}, []error{ErrBadAnnotation}, AnnotationRestartAllEpoch},
 		"negative restart count": {ids, map[string]string{AnnotationRestartCount: "-1"},
 			ContainerInfo{PodName: "web", PodNamespace: "ns", PodUID: "u1", ContainerName: "app"}, []error{ErrBadAnnotation}, "negative"},
 		"garbled restart count and json, good grace": {ids, map[string]string{

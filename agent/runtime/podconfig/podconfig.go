@@ -470,7 +470,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 		Envs:        env,
 		Mounts:      mounts,
 		Labels:      ContainerLabels(pod, c),
-		Annotations: ContainerAnnotations(pod, c, opts.RestartCount),
+		Annotations: withRestartAllEpoch(ContainerAnnotations(pod, c, opts.RestartCount), opts.RestartAllEpoch),
 		LogPath:     ContainerLogPath(c.Name, opts.RestartCount),
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,

@@ -101,6 +101,9 @@ type ContainerOptions struct {
 	// RestartCount is the number of times the container was restarted: the
 	// attempt, the log file name and an annotation.
 	RestartCount int
+	// RestartAllEpoch is the pod's RestartAllContainers epoch, recorded in
+	// AnnotationRestartAllEpoch when above 0.
+	RestartAllEpoch int
 	// ImageRef is the image as resolved by the pull (an image ID or digest
 	// reference); "" uses the container's image as written.
 	ImageRef string

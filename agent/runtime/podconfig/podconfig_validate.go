@@ -311,8 +311,11 @@ func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []Un
 		add(".lifecycle.stopSignal", "stop signals are not supported by the runtime")
 	}
 	for i, r := range c.RestartPolicyRules {
-		if r.Action != v1.ContainerRestartRuleActionRestart {
-			add(fmt.Sprintf(".restartPolicyRules[%d].action", i), "restart rule action %q is not supported yet (only %q)", r.Action, v1.ContainerRestartRuleActionRestart)
+		switch r.Action {
+		case v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers:
+		default:
+			add(fmt.Sprintf(".restartPolicyRules[%d].action", i), "restart rule action %q is not supported (only %q and %q)", r.Action,
+				v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers)
 		}
 	}
 	return fields

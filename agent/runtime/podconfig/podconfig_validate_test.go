@@ -55,7 +55,8 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		InitContainers: []v1.Container{{Name: "init", Image: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}},
 			RestartPolicy: ptr(v1.ContainerRestartPolicyNever), RestartPolicyRules: []v1.ContainerRestartRule{
 				{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}},
-				{Action: v1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{2}}},
+				{Action: v1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{3}}},
+				{Action: "RestartNode", ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{2}}},
 			}}},
 		Containers: []v1.Container{{
 			Name: "app", Image: "i",
@@ -95,7 +96,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
 		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
-		"spec.initContainers[0].restartPolicyRules[1].action",
+		"spec.initContainers[0].restartPolicyRules[2].action",
 		"spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
@@ -112,7 +113,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
 		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,
 		`spec.containers[0].env[2]: env "F": fieldRef "metadata.generateName" is not supported`,
-		`spec.initContainers[0].restartPolicyRules[1].action: restart rule action "RestartAllContainers" is not supported yet (only "Restart")`,
+		`spec.initContainers[0].restartPolicyRules[2].action: restart rule action "RestartNode" is not supported (only "Restart" and "RestartAllContainers")`,
 	} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("message lacks %q:\n%s", s, msg)
