@@ -23,6 +23,9 @@ type Host struct {
 	ProcSwaps func() ([]byte, error)
 	// MemoryCgroupV2 tells that the memory controller is on cgroup v2.
 	MemoryCgroupV2 bool
+	// Sysctl reads a kernel tunable (/proc/sys/<name>); nil skips the
+	// protectKernelDefaults check.
+	Sysctl func(name string) (int, error)
 	// CgroupV1 tells that the host is not in the pure cgroup v2 layout
 	// (legacy or hybrid hierarchies): kubelet's failCgroupV1 applies.
 	CgroupV1 bool
@@ -64,6 +67,9 @@ func CheckHost(cfg *Config, h Host) field.ErrorList {
 			errs = append(errs, field.Invalid(f.p, f.file, "file does not exist"))
 		}
 	}
+	if kc.ProtectKernelDefaults && h.Sysctl != nil {
+		errs = append(errs, checkKernelDefaults(h.Sysctl)...)
+	}
 	if h.CgroupV1 && (kc.FailCgroupV1 == nil || *kc.FailCgroupV1) {
 		errs = append(errs, field.Invalid(field.NewPath("failCgroupV1"), true,
 			"kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release; set failCgroupV1: false to run on it"))
@@ -90,6 +96,33 @@ func checkSwap(errs field.ErrorList, failSwapOn bool, h Host) field.ErrorList {
 	case !h.SwapAccounting:
 		errs = append(errs, field.Invalid(fp, false,
 			"swap is on, but the memory cgroups do not account swap (no memory.swap.max, or memory.memsw.limit_in_bytes without swapaccount=1): containers' swap cannot be limited; disable swap or enable swap accounting"))
+	}
+	return errs
+}
+
+// KernelDefaults are the kernel tunables kubelet expects (its
+// setupKernelTunables). With protectKernelDefaults kernelet, as kubelet,
+// refuses to start when one differs; without it kubelet sets them, and
+// kernelet leaves the host's kernel as it is (docs/configuration.md).
+var KernelDefaults = []struct {
+	Name  string
+	Value int
+}{
+	{"vm/overcommit_memory", 1}, {"vm/panic_on_oom", 0}, {"kernel/panic", 10}, {"kernel/panic_on_oops", 1},
+	{"kernel/keys/root_maxkeys", 1000000}, {"kernel/keys/root_maxbytes", 25000000},
+}
+
+func checkKernelDefaults(sysctl func(string) (int, error)) field.ErrorList {
+	var errs field.ErrorList
+	fp := field.NewPath("protectKernelDefaults")
+	for _, d := range KernelDefaults {
+		v, err := sysctl(d.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, field.InternalError(fp, err))
+		case v != d.Value:
+			errs = append(errs, field.Invalid(fp, true, fmt.Sprintf("invalid kernel flag: %s, expected value: %d, actual value: %d", d.Name, d.Value, v)))
+		}
 	}
 	return errs
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -71,3 +72,24 @@ func TestCheckHostSwap(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestCheckHostKernelDefaults(t *testing.T) {
+	vals := map[string]int{"vm/overcommit_memory": 1, "vm/panic_on_oom": 0, "kernel/panic": 10, "kernel/panic_on_oops": 1,
+		"kernel/keys/root_maxkeys": 1000000, "kernel/keys/root_maxbytes": 25000000}
+	sysctl := func(n string) (int, error) { return vals[n], nil }
+	cfg := Default()
+	cfg.Kubelet.ProtectKernelDefaults = true
+	h := Host{PID1: "systemd", FileExists: func(string) bool { return true }, Sysctl: sysctl}
+	if errs := CheckHost(cfg, h); len(errs) != 0 {
+		t.Fatalf("kubelet's values: %v", errs)
+	}
+	vals["kernel/panic"] = 0
+	errs := CheckHost(cfg, h)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "invalid kernel flag: kernel/panic, expected value: 10, actual value: 0") {
+		t.Errorf("kernel.panic 0: %v", errs)
+	}
+	cfg.Kubelet.ProtectKernelDefaults = false
+	if errs := CheckHost(cfg, h); len(errs) != 0 {
+		t.Errorf("without protectKernelDefaults: %v", errs)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -294,6 +295,13 @@ func hostFacts() config.Host {
 		MemoryCgroupV2: memV2,
 		SwapAccounting: swapAcct,
 		CgroupV1:       cgroupV1(),
+		Sysctl: func(name string) (int, error) {
+			b, err := os.ReadFile(filepath.Join("/proc/sys", name))
+			if err != nil {
+				return 0, err
+			}
+			return strconv.Atoi(strings.TrimSpace(string(b)))
+		},
 	}
 }
 
