@@ -14,7 +14,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -94,22 +93,7 @@ func writeGuestFile(path string, data []byte) string {
 
 func testV2NodePodSlice(t *testing.T, n *v2Node) {
 	ctx := t.Context()
-	grace := int64(2)
-	no := false
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "sliced", Namespace: n.ns},
-		Spec: v1.PodSpec{
-			NodeName: n.name, TerminationGracePeriodSeconds: &grace, AutomountServiceAccountToken: &no,
-			Containers: []v1.Container{{
-				Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
-				Command: []string{"/bin/sleep", "3600"},
-				Resources: v1.ResourceRequirements{
-					Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("32Mi"), v1.ResourceCPU: resource.MustParse("50m")},
-					Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("96Mi")},
-				},
-			}},
-		},
-	}
+	pod := n.limitedPod("sliced")
 	start := time.Now()
 	created, err := n.admin.CoreV1().Pods(n.ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {

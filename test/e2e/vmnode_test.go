@@ -213,12 +213,13 @@ func TestV2Node(t *testing.T) {
 	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
 }
 
-func testV2NodePodCgroup(t *testing.T, n *v2Node) {
-	ctx := t.Context()
+// limitedPod is a Burstable API pod for the node: one container sleeping,
+// requests 32Mi/50m, memory limit 96Mi, grace 2 s.
+func (n *v2Node) limitedPod(name string) *v1.Pod {
 	grace := int64(2)
 	no := false
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "limited", Namespace: n.ns},
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: n.ns},
 		Spec: v1.PodSpec{
 			NodeName:                      n.name,
 			TerminationGracePeriodSeconds: &grace,
@@ -233,6 +234,11 @@ func testV2NodePodCgroup(t *testing.T, n *v2Node) {
 			}},
 		},
 	}
+}
+
+func testV2NodePodCgroup(t *testing.T, n *v2Node) {
+	ctx := t.Context()
+	pod := n.limitedPod("limited")
 	start := time.Now()
 	var created *v1.Pod
 	waitFor(t, 30*time.Second, "create pod", func() (bool, error) {
