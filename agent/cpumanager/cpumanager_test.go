@@ -393,3 +393,22 @@ func mustParse(s string) cpuset.CPUSet {
 	}
 	return c
 }
+
+func TestCPUResizeOfGuaranteed(t *testing.T) {
+	g := pod("g", nil, container("c", "1", "1Gi"))
+	up := pod("g", nil, container("c", "2", "1Gi"))
+	mem := pod("g", nil, container("c", "1", "2Gi"))
+	if !CPUResizeOfGuaranteed(up, g) {
+		t.Error("cpu 1 → 2 of a Guaranteed pod not seen")
+	}
+	if CPUResizeOfGuaranteed(mem, g) {
+		t.Error("a memory resize counted as a CPU one")
+	}
+	b := pod("b", nil, container("c", "1", "1Gi"))
+	b.Spec.Containers[0].Resources.Limits = nil
+	b2 := pod("b", nil, container("c", "2", "1Gi"))
+	b2.Spec.Containers[0].Resources.Limits = nil
+	if CPUResizeOfGuaranteed(b2, b) {
+		t.Error("a Burstable pod's resize counted")
+	}
+}

@@ -288,3 +288,31 @@ func (p *Static) RemoveStale(s *State, active map[string]map[string]bool) []stri
 	}
 	return gone
 }
+
+// MessageResizeInfeasible is kubelet's Infeasible message for a CPU resize
+// of a Guaranteed pod under the static policy (without
+// InPlacePodVerticalScalingExclusiveCPUs, alpha and off).
+const MessageResizeInfeasible = `Resize is infeasible for Guaranteed Pods alongside CPU Manager policy "static"`
+
+// CPUResizeOfGuaranteed tells whether a resize from allocated to desired
+// changes the CPU requests or limits of a container of a Guaranteed pod.
+func CPUResizeOfGuaranteed(desired, allocated *v1.Pod) bool {
+	if qos.Class(desired) != cgroups.Guaranteed {
+		return false
+	}
+	was := map[string]v1.ResourceRequirements{}
+	for _, list := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
+		for _, c := range list {
+			was[c.Name] = c.Resources
+		}
+	}
+	for _, list := range [][]v1.Container{desired.Spec.InitContainers, desired.Spec.Containers} {
+		for _, c := range list {
+			old := was[c.Name]
+			if !c.Resources.Requests.Cpu().Equal(*old.Requests.Cpu()) || !c.Resources.Limits.Cpu().Equal(*old.Limits.Cpu()) {
+				return true
+			}
+		}
+	}
+	return false
+}

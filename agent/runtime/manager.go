@@ -91,6 +91,9 @@ type ManagerConfig struct {
 	// ThermalThrottlePaths are masked in containers besides kubelet's
 	// default masked paths (podconfig.ThermalThrottlePaths of the node).
 	ThermalThrottlePaths []string
+	// CPUs is the cpuset a container of the pod is created with (the CPU
+	// manager's); nil or "" leaves the runtime's default.
+	CPUs func(podUID types.UID, container string) string
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -144,6 +147,7 @@ type Manager struct {
 	act      Actuated
 	userns   UserNamespaces
 	thermal  []string
+	cpus     func(podUID types.UID, container string) string
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -158,7 +162,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
 		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated,
-		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths}
+		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, cpus: cfg.CPUs}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -631,6 +635,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.RestartAllEpoch, _ = RestartAllEpoch(pod, st)
 	opts.PodIPs = podIPs
+	if m.cpus != nil {
+		opts.CPUSet = m.cpus(pod.UID, c.Name)
+	}
 	if m.svcs != nil {
 		svcs, err := m.svcs()
 		if err != nil {

@@ -502,6 +502,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 	req, lim := qos.ContainerRequests(c), qos.ContainerEffectiveLimits(pod, c)
 	r := linuxResources(req.CPUMilli, lim.CPUMilli, lim.MemoryBytes, opts.CPUOptions)
 	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
+	r.CpusetCpus = opts.CPUSet
 	if opts.CgroupV2 && !opts.SingleProcessOOMKill {
 		r.Unified = map[string]string{"memory.oom.group": "1"}
 	}

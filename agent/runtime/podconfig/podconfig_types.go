@@ -137,6 +137,10 @@ type ContainerOptions struct {
 	// oom_score_adj of Burstable containers.
 	NodeMemoryCapacity int64
 	CPUOptions
+	// CPUSet is the cpuset the container runs on (cpuset_cpus: the CPU
+	// manager's exclusive CPUs or its shared pool); "" leaves the
+	// runtime's default, every CPU.
+	CPUSet string
 	SeccompOptions
 	// CgroupV2 tells that the node runs cgroup v2: the container gets
 	// memory.oom.group=1 unless SingleProcessOOMKill.
