@@ -292,6 +292,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
 			}
 			p.forgetAllocation(ctx, pod)
+			p.cpus.PodsChanged()
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {

@@ -174,6 +174,11 @@ func activeContainers(pods []*v1.Pod) map[string]map[string]bool {
 	return out
 }
 
+// PodsChanged tells the manager that a pod stopped being active: the
+// reconcile loop runs now (its CPUs return to the shared pool at once
+// rather than at the next period).
+func (m *Manager) PodsChanged() { m.poke() }
+
 // poke asks the reconcile loop to run now.
 func (m *Manager) poke() {
 	select {
