@@ -70,13 +70,20 @@ func (p *pods) runningContainers() []cpumanager.RunningContainer {
 	return out
 }
 
-// cpuSetOf is the cpuset a new container is created with ("" under the
-// none policy).
-func (p *pods) cpuSetOf(uid types.UID, name string) string {
-	if p.cpus == nil || !p.cpus.Static() {
+// cpuAssignments answer the runtime with the CPU manager's state.
+type cpuAssignments struct{ m *cpumanager.Manager }
+
+// CPUSet implements runtime.CPUAssignments: "" under the none policy.
+func (c cpuAssignments) CPUSet(uid types.UID, name string) string {
+	if !c.m.Static() {
 		return ""
 	}
-	return p.cpus.CPUs(string(uid), name).String()
+	return c.m.CPUs(string(uid), name).String()
+}
+
+// Exclusive implements runtime.CPUAssignments.
+func (c cpuAssignments) Exclusive(uid types.UID, name string) bool {
+	return c.m.Exclusive(string(uid), name)
 }
 
 // cpuResizeInfeasible is kubelet's resize check of the static policy: the

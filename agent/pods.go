@@ -199,15 +199,18 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	var p *pods
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
+	p := &pods{} // filled below; the CPU manager asks it for the active pods
+	cpus, err := a.newCPUManager(ctx, p, rs)
+	if err != nil {
+		return nil, env, err
+	}
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpuAssignments{cpus},
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: cpuAssignments{cpus}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
 	mcfg.CrashLoopInitial, mcfg.CrashLoopMax = runtime.CrashLoopBackOffDelays(config.CrashLoopBackOff(kc))
-	mcfg.CPUs = func(uid types.UID, name string) string { return p.cpuSetOf(uid, name) }
 	mgr, err := runtime.NewManager(mcfg)
 	if err != nil {
 		return nil, env, err
@@ -217,14 +220,11 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	p = &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
-	if p.cpus, err = a.newCPUManager(ctx, p, rs); err != nil {
-		return nil, env, err
-	}
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
 		env.sources = append(env.sources, a.cluster.PodSource())

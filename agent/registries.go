@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/allocation"
-	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/buildinfo"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/kubeclient"

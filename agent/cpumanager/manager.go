@@ -110,6 +110,18 @@ func (m *Manager) CPUs(podUID, name string) cpuset.CPUSet {
 	return m.state.GetOrDefault(podUID, name)
 }
 
+// Exclusive tells whether container name of the pod with podUID has CPUs
+// of its own.
+func (m *Manager) Exclusive(podUID, name string) bool {
+	if m.policy == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.state.Get(podUID, name)
+	return ok
+}
+
 // Admit allocates the exclusive CPUs of the pod's containers (init
 // containers first), as kubelet's resource-allocating admit handler does,
 // after releasing what pods no longer active held. A pod that cannot get

@@ -91,9 +91,45 @@ type ManagerConfig struct {
 	// ThermalThrottlePaths are masked in containers besides kubelet's
 	// default masked paths (podconfig.ThermalThrottlePaths of the node).
 	ThermalThrottlePaths []string
-	// CPUs is the cpuset a container of the pod is created with (the CPU
-	// manager's); nil or "" leaves the runtime's default.
-	CPUs func(podUID types.UID, container string) string
+	// CPUs are the CPU manager's assignments (nil: none; containers run
+	// on every CPU with their CFS quota).
+	CPUs CPUAssignments
+}
+
+// CPUAssignments are the CPU manager's answers for the containers of a
+// pod (agent/cpumanager).
+type CPUAssignments interface {
+	// CPUSet is the cpuset container name runs on; "" leaves the
+	// runtime's default.
+	CPUSet(podUID types.UID, name string) string
+	// Exclusive tells whether the container has CPUs of its own: it runs
+	// without a CFS quota, and so do its pod's sandbox and cgroup
+	// (kubelet's DisableCPUQuotaWithExclusiveCPUs, locked on).
+	Exclusive(podUID types.UID, name string) bool
+}
+
+// PodHasExclusiveCPUs tells whether a container of pod has CPUs of its
+// own (a nil CPUAssignments: none has).
+func PodHasExclusiveCPUs(a CPUAssignments, pod *v1.Pod) bool {
+	if a == nil {
+		return false
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if a.Exclusive(pod.UID, c.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cpusOf sets the CPU manager's cpuset and exclusivity of container name
+// in opts.
+func (m *Manager) cpusOf(pod *v1.Pod, name string, opts *podconfig.ContainerOptions) {
+	if m.cpus != nil {
+		opts.CPUSet, opts.ExclusiveCPUs = m.cpus.CPUSet(pod.UID, name), m.cpus.Exclusive(pod.UID, name)
+	}
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -147,7 +183,7 @@ type Manager struct {
 	act      Actuated
 	userns   UserNamespaces
 	thermal  []string
-	cpus     func(podUID types.UID, container string) string
+	cpus     CPUAssignments
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -426,6 +462,7 @@ func (m *Manager) sandboxOptions(ctx context.Context, pod *v1.Pod, parent string
 		return sbOpts, "", false
 	}
 	opts.Container.UserNamespace = sbOpts.UserNamespace
+	sbOpts.ExclusiveCPUs = PodHasExclusiveCPUs(m.cpus, pod)
 	opts.Container.ThermalThrottlePaths = m.thermal
 	return sbOpts, handler, true
 }
@@ -635,9 +672,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.RestartAllEpoch, _ = RestartAllEpoch(pod, st)
 	opts.PodIPs = podIPs
-	if m.cpus != nil {
-		opts.CPUSet = m.cpus(pod.UID, c.Name)
-	}
+	m.cpusOf(pod, c.Name, &opts)
 	if m.svcs != nil {
 		svcs, err := m.svcs()
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
@@ -35,7 +36,7 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 		t.Fatalf("online CPUs %q (%v): the test needs CPU 0 and another", online, err)
 	}
 	cd := containerd.Shared(t)
-	n, rs, _ := newAgentWithCleanup(t, cd)
+	n, rs, cm := newAgentWithCleanup(t, cd)
 	appendConfig(t, n, "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ncpuManagerReconcilePeriod: 1s\n")
 	sleep := `["sleep"]`
 	writeManifest(t, n.manifests, "be.yaml", podManifest("be", sleep, "", 1))
@@ -44,6 +45,16 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 	n.start(t)
 	pods := n.waitRunning(t, 90*time.Second, "be", "pinned")
 	be, pinned := pods["be"], pods["pinned"]
+	// Exclusive CPUs run without a CFS quota, the pod's cgroup neither
+	// (a Guaranteed pod with a fraction of a CPU keeps its quota: below).
+	const quota = "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d' ' -f1 /sys/fs/cgroup/cpu.max"
+	if out, err := execIn(t, rs, &pinned, quota); err != nil || (strings.TrimSpace(out) != "-1" && strings.TrimSpace(out) != "max") {
+		t.Errorf("pinned container's quota %q (%v), want none", out, err)
+	}
+	if q := readCPUQuota(t, cm.PodCgroup(cgroups.Guaranteed, string(pinned.UID))); q != -1 {
+		t.Errorf("pinned pod cgroup's quota %d, want none", q)
+	}
+
 	out, err := execIn(t, rs, &pinned, cpusAllowed)
 	own, perr := cpuset.Parse(strings.TrimSpace(out))
 	if err != nil || perr != nil || own.Size() != 1 || own.Contains(0) {
@@ -80,4 +91,12 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExec(t, rs, &be, cpusAllowed, all.String()+"\n", 60*time.Second)
+
+	writeManifest(t, n.manifests, "frac.yaml", podManifest("frac", sleep,
+		"    resources:\n      requests: {cpu: 500m, memory: 32Mi}\n      limits: {cpu: 500m, memory: 32Mi}\n", 1))
+	frac := n.waitRunning(t, 60*time.Second, "frac")["frac"]
+	if q := readCPUQuota(t, cm.PodCgroup(cgroups.Guaranteed, string(frac.UID))); q != 50000 {
+		t.Errorf("frac pod cgroup's quota %d, want 50000", q)
+	}
+	waitExec(t, rs, &frac, cpusAllowed, all.String()+"\n", 10*time.Second)
 }
