@@ -19,6 +19,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
@@ -67,6 +68,8 @@ type pods struct {
 	status   *statuspods.Manager
 	// vols sets up and tears down pod volumes.
 	vols *volume.Manager
+	// cpus is the CPU manager (agent/cpus.go).
+	cpus *cpumanager.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -196,8 +199,13 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
+	p := &pods{} // filled below; the CPU manager asks it for the active pods
+	cpus, err := a.newCPUManager(ctx, p, rs)
+	if err != nil {
+		return nil, env, err
+	}
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpuAssignments{cpus},
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: cpuAssignments{cpus}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
@@ -212,7 +220,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
@@ -262,7 +270,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	admit, err := a.admitHandlers(alloc)
+	admit, err := a.admitHandlers(alloc, podworkers.AdmitFunc(p.cpus.Admit))
 	if err != nil {
 		return err
 	}
@@ -284,6 +292,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
 			}
 			p.forgetAllocation(ctx, pod)
+			p.cpus.PodsChanged()
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
@@ -334,6 +343,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeService) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pleg.Run(ctx) })
+	wg.Go(func() { p.cpus.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
@@ -650,16 +660,18 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the pod's OS, resources, node affinity,
-// node name, host ports, NoExecute taints, then what the runtime cannot
-// run, then the extra handlers of Deps.
-func (a *Agent) admitHandlers(alloc podworkers.Allocatable) ([]podworkers.AdmitHandler, error) {
+// first rejection wins): sysctls, the allocation of CPUs (allocate), the
+// pod's OS, resources, node affinity, node name, host ports, NoExecute
+// taints, then what the runtime cannot run, then the extra handlers of
+// Deps.
+func (a *Agent) admitHandlers(alloc podworkers.Allocatable, allocate podworkers.AdmitHandler) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
+		allocate,
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
 		podworkers.NodeAffinity(a.node),

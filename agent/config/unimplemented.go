@@ -16,9 +16,6 @@ import (
 // (and kubelet's "off" values) pass.
 func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
-	if v := kc.CPUManagerPolicy; v != "none" {
-		errs = append(errs, field.Invalid(p("cpuManagerPolicy"), v, `kernelet has no CPU manager (issue 27): only "none" is supported`))
-	}
 	if v := kc.MemoryManagerPolicy; v != "None" {
 		errs = append(errs, field.Invalid(p("memoryManagerPolicy"), v, `kernelet has no memory manager (issue 27): only "None" is supported`))
 	}
@@ -67,9 +64,7 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 		n    int
 		why  string
 	}{
-		{"cpuManagerPolicyOptions", len(kc.CPUManagerPolicyOptions), "kernelet has no CPU manager (issue 27)"},
 		{"topologyManagerPolicyOptions", len(kc.TopologyManagerPolicyOptions), "kernelet has no topology manager (issue 27)"},
-		{"reservedSystemCPUs", len(kc.ReservedSystemCPUs), "kernelet has no CPU manager (issue 27)"},
 		{"reservedMemory", len(kc.ReservedMemory), "kernelet has no memory manager (issue 27)"},
 		{"qosReserved", len(kc.QOSReserved), "kernelet does not reserve QoS cgroup memory (QOSReserved)"},
 		{"defaultPodSysctls", len(kc.DefaultPodSysctls), "kernelet adds no default sysctls to pods (DefaultPodSysctls)"},

@@ -12,7 +12,10 @@ func TestUnimplementedFields(t *testing.T) {
 		yaml string
 		want string // "" when the file must load
 	}{
-		"cpu manager static":              {"cpuManagerPolicy: static", `cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager (issue 27): only "none" is supported`},
+		"cpu manager static, nothing reserved": {"cpuManagerPolicy: static",
+			`cpuManagerPolicy: Invalid value: "static": the static policy requires systemReserved.cpu + kubeReserved.cpu (or reservedSystemCPUs) to be greater than zero`},
+		"cpu manager static":              {"cpuManagerPolicy: static\nsystemReserved: {cpu: 500m}", ""},
+		"cpu manager unknown":             {"cpuManagerPolicy: dynamic", `cpuManagerPolicy: Unsupported value: "dynamic": supported values: "none", "static"`},
 		"cpu manager none":                {"cpuManagerPolicy: none", ""},
 		"memory manager static":           {"memoryManagerPolicy: Static", `memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager (issue 27): only "None" is supported`},
 		"memory manager none":             {"memoryManagerPolicy: None", ""},

@@ -33,6 +33,7 @@ func Validate(cfg *Config) field.ErrorList {
 	errs = validatePodLimits(errs, kc)
 	errs = validateImagesAndLogs(errs, kc)
 	errs = validateClientRates(errs, kc)
+	errs = validateCPUManager(errs, kc)
 	errs = validateUnimplemented(errs, kc)
 	errs = validateCrashLoopBackOff(errs, kc)
 	errs, warnings := validateFeatureGates(errs, kc)
