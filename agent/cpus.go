@@ -16,6 +16,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/topologymanager"
 )
 
 // newCPUManager builds the CPU manager of cpuManagerPolicy over the
@@ -48,6 +49,31 @@ func (a *Agent) newCPUManager(ctx context.Context, p *pods, rs internalapi.Runti
 	}
 	if m.Static() {
 		klog.FromContext(ctx).Info("CPU manager: static policy", "reserved", m.Reserved().String(), "sharedPool", m.Snapshot().Default.String())
+	}
+	return m, nil
+}
+
+// newTopologyManager builds the topology manager of topologyManagerPolicy
+// and topologyManagerScope over the NUMA nodes of the node's CPUs, with
+// the CPU manager as its hint provider.
+func (a *Agent) newTopologyManager(cpus *cpumanager.Manager) (*topologymanager.Manager, error) {
+	kc := &a.opts.Config.Kubelet
+	opts, err := topologymanager.ParseOptions(kc.TopologyManagerPolicyOptions)
+	if err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
+	}
+	nodes := topologymanager.NewMask(0)
+	if kc.TopologyManagerPolicy != topologymanager.PolicyNone {
+		topo, err := cpumanager.ReadTopology(os.DirFS("/sys"))
+		if err != nil {
+			return nil, fmt.Errorf("topology manager: %w", err)
+		}
+		nodes = topo.NUMANodes()
+	}
+	m, err := topologymanager.New(topologymanager.Config{Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope,
+		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{cpus}})
+	if err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
 	}
 	return m, nil
 }

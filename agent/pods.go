@@ -270,7 +270,11 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	admit, err := a.admitHandlers(alloc, podworkers.AdmitFunc(p.cpus.Admit))
+	topology, err := a.newTopologyManager(p.cpus)
+	if err != nil {
+		return err
+	}
+	admit, err := a.admitHandlers(alloc, podworkers.AdmitFunc(topology.Admit))
 	if err != nil {
 		return err
 	}
@@ -660,7 +664,8 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the allocation of CPUs (allocate), the
+// first rejection wins): sysctls, the topology manager's alignment and
+// allocation of CPUs (allocate), the
 // pod's OS, resources, node affinity, node name, host ports, NoExecute
 // taints, then what the runtime cannot run, then the extra handlers of
 // Deps.

@@ -10,14 +10,16 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/topologymanager"
 	"github.com/kernelet/kernelet/internal/quantity"
 )
 
-// validateCPUManager checks the CPU manager's fields: the policy (none or
-// static), its options (those kernelet implements, only with static),
-// reservedSystemCPUs (a CPU list, not with the reserved cgroups, as
-// kubelet), and that the static policy has CPUs reserved (kubelet's start
-// error, reported here at load).
+// validateCPUManager checks the CPU and topology managers' fields: the
+// CPU policy (none or static), its options (those kernelet implements,
+// only with static), reservedSystemCPUs (a CPU list, not with the reserved
+// cgroups, as kubelet), that the static policy has CPUs reserved
+// (kubelet's start error, reported here at load), the topology policy,
+// scope and options.
 func validateCPUManager(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
 	switch kc.CPUManagerPolicy {
@@ -47,6 +49,24 @@ func validateCPUManager(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigur
 	if kc.CPUManagerPolicy == cpumanager.PolicyStatic && kc.ReservedSystemCPUs == "" && NumReservedCPUs(kc) == 0 {
 		errs = append(errs, field.Invalid(p("cpuManagerPolicy"), kc.CPUManagerPolicy,
 			"the static policy requires systemReserved.cpu + kubeReserved.cpu (or reservedSystemCPUs) to be greater than zero"))
+	}
+	switch kc.TopologyManagerPolicy {
+	case topologymanager.PolicyNone, topologymanager.PolicyBestEffort, topologymanager.PolicyRestricted, topologymanager.PolicySingleNUMANode:
+	default:
+		errs = append(errs, field.NotSupported(p("topologyManagerPolicy"), kc.TopologyManagerPolicy,
+			[]string{topologymanager.PolicyNone, topologymanager.PolicyBestEffort, topologymanager.PolicyRestricted, topologymanager.PolicySingleNUMANode}))
+	}
+	switch kc.TopologyManagerScope {
+	case topologymanager.ScopeContainer, topologymanager.ScopePod:
+	default:
+		errs = append(errs, field.NotSupported(p("topologyManagerScope"), kc.TopologyManagerScope, []string{topologymanager.ScopeContainer, topologymanager.ScopePod}))
+	}
+	if len(kc.TopologyManagerPolicyOptions) > 0 {
+		if _, err := topologymanager.ParseOptions(kc.TopologyManagerPolicyOptions); err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				errs = append(errs, field.Invalid(p("topologyManagerPolicyOptions"), len(kc.TopologyManagerPolicyOptions), line))
+			}
+		}
 	}
 	if d := kc.CPUManagerReconcilePeriod.Duration; d <= 0 && kc.CPUManagerPolicy == cpumanager.PolicyStatic {
 		errs = append(errs, field.Invalid(p("cpuManagerReconcilePeriod"), d.String(), "must be greater than 0"))

@@ -19,9 +19,6 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	if v := kc.MemoryManagerPolicy; v != "None" {
 		errs = append(errs, field.Invalid(p("memoryManagerPolicy"), v, `kernelet has no memory manager (issue 27): only "None" is supported`))
 	}
-	if v := kc.TopologyManagerPolicy; v != "none" {
-		errs = append(errs, field.Invalid(p("topologyManagerPolicy"), v, `kernelet has no topology manager (issue 27): only "none" is supported`))
-	}
 	if v := kc.MemorySwap.SwapBehavior; v != "" && v != "NoSwap" && v != "LimitedSwap" {
 		errs = append(errs, field.NotSupported(p("memorySwap", "swapBehavior"), v, []string{"", "LimitedSwap", "NoSwap"}))
 	}
@@ -64,7 +61,6 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 		n    int
 		why  string
 	}{
-		{"topologyManagerPolicyOptions", len(kc.TopologyManagerPolicyOptions), "kernelet has no topology manager (issue 27)"},
 		{"reservedMemory", len(kc.ReservedMemory), "kernelet has no memory manager (issue 27)"},
 		{"qosReserved", len(kc.QOSReserved), "kernelet does not reserve QoS cgroup memory (QOSReserved)"},
 		{"defaultPodSysctls", len(kc.DefaultPodSysctls), "kernelet adds no default sysctls to pods (DefaultPodSysctls)"},

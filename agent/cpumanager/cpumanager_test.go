@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
+	tm "github.com/kernelet/kernelet/agent/topologymanager"
 )
 
 // sysfs is a fake /sys of sockets × cores × threads, CPU ids numbered
@@ -153,7 +154,7 @@ func TestStaticAllocateRemove(t *testing.T) {
 	// init container's CPUs are reused by the app container.
 	a := pod("a", []v1.Container{container("init", "2", "1Gi")}, container("app", "1", "1Gi"))
 	for _, c := range append(a.Spec.InitContainers, a.Spec.Containers...) {
-		if err := p.Allocate(&s, a, &c); err != nil {
+		if err := p.Allocate(&s, a, &c, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,12 +167,12 @@ func TestStaticAllocateRemove(t *testing.T) {
 		t.Fatalf("default = %s", s.Default)
 	}
 	// Allocating again is a no-op.
-	if err := p.Allocate(&s, a, &a.Spec.Containers[0]); err != nil || s.Default.String() != "0,3" {
+	if err := p.Allocate(&s, a, &a.Spec.Containers[0], 0); err != nil || s.Default.String() != "0,3" {
 		t.Fatalf("re-allocate: %v, default %s", err, s.Default)
 	}
 	// Too many: the reserved CPU is never given.
 	b := pod("b", nil, container("c", "2", "1Gi"))
-	if err := p.Allocate(&s, b, &b.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "requested=2, available=1") {
+	if err := p.Allocate(&s, b, &b.Spec.Containers[0], 0); err == nil || !strings.Contains(err.Error(), "requested=2, available=1") {
 		t.Fatalf("allocate 2 of 1 free: %v", err)
 	}
 	// Removing the init container keeps the CPU the app still holds.
@@ -210,15 +211,15 @@ func TestStaticOptions(t *testing.T) {
 	}
 	one := pod("one", nil, container("c", "1", "1Gi"))
 	var smt SMTAlignmentError
-	if err := p.Allocate(&s, one, &one.Spec.Containers[0]); !errors.As(err, &smt) || err.Error() != "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2" {
+	if err := p.Allocate(&s, one, &one.Spec.Containers[0], 0); !errors.As(err, &smt) || err.Error() != "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2" {
 		t.Fatalf("odd request: %v", err)
 	}
 	four := pod("four", nil, container("c", "4", "1Gi"))
-	if err := p.Allocate(&s, four, &four.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "not enough free physical CPUs: available physical CPUs = 2, requested CPUs = 4") {
+	if err := p.Allocate(&s, four, &four.Spec.Containers[0], 0); err == nil || !strings.Contains(err.Error(), "not enough free physical CPUs: available physical CPUs = 2, requested CPUs = 4") {
 		t.Fatalf("too many: %v", err)
 	}
 	two := pod("two", nil, container("c", "2", "1Gi"))
-	if err := p.Allocate(&s, two, &two.Spec.Containers[0]); err != nil {
+	if err := p.Allocate(&s, two, &two.Spec.Containers[0], 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.Get("two", "c"); got.String() != "1,3" {
@@ -303,7 +304,7 @@ func TestManager(t *testing.T) {
 	}
 	be := pod("be", nil, container("c", "", ""))
 	g := pod("g", nil, container("c", "1", "1Gi"))
-	if r := m.Admit(podworkers.AdmitAttributes{Pod: be}); !r.Admit {
+	if r := admit(t, m, podworkers.AdmitAttributes{Pod: be}); !r.Admit {
 		t.Fatalf("besteffort rejected: %+v", r)
 	}
 	active = []*v1.Pod{be}
@@ -311,7 +312,7 @@ func TestManager(t *testing.T) {
 	if n, err := m.Reconcile(context.Background()); n != 1 || err != nil || rt.set["be-c"] != "0-1" {
 		t.Fatalf("reconcile: %d %v %v", n, err, rt.set)
 	}
-	if r := m.Admit(podworkers.AdmitAttributes{Pod: g, OtherPods: active}); !r.Admit {
+	if r := admit(t, m, podworkers.AdmitAttributes{Pod: g, OtherPods: active}); !r.Admit {
 		t.Fatalf("guaranteed rejected: %+v", r)
 	}
 	if got := m.CPUs("g", "c").String(); got != "1" {
@@ -326,7 +327,7 @@ func TestManager(t *testing.T) {
 		t.Fatalf("nothing changed, yet %d updates", n)
 	}
 	g2 := pod("g2", nil, container("c", "1", "1Gi"))
-	r := m.Admit(podworkers.AdmitAttributes{Pod: g2, OtherPods: active})
+	r := admit(t, m, podworkers.AdmitAttributes{Pod: g2, OtherPods: active})
 	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != "Allocate failed due to not enough cpus available to satisfy request: requested=1, available=0, which is unexpected" {
 		t.Fatalf("second guaranteed: %+v", r)
 	}
@@ -355,7 +356,7 @@ kubelet_cpu_manager_exclusive_cpu_allocation_count 0
 		t.Fatal(err) // the metrics follow the latest manager, which released it
 	}
 	rt.fail = true
-	m2.Admit(podworkers.AdmitAttributes{Pod: g, OtherPods: []*v1.Pod{be}})
+	admit(t, m2, podworkers.AdmitAttributes{Pod: g, OtherPods: []*v1.Pod{be}})
 	rt.running = append(rt.running, RunningContainer{PodUID: "g", Name: "c", ID: "g-c2"})
 	active = []*v1.Pod{be, g}
 	if _, err := m2.Reconcile(context.Background()); err == nil {
@@ -370,12 +371,23 @@ kubelet_cpu_manager_exclusive_cpu_allocation_count 0
 	}
 }
 
+// admit runs pod admission through a topology manager of policy none, as
+// the agent does.
+func admit(t *testing.T, m *Manager, attrs podworkers.AdmitAttributes) podworkers.AdmitResult {
+	t.Helper()
+	tmgr, err := tm.New(tm.Config{Policy: tm.PolicyNone, Scope: tm.ScopeContainer, Nodes: tm.NewMask(0), Providers: []tm.Provider{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmgr.Admit(attrs)
+}
+
 func TestManagerNone(t *testing.T) {
 	m, err := New(Config{Policy: PolicyNone})
 	if err != nil || m.Static() {
 		t.Fatal(err)
 	}
-	if r := m.Admit(podworkers.AdmitAttributes{Pod: pod("g", nil, container("c", "64", "1Gi"))}); !r.Admit {
+	if r := admit(t, m, podworkers.AdmitAttributes{Pod: pod("g", nil, container("c", "64", "1Gi"))}); !r.Admit {
 		t.Fatalf("none policy rejected: %+v", r)
 	}
 	if !m.CPUs("g", "c").IsEmpty() {
@@ -410,5 +422,54 @@ func TestCPUResizeOfGuaranteed(t *testing.T) {
 	b2.Spec.Containers[0].Resources.Limits = nil
 	if CPUResizeOfGuaranteed(b2, b) {
 		t.Error("a Burstable pod's resize counted")
+	}
+}
+
+func TestStaticHints(t *testing.T) {
+	tp := topo(t, 2, 2, 1) // node 0: CPUs 0-1, node 1: CPUs 2-3
+	p, err := NewStatic(tp, 1, cpuset.New(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s State
+	if err := p.Start(&s); err != nil {
+		t.Fatal(err)
+	}
+	n0, n1, both := tm.NewMask(0), tm.NewMask(1), tm.NewMask(0, 1)
+	for _, tc := range []struct {
+		cpus string
+		want []tm.Hint
+	}{
+		{"1", []tm.Hint{{NUMA: n0, Preferred: true}, {NUMA: n1, Preferred: true}, {NUMA: both}}},
+		{"2", []tm.Hint{{NUMA: n1, Preferred: true}, {NUMA: both}}},
+		{"3", []tm.Hint{{NUMA: both, Preferred: true}}},
+		{"4", []tm.Hint{}},
+	} {
+		g := pod("g"+tc.cpus, nil, container("c", tc.cpus, "1Gi"))
+		got := p.ContainerHints(&s, g, &g.Spec.Containers[0])["cpu"]
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) || got == nil {
+			t.Errorf("%s CPUs: hints %v, want %v", tc.cpus, got, tc.want)
+		}
+		if ph := p.PodHints(&s, g)["cpu"]; fmt.Sprint(ph) != fmt.Sprint(tc.want) {
+			t.Errorf("%s CPUs: pod hints %v, want %v", tc.cpus, ph, tc.want)
+		}
+	}
+	be := pod("be", nil, container("c", "", ""))
+	if h := p.ContainerHints(&s, be, &be.Spec.Containers[0]); h != nil {
+		t.Errorf("besteffort hints %v, want none", h)
+	}
+	one := pod("one", nil, container("c", "1", "1Gi"))
+	if err := p.Allocate(&s, one, &one.Spec.Containers[0], n1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get("one", "c"); got.String() != "2" {
+		t.Fatalf("affinity node 1 gave %s, want 2", got)
+	}
+	if h := p.ContainerHints(&s, one, &one.Spec.Containers[0])["cpu"]; len(h) != 1 || h[0] != (tm.Hint{NUMA: n1, Preferred: true}) {
+		t.Fatalf("held CPUs hint %v", h)
+	}
+	sc := pod("sc", []v1.Container{container("init", "2", "1Gi")}, container("a", "1", "1Gi"), container("b", "1", "1Gi"))
+	if n := podGuaranteedCPUs(sc); n != 2 {
+		t.Fatalf("pod CPUs %d, want 2", n)
 	}
 }

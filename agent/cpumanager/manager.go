@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/cpuset"
 
-	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/internal/atomicfile"
 )
 
@@ -120,56 +119,6 @@ func (m *Manager) Exclusive(podUID, name string) bool {
 	defer m.mu.Unlock()
 	_, ok := m.state.Get(podUID, name)
 	return ok
-}
-
-// Admit allocates the exclusive CPUs of the pod's containers (init
-// containers first), as kubelet's resource-allocating admit handler does,
-// after releasing what pods no longer active held. A pod that cannot get
-// them is rejected with kubelet's reason and message and keeps nothing.
-func (m *Manager) Admit(attrs podworkers.AdmitAttributes) podworkers.AdmitResult {
-	if m.policy == nil {
-		return podworkers.AdmitResult{Admit: true}
-	}
-	pod := attrs.Pod
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.policy.RemoveStale(&m.state, activeContainers(append([]*v1.Pod{pod}, attrs.OtherPods...)))
-	before := m.state.Clone()
-	var err error
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if err == nil && GuaranteedCPUs(pod, &list[i]) > 0 {
-				m.count(func(x *Metrics) { x.requests.Inc() })
-				if err = m.policy.Allocate(&m.state, pod, &list[i]); err != nil {
-					m.count(func(x *Metrics) { x.errors.Inc() })
-				}
-			}
-		}
-	}
-	if err == nil {
-		err = m.saveLocked()
-	}
-	if err != nil {
-		m.state = before
-		return rejection(err)
-	}
-	m.poke()
-	return podworkers.AdmitResult{Admit: true}
-}
-
-func (m *Manager) count(f func(*Metrics)) {
-	if m.cfg.Metrics != nil {
-		f(m.cfg.Metrics)
-	}
-}
-
-// rejection is kubelet's admission result for an allocation error.
-func rejection(err error) podworkers.AdmitResult {
-	var smt SMTAlignmentError
-	if errors.As(err, &smt) {
-		return podworkers.AdmitResult{Reason: smt.Reason(), Message: smt.Error()}
-	}
-	return podworkers.AdmitResult{Reason: "UnexpectedAdmissionError", Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
 }
 
 func activeContainers(pods []*v1.Pod) map[string]map[string]bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kernelet/kernelet/agent/qos"
+	tm "github.com/kernelet/kernelet/agent/topologymanager"
 	"github.com/kernelet/kernelet/cgroups"
 )
 
@@ -188,8 +189,9 @@ func GuaranteedCPUs(pod *v1.Pod, c *v1.Container) int {
 func integral(q resource.Quantity) bool { return q.Value()*1000 == q.MilliValue() }
 
 // Allocate gives container c of pod its exclusive CPUs, if it gets any and
-// does not hold them already.
-func (p *Static) Allocate(s *State, pod *v1.Pod, c *v1.Container) error {
+// does not hold them already: CPUs its pod's finished init containers had
+// first, then CPUs on the NUMA nodes of affinity (0: any), then others.
+func (p *Static) Allocate(s *State, pod *v1.Pod, c *v1.Container, affinity tm.Mask) error {
 	n := GuaranteedCPUs(pod, c)
 	if n == 0 {
 		return nil
@@ -204,16 +206,27 @@ func (p *Static) Allocate(s *State, pod *v1.Pod, c *v1.Container) error {
 	}
 	avail := p.available(s)
 	reuse := p.reuse[uid].Intersection(p.topo.All())
+	if all := avail.Union(reuse); n > all.Size() {
+		_, err := take(p.topo, all, n) // kubelet's error
+		return err
+	}
 	// CPUs of finished init containers of this pod come first.
 	fromReuse, err := take(p.topo, reuse, min(n, reuse.Size()))
 	if err != nil {
 		return err
 	}
-	rest, err := take(p.topo, avail.Difference(fromReuse), n-fromReuse.Size())
+	avail = avail.Difference(fromReuse)
+	aligned := p.topo.onNodes(avail, affinity)
+	fromAligned, err := take(p.topo, aligned, min(n-fromReuse.Size(), aligned.Size()))
 	if err != nil {
 		return err
 	}
-	got := fromReuse.Union(rest)
+	got := fromReuse.Union(fromAligned)
+	rest, err := take(p.topo, avail.Difference(fromAligned), n-got.Size())
+	if err != nil {
+		return err
+	}
+	got = got.Union(rest)
 	s.Default = s.Default.Difference(got)
 	s.set(uid, c.Name, got)
 	p.noteReuse(pod, c, got)

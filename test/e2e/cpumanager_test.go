@@ -21,11 +21,14 @@ const cpusAllowed = "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/st
 
 // TestAgentCPUManagerStatic: cpuManagerPolicy static with CPU 0 reserved
 // (reservedSystemCPUs): a Guaranteed pod with cpu: 1 gets one CPU of its
-// own, not the reserved one; the BestEffort pod moves off it; both keep
-// their CPUs across an agent restart (the cpu_manager_state checkpoint);
-// a Guaranteed pod asking for more CPUs than are free is rejected with
-// kubelet's UnexpectedAdmissionError; when the pinned pod goes, the
-// BestEffort pod gets every CPU back.
+// own, not the reserved one, and no CFS quota; the BestEffort pod moves
+// off it; a Guaranteed pod asking for more CPUs than are free is rejected
+// with kubelet's UnexpectedAdmissionError (topology manager none), or,
+// after a restart with topologyManagerPolicy single-numa-node, with
+// TopologyAffinityError; both keep their CPUs across the restart (the
+// cpu_manager_state checkpoint); when the pinned pod goes, the BestEffort
+// pod gets every CPU back, and a Guaranteed pod with half a CPU keeps its
+// quota.
 func TestAgentCPUManagerStatic(t *testing.T) {
 	online, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
@@ -67,14 +70,6 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 		t.Fatalf("checkpoint %s (%v) lacks the pinned pod's CPU", state, err)
 	}
 
-	n.stop(t, syscall.SIGTERM)
-	n.start(t)
-	n.waitRunning(t, 60*time.Second, "be", "pinned")
-	if out, err := execIn(t, rs, &pinned, cpusAllowed); err != nil || strings.TrimSpace(out) != own.String() {
-		t.Fatalf("after a restart the pinned pod runs on %q (%v), want %s", out, err, own)
-	}
-	waitExec(t, rs, &be, cpusAllowed, shared+"\n", 10*time.Second)
-
 	greedy := all.Size()
 	writeManifest(t, n.manifests, "greedy.yaml", podManifest("greedy", sleep,
 		fmt.Sprintf("    resources:\n      requests: {cpu: %d, memory: 32Mi}\n      limits: {cpu: %d, memory: 32Mi}\n", greedy, greedy), 1))
@@ -82,6 +77,28 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 	waitFor(t, 60*time.Second, "greedy pod rejected", func() (bool, error) {
 		pod, ok := n.podStatus(t, "greedy")
 		if ok && pod.Status.Phase == v1.PodFailed && pod.Status.Reason == "UnexpectedAdmissionError" && pod.Status.Message == wantMsg {
+			return true, nil
+		}
+		return false, fmt.Errorf("status %+v", pod.Status)
+	})
+
+	// The topology manager (single-numa-node, scope pod) after a restart:
+	// the pinned pod keeps its CPU (its hint is the CPUs it holds); a pod
+	// that cannot be placed is kubelet's TopologyAffinityError.
+	appendConfig(t, n, "topologyManagerPolicy: single-numa-node\ntopologyManagerScope: pod\n")
+	n.stop(t, syscall.SIGTERM)
+	n.start(t)
+	n.waitRunning(t, 60*time.Second, "be", "pinned")
+	if out, err := execIn(t, rs, &pinned, cpusAllowed); err != nil || strings.TrimSpace(out) != own.String() {
+		t.Fatalf("after a restart the pinned pod runs on %q (%v), want %s", out, err, own)
+	}
+	waitExec(t, rs, &be, cpusAllowed, shared+"\n", 10*time.Second)
+	writeManifest(t, n.manifests, "greedy2.yaml", podManifest("greedy2", sleep,
+		"    resources:\n      requests: {cpu: 1, memory: 32Mi}\n      limits: {cpu: 1, memory: 32Mi}\n", 1))
+	waitFor(t, 60*time.Second, "greedy2 pod rejected", func() (bool, error) {
+		pod, ok := n.podStatus(t, "greedy2")
+		if ok && pod.Status.Phase == v1.PodFailed && pod.Status.Reason == "TopologyAffinityError" &&
+			pod.Status.Message == "Resources cannot be allocated with Topology locality" {
 			return true, nil
 		}
 		return false, fmt.Errorf("status %+v", pod.Status)
