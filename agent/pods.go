@@ -23,6 +23,7 @@ import (
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
@@ -68,8 +69,10 @@ type pods struct {
 	status   *statuspods.Manager
 	// vols sets up and tears down pod volumes.
 	vols *volume.Manager
-	// cpus is the CPU manager (agent/cpus.go).
+	// cpus and mem are the CPU and memory managers
+	// (agent/resourcemanagers.go).
 	cpus *cpumanager.Manager
+	mem  *memorymanager.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -204,8 +207,13 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpuAssignments{cpus},
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: cpuAssignments{cpus}}, Actuated: actuated,
+	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
+		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
+	if err != nil {
+		return nil, env, err
+	}
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem},
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
@@ -220,7 +228,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
@@ -270,7 +278,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	topology, err := a.newTopologyManager(p.cpus)
+	topology, err := a.newTopologyManager(p.cpus, p.mem)
 	if err != nil {
 		return err
 	}

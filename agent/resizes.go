@@ -48,6 +48,9 @@ func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.Adm
 			if msg, no := p.cpuResizeInfeasible(pod); no {
 				return false, v1.PodReasonInfeasible, msg
 			}
+			if msg, no := p.memoryResizeInfeasible(pod); no {
+				return false, v1.PodReasonInfeasible, msg
+			}
 			r := podworkers.Admit(admit, podworkers.AdmitAttributes{Pod: pod, OtherPods: others})
 			return r.Admit, r.Reason, r.Message
 		},

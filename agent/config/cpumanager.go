@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/topologymanager"
 	"github.com/kernelet/kernelet/internal/quantity"
 )
@@ -68,6 +69,7 @@ func validateCPUManager(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigur
 			}
 		}
 	}
+	errs = validateMemoryManager(errs, kc)
 	if d := kc.CPUManagerReconcilePeriod.Duration; d <= 0 && kc.CPUManagerPolicy == cpumanager.PolicyStatic {
 		errs = append(errs, field.Invalid(p("cpuManagerReconcilePeriod"), d.String(), "must be greater than 0"))
 	}
@@ -113,4 +115,34 @@ func applyReservedSystemCPUs(kc *kubeletv1beta1.KubeletConfiguration) {
 		kc.SystemReserved = map[string]string{}
 	}
 	kc.SystemReserved["cpu"] = strconv.Itoa(s.Size())
+}
+
+// validateMemoryManager checks memoryManagerPolicy (None or Static; kubelet's
+// BestEffort is Windows only) and reservedMemory: memory or hugepages
+// quantities per NUMA node, required by Static. That their sums equal
+// what node allocatable reserves is checked at start, against the node.
+func validateMemoryManager(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	p := field.NewPath
+	switch kc.MemoryManagerPolicy {
+	case memorymanager.PolicyNone, memorymanager.PolicyStatic:
+	default:
+		errs = append(errs, field.NotSupported(p("memoryManagerPolicy"), kc.MemoryManagerPolicy, []string{memorymanager.PolicyNone, memorymanager.PolicyStatic}))
+	}
+	for i, r := range kc.ReservedMemory {
+		rp := p("reservedMemory").Index(i)
+		if len(r.Limits) == 0 {
+			errs = append(errs, field.Required(rp.Child("limits"), "memory or hugepages to reserve on NUMA node "+strconv.Itoa(int(r.NumaNode))))
+		}
+		for name, q := range r.Limits {
+			if name != "memory" && !strings.HasPrefix(string(name), "hugepages-") {
+				errs = append(errs, field.NotSupported(rp.Child("limits").Key(string(name)), string(name), []string{"memory", "hugepages-<size>"}))
+			} else if q.Sign() < 0 {
+				errs = append(errs, field.Invalid(rp.Child("limits").Key(string(name)), q.String(), "must not be negative"))
+			}
+		}
+	}
+	if kc.MemoryManagerPolicy == memorymanager.PolicyStatic && len(kc.ReservedMemory) == 0 {
+		errs = append(errs, field.Required(p("reservedMemory"), "the Static memory manager policy needs the memory reserved per NUMA node (kubelet's --reserved-memory)"))
+	}
+	return errs
 }

@@ -81,7 +81,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"InPlacePodVerticalScaling":                    yes("the resize subresource's cpu and memory are admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to running containers (UpdateContainerResources, decreases first; resizePolicy RestartContainer restarts) and the pod cgroup, with containerStatuses[].resources/allocatedResources and PodResizeInProgress", "test/e2e.TestClusterResize"),
 	"InPlacePodVerticalScalingInitContainers":      no("a running regular init container is not resized in place (sidecars are; kernelet declares no node features, so the API server refuses it)"),
 	"InPlacePodVerticalScalingExclusiveCPUs":       no("under the static CPU manager policy a CPU resize of a Guaranteed pod is Infeasible with kubelet's message"),
-	"InPlacePodVerticalScalingExclusiveMemory":     na("only with the Static memory manager policy, which is refused"),
+	"InPlacePodVerticalScalingExclusiveMemory":     no("under the Static memory manager policy a memory resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingMemoryBackedVolumes": no("an emptyDir sizeLimit is not resized"),
 	"InPlacePodVerticalScalingSchedulerPreemption": na("a resize never preempts on the node (the scheduler's)"),
 	"InPlacePodLevelResourcesVerticalScaling":      no("a resize of pod-level resources is Infeasible (\"InPlacePodLevelResourcesVerticalScaling is disabled\")"),

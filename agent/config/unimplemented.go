@@ -16,9 +16,6 @@ import (
 // (and kubelet's "off" values) pass.
 func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
-	if v := kc.MemoryManagerPolicy; v != "None" {
-		errs = append(errs, field.Invalid(p("memoryManagerPolicy"), v, `kernelet has no memory manager (issue 27): only "None" is supported`))
-	}
 	if v := kc.MemorySwap.SwapBehavior; v != "" && v != "NoSwap" && v != "LimitedSwap" {
 		errs = append(errs, field.NotSupported(p("memorySwap", "swapBehavior"), v, []string{"", "LimitedSwap", "NoSwap"}))
 	}
@@ -61,7 +58,6 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 		n    int
 		why  string
 	}{
-		{"reservedMemory", len(kc.ReservedMemory), "kernelet has no memory manager (issue 27)"},
 		{"qosReserved", len(kc.QOSReserved), "kernelet does not reserve QoS cgroup memory (QOSReserved)"},
 		{"defaultPodSysctls", len(kc.DefaultPodSysctls), "kernelet adds no default sysctls to pods (DefaultPodSysctls)"},
 		{"showHiddenMetricsForVersion", len(kc.ShowHiddenMetricsForVersion), "kernelet has no hidden metrics"},

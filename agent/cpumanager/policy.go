@@ -310,22 +310,5 @@ const MessageResizeInfeasible = `Resize is infeasible for Guaranteed Pods alongs
 // CPUResizeOfGuaranteed tells whether a resize from allocated to desired
 // changes the CPU requests or limits of a container of a Guaranteed pod.
 func CPUResizeOfGuaranteed(desired, allocated *v1.Pod) bool {
-	if qos.Class(desired) != cgroups.Guaranteed {
-		return false
-	}
-	was := map[string]v1.ResourceRequirements{}
-	for _, list := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
-		for _, c := range list {
-			was[c.Name] = c.Resources
-		}
-	}
-	for _, list := range [][]v1.Container{desired.Spec.InitContainers, desired.Spec.Containers} {
-		for _, c := range list {
-			old := was[c.Name]
-			if !c.Resources.Requests.Cpu().Equal(*old.Requests.Cpu()) || !c.Resources.Limits.Cpu().Equal(*old.Limits.Cpu()) {
-				return true
-			}
-		}
-	}
-	return false
+	return qos.GuaranteedResize(desired, allocated, v1.ResourceCPU)
 }

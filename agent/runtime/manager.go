@@ -91,14 +91,14 @@ type ManagerConfig struct {
 	// ThermalThrottlePaths are masked in containers besides kubelet's
 	// default masked paths (podconfig.ThermalThrottlePaths of the node).
 	ThermalThrottlePaths []string
-	// CPUs are the CPU manager's assignments (nil: none; containers run
-	// on every CPU with their CFS quota).
-	CPUs CPUAssignments
+	// CPUs are the CPU and memory managers' assignments (nil: none;
+	// containers run on every CPU and memory node with their CFS quota).
+	CPUs Pinning
 }
 
-// CPUAssignments are the CPU manager's answers for the containers of a
-// pod (agent/cpumanager).
-type CPUAssignments interface {
+// Pinning is where the CPU and memory managers put the containers of a
+// pod (agent/cpumanager, agent/memorymanager).
+type Pinning interface {
 	// CPUSet is the cpuset container name runs on; "" leaves the
 	// runtime's default.
 	CPUSet(podUID types.UID, name string) string
@@ -106,11 +106,14 @@ type CPUAssignments interface {
 	// without a CFS quota, and so do its pod's sandbox and cgroup
 	// (kubelet's DisableCPUQuotaWithExclusiveCPUs, locked on).
 	Exclusive(podUID types.UID, name string) bool
+	// MemoryNodes is the cpuset.mems of container name: the NUMA nodes
+	// its memory is pinned to; "" leaves the runtime's default.
+	MemoryNodes(podUID types.UID, name string) string
 }
 
 // PodHasExclusiveCPUs tells whether a container of pod has CPUs of its
-// own (a nil CPUAssignments: none has).
-func PodHasExclusiveCPUs(a CPUAssignments, pod *v1.Pod) bool {
+// own (a nil Pinning: none has).
+func PodHasExclusiveCPUs(a Pinning, pod *v1.Pod) bool {
 	if a == nil {
 		return false
 	}
@@ -129,6 +132,7 @@ func PodHasExclusiveCPUs(a CPUAssignments, pod *v1.Pod) bool {
 func (m *Manager) cpusOf(pod *v1.Pod, name string, opts *podconfig.ContainerOptions) {
 	if m.cpus != nil {
 		opts.CPUSet, opts.ExclusiveCPUs = m.cpus.CPUSet(pod.UID, name), m.cpus.Exclusive(pod.UID, name)
+		opts.CPUSetMems = m.cpus.MemoryNodes(pod.UID, name)
 	}
 }
 
@@ -183,7 +187,7 @@ type Manager struct {
 	act      Actuated
 	userns   UserNamespaces
 	thermal  []string
-	cpus     CPUAssignments
+	cpus     Pinning
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex

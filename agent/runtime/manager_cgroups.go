@@ -32,7 +32,7 @@ type CgroupsAdapter struct {
 	Reader *cgroups.Reader
 	// CPUs are the CPU manager's assignments: a pod with exclusive CPUs
 	// gets no CFS quota on its cgroup (nil: no CPU manager).
-	CPUs CPUAssignments
+	CPUs Pinning
 }
 
 // podResources are pod's cgroup resources, without a CPU limit when a

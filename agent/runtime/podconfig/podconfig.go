@@ -502,7 +502,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 	req, lim := qos.ContainerRequests(c), qos.ContainerEffectiveLimits(pod, c)
 	r := linuxResources(req.CPUMilli, lim.CPUMilli, lim.MemoryBytes, opts.CPUOptions)
 	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
-	r.CpusetCpus = opts.CPUSet
+	r.CpusetCpus, r.CpusetMems = opts.CPUSet, opts.CPUSetMems
 	if opts.ExclusiveCPUs {
 		r.CpuQuota = 0 // no quota: the CPUs are the container's own
 	}

@@ -147,6 +147,9 @@ type ContainerOptions struct {
 	// DisableCPUQuotaWithExclusiveCPUs).
 	CPUSet        string
 	ExclusiveCPUs bool
+	// CPUSetMems is the container's cpuset.mems (the memory manager's
+	// NUMA nodes); "" leaves the runtime's default.
+	CPUSetMems string
 	SeccompOptions
 	// CgroupV2 tells that the node runs cgroup v2: the container gets
 	// memory.oom.group=1 unless SingleProcessOOMKill.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/topologymanager"
 )
@@ -55,8 +56,8 @@ func (a *Agent) newCPUManager(ctx context.Context, p *pods, rs internalapi.Runti
 
 // newTopologyManager builds the topology manager of topologyManagerPolicy
 // and topologyManagerScope over the NUMA nodes of the node's CPUs, with
-// the CPU manager as its hint provider.
-func (a *Agent) newTopologyManager(cpus *cpumanager.Manager) (*topologymanager.Manager, error) {
+// the CPU and memory managers as its hint providers.
+func (a *Agent) newTopologyManager(cpus *cpumanager.Manager, mem *memorymanager.Manager) (*topologymanager.Manager, error) {
 	kc := &a.opts.Config.Kubelet
 	opts, err := topologymanager.ParseOptions(kc.TopologyManagerPolicyOptions)
 	if err != nil {
@@ -71,11 +72,58 @@ func (a *Agent) newTopologyManager(cpus *cpumanager.Manager) (*topologymanager.M
 		nodes = topo.NUMANodes()
 	}
 	m, err := topologymanager.New(topologymanager.Config{Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope,
-		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{cpus}})
+		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{cpus, mem}})
 	if err != nil {
 		return nil, fmt.Errorf("topology manager: %w", err)
 	}
 	return m, nil
+}
+
+// newMemoryManager builds the memory manager of memoryManagerPolicy over
+// the NUMA nodes' memory (sysfs) with its checkpoint under the root
+// directory. Under Static, reservedMemory must add up to what node
+// allocatable reserves (kubeReserved, systemReserved and the hard
+// eviction threshold), as kubelet checks at start.
+func (a *Agent) newMemoryManager(reservation map[v1.ResourceName]uint64) (*memorymanager.Manager, error) {
+	kc := &a.opts.Config.Kubelet
+	cfg := memorymanager.Config{Policy: kc.MemoryManagerPolicy, StateFile: filepath.Join(a.opts.RootDir, memorymanager.StateFile)}
+	if kc.MemoryManagerPolicy == memorymanager.PolicyStatic {
+		nodes, err := memorymanager.ReadNodes(os.DirFS("/sys"))
+		if err != nil {
+			return nil, fmt.Errorf("memory manager: %w", err)
+		}
+		cfg.Nodes, cfg.Reserved = nodes, memorymanager.Reserved{}
+		for _, r := range kc.ReservedMemory {
+			node := int(r.NumaNode)
+			if cfg.Reserved[node] == nil {
+				cfg.Reserved[node] = map[v1.ResourceName]uint64{}
+			}
+			for name, q := range r.Limits {
+				cfg.Reserved[node][name] += uint64(q.Value())
+			}
+		}
+		if err := cfg.Reserved.Matches(reservation); err != nil {
+			return nil, fmt.Errorf("memory manager: %w", err)
+		}
+	}
+	m, err := memorymanager.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("memory manager: %w", err)
+	}
+	return m, nil
+}
+
+// memoryResizeInfeasible is kubelet's resize check of the Static memory
+// policy: the memory of a Guaranteed pod's containers cannot change in
+// place.
+func (p *pods) memoryResizeInfeasible(desired *v1.Pod) (string, bool) {
+	if p.mem == nil || !p.mem.Static() {
+		return "", false
+	}
+	if memorymanager.MemoryResizeOfGuaranteed(desired, p.allocated(desired)) {
+		return memorymanager.MessageResizeInfeasible, true
+	}
+	return "", false
 }
 
 // runningContainers are the running containers of the pods the PLEG
@@ -96,19 +144,27 @@ func (p *pods) runningContainers() []cpumanager.RunningContainer {
 	return out
 }
 
-// cpuAssignments answer the runtime with the CPU manager's state.
-type cpuAssignments struct{ m *cpumanager.Manager }
+// pinning answers the runtime with the CPU and memory managers' state.
+type pinning struct {
+	m   *cpumanager.Manager
+	mem *memorymanager.Manager
+}
 
-// CPUSet implements runtime.CPUAssignments: "" under the none policy.
-func (c cpuAssignments) CPUSet(uid types.UID, name string) string {
+// MemoryNodes implements runtime.Pinning.
+func (c pinning) MemoryNodes(uid types.UID, name string) string {
+	return c.mem.MemoryNodes(string(uid), name)
+}
+
+// CPUSet implements runtime.Pinning: "" under the none policy.
+func (c pinning) CPUSet(uid types.UID, name string) string {
 	if !c.m.Static() {
 		return ""
 	}
 	return c.m.CPUs(string(uid), name).String()
 }
 
-// Exclusive implements runtime.CPUAssignments.
-func (c cpuAssignments) Exclusive(uid types.UID, name string) bool {
+// Exclusive implements runtime.Pinning.
+func (c pinning) Exclusive(uid types.UID, name string) bool {
 	return c.m.Exclusive(string(uid), name)
 }
 
