@@ -39,6 +39,16 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	if v := kc.EnableSystemLogQuery; v != nil && *v {
 		errs = append(errs, field.Invalid(p("enableSystemLogQuery"), *v, "kernelet has no node log query: only false is supported"))
 	}
+	if v := kc.ImageServiceEndpoint; v != "" && v != kc.ContainerRuntimeEndpoint {
+		errs = append(errs, field.Invalid(p("imageServiceEndpoint"), v,
+			"kernelet pulls images through containerRuntimeEndpoint: must be unset or the same endpoint"))
+	}
+	for i, v := range kc.EnforceNodeAllocatable {
+		if strings.HasPrefix(v, "system-reserved") || strings.HasPrefix(v, "kube-reserved") {
+			errs = append(errs, field.Invalid(p("enforceNodeAllocatable").Index(i), v,
+				`kernelet does not enforce reservations on the system's or Kubernetes' cgroups: only "pods" or "none" is supported`))
+		}
+	}
 	if v := kc.ImagePullCredentialsVerificationPolicy; v != "" && v != kubeletv1beta1.NeverVerify {
 		errs = append(errs, field.Invalid(p("imagePullCredentialsVerificationPolicy"), v,
 			`kernelet does not verify the pull credentials of images already on the node: only "NeverVerify" (or unset) is supported`))

@@ -122,7 +122,7 @@ func parseRun(name, rootDir string, args []string, stdout, stderr io.Writer) (f 
 	switch {
 	case f.help:
 		fmt.Fprintf(stdout, "usage: %s [flags]\n\nkernelet runs the pods of this node with kubelet's command line and configuration;\n"+
-			"kubelet flags it does not act on are refused by name. Flags:\n%s", name, fs.FlagUsagesWrapped(100))
+			"kubelet flags it does not act on are refused by name. Flags:\n%s", name, fs.FlagUsages())
 		return nil, 0, true
 	case f.version != "false":
 		return nil, printVersion(stdout, stderr, f.version), true

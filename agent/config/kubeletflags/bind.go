@@ -46,11 +46,12 @@ func Bind(fs *pflag.FlagSet) (*Bound, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--%s: %w", f.Name, err)
 			}
-			fl := fs.VarPF(v, f.Name, f.Shorthand, "sets "+f.Field+" of the KubeletConfiguration")
+			fl := fs.VarPF(v, f.Name, f.Shorthand, "sets "+jsonPath(f.Field)+" of the KubeletConfiguration")
 			if f.Value == "bool" {
 				fl.NoOptDefVal = "true"
 			}
 			fl.Deprecated = f.Deprecated
+			fl.DefValue = "" // the default is the configuration's, not shown here
 			b.fields[f.Name] = f.Field
 		default:
 			d, ok := Decisions[f.Name]
@@ -130,6 +131,27 @@ func fieldOf(v reflect.Value, path string) reflect.Value {
 		v = v.FieldByName(name)
 	}
 	return v
+}
+
+// jsonPath is the field path as the configuration file spells it
+// ("authentication.x509.clientCAFile").
+func jsonPath(path string) string {
+	t := reflect.TypeOf(kubeletv1beta1.KubeletConfiguration{})
+	var out []string
+	for _, name := range strings.Split(path, ".") {
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		sf, ok := t.FieldByName(name)
+		if !ok {
+			return path
+		}
+		if j := strings.Split(sf.Tag.Get("json"), ",")[0]; j != "" {
+			out = append(out, j)
+		}
+		t = sf.Type
+	}
+	return strings.Join(out, ".")
 }
 
 // fieldValue makes the flag.Value of f over its field of b.cfg, parsing
