@@ -71,7 +71,8 @@ func TestRunCommandLineEnds(t *testing.T) {
 		"help":                 {args: []string{"kubelet", "--help"}, out: "usage: kubelet [flags]"},
 		"h":                    {args: []string{"run", "-h"}, out: "usage: kernelet run [flags]"},
 		"help lists kubelet's": {args: []string{"kubelet", "-h"}, out: "--cloud-provider"},
-		"version":              {args: []string{"kubelet", "--version"}, out: "kernelet "},
+		"version":              {args: []string{"run", "--version"}, out: "kernelet "},
+		"version as kubelet":   {args: []string{"kubelet", "--version"}, out: "Kubernetes v1.37.2+kernelet."}, // kubeadm's preflight parses it
 		"version raw":          {args: []string{"run", "--version=raw"}, out: `"goVersion"`},
 		"version bad":          {args: []string{"run", "--version=yes"}, code: 2, errs: `invalid --version "yes"`},
 		"unknown flag":         {args: []string{"kubelet", "--no-such-flag"}, code: 2, errs: "unknown flag: --no-such-flag"},

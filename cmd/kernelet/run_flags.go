@@ -125,7 +125,7 @@ func parseRun(name, rootDir string, args []string, stdout, stderr io.Writer) (f 
 			"kubelet flags it does not act on are refused by name. Flags:\n%s", name, fs.FlagUsages())
 		return nil, 0, true
 	case f.version != "false":
-		return nil, printVersion(stdout, stderr, f.version), true
+		return nil, printVersion(stdout, stderr, f.version, name == "kubelet"), true
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "%s: unexpected arguments: %s\n", name, strings.Join(fs.Args(), " "))
 		return nil, 2, true
