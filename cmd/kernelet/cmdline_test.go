@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/config"
@@ -24,6 +26,21 @@ func TestCommandLine(t *testing.T) {
 		if got := CommandLine(tc.argv); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("CommandLine(%q) = %q, want %q", tc.argv, got, tc.want)
 		}
+	}
+}
+
+// TestKubeletVersionForKubeadm: kubeadm v1.37.2's preflight runs
+// `kubelet --version` and parses it with this expression
+// (cmd/kubeadm/app/preflight/utils.go).
+func TestKubeletVersionForKubeadm(t *testing.T) {
+	kubeadm := regexp.MustCompile(`^\s*Kubernetes v((0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)([-\w.+]*)?)\s*$`)
+	code, out, _ := run(t, "kubelet", "--version")
+	m := kubeadm.FindStringSubmatch(strings.TrimSpace(out))
+	if code != 0 || m == nil {
+		t.Fatalf("exit %d, %q does not parse as kubeadm parses it", code, out)
+	}
+	if _, err := version.ParseSemantic(m[1]); err != nil {
+		t.Errorf("%q: %v", m[1], err)
 	}
 }
 
