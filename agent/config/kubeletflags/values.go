@@ -78,7 +78,7 @@ func (r *reservedMemoryValue) String() string {
 func (r *reservedMemoryValue) Set(val string) error {
 	numa, limits, ok := strings.Cut(val, ":")
 	if !ok {
-		return fmt.Errorf("invalid reserved memory %q: want <numa-node>:<resource>=<quantity>,...", val)
+		return fmt.Errorf("invalid reserved memory %q: want <numa-node>:<resource>=<quantity>[,<resource>=<quantity>]", val)
 	}
 	n, err := strconv.ParseInt(numa, 10, 32)
 	if err != nil {
