@@ -2,14 +2,14 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
+
+	"github.com/kernelet/kernelet/hack/internal/gentable"
 )
 
 // The Kubernetes release whose kubelet the table describes, and the
@@ -24,24 +24,12 @@ const (
 const defaultOut = "agent/config/kubeletflags/table.go"
 
 func main() {
-	out := flag.String("o", defaultOut, "the Go file to write")
-	check := flag.Bool("check", false, "do not write: fail if the file differs from what would be written")
-	modcache := flag.String("modcache", "", "the Go module cache (default: go env GOMODCACHE)")
-	flag.Parse()
-	if err := run(*out, *check, *modcache); err != nil {
-		fmt.Fprintln(os.Stderr, "kubeletflags:", err)
-		os.Exit(1)
-	}
+	gentable.Main("kubeletflags", defaultOut, generate)
 }
 
-func run(out string, check bool, modcache string) error {
-	if modcache == "" {
-		b, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		if err != nil {
-			return fmt.Errorf("go env GOMODCACHE: %w", err)
-		}
-		modcache = strings.TrimSpace(string(b))
-	}
+// generate renders the table from the sources in modcache, downloading
+// the modules it lacks.
+func generate(modcache string) ([]byte, string, error) {
 	src := sourceDirs{
 		kubernetes:    filepath.Join(modcache, "k8s.io", "kubernetes@"+kubernetesVersion),
 		componentBase: filepath.Join(modcache, "k8s.io", "component-base@"+stagingVersion),
@@ -56,29 +44,15 @@ func run(out string, check bool, modcache string) error {
 			continue
 		}
 		if out, err := exec.Command("go", "mod", "download", m.mod).CombinedOutput(); err != nil {
-			return fmt.Errorf("go mod download %s: %v: %s", m.mod, err, out)
+			return nil, "", fmt.Errorf("go mod download %s: %v: %s", m.mod, err, out)
 		}
 	}
 	flags, err := collect(src)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	code, err := render(flags)
-	if err != nil {
-		return err
-	}
-	if !check {
-		return os.WriteFile(out, code, 0o644)
-	}
-	old, err := os.ReadFile(out)
-	if err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	if !bytes.Equal(old, code) {
-		return fmt.Errorf("check: %s differs from the generator's output for kubernetes %s: run go run ./hack/kubeletflags", out, kubernetesVersion)
-	}
-	fmt.Printf("kubeletflags: %s matches kubernetes %s (%d flags)\n", out, kubernetesVersion, len(flags))
-	return nil
+	return code, fmt.Sprintf("kubernetes %s (%d flags)", kubernetesVersion, len(flags)), err
 }
 
 // render formats the table as Go source, sorted by flag name.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // systemdEnv reads the Environment= lines of a unit (or drop-in) and the
@@ -158,25 +156,14 @@ func TestKubeadmCommandLine(t *testing.T) {
 		logf.Close()
 	})
 
-	var node *v1.Node
-	ready := waitFor(t, 90*time.Second, "Node Ready", func() (bool, error) {
+	node, ready := c.waitReady(t, 90*time.Second, func() error {
 		select {
 		case err := <-exited:
 			exited <- err
-			return false, fmt.Errorf("kernelet exited: %v\n%s", err, c.log(t))
+			return fmt.Errorf("kernelet exited: %v\n%s", err, c.log(t))
 		default:
+			return nil
 		}
-		var err error
-		node, err = c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cd := range node.Status.Conditions {
-			if cd.Type == v1.NodeReady {
-				return cd.Status == v1.ConditionTrue, fmt.Errorf("Ready=%s %s: %s", cd.Status, cd.Reason, cd.Message)
-			}
-		}
-		return false, errors.New("no Ready condition")
 	})
 	t.Logf("Node %s Ready %v after kernelet started as kubelet", c.node, ready.Round(time.Millisecond))
 	if node.Labels["node.kubernetes.io/pool"] != "kernelet" {
