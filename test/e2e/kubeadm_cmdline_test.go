@@ -13,6 +13,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // systemdEnv reads the Environment= lines of a unit (or drop-in) and the
@@ -136,6 +138,10 @@ func TestKubeadmCommandLine(t *testing.T) {
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(c.cfg), "kernelet.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The Node is this start's registration, not a former test's.
+	if _, err := c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Node %s before the start: %v, want NotFound", c.node, err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
