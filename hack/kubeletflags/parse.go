@@ -293,11 +293,11 @@ func flagCalls(fd *ast.FuncDecl, fsName, fieldPrefix string, g goFiles) ([]kflag
 		if f.name, err = nameArg(call.Args, sel.Sel.Name, g); err != nil {
 			return false
 		}
-		if strings.HasSuffix(sel.Sel.Name, "P") {
-			f.shorthand, _ = stringLit(call.Args[len(call.Args)-2])
-			if sel.Sel.Name == "VarP" {
-				f.shorthand, _ = stringLit(call.Args[2])
-			}
+		switch sel.Sel.Name { // the shorthand follows the name
+		case "BoolP":
+			f.shorthand, _ = stringLit(call.Args[1])
+		case "VarP":
+			f.shorthand, _ = stringLit(call.Args[2])
 		}
 		f.value = vt
 		if vt == "" {

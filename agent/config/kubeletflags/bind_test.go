@@ -58,6 +58,9 @@ func TestBindEveryFlag(t *testing.T) {
 			t.Errorf("--%s not defined", f.Name)
 			continue
 		}
+		if d := Decisions[f.Name]; !d.Acted && fl.Shorthand != f.Shorthand {
+			t.Errorf("--%s: shorthand %q, kubelet's %q", f.Name, fl.Shorthand, f.Shorthand)
+		}
 		if fl.Deprecated != f.Deprecated {
 			t.Errorf("--%s: deprecation %q, kubelet's %q", f.Name, fl.Deprecated, f.Deprecated)
 		}

@@ -61,7 +61,7 @@ var Kubelet = []Flag{
 	{Name: "hairpin-mode", Value: "string", Field: "HairpinMode", Deprecated: ConfigDeprecated},
 	{Name: "healthz-bind-address", Value: "IPVar", Field: "HealthzBindAddress", Deprecated: ConfigDeprecated},
 	{Name: "healthz-port", Value: "int32", Field: "HealthzPort", Deprecated: ConfigDeprecated},
-	{Name: "help", Value: "bool"},
+	{Name: "help", Shorthand: "h", Value: "bool"},
 	{Name: "hostname-override", Value: "string"},
 	{Name: "housekeeping-interval", Value: "goflag"},
 	{Name: "http-check-frequency", Value: "duration", Field: "HTTPCheckFrequency", Deprecated: ConfigDeprecated},
