@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -95,7 +96,7 @@ func readLines(t *testing.T, path string) []string {
 // KUBELET_CONFIG_ARGS, KUBELET_KUBEADM_ARGS from a kubeadm-flags.env
 // (--hostname-override, --register-with-taints, --container-runtime-endpoint,
 // --node-ip, --node-labels, --v) and KUBELET_EXTRA_ARGS from
-// /etc/default/kubelet (here the test's --root-dir). The drop-in's paths
+// /etc/default/kubelet (here the test's --root-dir, and JSON logs). The drop-in's paths
 // are the test's own files; the kubeconfig exists, so the bootstrap
 // kubeconfig is not needed (as with kubelet). Against the real
 // kube-apiserver the Node registers with the labels and taint and goes
@@ -119,7 +120,7 @@ func TestKubeadmCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defaults := filepath.Join(dir, "default-kubelet")
-	if err := os.WriteFile(defaults, []byte(fmt.Sprintf("KUBELET_EXTRA_ARGS=\"--root-dir=%s\"\n", c.root)), 0o644); err != nil {
+	if err := os.WriteFile(defaults, []byte(fmt.Sprintf("KUBELET_EXTRA_ARGS=\"--root-dir=%s --logging-format=json\"\n", c.root)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The drop-in, with the test's files for kubeadm's paths.
@@ -192,7 +193,20 @@ func TestKubeadmCommandLine(t *testing.T) {
 	if !strings.HasPrefix(node.Status.NodeInfo.KubeletVersion, "v1.37.2+kernelet") {
 		t.Errorf("kubeletVersion %q", node.Status.NodeInfo.KubeletVersion)
 	}
-	if log := c.log(t); !strings.Contains(log, "Flag --container-runtime-endpoint has been deprecated") {
+	log := c.log(t)
+	if !strings.Contains(log, "Flag --container-runtime-endpoint has been deprecated") {
 		t.Errorf("kubelet's deprecation message for --container-runtime-endpoint missing from the log:\n%.2000s", log)
+	}
+	// logging.format json (component-base's JSON format, as kubelet's).
+	var started map[string]any
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `"msg":"Starting kernelet"`) {
+			if err := json.Unmarshal([]byte(l), &started); err != nil {
+				t.Errorf("not a JSON log line: %v: %s", err, l)
+			}
+		}
+	}
+	if started["node"] != c.node || started["logger"] != "kernelet" {
+		t.Errorf("no JSON line \"Starting kernelet\" for node %s in the log:\n%.2000s", c.node, log)
 	}
 }
