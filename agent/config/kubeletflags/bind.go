@@ -35,6 +35,9 @@ func Bind(fs *pflag.FlagSet) (*Bound, error) {
 	b := &Bound{fs: fs, fields: map[string]string{}, refused: map[string]string{}}
 	for _, f := range Kubelet {
 		if fl := fs.Lookup(f.Name); fl != nil {
+			if d, ok := Decisions[f.Name]; ok && !d.Acted {
+				return nil, fmt.Errorf("--%s: the command defines a flag kernelet decided not to act on", f.Name)
+			}
 			if f.Deprecated != "" && fl.Deprecated == "" {
 				fl.Deprecated = f.Deprecated
 			}

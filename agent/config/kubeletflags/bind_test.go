@@ -185,4 +185,14 @@ func TestBindRefusesUndecidedOrUndefined(t *testing.T) {
 	if _, err := Bind(fs); err == nil || !strings.Contains(err.Error(), "the command does not define it") {
 		t.Errorf("acted-on flags not defined by the command: %v", err)
 	}
+	fs = pflag.NewFlagSet("test", pflag.ContinueOnError)
+	for name, d := range Decisions {
+		if d.Acted {
+			fs.String(name, "", "")
+		}
+	}
+	fs.String("lock-file", "", "")
+	if _, err := Bind(fs); err == nil || !strings.Contains(err.Error(), "--lock-file: the command defines a flag kernelet decided not to act on") {
+		t.Errorf("a refused flag defined by the command: %v", err)
+	}
 }
