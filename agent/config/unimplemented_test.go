@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // Each field that asks for something kernelet lacks is refused by its
@@ -71,7 +72,34 @@ func TestConformanceKitConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the conformance kit's config must load: %v", err)
 	}
+	// It turns kubelet's iptables chains off, which kernelet never makes:
+	// one warning.
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "makeIPTablesUtilChains" {
+		t.Errorf("want the one makeIPTablesUtilChains warning, got %v", cfg.Warnings)
+	}
+}
+
+// TestKubeadmConfig: the KubeletConfiguration kubeadm v1.37 writes loads
+// without warnings; nothing in it is refused but rotateCertificates: true
+// while client certificate rotation is not wired in (issue 25).
+func TestKubeadmConfig(t *testing.T) {
+	cfg, err := Load("testdata/kubeadm-config.yaml")
+	var ce *Error
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatal(err)
+	}
+	if ce != nil {
+		for _, fe := range ce.Errs {
+			if fe.Field != "rotateCertificates" {
+				t.Errorf("kubeadm's config refused: %v", fe)
+			}
+		}
+	}
 	if len(cfg.Warnings) != 0 {
-		t.Errorf("unexpected warnings: %v", cfg.Warnings)
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+	if kc := cfg.Kubelet; kc.Logging.FlushFrequency.Duration.Duration != 5*time.Second || kc.Logging.Format != "text" || kc.SyncFrequency.Duration != time.Minute {
+		t.Errorf("kubeadm's zero values not defaulted as kubelet defaults them: flush %v format %q sync %v",
+			kc.Logging.FlushFrequency.Duration.Duration, kc.Logging.Format, kc.SyncFrequency.Duration)
 	}
 }

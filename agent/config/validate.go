@@ -37,7 +37,8 @@ func Validate(cfg *Config) field.ErrorList {
 	errs = validateUnimplemented(errs, kc)
 	errs = validateCrashLoopBackOff(errs, kc)
 	errs, warnings := validateFeatureGates(errs, kc)
-	for _, w := range warnings {
+	errs, fw := validateFields(errs, kc)
+	for _, w := range append(warnings, fw...) {
 		w.File = cfg.File
 		cfg.Warnings = append(cfg.Warnings, w)
 	}
