@@ -196,7 +196,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`volumePluginDir: Invalid value: "/opt/flex": kernelet runs no FlexVolume drivers`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
-		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
+		`featureGates[CRIListStreaming]: Invalid value: true: kernelet does not implement CRIListStreaming (ALPHA, default false in kubelet v1.37.2)`,
 		`featureGates[GracefulNodeShutdown]: Invalid value: true: kernelet does not implement GracefulNodeShutdown (BETA, default true in kubelet v1.37.2)`,
 		`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true`,
 		`featureGates[WatchListClient]: Invalid value: false: kernelet keeps WatchListClient at its default, true`,
