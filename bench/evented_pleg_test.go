@@ -44,7 +44,7 @@ import (
 //     kubelet_pleg_relist_duration_seconds_count.
 //
 // KERNELET_PLEG_PODS (default 8) is the number of pods of each kind per
-// round, KERNELET_PLEG_IDLE (default 30s) the idle window.
+// round, KERNELET_PLEG_IDLE (default 60s) the idle window.
 func BenchmarkEventedPLEG(b *testing.B) {
 	cd := containerd.Shared2(b)
 	e := newPodStartEnv(b, cd)
@@ -55,7 +55,7 @@ func BenchmarkEventedPLEG(b *testing.B) {
 	b.Cleanup(func() { _ = proxy.Close() })
 	e.endpoint = proxy.Endpoint()
 	pods := envInt(b, "KERNELET_PLEG_PODS", 8)
-	idle := envDuration(b, "KERNELET_PLEG_IDLE", 30*time.Second)
+	idle := envDuration(b, "KERNELET_PLEG_IDLE", time.Minute)
 	base, err := os.ReadFile(e.cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -88,6 +88,7 @@ type plegResult struct {
 	kernelet, ctrd      time.Duration // CPU over the idle windows
 	window              time.Duration // the idle windows together
 	relists, relistSecs float64 // relists counted and their time (kubelet_pleg_relist_duration_seconds)
+	events              float64 // runtime events received (kubelet_evented_pleg_connection_latency_seconds)
 	eventsActive, stray int // rounds where events drove the PLEG / did not as the mode says
 }
 
@@ -116,6 +117,7 @@ func (e *podStartEnv) runPLEGRound(b *testing.B, tag, mode string, n int, idle t
 	time.Sleep(3 * time.Second) // settle
 	kpid := e.kernelet.cmd.Process.Pid
 	relists0, secs0 := e.metric(b, "kubelet_pleg_relist_duration_seconds_count"), e.metric(b, "kubelet_pleg_relist_duration_seconds_sum")
+	events0 := e.metric(b, "kubelet_evented_pleg_connection_latency_seconds_count")
 	c0, k0, t0 := procCPU(e.ctrdPid), procCPU(kpid), time.Now()
 	time.Sleep(idle)
 	r.ctrd += procCPU(e.ctrdPid) - c0
@@ -123,6 +125,7 @@ func (e *podStartEnv) runPLEGRound(b *testing.B, tag, mode string, n int, idle t
 	r.window += time.Since(t0)
 	r.relists += e.metric(b, "kubelet_pleg_relist_duration_seconds_count") - relists0
 	r.relistSecs += e.metric(b, "kubelet_pleg_relist_duration_seconds_sum") - secs0
+	r.events += e.metric(b, "kubelet_evented_pleg_connection_latency_seconds_count") - events0
 	if e.metric(b, "kernelet_pleg_events_active") == wantActive {
 		r.eventsActive++
 	} else {
@@ -239,9 +242,9 @@ func reportPLEG(b *testing.B, res map[string]*plegResult, flavor containerd.Flav
 	b.Helper()
 	ev, hint, rl := res["evented"], res["hint"], res["relist"]
 	row := func(name string, r *plegResult) string {
-		return fmt.Sprintf("  %-8s plain p50 %4.0f p99 %4.0f ms | init p50 %4.0f p99 %4.0f ms | idle CPU kernelet %5.1f containerd %5.1f millicores | %.1f relists/min taking %.0f ms/min",
+		return fmt.Sprintf("  %-8s plain p50 %4.0f p99 %4.0f ms | init p50 %4.0f p99 %4.0f ms | idle CPU kernelet %5.1f containerd %5.1f millicores | %.1f relists/min taking %.0f ms/min | %.1f runtime events/min",
 			name, ms(percentile(r.plain, .5)), ms(percentile(r.plain, .99)), ms(percentile(r.init, .5)), ms(percentile(r.init, .99)),
-			millicores(r.kernelet, r.window), millicores(r.ctrd, r.window), r.relists/r.window.Minutes(), 1000*r.relistSecs/r.window.Minutes())
+			millicores(r.kernelet, r.window), millicores(r.ctrd, r.window), r.relists/r.window.Minutes(), 1000*r.relistSecs/r.window.Minutes(), r.events/r.window.Minutes())
 	}
 	ratio := func(a, b float64) float64 {
 		if b == 0 {

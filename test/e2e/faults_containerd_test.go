@@ -29,11 +29,12 @@ func (n *agentNode) statusOutput(t *testing.T) string {
 }
 
 // startPrivateContainerd starts a containerd of the test's own (a fault
-// test stops it), stopped at the end of the test.
+// test stops it) of the flavor KERNELET_TEST_RUNTIME selects, stopped at
+// the end of the test.
 func startPrivateContainerd(t *testing.T, name string) *containerd.Instance {
 	t.Helper()
 	containerd.Require(t)
-	cd, err := containerd.Start(t.Context(), containerd.Options{Name: name + "-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
+	cd, err := containerd.Start(t.Context(), containerd.Options{Name: name + "-" + strconv.Itoa(os.Getpid()), Flavor: matrixFlavor(t), Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}
