@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,26 +13,6 @@ import (
 
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
-
-// startContainerd2 starts a containerd 2 of the test's own (the test stops
-// and starts it), stopped at the end of the test.
-func startContainerd2(t *testing.T, name string) *containerd.Instance {
-	t.Helper()
-	containerd.Require(t)
-	cd, err := containerd.Start(t.Context(), containerd.Options{Name: name + "-" + strconv.Itoa(os.Getpid()),
-		Flavor: containerd.Containerd2, Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start containerd 2: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := cd.Stop(ctx); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return cd
-}
 
 // metricValue is the value of the sample named series (with its labels,
 // as the exposition writes them) in the agent's /metrics, -1 when absent
@@ -111,7 +89,7 @@ func diedFromEvent(log, id string) int {
 // events once containerd is back, where the next exit is again noticed
 // from its event; the running pod is not restarted.
 func TestAgentEventedPLEG(t *testing.T) {
-	cd := startContainerd2(t, "evented")
+	cd := startOwnContainerd(t, "evented", containerd.Containerd2) // the test stops and starts it
 	n, _, _ := newAgentWithCleanup(t, cd)
 	n.extraArgs = []string{"-v", "3"} // the PLEG's per-event lines
 	writeManifest(t, n.manifests, "steady.yaml", podManifest("steady", `["sleep"]`, "", 2))

@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
@@ -21,4 +25,23 @@ func matrixFlavor(t *testing.T) containerd.Flavor {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// startOwnContainerd starts a containerd of flavor f of the test's own
+// (one the test may stop and start), stopped at the end of the test.
+func startOwnContainerd(t *testing.T, name string, f containerd.Flavor) *containerd.Instance {
+	t.Helper()
+	containerd.Require(t)
+	cd, err := containerd.Start(t.Context(), containerd.Options{Name: name + "-" + strconv.Itoa(os.Getpid()), Flavor: f, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("start containerd (%s): %v", f, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := cd.Stop(ctx); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return cd
 }
