@@ -8,7 +8,7 @@
 // from the event's sandbox and container statuses and emits the pod's
 // events at once; every status carries the time it was read (the event's
 // creation time, a relist's start) and an older one never replaces a
-// newer one. The relist then runs every SafetyPeriod (1 min) as the
+// newer one (an event older than its pod's status asks for a relist). The relist then runs every SafetyPeriod (1 min) as the
 // safety net, and at Period (1 s) whenever the stream is broken (reopened
 // with back-off; Unimplemented, containerd 1.6, leaves relist alone).
 // Without Evented an event only wakes the relist early.

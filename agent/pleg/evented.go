@@ -90,9 +90,11 @@ func (p *PLEG) setStreaming(on bool) {
 }
 
 // handleEvent applies one runtime event: with Evented, the pod's status
-// becomes what the event says of its sandbox (unless the pod was read
-// after the event) and the changes are emitted at once; otherwise, or
-// when the event cannot be read, it wakes a relist.
+// becomes what the event says of its sandbox and the changes are emitted
+// at once; otherwise, when the event cannot be read, or when the pod was
+// read after the event (events that arrive out of order: what an older
+// one says of another sandbox of the pod would be lost), it wakes a
+// relist.
 func (p *PLEG) handleEvent(ctx context.Context, ev *runtimeapi.ContainerEventResponse) {
 	if ev.GetCreatedAt() > 0 {
 		p.m.eventLatency.Observe(time.Since(time.Unix(0, ev.GetCreatedAt())).Seconds())
@@ -109,8 +111,12 @@ func (p *PLEG) handleEvent(ctx context.Context, ev *runtimeapi.ContainerEventRes
 		return
 	}
 	p.mu.Lock()
-	evs := p.applyLocked(se.UID, se.Apply(p.known[se.UID].status), se.At)
+	evs, stale := p.applyLocked(se.UID, se.Apply(p.known[se.UID].status), se.At)
 	p.mu.Unlock()
+	if stale {
+		p.requestRelist()
+		return
+	}
 	if log := klog.FromContext(ctx).V(3); log.Enabled() {
 		for _, e := range evs {
 			log.Info("Pod lifecycle event from a runtime event", "podUID", e.UID, "event", e.Type, "id", e.Data,

@@ -83,9 +83,10 @@ func states(c *Cache, uid types.UID) []string {
 
 // TestEventedPLEG: with Evented, each runtime event updates the cache and
 // emits the pod's events at once; a relist that started before the latest
-// event of a pod does not overwrite it, a later one does; sandboxes are
-// merged, a deleted sandbox takes its containers, an emptied pod is gone;
-// an event without a sandbox status asks for a relist.
+// event of a pod does not overwrite it, a later one does, and an event
+// older than what is known asks for a relist; sandboxes are merged, a
+// deleted sandbox takes its containers, an emptied pod is gone; an event
+// without a sandbox status asks for a relist.
 func TestEventedPLEG(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -118,8 +119,8 @@ func TestEventedPLEG(t *testing.T) {
 		"relist first, then events": {
 			{relist: []*runtime.PodStatus{{UID: "a", Sandboxes: []*runtime.SandboxStatus{{ID: "s1", Ready: true}}}}, relistAt: 1,
 				want: []Event{{"a", SandboxChanged, "s1"}}, wantCache: []string{"s1=ready"}},
-			// an event made before the relist is stale
-			{event: criEvent(started, "s1", at(0), criSandbox("a", "s1", false)), wantCache: []string{"s1=ready"}},
+			// an event made before the relist is stale: a relist sorts it out
+			{event: criEvent(started, "s1", at(0), criSandbox("a", "s1", false)), wantCache: []string{"s1=ready"}, wantWake: true},
 			{event: criEvent(started, "c1", at(2), sbA1, criCtr("a", "c1", "app", running, 0, 1)),
 				want: []Event{{"a", ContainerStarted, "c1"}}, wantCache: []string{"s1=ready", "c1=running"}},
 		},

@@ -149,11 +149,13 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	seen := make(map[types.UID]bool, len(listed))
 	for _, st := range listed {
 		seen[st.UID] = true
-		evs = append(evs, p.applyLocked(st.UID, st, start)...)
+		e, _ := p.applyLocked(st.UID, st, start)
+		evs = append(evs, e...)
 	}
 	for uid := range p.known {
 		if !seen[uid] {
-			evs = append(evs, p.applyLocked(uid, nil, start)...)
+			e, _ := p.applyLocked(uid, nil, start)
+			evs = append(evs, e...)
 		}
 	}
 	p.mu.Unlock()
@@ -166,23 +168,23 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 // applyLocked records st (nil or empty: the runtime holds nothing of the
 // pod) as the status of uid read at t and returns the events since the
 // pod's known status; a known status read after t wins and nothing
-// changes.
-func (p *PLEG) applyLocked(uid types.UID, st *runtime.PodStatus, t time.Time) []Event {
+// changes (stale).
+func (p *PLEG) applyLocked(uid types.UID, st *runtime.PodStatus, t time.Time) (evs []Event, stale bool) {
 	k, had := p.known[uid]
 	if had && k.at.After(t) {
-		return nil
+		return nil, true
 	}
 	if st == nil || len(st.Sandboxes) == 0 && len(st.Containers) == 0 {
 		if !had {
-			return nil
+			return nil, false
 		}
 		delete(p.known, uid)
 		p.cache.Delete(uid)
-		return Diff(k.status, &runtime.PodStatus{UID: uid})
+		return Diff(k.status, &runtime.PodStatus{UID: uid}), false
 	}
 	p.known[uid] = knownPod{status: st, at: t}
 	p.cache.Set(uid, st, t)
-	return Diff(k.status, st)
+	return Diff(k.status, st), false
 }
 
 // emit hands evs to the reader of Events without blocking.
