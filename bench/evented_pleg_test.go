@@ -87,9 +87,9 @@ type plegResult struct {
 	plain, init         []time.Duration
 	kernelet, ctrd      time.Duration // CPU over the idle windows
 	window              time.Duration // the idle windows together
-	relists, relistSecs float64 // relists counted and their time (kubelet_pleg_relist_duration_seconds)
-	events              float64 // runtime events received (kubelet_evented_pleg_connection_latency_seconds)
-	eventsActive, stray int // rounds where events drove the PLEG / did not as the mode says
+	relists, relistSecs float64       // relists counted and their time (kubelet_pleg_relist_duration_seconds)
+	events              float64       // runtime events received (kubelet_evented_pleg_connection_latency_seconds)
+	eventsActive, stray int           // rounds where events drove the PLEG / did not as the mode says
 }
 
 // runPLEGRound runs one agent in mode: the pod starts, then the idle
