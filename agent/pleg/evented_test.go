@@ -313,25 +313,11 @@ func TestEventedFallback(t *testing.T) {
 	waitFor(t, "the fallback", func() bool { return !p.EventsActive() })
 	check("broken", false, time.Second, 1, 1)
 	// a retry that cannot open, then one that opens
-	stepUntil(t, clk, func() bool {
-		select {
-		case f.calls <- refused:
-			return true
-		default:
-			return false
-		}
-	})
+	stepUntil(t, clk, f, refused)
 	waitFor(t, "the second error counted", func() bool { return testutil.ToFloat64(m.connErrors) == 2 })
 	check("refused", false, time.Second, 1, 2)
 	s2 := newSession()
-	stepUntil(t, clk, func() bool {
-		select {
-		case f.calls <- s2:
-			return true
-		default:
-			return false
-		}
-	})
+	stepUntil(t, clk, f, s2)
 	<-s2.opened
 	check("reopened", true, time.Minute, 2, 2)
 	cancel()
@@ -365,12 +351,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stepUntil moves the fake clock a second at a time until try succeeds
-// (the back-off wait of the stream ends on the fake clock).
-func stepUntil(t *testing.T, clk *clocktesting.FakeClock, try func() bool) {
+// stepUntil moves the fake clock a second at a time until the stream asks
+// f for its next session, and hands it s (the back-off wait of the stream
+// ends on the fake clock).
+func stepUntil(t *testing.T, clk *clocktesting.FakeClock, f *fakeStream, s *session) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !try() {
+	for {
+		select {
+		case f.calls <- s:
+			return
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("the stream was not opened again")
 		}
