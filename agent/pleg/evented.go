@@ -23,7 +23,7 @@ func (p *PLEG) stream(ctx context.Context) {
 	quiet := klog.NewContext(ctx, quietErrors(log, 4))
 	backoff := streamRetryMin
 	for {
-		opened, err := p.streamOnce(ctx, quiet)
+		opened, announced, err := p.streamOnce(ctx, quiet)
 		if ctx.Err() != nil {
 			return
 		}
@@ -36,7 +36,7 @@ func (p *PLEG) stream(ctx context.Context) {
 		}
 		if opened {
 			backoff = streamRetryMin
-			if p.cfg.Evented {
+			if announced {
 				log.Info("Container event stream broke; relisting every period until it is back", "err", err, "period", p.cfg.Period)
 			} else {
 				log.V(2).Info("Container event stream broke", "err", err)
@@ -54,8 +54,11 @@ func (p *PLEG) stream(ctx context.Context) {
 }
 
 // streamOnce opens the stream and handles its events until it ends;
-// opened tells whether the runtime accepted it.
-func (p *PLEG) streamOnce(ctx, quiet context.Context) (opened bool, err error) {
+// opened tells whether the runtime accepted it, announced whether it
+// lasted streamSettle and was logged as driving the PLEG (a runtime
+// without events, containerd 1.6, accepts the stream and fails its first
+// receive at once: no such line for it).
+func (p *PLEG) streamOnce(ctx, quiet context.Context) (opened, announced bool, err error) {
 	ch := make(chan *runtimeapi.ContainerEventResponse, p.cfg.EventBuffer)
 	done := make(chan struct{})
 	go func() {
@@ -64,18 +67,33 @@ func (p *PLEG) streamOnce(ctx, quiet context.Context) (opened bool, err error) {
 			p.handleEvent(ctx, ev)
 		}
 	}()
+	ended := make(chan struct{})
+	var logged chan bool // what the announcer did, once the stream ended
 	err = p.cfg.Streamer.GetContainerEvents(quiet, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) {
 		opened = true
 		p.m.connSuccess.Inc()
 		p.setStreaming(true)
 		p.requestRelist() // what happened before the stream opened
 		if p.cfg.Evented {
-			klog.FromContext(ctx).Info("Container event stream open; events drive the PLEG", "safetyRelistPeriod", p.cfg.SafetyPeriod)
+			logged = make(chan bool, 1)
+			go func() {
+				select {
+				case <-p.clock.After(streamSettle):
+					klog.FromContext(ctx).Info("Container event stream open; events drive the PLEG", "safetyRelistPeriod", p.cfg.SafetyPeriod)
+					logged <- true
+				case <-ended:
+					logged <- false
+				}
+			}()
 		}
 	})
 	close(ch) // the client sends only from within the call
 	<-done
-	return opened, err
+	close(ended)
+	if logged != nil {
+		announced = <-logged
+	}
+	return opened, announced, err
 }
 
 func (p *PLEG) setStreaming(on bool) {

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -368,5 +372,66 @@ func stepUntil(t *testing.T, clk *clocktesting.FakeClock, f *fakeStream, s *sess
 		}
 		clk.Step(time.Second)
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStreamAnnounced: a stream is logged as driving the PLEG only once it
+// stayed open streamSettle; one that the runtime accepts and fails at
+// once (containerd 1.6 fails the first receive with Unimplemented) is
+// not.
+func TestStreamAnnounced(t *testing.T) {
+	tests := map[string]struct {
+		settle bool // the clock passes streamSettle while the stream is open
+		end    error
+		want   bool
+	}{
+		"accepted, then Unimplemented at once":   {end: status.Error(codes.Unimplemented, "not implemented")},
+		"open past the settle time, then broken": {settle: true, end: errors.New("stream broke"), want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var lines []string
+			logger := funcr.New(func(prefix, args string) {
+				mu.Lock()
+				lines = append(lines, args)
+				mu.Unlock()
+			}, funcr.Options{})
+			logged := func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "events drive the PLEG") })
+			}
+			ctx := klog.NewContext(t.Context(), logger)
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			f := &fakeStream{calls: make(chan *session, 1)}
+			s := newSession()
+			s.end = tc.end
+			f.calls <- s
+			p, err := New(Config{Lister: &fakeLister{}, Streamer: f, Evented: true, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				opened, announced bool
+				err               error
+			}
+			res := make(chan result)
+			go func() {
+				o, a, err := p.streamOnce(ctx, ctx)
+				res <- result{o, a, err}
+			}()
+			<-s.opened
+			if tc.settle {
+				waitFor(t, "the announcer", clk.HasWaiters)
+				clk.Step(streamSettle)
+				waitFor(t, "the line", logged)
+			}
+			close(s.events)
+			r := <-res
+			if !r.opened || r.announced != tc.want || !errors.Is(r.err, tc.end) || logged() != tc.want {
+				t.Errorf("opened %v, announced %v (logged %v), err %v; want announced %v", r.opened, r.announced, logged(), r.err, tc.want)
+			}
+		})
 	}
 }

@@ -85,4 +85,7 @@ const (
 const (
 	streamRetryMin = time.Second
 	streamRetryMax = 30 * time.Second
+	// streamSettle is how long a stream must stay open before it is
+	// logged as driving the PLEG.
+	streamSettle = time.Second
 )

@@ -94,13 +94,11 @@ func TestAgentEventedPLEG(t *testing.T) {
 	n.extraArgs = []string{"-v", "3"} // the PLEG's per-event lines
 	writeManifest(t, n.manifests, "steady.yaml", podManifest("steady", `["sleep"]`, "", 2))
 	n.start(t)
-	waitFor(t, 60*time.Second, "events driving the PLEG", func() (bool, error) {
-		return n.metricValue(t, "kernelet_pleg_events_active") == 1, fmt.Errorf("kernelet_pleg_events_active %v",
-			n.metricValue(t, "kernelet_pleg_events_active"))
+	waitFor(t, 60*time.Second, "events driving the PLEG, logged", func() (bool, error) {
+		return n.metricValue(t, "kernelet_pleg_events_active") == 1 &&
+				strings.Contains(n.log(t), "Container event stream open; events drive the PLEG"),
+			fmt.Errorf("kernelet_pleg_events_active %v", n.metricValue(t, "kernelet_pleg_events_active"))
 	})
-	if !strings.Contains(n.log(t), "Container event stream open; events drive the PLEG") {
-		t.Errorf("the agent's log does not say events drive the PLEG")
-	}
 	n.waitRunning(t, 90*time.Second, "steady")
 
 	checkExit := func(name string) {
@@ -122,13 +120,13 @@ func TestAgentEventedPLEG(t *testing.T) {
 	if err := cd.StopDaemon(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the fallback to relist", func() (bool, error) {
+	waitFor(t, 60*time.Second, "the fallback to relist, logged", func() (bool, error) {
 		return n.metricValue(t, "kernelet_pleg_events_active") == 0 &&
-			n.metricValue(t, "kubelet_evented_pleg_connection_error_count") >= 1, fmt.Errorf("not yet")
+				n.metricValue(t, "kubelet_evented_pleg_connection_error_count") >= 1 &&
+				strings.Contains(n.log(t), "Container event stream broke; relisting every period until it is back"),
+			fmt.Errorf("kernelet_pleg_events_active %v, stream errors %v", n.metricValue(t, "kernelet_pleg_events_active"),
+				n.metricValue(t, "kubelet_evented_pleg_connection_error_count"))
 	})
-	if !strings.Contains(n.log(t), "Container event stream broke; relisting every period until it is back") {
-		t.Errorf("the agent's log does not say the stream broke")
-	}
 	if err := cd.StartDaemon(t.Context()); err != nil {
 		t.Fatal(err)
 	}
