@@ -224,6 +224,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
+		Evented:   a.opts.Config.Kernelet.PLEGMode == config.PLEGEvented,
 		Threshold: a.deps.PLEGThreshold, Metrics: a.metrics.pleg})
 	if err != nil {
 		return nil, env, err

@@ -38,7 +38,7 @@ var kerneletGates = map[string]kerneletDecision{
 	// Pod lifecycle, probes and status.
 	"ChangeContainerStatusOnKubeletRestart":  yes("after a restart of kernelet, containers are not ready until their readiness probe succeeds again", ""),
 	"PLEGOnDemandRelist":                     na("each pod sync reads the pod's status from the runtime itself: there is no relist to ask for"),
-	"EventedPLEG":                            no("pod lifecycle events come from the relist (GetContainerEvents is a wake-up hint only)"),
+	"EventedPLEG":                            yes("kernelet always follows the runtime's container events (GetContainerEvents; containerd 2, not 1.6): an event makes the PLEG act at once, as kubelet v1.37.2's EventedPLEG asks for a relist on a container's exit; with the KerneletConfiguration's plegMode evented (the default) the events themselves update the pod cache and wake the pod workers, the relist runs every minute as the safety net and every second while the stream is broken; with plegMode relist an event only wakes the every-second relist", "agent/pleg.TestEventedPLEG"),
 	"CRIListStreaming":                       no("the runtime is listed with the unary List RPCs"),
 	"PodReadyToStartContainersCondition":     yes("pods carry the PodReadyToStartContainers condition", "test/e2e.TestClusterNode"),
 	"ExecProbeTimeout":                       yes("an exec probe that outlives timeoutSeconds fails", "agent/prober.TestExecProbe"),
