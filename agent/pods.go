@@ -197,11 +197,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	env.allocated = allocated
-	var services func() ([]*v1.Service, error)
-	var runtimeClasses podconfig.RuntimeClassGetter
-	if a.cluster != nil {
-		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
-	}
+	services, runtimeClasses := a.clusterLookups()
 	p := &pods{} // filled below; the CPU manager asks it for the active pods
 	cpus, mem, err := a.newResourceManagers(ctx, p, rs, setup)
 	if err != nil {
@@ -235,6 +231,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	built = true
 	return p, env, nil
+}
+
+// clusterLookups are the services and RuntimeClasses of the API server
+// (nil in standalone mode).
+func (a *Agent) clusterLookups() (func() ([]*v1.Service, error), podconfig.RuntimeClassGetter) {
+	if a.cluster == nil {
+		return nil, nil
+	}
+	return a.cluster.Services, a.cluster.RuntimeClass
 }
 
 // cgroupDriver is the cgroup driver the pod side runs with: the runtime's
