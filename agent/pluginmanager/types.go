@@ -42,9 +42,9 @@ type Plugin struct {
 
 // Kubelet's timeouts and backoff of registration.
 const (
-	getInfoTimeout     = time.Second
-	notifyTimeout      = 5 * time.Second
-	initialBackoff     = 500 * time.Millisecond
-	maxBackoff         = 2*time.Minute + 2*time.Second
-	reconcilePeriod    = time.Second
+	getInfoTimeout  = time.Second
+	notifyTimeout   = 5 * time.Second
+	initialBackoff  = 500 * time.Millisecond
+	maxBackoff      = 2*time.Minute + 2*time.Second
+	reconcilePeriod = time.Second
 )
