@@ -1,0 +1,51 @@
+package volumemanager
+
+import (
+	"errors"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kernelet/kernelet/agent/csi"
+)
+
+// Drivers finds registered CSI drivers (csi.Registry).
+type Drivers interface {
+	Lookup(name string) (csi.Driver, error)
+}
+
+// Config wires a Manager.
+type Config struct {
+	// RootDir is the agent's root dir (<root>/plugins, <root>/pods).
+	RootDir string
+	// PodsDir holds the per-pod directories (default <root>/pods).
+	PodsDir string
+	// NodeName is this node's name (VolumeAttachment names, vol_data.json).
+	NodeName string
+	// Client reads PVCs, PVs, CSIDrivers, VolumeAttachments and secrets;
+	// nil in standalone mode, where PVC volumes fail to mount.
+	Client kubernetes.Interface
+	// Drivers are the registered CSI drivers.
+	Drivers Drivers
+	// Dial connects to a driver (default csi.Dial).
+	Dial func(endpoint string) (*csi.Client, error)
+	// WaitTimeout bounds SetUp's wait for a pod's volumes (default
+	// kubelet's 2m3s); RetryInterval is the pause between attempts
+	// (default 300 ms, kubelet's).
+	WaitTimeout, RetryInterval time.Duration
+}
+
+// Kubelet's bounds of the wait for a pod's volumes.
+const (
+	DefaultWaitTimeout   = 2*time.Minute + 3*time.Second
+	DefaultRetryInterval = 300 * time.Millisecond
+)
+
+// PluginDir is the plugin directory name under <pods>/<uid>/volumes.
+const PluginDir = "kubernetes.io~csi"
+
+// ErrNoAPIServer is matched by the errors of PVC volumes in standalone mode.
+var ErrNoAPIServer = errors.New("PersistentVolumeClaim volumes need the API server (standalone mode)")
+
+// ErrUnsupported is matched by the errors of volumes this package refuses.
+var ErrUnsupported = errors.New("not supported by kernelet")
