@@ -1,7 +1,6 @@
 package volumemanager
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/internal/mountinfo"
 	"github.com/kernelet/kernelet/test/csidriver"
 )
 
@@ -88,21 +88,12 @@ func newEnv(t *testing.T, attach bool) *env {
 
 // unmountUnder unmounts every mount below dir, deepest first.
 func unmountUnder(t *testing.T, dir string) {
-	f, err := os.Open("/proc/self/mountinfo")
+	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return strings.HasPrefix(e.Point, dir+"/") })
 	if err != nil {
 		t.Error(err)
-		return
 	}
-	defer f.Close()
-	var mounts []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	for i := len(es) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(es[i].Point, syscall.MNT_DETACH)
 	}
 }
 
@@ -136,7 +127,7 @@ func (e *env) volume(t *testing.T, ns, claim, pv, handle string, modes ...v1.Per
 func pvcPod(uid, claim string, readOnly bool) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid)}, Spec: v1.PodSpec{
 		SecurityContext: &v1.PodSecurityContext{FSGroup: ptr.To[int64](4321)},
-		Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}}}}}
+		Volumes:         []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}}}}}
 }
 
 // calls are the driver's successful node calls as "Method" lines.

@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/moby/sys/mountinfo"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
 // ensure gets one PVC volume of pod published and returns its path.
@@ -285,12 +285,16 @@ func readVolData(dir string) (map[string]string, error) {
 	return data, nil
 }
 
-// isMountPoint tells whether path is a mount point (bind mounts too); a
-// missing path is not.
+// isMountPoint tells whether path is a mount point (bind mounts too, as
+// the mount table lists them); a missing path is not.
 func isMountPoint(path string) (bool, error) {
-	ok, err := mountinfo.Mounted(path)
+	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	return ok, err
+	if err != nil {
+		return false, err
+	}
+	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.Point == real })
+	return len(es) > 0, err
 }

@@ -3,10 +3,12 @@ package csidriver
 import (
 	"errors"
 	"os"
+	"path/filepath"
 
-	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
+
+	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
 // bindMount bind-mounts src on target (read-only when ro); a target that
@@ -44,12 +46,16 @@ func unmount(target string) error {
 	return nil
 }
 
-// isMountPoint tells whether path is a mount point (bind mounts too); a
-// missing path is not.
+// isMountPoint tells whether path is a mount point (bind mounts too, as
+// the mount table lists them); a missing path is not.
 func isMountPoint(path string) (bool, error) {
-	ok, err := mountinfo.Mounted(path)
+	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	return ok, err
+	if err != nil {
+		return false, err
+	}
+	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.Point == real })
+	return len(es) > 0, err
 }
