@@ -11,19 +11,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // NodeInfo keeps the node's CSINode and its CSI annotation and labels.
 type NodeInfo struct {
-	client   kubernetes.Interface
+	client   clientset.Interface
 	nodeName string
 	mu       sync.Mutex // one update at a time, as kubelet's
 }
 
 // NewNodeInfo returns a NodeInfo of node nodeName.
-func NewNodeInfo(client kubernetes.Interface, nodeName string) *NodeInfo {
+func NewNodeInfo(client clientset.Interface, nodeName string) *NodeInfo {
 	return &NodeInfo{client: client, nodeName: nodeName}
 }
 
@@ -38,11 +39,11 @@ func (n *NodeInfo) Init(ctx context.Context) error {
 
 // csiNode returns the node's own CSINode, creating it when missing.
 func (n *NodeInfo) csiNode(ctx context.Context) (*storagev1.CSINode, error) {
-	node, err := n.client.CoreV1().Nodes().Get(ctx, n.nodeName, metav1.GetOptions{})
+	node, err := n.client.Nodes().Get(ctx, n.nodeName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("get node: %w", err)
 	}
-	cns := n.client.StorageV1().CSINodes()
+	cns := n.client.CSINodes()
 	cn, err := cns.Get(ctx, n.nodeName, metav1.GetOptions{})
 	if err == nil && !OwnedBy(cn, n.nodeName, node.UID) {
 		if err := cns.Delete(ctx, n.nodeName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cn.UID}}); err != nil && !apierrors.IsNotFound(err) {
@@ -80,7 +81,7 @@ func (n *NodeInfo) InstallDriver(ctx context.Context, driver string, info Driver
 			return nil
 		}
 		cn.Spec.Drivers = drivers
-		_, err = n.client.StorageV1().CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
+		_, err = n.client.CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -94,7 +95,7 @@ func (n *NodeInfo) UninstallDriver(ctx context.Context, driver string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		cn, err := n.client.StorageV1().CSINodes().Get(ctx, n.nodeName, metav1.GetOptions{})
+		cn, err := n.client.CSINodes().Get(ctx, n.nodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -106,7 +107,7 @@ func (n *NodeInfo) UninstallDriver(ctx context.Context, driver string) error {
 			return nil
 		}
 		cn.Spec.Drivers = drivers
-		_, err = n.client.StorageV1().CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
+		_, err = n.client.CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -125,7 +126,7 @@ func (n *NodeInfo) patchNode(ctx context.Context, change func(*v1.Node) (bool, e
 }
 
 func (n *NodeInfo) tryPatchNode(ctx context.Context, change func(*v1.Node) (bool, error)) error {
-	node, err := n.client.CoreV1().Nodes().Get(ctx, n.nodeName, metav1.GetOptions{})
+	node, err := n.client.Nodes().Get(ctx, n.nodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (n *NodeInfo) tryPatchNode(ctx context.Context, change func(*v1.Node) (bool
 	if err != nil {
 		return err
 	}
-	_, err = n.client.CoreV1().Nodes().Patch(ctx, n.nodeName, types.MergePatchType, b, metav1.PatchOptions{})
+	_, err = n.client.Nodes().Patch(ctx, n.nodeName, types.MergePatchType, b, metav1.PatchOptions{})
 	return err
 }
 

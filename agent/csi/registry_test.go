@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 	"github.com/kernelet/kernelet/test/csidriver"
 )
 
@@ -60,7 +61,7 @@ func TestRegistryRegisters(t *testing.T) {
 	ctx := context.Background()
 	sock := startDriver(t, "reg.csi.kernelet.test")
 	client := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}})
-	ni := NewNodeInfo(client, "node-a")
+	ni := NewNodeInfo(clientsettest.FromClientset(client), "node-a")
 	if err := ni.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestNodeInfoReplacesForeignCSINode(t *testing.T) {
 	stale := NewCSINode("node-a", "old-uid")
 	stale.Spec.Drivers = []storagev1.CSINodeDriver{{Name: "gone"}}
 	client := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-a"}}, stale)
-	if err := NewNodeInfo(client, "node-a").Init(ctx); err != nil {
+	if err := NewNodeInfo(clientsettest.FromClientset(client), "node-a").Init(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cn, err := client.StorageV1().CSINodes().Get(ctx, "node-a", metav1.GetOptions{})

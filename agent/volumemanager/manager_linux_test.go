@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/internal/clientset/clientsettest"
 	"github.com/kernelet/kernelet/internal/mountinfo"
 	"github.com/kernelet/kernelet/test/csidriver"
 )
@@ -98,7 +99,7 @@ func unmountUnder(t *testing.T, dir string) {
 }
 
 func (e *env) manager(timeout time.Duration) *Manager {
-	return New(Config{RootDir: e.root, NodeName: testNode, Client: e.client, Drivers: e.drivers, WaitTimeout: timeout, RetryInterval: 10 * time.Millisecond})
+	return New(Config{RootDir: e.root, NodeName: testNode, Client: clientsettest.FromClientset(e.client), Drivers: e.drivers, WaitTimeout: timeout, RetryInterval: 10 * time.Millisecond})
 }
 
 // volume makes a driver volume, a bound PV and PVC in namespace ns.

@@ -93,14 +93,14 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 	}
 	claim := vol.PersistentVolumeClaim.ClaimName
 	wrap := func(err error) error { return fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claim, err) }
-	pvc, err := m.cfg.Client.CoreV1().PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	pvc, err := m.cfg.Client.PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		return volumeSpec{}, wrap(fmt.Errorf("failed to fetch PVC from API server: %w", err))
 	}
 	if err := checkClaim(pvc); err != nil {
 		return volumeSpec{}, wrap(err)
 	}
-	pv, err := m.cfg.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := m.cfg.Client.PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		return volumeSpec{}, wrap(fmt.Errorf("failed to fetch PV %s from API server: %w", pvc.Spec.VolumeName, err))
 	}
@@ -122,7 +122,7 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 
 // csiDriver reads the CSIDriver object; nil when there is none.
 func (m *Manager) csiDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
-	d, err := m.cfg.Client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+	d, err := m.cfg.Client.CSIDrivers().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func (m *Manager) csiDriver(ctx context.Context, name string) (*storagev1.CSIDri
 // returns its attachment metadata once attached.
 func (m *Manager) attachment(ctx context.Context, spec volumeSpec) (map[string]string, error) {
 	name := AttachmentName(spec.Handle, spec.Driver, m.cfg.NodeName)
-	va, err := m.cfg.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+	va, err := m.cfg.Client.VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("MountVolume.WaitForAttach failed for volume %q : volume attachment %s: %w", spec.PVName, name, err)
 	}
@@ -152,7 +152,7 @@ func (m *Manager) secret(ctx context.Context, ref *v1.SecretReference) (map[stri
 	if ref == nil {
 		return nil, nil
 	}
-	s, err := m.cfg.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	s, err := m.cfg.Client.Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("fetching secret %s/%s failed: %w", ref.Namespace, ref.Name, err)
 	}

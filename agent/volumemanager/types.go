@@ -4,9 +4,8 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/internal/clientset"
 )
 
 // Drivers finds registered CSI drivers (csi.Registry).
@@ -24,7 +23,7 @@ type Config struct {
 	NodeName string
 	// Client reads PVCs, PVs, CSIDrivers, VolumeAttachments and secrets;
 	// nil in standalone mode, where PVC volumes fail to mount.
-	Client kubernetes.Interface
+	Client clientset.Interface
 	// Drivers are the registered CSI drivers.
 	Drivers Drivers
 	// Dial connects to a driver (default csi.Dial).
