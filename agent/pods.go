@@ -34,6 +34,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/agent/volumemanager"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/grace"
@@ -65,8 +66,10 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
-	// vols sets up and tears down pod volumes.
-	vols *volume.Manager
+	// vols sets up and tears down the in-tree pod volumes, csiVols the
+	// CSI ones (nil in runonce mode).
+	vols    *volume.Manager
+	csiVols *volumemanager.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -196,9 +199,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
+	var podVols runtime.PodVolumes = vols
+	var csiVols *volumemanager.Manager
+	if a.plugins != nil {
+		csiVols = a.plugins.volumes
+		podVols = volumemanager.PodVolumes{InTree: vols, CSI: csiVols}
+	}
 	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
-		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
+		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: podVols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
@@ -212,7 +221,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}

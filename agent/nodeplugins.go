@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/agent/pluginmanager"
+	"github.com/kernelet/kernelet/agent/volumemanager"
+)
+
+// nodePlugins are the node plugins and what they serve: the registration
+// watcher of <root-dir>/plugins_registry (agent/pluginmanager) with the
+// CSI drivers' handler (agent/csi; the CSINode and the node's CSI
+// annotation with the API server) and the CSI volume manager
+// (agent/volumemanager), whose state is reconstructed from disk here,
+// before the pod side starts.
+type nodePlugins struct {
+	registry *csi.Registry
+	nodeInfo *csi.NodeInfo
+	watcher  *pluginmanager.Manager
+	volumes  *volumemanager.Manager
+}
+
+// newNodePlugins builds the node plugins' side and reconstructs the CSI
+// volumes' state.
+func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
+	n := &nodePlugins{}
+	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName}
+	if a.clients != nil && a.clients.Main != nil {
+		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
+		n.registry = csi.NewRegistry(n.nodeInfo)
+		vcfg.Client = a.clients.Main
+	} else {
+		n.registry = csi.NewRegistry(nil)
+	}
+	vcfg.Drivers = n.registry
+	n.watcher = pluginmanager.New(pluginmanager.Config{
+		Dir:      filepath.Join(a.opts.RootDir, "plugins_registry"),
+		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: n.registry},
+	})
+	n.volumes = volumemanager.New(vcfg)
+	if err := n.volumes.Reconstruct(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Reconstructing the CSI volumes (those read are kept)")
+	}
+	return n
+}
+
+// run watches for plugins and, with the API server, makes sure the node
+// owns its CSINode (retried until the Node exists), until ctx is done.
+func (n *nodePlugins) run(ctx context.Context) error {
+	if n.nodeInfo != nil {
+		go func() {
+			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
+			_ = backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+				if err := n.nodeInfo.Init(ctx); err != nil {
+					klog.FromContext(ctx).V(2).Info("CSINode not initialized yet", "err", err)
+					return false, nil
+				}
+				return true, nil
+			})
+		}()
+	}
+	return n.watcher.Run(ctx)
+}
