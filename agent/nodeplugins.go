@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/klog/v2"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/pluginmanager"

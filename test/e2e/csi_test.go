@@ -179,7 +179,7 @@ func TestCSIPersistentVolume(t *testing.T) {
 		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
 		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeMode: &fs,
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "",
-		PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driverName, VolumeHandle: handle}},
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driverName, VolumeHandle: handle}},
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
