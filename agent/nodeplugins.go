@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -31,7 +32,8 @@ type nodePlugins struct {
 // volumes' state.
 func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 	n := &nodePlugins{}
-	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName}
+	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
+		Warn: func(pod *v1.Pod, reason, msg string) { a.recorder.Event(pod, v1.EventTypeWarning, reason, msg) }}
 	if a.clients != nil && a.clients.Main != nil {
 		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
 		n.registry = csi.NewRegistry(n.nodeInfo)

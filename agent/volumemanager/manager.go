@@ -144,14 +144,16 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 	pl.Lock()
 	defer pl.Unlock()
 	deadline := m.now().Add(m.cfg.WaitTimeout)
+	reported := map[string]*reportState{}
 	for {
 		paths, pending, permanent := m.attempt(ctx, pod, vols)
 		if len(pending) == 0 {
 			return paths, nil
 		}
 		if permanent || ctx.Err() != nil || !m.now().Before(deadline) {
-			return paths, waitError(vols, pending, ctx.Err(), permanent)
+			return paths, waitError(vols, pending, ctx.Err(), permanent, m.cfg.Warn != nil)
 		}
+		m.report(pod, pending, reported)
 		select {
 		case <-ctx.Done():
 		case <-time.After(m.cfg.RetryInterval):
@@ -186,9 +188,46 @@ func (m *Manager) attempt(ctx context.Context, pod *v1.Pod, vols []v1.Volume) (m
 	return paths, pending, permanent
 }
 
+// reportState is when a volume's failure was last reported.
+type reportState struct {
+	msg   string
+	next  time.Time
+	delay time.Duration
+}
+
+// report records a FailedMount per failed operation (not for claims that
+// do not resolve or volumes not attached yet: kubelet reports those in the
+// final message only), again when its message changes or its backoff is
+// over.
+func (m *Manager) report(pod *v1.Pod, pending map[string]volumeError, reported map[string]*reportState) {
+	if m.cfg.Warn == nil {
+		return
+	}
+	now := m.now()
+	for name, pe := range pending {
+		if pe.unprocessed || pe.unattached {
+			continue // kubelet logs these and reports them in the final summary
+		}
+		msg := pe.err.Error()
+		r := reported[name]
+		switch {
+		case r == nil || r.msg != msg:
+			r = &reportState{msg: msg, delay: initialEventBackoff}
+			reported[name] = r
+		case now.Before(r.next):
+			continue
+		default:
+			r.delay = min(2*r.delay, maxEventBackoff)
+		}
+		r.next = now.Add(r.delay)
+		m.cfg.Warn(pod, EventFailedMount, msg)
+	}
+}
+
 // waitError is kubelet's error at the end of the wait for a pod's volumes,
-// joined after each volume's last error.
-func waitError(vols []v1.Volume, pending map[string]volumeError, ctxErr error, permanent bool) error {
+// joined after each volume's last error (left out when they were
+// reported as events already, but for the claims that did not resolve).
+func waitError(vols []v1.Volume, pending map[string]volumeError, ctxErr error, permanent, reported bool) error {
 	var unmounted, unattached, unprocessed []string
 	var errs []error
 	for _, v := range vols {
@@ -203,7 +242,9 @@ func waitError(vols []v1.Volume, pending map[string]volumeError, ctxErr error, p
 		if pe.unprocessed {
 			unprocessed = append(unprocessed, v.Name)
 		}
-		errs = append(errs, pe.err)
+		if permanent || pe.unprocessed || pe.unattached || !reported {
+			errs = append(errs, pe.err)
+		}
 	}
 	sort.Strings(unmounted)
 	sort.Strings(unattached)

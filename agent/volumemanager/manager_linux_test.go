@@ -329,3 +329,26 @@ func TestAttachAndReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSetUpReportsFailedMount: with a recorder, each failing operation is a
+// FailedMount event during the wait (not repeated faster than its backoff),
+// and the error at the end is kubelet's summary alone.
+func TestSetUpReportsFailedMount(t *testing.T) {
+	e := newEnv(t, false)
+	e.volume(t, "ns", "claim", "pv-1", "h-1")
+	e.drivers.m = nil
+	var events []string
+	m := New(Config{RootDir: e.root, NodeName: testNode, Client: clientsettest.FromClientset(e.client), Drivers: e.drivers,
+		WaitTimeout: 300 * time.Millisecond, RetryInterval: 10 * time.Millisecond,
+		Warn: func(_ *v1.Pod, reason, msg string) { events = append(events, reason+": "+msg) }})
+	_, err := m.SetUp(context.Background(), pvcPod("p", "claim", false))
+	if err == nil || strings.Contains(err.Error(), "MountDevice") ||
+		err.Error() != "Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[]: context deadline exceeded" {
+		t.Errorf("error %v", err)
+	}
+	// Many attempts within the 300 ms wait, one event: the next one is due
+	// 500 ms after the first.
+	if len(events) != 1 || !strings.HasPrefix(events[0], `FailedMount: MountVolume.MountDevice failed for volume "pv-1" : `) {
+		t.Errorf("events %q", events)
+	}
+}

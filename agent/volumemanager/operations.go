@@ -41,10 +41,6 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	l := m.volumeLock(spec.Unique())
 	l.Lock()
 	defer l.Unlock()
-	driver, err := m.cfg.Drivers.Lookup(spec.Driver)
-	if err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", spec.PVName, err)}
-	}
 	cd, err := m.csiDriver(ctx, spec.Driver)
 	if err != nil {
 		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
@@ -57,6 +53,10 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 		if publishContext, err = m.attachment(ctx, spec); err != nil {
 			return "", volumeError{err: err, unattached: true}
 		}
+	}
+	driver, err := m.cfg.Drivers.Lookup(spec.Driver)
+	if err != nil {
+		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", spec.PVName, err)}
 	}
 	c, err := m.cfg.Dial(driver.Endpoint)
 	if err != nil {

@@ -152,12 +152,12 @@ func TestWaitError(t *testing.T) {
 		"a": {err: errors.New("error processing PVC ns/a: PVC is not bound"), unprocessed: true},
 		"b": {err: errors.New("not attached"), unattached: true},
 	}
-	got := waitError(vols, pending, nil, false).Error()
+	got := waitError(vols, pending, nil, false, false).Error()
 	want := "Unable to attach or mount volumes: unmounted volumes=[a b], unattached volumes=[b], failed to process volumes=[a]: context deadline exceeded"
 	if !strings.HasSuffix(got, want) || !strings.Contains(got, "PVC is not bound") {
 		t.Errorf("waitError = %q, want it to end with %q", got, want)
 	}
-	if got := waitError(vols, pending, context.Canceled, true).Error(); strings.Contains(got, "Unable to attach") {
+	if got := waitError(vols, pending, context.Canceled, true, true).Error(); strings.Contains(got, "Unable to attach") {
 		t.Errorf("a permanent refusal is not a timeout: %q", got)
 	}
 }

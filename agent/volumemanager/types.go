@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/internal/clientset"
 )
@@ -28,6 +30,11 @@ type Config struct {
 	Drivers Drivers
 	// Dial connects to a driver (default csi.Dial).
 	Dial func(endpoint string) (*csi.Client, error)
+	// Warn records a warning event on a pod (nil: none): each failed
+	// operation during the wait is one FailedMount, repeated with the
+	// backoff of kubelet's operations (500 ms doubling to 2m2s) or at
+	// once when its message changes, as kubelet's reconciler does.
+	Warn func(pod *v1.Pod, reason, message string)
 	// WaitTimeout bounds SetUp's wait for a pod's volumes (default
 	// kubelet's 2m3s); RetryInterval is the pause between attempts
 	// (default 300 ms, kubelet's).
@@ -38,6 +45,15 @@ type Config struct {
 const (
 	DefaultWaitTimeout   = 2*time.Minute + 3*time.Second
 	DefaultRetryInterval = 300 * time.Millisecond
+)
+
+// EventFailedMount is the reason of kubelet's mount failure events.
+const EventFailedMount = "FailedMount"
+
+// Kubelet's backoff of a failing volume operation.
+const (
+	initialEventBackoff = 500 * time.Millisecond
+	maxEventBackoff     = 2*time.Minute + 2*time.Second
 )
 
 // PluginDir is the plugin directory name under <pods>/<uid>/volumes.

@@ -8,10 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +35,9 @@ type csiDriverProc struct {
 	cmd                    *exec.Cmd
 	exited                 chan error
 }
+
+// csiDrivers counts the CSI driver processes of this test binary.
+var csiDriverProcs atomic.Int32
 
 // csiDriverBinary is bin/csidriver (make build) or one built for the test.
 func csiDriverBinary(t *testing.T) string {
@@ -66,8 +74,10 @@ func startCSIDriver(t *testing.T, n *agentNode, name string, args ...string) *cs
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A short socket name: the agent's root is under a long test dir.
+	regSocket := filepath.Join(reg, fmt.Sprintf("csi%d-reg.sock", csiDriverProcs.Add(1)))
 	d.cmd = exec.Command(csiDriverBinary(t), append([]string{"--name", name, "--node-id", n.node, "--state-dir", d.stateDir,
-		"--csi-socket", d.socket, "--registration-dir", reg}, args...)...)
+		"--csi-socket", d.socket, "--registration-dir", reg, "--registration-socket-name", filepath.Base(regSocket)}, args...)...)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
@@ -83,6 +93,17 @@ func startCSIDriver(t *testing.T, n *agentNode, name string, args ...string) *cs
 			_ = d.cmd.Process.Kill()
 			<-d.exited
 		}
+	})
+	waitFor(t, 30*time.Second, "the driver's registration socket", func() (bool, error) {
+		select {
+		case err := <-d.exited:
+			d.exited <- err
+			b, _ := os.ReadFile(filepath.Join(dir, "driver.log"))
+			t.Fatalf("the CSI driver exited: %v\n%s", err, b)
+		default:
+		}
+		_, err := os.Stat(regSocket)
+		return err == nil, err
 	})
 	return d
 }
@@ -104,15 +125,21 @@ func (d *csiDriverProc) nodeCalls(t *testing.T) []string {
 }
 
 // unmountAllUnder unmounts, at the end of the test, whatever is still
-// mounted under dir (a failed test may leave the driver's bind mounts).
+// mounted under dir: the volumes of pods still running when the agent is
+// killed stay mounted, as with kubelet.
 func unmountAllUnder(t *testing.T, dir string) {
 	t.Cleanup(func() {
 		left := mountsUnder(t, dir)
 		for i := len(left) - 1; i >= 0; i-- {
-			_ = syscall.Unmount(left[i], syscall.MNT_DETACH)
+			if err := syscall.Unmount(left[i], syscall.MNT_DETACH); err != nil {
+				t.Errorf("cleanup: unmount %s: %v", left[i], err)
+			}
 		}
-		if len(left) > 0 && !t.Failed() {
-			t.Errorf("mounts left under %s: %v", dir, left)
+		if len(left) > 0 {
+			t.Logf("cleanup: unmounted %d volume mounts of pods still running at the end", len(left))
+		}
+		if still := mountsUnder(t, dir); len(still) > 0 {
+			t.Errorf("mounts still under %s after cleanup: %v", dir, still)
 		}
 	})
 }
@@ -277,4 +304,191 @@ func TestCSIPersistentVolume(t *testing.T) {
 		}
 		return len(n.Status.VolumesInUse) == 0, fmt.Errorf("volumesInUse %v", n.Status.VolumesInUse)
 	})
+}
+
+// staticCSIVolume makes a driver volume and a PV of it bound to a new
+// claim in the test's namespace; it returns the PV's name.
+func staticCSIVolume(t *testing.T, c *clusterNode, d *csiDriverProc, name, handle string) string {
+	t.Helper()
+	ctx := t.Context()
+	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pvName := strings.ToLower(env.RunID()) + "-" + name
+	pvs, pvcs := c.admin.CoreV1().PersistentVolumes(), c.admin.CoreV1().PersistentVolumeClaims(c.ns)
+	o := apiObjects{t: t, admin: c.admin}
+	if _, err := pvs.Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: v1.PersistentVolumeSpec{
+		Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+		PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("pv "+pvName, func(ctx context.Context) error { return pvs.Delete(ctx, pvName, metav1.DeleteOptions{}) })
+	empty := ""
+	if _, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeClaimSpec{
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: pvName, StorageClassName: &empty,
+		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "PVC "+name+" bound", func() (bool, error) {
+		pvc, err := pvcs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return pvc.Status.Phase == v1.ClaimBound, fmt.Errorf("phase %s", pvc.Status.Phase)
+	})
+	return pvName
+}
+
+// claimPod is a pod of the test image mounting claim at /data.
+func claimPod(name, claim, script string) *v1.Pod {
+	p := apiTestPod(name, 1)
+	p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", script}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
+		PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+	return p
+}
+
+// standInAttacher does what an external-attacher does for driver d: each
+// VolumeAttachment of d that the attach/detach controller creates is
+// attached (ControllerPublishVolume on the driver's socket, the publish
+// context as the attachment metadata) once it is older than delay. It
+// returns when each attachment happened, by VolumeAttachment name.
+func standInAttacher(t *testing.T, c *clusterNode, d *csiDriverProc, delay time.Duration) func() map[string]time.Time {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var attached sync.Map
+	conn, err := grpc.NewClient("unix://"+d.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := csipb.NewControllerClient(conn)
+	seen := map[string]time.Time{}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			vas, err := c.admin.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for i := range vas.Items {
+				va := &vas.Items[i]
+				if va.Spec.Attacher != d.name || va.Status.Attached || va.Spec.Source.PersistentVolumeName == nil {
+					continue
+				}
+				if _, ok := seen[va.Name]; !ok {
+					seen[va.Name] = time.Now()
+				}
+				if time.Since(seen[va.Name]) < delay {
+					continue
+				}
+				pv, err := c.admin.CoreV1().PersistentVolumes().Get(ctx, *va.Spec.Source.PersistentVolumeName, metav1.GetOptions{})
+				if err != nil {
+					continue
+				}
+				resp, err := ctrl.ControllerPublishVolume(ctx, &csipb.ControllerPublishVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, NodeId: va.Spec.NodeName,
+					VolumeCapability: &csipb.VolumeCapability{AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{}},
+						AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER}}})
+				if err != nil {
+					t.Logf("stand-in attacher: ControllerPublishVolume: %v", err)
+					continue
+				}
+				va.Status.Attached, va.Status.AttachmentMetadata = true, resp.PublishContext
+				if _, err := c.admin.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err == nil {
+					attached.Store(va.Name, time.Now())
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; conn.Close() })
+	return func() map[string]time.Time {
+		out := map[string]time.Time{}
+		attached.Range(func(k, v any) bool { out[k.(string)] = v.(time.Time); return true })
+		return out
+	}
+}
+
+// TestCSIAttachAndMissingDriver: with attachRequired, a pod waits for the
+// VolumeAttachment the attach/detach controller creates and a stand-in
+// attacher marks attached after a delay, and starts after it; a pod whose
+// PV names a driver that is not registered gets kubelet's FailedMount and
+// keeps waiting, other pods unaffected.
+func TestCSIAttachAndMissingDriver(t *testing.T) {
+	c := newClusterNode(t)
+	unmountAllUnder(t, c.root)
+	ctx := t.Context()
+	prefix := strings.ToLower(env.RunID())
+	c.start(t)
+	d := startCSIDriver(t, c.agentNode, prefix+".attach.csi.kernelet.test", "--attach-required")
+	o := apiObjects{t: t, admin: c.admin}
+	yes := true
+	csiDrivers := c.admin.StorageV1().CSIDrivers()
+	if _, err := csiDrivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: d.name},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: &yes}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("csidriver", func(ctx context.Context) error { return csiDrivers.Delete(ctx, d.name, metav1.DeleteOptions{}) })
+	waitFor(t, 90*time.Second, "driver registered", func() (bool, error) {
+		cn, err := c.admin.StorageV1().CSINodes().Get(ctx, c.node, metav1.GetOptions{})
+		return err == nil && len(cn.Spec.Drivers) == 1, err
+	})
+	pvName := staticCSIVolume(t, c, d, "attached", "vol-attach-1")
+	attachments := standInAttacher(t, c, d, 3*time.Second)
+
+	pod := c.createPod(t, claimPod("attach", "attached", "echo ok > /data/f && exec sleep 3600"))
+	c.waitPhase(t, pod.Name, v1.PodRunning, 3*time.Minute)
+	vaName := volumemanager.AttachmentName("vol-attach-1", d.name, c.node)
+	at, ok := attachments()[vaName]
+	if !ok {
+		t.Fatalf("pod running without the attachment %s: %v", vaName, attachments())
+	}
+	got := c.waitPhase(t, pod.Name, v1.PodRunning, time.Second)
+	started := got.Status.ContainerStatuses[0].State.Running.StartedAt.Time
+	// StartedAt has second precision: the container started no earlier than
+	// the second of the attachment.
+	if started.Before(at.Truncate(time.Second)) {
+		t.Errorf("container started at %v, before the attachment at %v", started, at)
+	}
+	calls := d.nodeCalls(t)
+	if strings.Join(calls, " ") != "NodeStageVolume NodePublishVolume" {
+		t.Errorf("node calls %v", calls)
+	}
+	t.Logf("attached at %v, container started at %v (%s)", at.Format(time.RFC3339Nano), started.Format(time.RFC3339), pvName)
+
+	// A PV of a driver that is not registered: FailedMount, the pod waits,
+	// another pod runs meanwhile.
+	ghost := &csiDriverProc{name: prefix + ".ghost.csi.kernelet.test", stateDir: t.TempDir()}
+	no := false
+	if _, err := csiDrivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: ghost.name},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("csidriver", func(ctx context.Context) error { return csiDrivers.Delete(ctx, ghost.name, metav1.DeleteOptions{}) })
+	ghostPV := staticCSIVolume(t, c, ghost, "ghost", "vol-ghost")
+	waiting := c.createPod(t, claimPod("waiting", "ghost", "exec sleep 3600"))
+	want := fmt.Sprintf(`MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name %s not found in the list of registered CSI drivers`, ghostPV, ghost.name)
+	waitFor(t, 2*time.Minute, "FailedMount event of the waiting pod", func() (bool, error) {
+		evs, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + waiting.Name})
+		if err != nil {
+			return false, err
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Reason == "FailedMount" && e.Message == want {
+				return true, nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, fmt.Errorf("events %q", seen)
+	})
+	other := c.createPod(t, apiTestPod("other", 1, "sleep"))
+	c.waitPhase(t, other.Name, v1.PodRunning, time.Minute)
+	if p, err := c.getPod(t, waiting.Name); err != nil || p.Status.Phase != v1.PodPending {
+		t.Errorf("the pod without its driver: %v, %v", p.Status.Phase, err)
+	}
 }

@@ -25,14 +25,18 @@ func main() {
 	flag.BoolVar(&cfg.AttachRequired, "attach-required", false, "advertise ControllerPublish/Unpublish")
 	socket := flag.String("csi-socket", "", "CSI socket path")
 	regDir := flag.String("registration-dir", "", "the node's plugins_registry dir (empty: no registration)")
+	regName := flag.String("registration-socket-name", "", "the registration socket's name in that dir (default <name>-reg.sock, node-driver-registrar's)")
 	flag.Parse()
-	if err := run(cfg, *socket, *regDir); err != nil {
+	if *regName == "" {
+		*regName = cfg.Name + "-reg.sock"
+	}
+	if err := run(cfg, *socket, filepath.Join(*regDir, *regName), *regDir != ""); err != nil {
 		fmt.Fprintln(os.Stderr, "csidriver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg csidriver.Config, socket, regDir string) error {
+func run(cfg csidriver.Config, socket, regSocket string, register bool) error {
 	d, err := csidriver.New(cfg)
 	if err != nil {
 		return err
@@ -45,8 +49,8 @@ func run(cfg csidriver.Config, socket, regDir string) error {
 		return err
 	}
 	defer s.Stop()
-	if regDir != "" {
-		r, err := csidriver.ServeRegistrar(&csidriver.Registrar{Name: cfg.Name, Endpoint: socket}, filepath.Join(regDir, cfg.Name+"-reg.sock"))
+	if register {
+		r, err := csidriver.ServeRegistrar(&csidriver.Registrar{Name: cfg.Name, Endpoint: socket}, regSocket)
 		if err != nil {
 			return err
 		}
