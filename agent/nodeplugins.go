@@ -12,6 +12,8 @@ import (
 
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/pluginmanager"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/agent/volumemanager"
 )
 
@@ -69,4 +71,14 @@ func (n *nodePlugins) run(ctx context.Context) error {
 		}()
 	}
 	return n.watcher.Run(ctx)
+}
+
+// podVolumes is what the pod side sets volumes up with: the in-tree
+// manager and, when the node plugins run, the CSI volume manager beside
+// it (volumemanager.PodVolumes), which it also returns.
+func (a *Agent) podVolumes(inTree *volume.Manager) (runtime.PodVolumes, *volumemanager.Manager) {
+	if a.plugins == nil {
+		return inTree, nil
+	}
+	return volumemanager.PodVolumes{InTree: inTree, CSI: a.plugins.volumes}, a.plugins.volumes
 }

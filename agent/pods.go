@@ -199,12 +199,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	var podVols runtime.PodVolumes = vols
-	var csiVols *volumemanager.Manager
-	if a.plugins != nil {
-		csiVols = a.plugins.volumes
-		podVols = volumemanager.PodVolumes{InTree: vols, CSI: csiVols}
-	}
+	podVols, csiVols := a.podVolumes(vols)
 	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: podVols, Objects: objs, Services: services,

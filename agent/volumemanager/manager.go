@@ -254,8 +254,21 @@ func waitError(vols []v1.Volume, pending map[string]volumeError, ctxErr error, p
 		if cause == nil {
 			cause = context.DeadlineExceeded
 		}
-		errs = append(errs, fmt.Errorf("Unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %w",
-			unmounted, unattached, unprocessed, cause))
+		errs = append(errs, &TimeoutError{Unmounted: unmounted, Unattached: unattached, Unprocessed: unprocessed, Cause: cause})
 	}
 	return errors.Join(errs...)
 }
+
+// TimeoutError is the end of the wait for a pod's volumes, in kubelet's
+// words ("Unable to attach or mount volumes: …").
+type TimeoutError struct {
+	Unmounted, Unattached, Unprocessed []string
+	Cause                              error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("Unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %v",
+		e.Unmounted, e.Unattached, e.Unprocessed, e.Cause)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Cause }
