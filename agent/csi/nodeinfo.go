@@ -71,18 +71,8 @@ func (n *NodeInfo) InstallDriver(ctx context.Context, driver string, info Driver
 	if err := n.patchNode(ctx, func(node *v1.Node) (bool, error) { return NodeWithDriver(node, driver, info) }); err != nil {
 		return fmt.Errorf("error updating Node object with CSI driver node info: %w", err)
 	}
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		cn, err := n.csiNode(ctx)
-		if err != nil {
-			return err
-		}
-		drivers, changed := WithDriver(cn.Spec.Drivers, driver, info)
-		if !changed {
-			return nil
-		}
-		cn.Spec.Drivers = drivers
-		_, err = n.client.CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
-		return err
+	err := n.updateCSINode(ctx, true, func(ds []storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+		return WithDriver(ds, driver, info)
 	})
 	if err != nil {
 		return fmt.Errorf("error updating CSINode object with CSI driver node info: %w", err)
@@ -94,21 +84,8 @@ func (n *NodeInfo) InstallDriver(ctx context.Context, driver string, info Driver
 func (n *NodeInfo) UninstallDriver(ctx context.Context, driver string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		cn, err := n.client.CSINodes().Get(ctx, n.nodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		drivers, changed := WithoutDriver(cn.Spec.Drivers, driver)
-		if !changed {
-			return nil
-		}
-		cn.Spec.Drivers = drivers
-		_, err = n.client.CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
-		return err
+	err := n.updateCSINode(ctx, false, func(ds []storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+		return WithoutDriver(ds, driver)
 	})
 	if err != nil {
 		return fmt.Errorf("error uninstalling CSI driver from CSINode object %w", err)
@@ -117,6 +94,31 @@ func (n *NodeInfo) UninstallDriver(ctx context.Context, driver string) error {
 		return fmt.Errorf("error removing CSI driver node info from Node object %w", err)
 	}
 	return nil
+}
+
+// updateCSINode applies change to the CSINode's drivers, retried on
+// conflicts; create makes a missing CSINode first (else a missing one is
+// left missing).
+func (n *NodeInfo) updateCSINode(ctx context.Context, create bool, change func([]storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool)) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var cn *storagev1.CSINode
+		var err error
+		if create {
+			cn, err = n.csiNode(ctx)
+		} else if cn, err = n.client.CSINodes().Get(ctx, n.nodeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		drivers, changed := change(cn.Spec.Drivers)
+		if !changed {
+			return nil
+		}
+		cn.Spec.Drivers = drivers
+		_, err = n.client.CSINodes().Update(ctx, cn, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // patchNode applies change to the Node's labels and annotations with a

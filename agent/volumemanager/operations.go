@@ -285,16 +285,5 @@ func readVolData(dir string) (map[string]string, error) {
 	return data, nil
 }
 
-// isMountPoint tells whether path is a mount point (bind mounts too, as
-// the mount table lists them); a missing path is not.
-func isMountPoint(path string) (bool, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.Point == real })
-	return len(es) > 0, err
-}
+// isMountPoint is mountinfo.IsMountPoint.
+var isMountPoint = mountinfo.IsMountPoint

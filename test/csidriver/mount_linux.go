@@ -2,8 +2,6 @@ package csidriver
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -46,16 +44,5 @@ func unmount(target string) error {
 	return nil
 }
 
-// isMountPoint tells whether path is a mount point (bind mounts too, as
-// the mount table lists them); a missing path is not.
-func isMountPoint(path string) (bool, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	es, err := mountinfo.Self(func(e *mountinfo.Entry) bool { return e.Point == real })
-	return len(es) > 0, err
-}
+// isMountPoint is mountinfo.IsMountPoint.
+var isMountPoint = mountinfo.IsMountPoint

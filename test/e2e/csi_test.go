@@ -17,6 +17,8 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -108,8 +110,9 @@ func startCSIDriver(t *testing.T, n *agentNode, name string, args ...string) *cs
 	return d
 }
 
-// nodeCalls are the driver's successful node-side calls, "Method" each.
-func (d *csiDriverProc) nodeCalls(t *testing.T) []string {
+// nodeCalls are the driver's successful node-side calls on volume id
+// ("": all), "Method" each.
+func (d *csiDriverProc) nodeCalls(t *testing.T, id string) []string {
 	t.Helper()
 	calls, err := csidriver.ReadCallLog(d.stateDir)
 	if err != nil && !os.IsNotExist(err) {
@@ -117,7 +120,7 @@ func (d *csiDriverProc) nodeCalls(t *testing.T) []string {
 	}
 	var out []string
 	for _, c := range calls {
-		if c.Code == "OK" && strings.HasPrefix(c.Method, "Node") {
+		if c.Code == "OK" && strings.HasPrefix(c.Method, "Node") && (id == "" || c.VolumeID == id) {
 			out = append(out, c.Method)
 		}
 	}
@@ -146,12 +149,13 @@ func unmountAllUnder(t *testing.T, dir string) {
 
 // TestCSIPersistentVolume: a CSI driver process registers through the
 // plugins_registry socket (CSINode and the node's nodeid annotation follow);
-// a static PV of that driver bound to a PVC by kube-controller-manager; a
-// pod writes a file on it (fsGroup applied, volumesInUse reported), is
-// deleted, a second pod reads the file; the agent is SIGKILLed and started
-// again under the running pod without unmounting anything; the driver's
-// log shows NodeStage → NodePublish → NodeUnpublish → NodeUnstage per pod
-// in CSI order.
+// static PVs of that driver are bound to their PVCs by
+// kube-controller-manager; a one-replica StatefulSet's pod writes a file
+// (fsGroup applied, volumesInUse reported), is deleted, comes back and
+// reads it; the agent is SIGKILLed with two PVC pods running and started
+// again without unmounting or calling anything; the driver's log shows
+// NodeStage → NodePublish → NodeUnpublish → NodeUnstage per pod and volume
+// in CSI order, and nothing is left mounted.
 func TestCSIPersistentVolume(t *testing.T) {
 	c := newClusterNode(t)
 	unmountAllUnder(t, c.root) // registered first: runs after the agent's cleanups
@@ -194,56 +198,28 @@ func TestCSIPersistentVolume(t *testing.T) {
 	}
 	t.Logf("driver registered (CSINode) %v after the agent started", regTook.Round(time.Millisecond))
 
-	// A static PV on a driver volume, and its claim.
-	const handle = "vol-static-1"
-	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle), 0o777); err != nil {
-		t.Fatal(err)
-	}
-	pvName, claim := prefix+"-pv", "data"
-	pvs, pvcs := c.admin.CoreV1().PersistentVolumes(), c.admin.CoreV1().PersistentVolumeClaims(c.ns)
-	fs := v1.PersistentVolumeFilesystem
-	if _, err := pvs.Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: v1.PersistentVolumeSpec{
-		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
-		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeMode: &fs,
-		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: "",
-		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driverName, VolumeHandle: handle}},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	o.cleanup("pv", func(ctx context.Context) error { return pvs.Delete(ctx, pvName, metav1.DeleteOptions{}) })
-	empty := ""
-	if _, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim}, Spec: v1.PersistentVolumeClaimSpec{
-		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: pvName, StorageClassName: &empty,
-		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	bindTook := waitFor(t, 2*time.Minute, "PVC bound by kube-controller-manager", func() (bool, error) {
-		pvc, err := pvcs.Get(ctx, claim, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return pvc.Status.Phase == v1.ClaimBound, fmt.Errorf("phase %s", pvc.Status.Phase)
-	})
-	t.Logf("PVC bound in %v", bindTook.Round(time.Millisecond))
-
-	pvPod := func(name, script string) *v1.Pod {
-		p := apiTestPod(name, 1)
-		p.Spec.Containers[0].Command = []string{"/bin/sh", "-c", script}
-		p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
-		gid := int64(2345)
-		p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
-		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{
-			PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
-		return p
-	}
+	// Static PVs on driver volumes, bound to their claims by
+	// kube-controller-manager: data-web-0 for the StatefulSet's pod, data2
+	// for a second pod.
+	const handle, handle2 = "vol-static-1", "vol-static-2"
+	start := time.Now()
+	pvName := staticCSIVolume(t, c, d, "data-web-0", handle)
+	staticCSIVolume(t, c, d, "data2", handle2)
+	t.Logf("PVs and PVCs bound in %v", time.Since(start).Round(time.Millisecond))
 	unique := volumemanager.UniqueVolumeName(driverName, handle)
 
-	// The writer.
-	writer := c.createPod(t, pvPod("writer", "echo from-writer > /data/f && exec sleep 3600"))
-	c.waitPhase(t, writer.Name, v1.PodRunning, 2*time.Minute)
-	waitExec(t, c.rs, writer, "cat /data/f; stat -c %g /data", "from-writer\n2345", 30*time.Second)
-	target := volumemanager.TargetPath(filepath.Join(c.root, "pods"), writer.UID, pvName)
+	// A one-replica StatefulSet on this node (kube-scheduler places it):
+	// its pod writes a file on its first run, appends on the next ones.
+	sts := statefulSet(c, "web", "data", 2345,
+		"if [ -f /data/f ]; then echo again >> /data/f; else echo from-first > /data/f; fi; exec sleep 3600")
+	stss := c.admin.AppsV1().StatefulSets(c.ns)
+	if _, err := stss.Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("statefulset", func(ctx context.Context) error { return stss.Delete(ctx, sts.Name, metav1.DeleteOptions{}) })
+	first := c.waitPhase(t, "web-0", v1.PodRunning, 3*time.Minute)
+	waitExec(t, c.rs, first, "cat /data/f; stat -c %g /data", "from-first\n2345", 30*time.Second)
+	target := volumemanager.TargetPath(filepath.Join(c.root, "pods"), first.UID, pvName)
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(target), "vol_data.json")); err != nil || !strings.Contains(string(b), `"specVolID":"`+pvName+`"`) {
 		t.Errorf("vol_data.json: %s, %v", b, err)
 	}
@@ -259,40 +235,62 @@ func TestCSIPersistentVolume(t *testing.T) {
 		}
 		return false, fmt.Errorf("volumesInUse %v", n.Status.VolumesInUse)
 	})
+
+	// The pod is deleted; the StatefulSet brings it back (another UID) and
+	// it finds its file.
 	grace := int64(1)
-	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, writer.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, first.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitGone(t, writer.Name, writer.UID, 2*time.Minute)
-	want := []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}
-	if got := d.nodeCalls(t); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("driver calls after the writer went: %v, want %v", got, want)
+	var again *v1.Pod
+	waitFor(t, 3*time.Minute, "web-0 back and running", func() (bool, error) {
+		p, err := c.getPod(t, "web-0")
+		if err != nil {
+			return false, err
+		}
+		again = p
+		return p.UID != first.UID && p.Status.Phase == v1.PodRunning, fmt.Errorf("uid %s phase %s", p.UID, p.Status.Phase)
+	})
+	waitExec(t, c.rs, again, "cat /data/f", "from-first\nagain", 30*time.Second)
+	stageThenGone := []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}
+	if got := d.nodeCalls(t, handle); strings.Join(got, " ") != strings.Join(append(stageThenGone, "NodeStageVolume", "NodePublishVolume"), " ") {
+		t.Errorf("driver calls for %s: %v", handle, got)
 	}
 	if _, err := os.Stat(filepath.Dir(target)); !os.IsNotExist(err) {
-		t.Errorf("the writer's volume dir is left: %v", err)
+		t.Errorf("the first pod's volume dir is left: %v", err)
 	}
 
-	// The reader finds the file; the agent is killed and started again
-	// under it.
-	reader := c.createPod(t, pvPod("reader", "exec sleep 3600"))
-	c.waitPhase(t, reader.Name, v1.PodRunning, 2*time.Minute)
-	waitExec(t, c.rs, reader, "cat /data/f", "from-writer", 30*time.Second)
-	before := d.nodeCalls(t)
+	// A second pod on another volume; the agent is SIGKILLed and started
+	// again under both: nothing is unmounted, the driver is not called.
+	second := c.createPod(t, claimPod("second", "data2", "echo second > /data/f && exec sleep 3600"))
+	c.waitPhase(t, second.Name, v1.PodRunning, 2*time.Minute)
+	before := d.nodeCalls(t, "")
 	c.stop(t, syscall.SIGKILL)
 	c.start(t)
 	time.Sleep(5 * time.Second) // a few syncs and orphan sweeps of the new agent
-	c.waitPhase(t, reader.Name, v1.PodRunning, time.Minute)
-	waitExec(t, c.rs, reader, "cat /data/f && echo more >> /data/f && cat /data/f", "more", 30*time.Second)
-	if got := d.nodeCalls(t); len(got) != len(before) {
-		t.Errorf("the restarted agent called the driver under a running pod: %v", got[len(before):])
+	for _, p := range []*v1.Pod{again, second} {
+		c.waitPhase(t, p.Name, v1.PodRunning, time.Minute)
+		waitExec(t, c.rs, p, "echo more >> /data/f && cat /data/f", "more", 30*time.Second)
 	}
-	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, reader.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	if got := d.nodeCalls(t, ""); len(got) != len(before) {
+		t.Errorf("the restarted agent called the driver under running pods: %v", got[len(before):])
+	}
+
+	// Both go: each volume is unpublished and unstaged.
+	if _, err := stss.UpdateScale(ctx, sts.Name, &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: sts.Name, Namespace: c.ns},
+		Spec: autoscalingv1.ScaleSpec{Replicas: 0}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.waitGone(t, reader.Name, reader.UID, 2*time.Minute)
-	want = append(want, want...)
-	if got := d.nodeCalls(t); strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("driver calls: %v, want %v", got, want)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, second.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, "web-0", again.UID, 2*time.Minute)
+	c.waitGone(t, second.Name, second.UID, 2*time.Minute)
+	if got := d.nodeCalls(t, handle); strings.Join(got, " ") != strings.Join(append(stageThenGone, stageThenGone...), " ") {
+		t.Errorf("driver calls for %s: %v", handle, got)
+	}
+	if got := d.nodeCalls(t, handle2); strings.Join(got, " ") != strings.Join(stageThenGone, " ") {
+		t.Errorf("driver calls for %s: %v", handle2, got)
 	}
 	if left := mountsUnder(t, c.root); len(left) > 0 {
 		t.Errorf("mounts left under the agent root: %v", left)
@@ -304,6 +302,25 @@ func TestCSIPersistentVolume(t *testing.T) {
 		}
 		return len(n.Status.VolumesInUse) == 0, fmt.Errorf("volumesInUse %v", n.Status.VolumesInUse)
 	})
+}
+
+// statefulSet is a one-replica StatefulSet of the test image on c's node
+// whose pod mounts the claim template's volume at /data with fsGroup gid
+// (its claim, <template>-<name>-0, is made by the test).
+func statefulSet(c *clusterNode, name, template string, gid int64, script string) *appsv1.StatefulSet {
+	pod := claimPod(name, template, script)
+	pod.Spec.Volumes = nil
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.node}
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
+	one := int32(1)
+	labels := map[string]string{"app": name}
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.StatefulSetSpec{
+		Replicas: &one, ServiceName: name, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
+		VolumeClaimTemplates: []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: template}, Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:   v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}},
+	}}
 }
 
 // staticCSIVolume makes a driver volume and a PV of it bound to a new
@@ -454,7 +471,7 @@ func TestCSIAttachAndMissingDriver(t *testing.T) {
 	if started.Before(at.Truncate(time.Second)) {
 		t.Errorf("container started at %v, before the attachment at %v", started, at)
 	}
-	calls := d.nodeCalls(t)
+	calls := d.nodeCalls(t, "")
 	if strings.Join(calls, " ") != "NodeStageVolume NodePublishVolume" {
 		t.Errorf("node calls %v", calls)
 	}
