@@ -70,6 +70,9 @@ type pods struct {
 	// CSI ones (nil in runonce mode).
 	vols    *volume.Manager
 	csiVols *volumemanager.Manager
+	// volumeStatsPeriod is how long the CSI volumes' stats are served
+	// before their drivers are asked again (volumeStatsAggPeriod).
+	volumeStatsPeriod time.Duration
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -216,7 +219,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols,
+	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}

@@ -30,6 +30,8 @@ type Manager struct {
 	// pod; resolved caches each pod volume's spec.
 	desired  map[types.UID]map[v1.UniqueVolumeName]bool
 	resolved map[types.UID]map[string]volumeSpec
+	// usage caches the volumes' stats (Usage).
+	usage map[usageKey]VolumeUsage
 	// locks serialize the operations on one volume, podLocks on one pod.
 	locks    map[v1.UniqueVolumeName]*sync.Mutex
 	podLocks map[types.UID]*sync.Mutex
@@ -69,6 +71,7 @@ func New(cfg Config) *Manager {
 		staged: map[v1.UniqueVolumeName]*stagedVol{}, published: map[types.UID]map[string]*publishedVol{},
 		desired: map[types.UID]map[v1.UniqueVolumeName]bool{}, resolved: map[types.UID]map[string]volumeSpec{},
 		locks: map[v1.UniqueVolumeName]*sync.Mutex{}, podLocks: map[types.UID]*sync.Mutex{},
+		usage: map[usageKey]VolumeUsage{},
 	}
 }
 

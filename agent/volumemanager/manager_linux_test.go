@@ -352,3 +352,33 @@ func TestSetUpReportsFailedMount(t *testing.T) {
 		t.Errorf("events %q", events)
 	}
 }
+
+func TestUsage(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, false)
+	e.volume(t, "ns", "claim", "pv-1", "h-1")
+	m := e.manager(time.Minute)
+	pod := pvcPod("p", "claim", false)
+	if got := m.Usage(ctx, pod, time.Hour); len(got) != 0 {
+		t.Errorf("usage before the volume is published: %+v", got)
+	}
+	if _, err := m.SetUp(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	got := m.Usage(ctx, pod, time.Hour)
+	if len(got) != 1 || got[0].Name != "data" || got[0].Claim != "claim" || got[0].CapacityBytes <= 0 || got[0].UsedBytes <= 0 || got[0].Inodes <= 0 {
+		t.Fatalf("usage %+v", got)
+	}
+	if again := m.Usage(ctx, pod, time.Hour); len(again) != 1 || !again[0].Time.Equal(got[0].Time) {
+		t.Errorf("not served from the cache within maxAge: %+v", again)
+	}
+	if off := m.Usage(ctx, pod, 0); off != nil {
+		t.Errorf("maxAge 0 still read: %+v", off)
+	}
+	if err := m.TearDown(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if after := m.Usage(ctx, pod, time.Hour); len(after) != 0 {
+		t.Errorf("usage after teardown: %+v", after)
+	}
+}

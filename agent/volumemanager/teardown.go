@@ -52,6 +52,11 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	delete(m.published, uid)
 	delete(m.desired, uid)
 	delete(m.resolved, uid)
+	for k := range m.usage {
+		if k.uid == uid {
+			delete(m.usage, k)
+		}
+	}
 	m.mu.Unlock()
 	for u, r := range touched {
 		if err := m.unstageIfUnused(ctx, u, r); err != nil {

@@ -23,6 +23,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/volumemanager"
@@ -264,6 +265,22 @@ func TestCSIPersistentVolume(t *testing.T) {
 	// again under both: nothing is unmounted, the driver is not called.
 	second := c.createPod(t, claimPod("second", "data2", "echo second > /data/f && exec sleep 3600"))
 	c.waitPhase(t, second.Name, v1.PodRunning, 2*time.Minute)
+	// The Summary API reports the PVC volume as its driver measures it.
+	waitFor(t, time.Minute, "the PVC volume in /stats/summary", func() (bool, error) {
+		var sum statsapi.Summary
+		if err := json.Unmarshal([]byte(agentGet(t, c.url("/stats/summary"))), &sum); err != nil {
+			return false, err
+		}
+		for _, p := range sum.Pods {
+			for _, v := range p.VolumeStats {
+				if p.PodRef.UID == string(second.UID) && v.PVCRef != nil && v.PVCRef.Name == "data2" {
+					ok := v.UsedBytes != nil && *v.UsedBytes > 0 && v.CapacityBytes != nil && *v.CapacityBytes > 0
+					return ok, fmt.Errorf("volume stats %+v", v.FsStats)
+				}
+			}
+		}
+		return false, fmt.Errorf("no PVC volume stats of pod %s", second.Name)
+	})
 	before := d.nodeCalls(t, "")
 	c.stop(t, syscall.SIGKILL)
 	c.start(t)
