@@ -247,3 +247,49 @@ func TestIgnoredFiles(t *testing.T) {
 		t.Errorf("desired sockets %v, want only visible.sock", m.desired)
 	}
 }
+
+// TestReRegistrationAndRetry: a socket re-created at the same path is
+// deregistered and registered again; a plugin whose type has no handler
+// yet is registered once AddHandler brings one (the failed attempt is
+// retried).
+func TestReRegistrationAndRetry(t *testing.T) {
+	dir := shortDir(t)
+	csi := newHandler()
+	m := runManager(t, dir, map[string]Handler{registerapi.CSIPlugin: csi})
+	sock := filepath.Join(dir, "d.sock")
+	info := &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "d", Endpoint: "/e", SupportedVersions: []string{"1.0.0"}}
+	p := startPlugin(t, sock, info)
+	if s := p.nextStatus(t); !s.PluginRegistered {
+		t.Fatalf("status %+v", s)
+	}
+	csi.next(t) // validate
+	csi.next(t) // register
+	p.srv.Stop()
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	p2 := startPlugin(t, sock, info)
+	var calls []string
+	for len(calls) < 3 {
+		calls = append(calls, csi.next(t))
+	}
+	if want := "deregister d /e,validate d /e 1.0.0,register d /e 1.0.0"; strings.Join(calls, ",") != want {
+		t.Errorf("calls %q, want %q", calls, want)
+	}
+	if s := p2.nextStatus(t); !s.PluginRegistered {
+		t.Fatalf("status after re-creation %+v", s)
+	}
+
+	dra := newHandler()
+	p3 := startPlugin(t, filepath.Join(dir, "dra.sock"), &registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: "gpu", SupportedVersions: []string{"v1"}})
+	if s := p3.nextStatus(t); s.PluginRegistered {
+		t.Fatalf("registered without a handler: %+v", s)
+	}
+	m.AddHandler(registerapi.DRAPlugin, dra)
+	if got := dra.next(t); !strings.HasPrefix(got, "validate gpu ") {
+		t.Errorf("DRA handler call %q", got)
+	}
+	for !p3.nextStatus(t).PluginRegistered { // attempts made before the handler came
+	}
+	waitPlugins(t, m, "d", "gpu")
+}
