@@ -281,6 +281,10 @@ func TestCSIPersistentVolume(t *testing.T) {
 		}
 		return false, fmt.Errorf("no PVC volume stats of pod %s", second.Name)
 	})
+	series := fmt.Sprintf(`kubelet_volume_stats_used_bytes{namespace=%q,persistentvolumeclaim="data2"}`, c.ns)
+	waitFor(t, time.Minute, series+" on /metrics", func() (bool, error) {
+		return strings.Contains(agentGet(t, c.url("/metrics")), series), nil
+	})
 	before := d.nodeCalls(t, "")
 	c.stop(t, syscall.SIGKILL)
 	c.start(t)
