@@ -91,11 +91,7 @@ func (d *Driver) createVolume(req *csi.CreateVolumeRequest) (*csi.CreateVolumeRe
 func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	err := d.deleteVolume(req.GetVolumeId())
-	if err != nil {
-		return nil, d.record(Call{Method: "DeleteVolume", VolumeID: req.GetVolumeId()}, err)
-	}
-	return &csi.DeleteVolumeResponse{}, d.record(Call{Method: "DeleteVolume", VolumeID: req.GetVolumeId()}, nil)
+	return answer(d, Call{Method: "DeleteVolume", VolumeID: req.GetVolumeId()}, &csi.DeleteVolumeResponse{}, d.deleteVolume(req.GetVolumeId()))
 }
 
 func (d *Driver) deleteVolume(id string) error {
@@ -190,8 +186,6 @@ func (d *Driver) ControllerUnpublishVolume(_ context.Context, req *csi.Controlle
 			err = errf(codes.Internal, "%v", rmErr)
 		}
 	}
-	if err != nil {
-		return nil, d.record(Call{Method: "ControllerUnpublishVolume", VolumeID: req.GetVolumeId()}, err)
-	}
-	return &csi.ControllerUnpublishVolumeResponse{}, d.record(Call{Method: "ControllerUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetNodeId()}, nil)
+	return answer(d, Call{Method: "ControllerUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetNodeId()},
+		&csi.ControllerUnpublishVolumeResponse{}, err)
 }

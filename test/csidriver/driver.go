@@ -102,6 +102,15 @@ func (d *Driver) record(c Call, err error) error {
 	return err
 }
 
+// answer records the call and returns resp, or nil and err when it failed;
+// the caller holds mu.
+func answer[T any](d *Driver, c Call, resp *T, err error) (*T, error) {
+	if err := d.record(c, err); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
 // ReadCallLog reads the calls a driver process logged under stateDir.
 func ReadCallLog(stateDir string) ([]Call, error) {
 	b, err := os.ReadFile(CallLogPath(stateDir))

@@ -33,11 +33,8 @@ func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 func (d *Driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	err := d.stage(req)
-	if err != nil {
-		return nil, d.record(Call{Method: "NodeStageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()}, err)
-	}
-	return &csi.NodeStageVolumeResponse{}, d.record(Call{Method: "NodeStageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()}, nil)
+	return answer(d, Call{Method: "NodeStageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
+		&csi.NodeStageVolumeResponse{}, d.stage(req))
 }
 
 func (d *Driver) stage(req *csi.NodeStageVolumeRequest) error {
@@ -72,10 +69,8 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	default:
 		err = unmount(req.GetStagingTargetPath())
 	}
-	if err != nil {
-		return nil, d.record(Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()}, err)
-	}
-	return &csi.NodeUnstageVolumeResponse{}, d.record(Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()}, nil)
+	return answer(d, Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
+		&csi.NodeUnstageVolumeResponse{}, err)
 }
 
 // NodePublishVolume bind-mounts the staging path on the target path,
@@ -83,12 +78,8 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	err := d.publishNode(req)
-	c := Call{Method: "NodePublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath(), ReadOnly: req.GetReadonly()}
-	if err != nil {
-		return nil, d.record(c, err)
-	}
-	return &csi.NodePublishVolumeResponse{}, d.record(c, nil)
+	return answer(d, Call{Method: "NodePublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath(), ReadOnly: req.GetReadonly()},
+		&csi.NodePublishVolumeResponse{}, d.publishNode(req))
 }
 
 func (d *Driver) publishNode(req *csi.NodePublishVolumeRequest) error {
@@ -120,24 +111,24 @@ func (d *Driver) publishNode(req *csi.NodePublishVolumeRequest) error {
 func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var err error
+	return answer(d, Call{Method: "NodeUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath()},
+		&csi.NodeUnpublishVolumeResponse{}, unpublishNode(req))
+}
+
+func unpublishNode(req *csi.NodeUnpublishVolumeRequest) error {
 	switch {
 	case req.GetVolumeId() == "":
-		err = errf(codes.InvalidArgument, "volume ID missing")
+		return errf(codes.InvalidArgument, "volume ID missing")
 	case req.GetTargetPath() == "":
-		err = errf(codes.InvalidArgument, "target path missing")
-	default:
-		err = unmount(req.GetTargetPath())
-		if err == nil {
-			if rmErr := os.Remove(req.GetTargetPath()); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
-				err = errf(codes.Internal, "%v", rmErr)
-			}
-		}
+		return errf(codes.InvalidArgument, "target path missing")
 	}
-	if err != nil {
-		return nil, d.record(Call{Method: "NodeUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath()}, err)
+	if err := unmount(req.GetTargetPath()); err != nil {
+		return err
 	}
-	return &csi.NodeUnpublishVolumeResponse{}, d.record(Call{Method: "NodeUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath()}, nil)
+	if err := os.Remove(req.GetTargetPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return errf(codes.Internal, "%v", err)
+	}
+	return nil
 }
 
 // NodeGetVolumeStats answers the statfs of the volume path.
