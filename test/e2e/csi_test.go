@@ -219,7 +219,7 @@ func TestCSIPersistentVolume(t *testing.T) {
 	}
 	o.cleanup("statefulset", func(ctx context.Context) error { return stss.Delete(ctx, sts.Name, metav1.DeleteOptions{}) })
 	first := c.waitPhase(t, "web-0", v1.PodRunning, 3*time.Minute)
-	waitExec(t, c.rs, first, "cat /data/f; stat -c %g /data", "from-first\n2345", 30*time.Second)
+	waitExec(t, c.rs, first, "cat /data/f; stat -c %g /data; echo in-sub > /sub/g; cat /data/sub/g", "from-first\n2345\nin-sub", 30*time.Second)
 	target := volumemanager.TargetPath(filepath.Join(c.root, "pods"), first.UID, pvName)
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(target), "vol_data.json")); err != nil || !strings.Contains(string(b), `"specVolID":"`+pvName+`"`) {
 		t.Errorf("vol_data.json: %s, %v", b, err)
@@ -252,7 +252,7 @@ func TestCSIPersistentVolume(t *testing.T) {
 		again = p
 		return p.UID != first.UID && p.Status.Phase == v1.PodRunning, fmt.Errorf("uid %s phase %s", p.UID, p.Status.Phase)
 	})
-	waitExec(t, c.rs, again, "cat /data/f", "from-first\nagain", 30*time.Second)
+	waitExec(t, c.rs, again, "cat /data/f /sub/g", "from-first\nagain\nin-sub", 30*time.Second)
 	stageThenGone := []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}
 	if got := d.nodeCalls(t, handle); strings.Join(got, " ") != strings.Join(append(stageThenGone, "NodeStageVolume", "NodePublishVolume"), " ") {
 		t.Errorf("driver calls for %s: %v", handle, got)
@@ -326,10 +326,13 @@ func TestCSIPersistentVolume(t *testing.T) {
 }
 
 // statefulSet is a one-replica StatefulSet of the test image on c's node
-// whose pod mounts the claim template's volume at /data with fsGroup gid
-// (its claim, <template>-<name>-0, is made by the test).
+// whose pod mounts the claim template's volume at /data and its
+// subPath "sub" at /sub, with fsGroup gid (its claim,
+// <template>-<name>-0, is made by the test).
 func statefulSet(c *clusterNode, name, template string, gid int64, script string) *appsv1.StatefulSet {
 	pod := claimPod(name, template, script)
+	pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts,
+		v1.VolumeMount{Name: template, MountPath: "/sub", SubPath: "sub"})
 	pod.Spec.Volumes = nil
 	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.node}
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
