@@ -1,4 +1,5 @@
-// Package volumemanager mounts the pods' PersistentVolumeClaim volumes
+// Package volumemanager mounts the pods' PersistentVolumeClaim and generic
+// ephemeral volumes (the claim <pod>-<volume>, which the pod must control)
 // backed by CSI drivers, beside agent/volume (the in-tree volumes), as
 // kubelet's volume manager does for CSI:
 //
@@ -26,12 +27,14 @@
 //     (2m3s) and then fails with kubelet's "Unable to attach or mount
 //     volumes: unmounted volumes=[…], unattached volumes=[…], failed to
 //     process volumes=[…]: …" plus the last error of each volume;
-//   - VolumesInUse is the node status's volumesInUse.
+//   - VolumesInUse is the node status's volumesInUse; Usage the volumes'
+//     NodeGetVolumeStats (cached for volumeStatsAggPeriod) for the Summary
+//     API and kubelet_volume_stats_*.
 //
 // It refuses, with an error naming them, what it does not do yet: block
 // volumes (volumeMode: Block), non-CSI persistent volumes, CSIDriver
-// tokenRequests and requiresRepublish, CSI inline and generic ephemeral
-// volumes (refused at admission). Which paths, names and requests a
+// tokenRequests and requiresRepublish, CSI inline volumes (refused at
+// admission). Which paths, names and requests a
 // volume gets are pure functions (paths.go, spec.go); the API reads, CSI
 // calls and mounts sit beside them. It never mounts itself: the drivers
 // do.

@@ -382,3 +382,36 @@ func TestUsage(t *testing.T) {
 		t.Errorf("usage after teardown: %+v", after)
 	}
 }
+
+// TestGenericEphemeral: a generic ephemeral volume mounts the claim
+// <pod>-<volume> once the pod controls it (kubelet's check).
+func TestGenericEphemeral(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, false)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "eph", Namespace: "ns", UID: "eph-uid"}, Spec: v1.PodSpec{
+		Volumes: []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}}}}}
+	e.volume(t, "ns", "eph-scratch", "pv-e", "h-e")
+	m := e.manager(100 * time.Millisecond)
+	_, err := m.SetUp(ctx, pod)
+	if want := "PVC ns/eph-scratch was not created for pod ns/eph (pod is not owner)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a claim the pod does not own: %v, want %q", err, want)
+	}
+	pvc, err := e.client.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "eph-scratch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "eph", UID: "eph-uid", Controller: ptr.To(true)}}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims("ns").Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := m.SetUp(ctx, pod)
+	if err != nil || paths["scratch"] != TargetPath(filepath.Join(e.root, "pods"), "eph-uid", "pv-e") {
+		t.Fatalf("SetUp = %v, %v", paths, err)
+	}
+	if u := m.Usage(ctx, pod, time.Hour); len(u) != 1 || u[0].Claim != "eph-scratch" {
+		t.Errorf("usage %+v", u)
+	}
+	if err := m.TearDown(ctx, "eph-uid"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -91,7 +91,7 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 	if ok {
 		return spec, nil
 	}
-	claim := vol.PersistentVolumeClaim.ClaimName
+	claim, _, ephemeral := claimOf(pod, vol)
 	wrap := func(err error) error { return fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claim, err) }
 	pvc, err := m.cfg.Client.PersistentVolumeClaims(pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
@@ -99,6 +99,11 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 	}
 	if err := checkClaim(pvc); err != nil {
 		return volumeSpec{}, wrap(err)
+	}
+	if ephemeral {
+		if err := checkEphemeralClaim(pod, pvc); err != nil {
+			return volumeSpec{}, err
+		}
 	}
 	pv, err := m.cfg.Client.PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // volumeSpec is a pod's PVC volume resolved to its CSI persistent volume.
@@ -26,15 +27,41 @@ type volumeSpec struct {
 // Unique is the volume's unique name.
 func (s volumeSpec) Unique() v1.UniqueVolumeName { return UniqueVolumeName(s.Driver, s.Handle) }
 
-// pvcVolumes are the pod's PVC volumes.
+// pvcVolumes are the pod's PVC volumes: persistentVolumeClaim and
+// generic ephemeral ones.
 func pvcVolumes(pod *v1.Pod) []v1.Volume {
 	var out []v1.Volume
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		if IsClaimVolume(v) {
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// IsClaimVolume tells whether v is backed by a PVC: a persistentVolumeClaim
+// or a generic ephemeral volume.
+func IsClaimVolume(v v1.Volume) bool {
+	return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+}
+
+// claimOf is the PVC of a claim volume, whether the pod mounts it
+// read-only, and whether it is the pod's generic ephemeral volume (whose
+// claim, <pod>-<volume>, the ephemeral volume controller makes).
+func claimOf(pod *v1.Pod, v v1.Volume) (name string, readOnly, ephemeral bool) {
+	if v.Ephemeral != nil {
+		return pod.Name + "-" + v.Name, false, true
+	}
+	return v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly, false
+}
+
+// checkEphemeralClaim is kubelet's check that a generic ephemeral volume's
+// PVC was made for the pod.
+func checkEphemeralClaim(pod *v1.Pod, pvc *v1.PersistentVolumeClaim) error {
+	if pvc.Namespace != pod.Namespace || !metav1.IsControlledBy(pvc, pod) {
+		return fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", pvc.Namespace, pvc.Name, pod.Namespace, pod.Name)
+	}
+	return nil
 }
 
 // checkClaim is kubelet's check of a PVC before its PV is read.
@@ -53,6 +80,7 @@ func checkClaim(pvc *v1.PersistentVolumeClaim) error {
 // resolve builds a volume's spec from its bound PVC and PV, refusing what
 // kernelet does not mount (kubelet's messages where kubelet has one).
 func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume) (volumeSpec, error) {
+	_, readOnly, _ := claimOf(pod, vol)
 	switch {
 	case pv.Spec.ClaimRef == nil:
 		return volumeSpec{}, fmt.Errorf("found PV object %s but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim", pv.Name)
@@ -75,7 +103,7 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 	return volumeSpec{
 		Name: vol.Name, PVName: pv.Name, Driver: src.Driver, Handle: src.VolumeHandle, FSType: src.FSType,
 		MountOptions: pv.Spec.MountOptions, Attributes: src.VolumeAttributes, AccessModes: pv.Spec.AccessModes,
-		ReadOnly:       vol.PersistentVolumeClaim.ReadOnly || src.ReadOnly,
+		ReadOnly:       readOnly || src.ReadOnly,
 		StageSecretRef: src.NodeStageSecretRef, PublishSecretRef: src.NodePublishSecretRef,
 	}, nil
 }

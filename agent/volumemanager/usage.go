@@ -56,7 +56,8 @@ func (m *Manager) Usage(ctx context.Context, pod *v1.Pod, maxAge time.Duration) 
 			klog.FromContext(ctx).V(2).Info("Volume stats not read", "pod", klog.KObj(pod), "volume", v.Name, "err", err)
 			continue
 		}
-		u.Name, u.Claim, u.Time = v.Name, v.PersistentVolumeClaim.ClaimName, m.now()
+		claim, _, _ := claimOf(pod, v)
+		u.Name, u.Claim, u.Time = v.Name, claim, m.now()
 		m.mu.Lock()
 		m.usage[usageKey{pod.UID, v.Name}] = u
 		m.mu.Unlock()

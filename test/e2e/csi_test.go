@@ -323,6 +323,43 @@ func TestCSIPersistentVolume(t *testing.T) {
 		}
 		return len(n.Status.VolumesInUse) == 0, fmt.Errorf("volumesInUse %v", n.Status.VolumesInUse)
 	})
+
+	// A generic ephemeral volume: kube-controller-manager makes the claim
+	// eph-scratch for the pod, which binds to a PV reserved for it.
+	const handle3 = "vol-eph-1"
+	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle3), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ephPV := prefix + "-eph"
+	pvs := c.admin.CoreV1().PersistentVolumes()
+	if _, err := pvs.Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ephPV}, Spec: v1.PersistentVolumeSpec{
+		Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+		ClaimRef:                      &v1.ObjectReference{Namespace: c.ns, Name: "eph-scratch"},
+		PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driverName, VolumeHandle: handle3}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("pv "+ephPV, func(ctx context.Context) error { return pvs.Delete(ctx, ephPV, metav1.DeleteOptions{}) })
+	empty := ""
+	eph := apiTestPod("eph", 1)
+	eph.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo eph > /scratch/f && exec sleep 3600"}
+	eph.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	eph.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &empty,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
+	eph = c.createPod(t, eph)
+	c.waitPhase(t, eph.Name, v1.PodRunning, 3*time.Minute)
+	waitExec(t, c.rs, eph, "cat /scratch/f", "eph", 30*time.Second)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, eph.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, eph.Name, eph.UID, 2*time.Minute)
+	if got := d.nodeCalls(t, handle3); strings.Join(got, " ") != strings.Join(stageThenGone, " ") {
+		t.Errorf("driver calls for the ephemeral volume: %v", got)
+	}
 }
 
 // statefulSet is a one-replica StatefulSet of the test image on c's node
