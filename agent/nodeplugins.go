@@ -75,10 +75,19 @@ func (n *nodePlugins) run(ctx context.Context) error {
 
 // podVolumes is what the pod side sets volumes up with: the in-tree
 // manager and, when the node plugins run, the CSI volume manager beside
-// it (volumemanager.PodVolumes), which it also returns.
-func (a *Agent) podVolumes(inTree *volume.Manager) (runtime.PodVolumes, *volumemanager.Manager) {
+// it (volumemanager.PodVolumes).
+func (a *Agent) podVolumes(inTree *volume.Manager) runtime.PodVolumes {
 	if a.plugins == nil {
-		return inTree, nil
+		return inTree
 	}
-	return volumemanager.PodVolumes{InTree: inTree, CSI: a.plugins.volumes}, a.plugins.volumes
+	return volumemanager.PodVolumes{InTree: inTree, CSI: a.plugins.volumes}
+}
+
+// csiVolumes is the CSI volume manager (nil when the node plugins do not
+// run: runonce).
+func (a *Agent) csiVolumes() *volumemanager.Manager {
+	if a.plugins == nil {
+		return nil
+	}
+	return a.plugins.volumes
 }
