@@ -40,6 +40,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags='-s -w' -o $(BIN)/testbox ./test/testbox
 	$(GO) build -o $(BIN)/testenv ./hack/testenv
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
+	$(GO) build -o $(BIN)/csidriver ./test/csidriver/cmd/csidriver
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
 	hack/deps.sh containerd runc vm vmnode metrics browser

@@ -36,6 +36,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/agent/volumemanager"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/grace"
@@ -67,8 +68,13 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
-	// vols sets up and tears down pod volumes.
-	vols *volume.Manager
+	// vols sets up and tears down the in-tree pod volumes, csiVols the
+	// CSI ones (nil in runonce mode).
+	vols    *volume.Manager
+	csiVols *volumemanager.Manager
+	// volumeStatsPeriod is how long the CSI volumes' stats are served
+	// before their drivers are asked again (volumeStatsAggPeriod).
+	volumeStatsPeriod time.Duration
 	// cpus and mem are the CPU and memory managers
 	// (agent/resourcemanagers.go).
 	cpus *cpumanager.Manager
@@ -205,7 +211,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem},
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
-		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
+		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
@@ -220,10 +226,10 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
