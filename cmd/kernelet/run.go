@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -22,6 +23,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent"
+	"github.com/kernelet/kernelet/agent/certificates"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/nodeip"
@@ -37,8 +39,11 @@ const DefaultRootDir = "/var/lib/kernelet"
 type runFlags struct {
 	config, kubeconfig, hostnameOverride, rootDir, nodeIP string
 	nodeLabels                                            string
-	runtimeEndpoint, podManifestPath, manifestURL         string
-	port, healthzPort                                     int
+	// TLS bootstrap (agent/certificates).
+	bootstrapKubeconfig, certDir                  string
+	rotateCerts, rotateServerCerts                bool
+	runtimeEndpoint, podManifestPath, manifestURL string
+	port, healthzPort                             int
 	// kernelet's own (flags of the KerneletConfiguration): the eviction
 	// manager's fallback decision period between kernel notifications,
 	// its mode, dry run and cooldown, and the file of the document.
@@ -69,6 +74,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
 	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
 	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
+	fs.StringVar(&f.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig whose credentials request the client certificate when --kubeconfig is missing or its certificate expired; --kubeconfig is then written")
+	fs.StringVar(&f.certDir, "cert-dir", "", "directory of the client and serving certificates (default <root-dir>/pki)")
+	fs.BoolVar(&f.rotateCerts, "rotate-certificates", false, "renew the client certificate before it expires (rotateCertificates)")
+	fs.BoolVar(&f.rotateServerCerts, "rotate-server-certificates", false, "request and renew the serving certificate from the API server (serverTLSBootstrap)")
 	fs.StringVar(&f.kerneletConfig, "kernelet-config", "", "kernelet's own settings: a KerneletConfiguration file (kernelet.io/v1alpha1), unless --config has it as its second document")
 	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own (evictionTick): how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI); 10s in kubelet mode")
 	fs.StringVar(&f.evictionMode, "eviction-mode", string(eviction.ModeKernelet), "kernelet's own (evictionMode): kernelet (kernel wake-ups, deficit-sized evictions) or kubelet (one pod per 10 s decision, for comparison)")
@@ -95,6 +104,12 @@ func (f *runFlags) overrides() []config.Override {
 	}
 	if f.set["manifest-url"] {
 		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.StaticPodURL = f.manifestURL })
+	}
+	if f.set["rotate-certificates"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.RotateCertificates = f.rotateCerts })
+	}
+	if f.set["rotate-server-certificates"] {
+		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ServerTLSBootstrap = f.rotateServerCerts })
 	}
 	if f.set["port"] {
 		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Port = int32(f.port) })
@@ -173,7 +188,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	nodeIPs, _ := nodeip.Parse(f.nodeIP)                // checked by loadForRun
 	nodeLabels, _ := node.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
-	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
+	if err := certificates.Bootstrap(ctx, f.certOptions(nodeName)); err != nil {
+		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
+		return 1
+	}
+	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, CertDir: f.certDir,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
 	a, err := agent.New(opts, agent.Deps{})
@@ -240,7 +259,12 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	for _, fe := range config.CheckHost(cfg, host) {
 		problems = append(problems, fmt.Sprintf("%s: %s", source, fe.Error()))
 	}
-	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
+	co := f.certOptions("")
+	co.CertDir = f.certDir // a relative --root-dir is its own problem
+	for _, fe := range certificates.Problems(co, &cfg.Kubelet) {
+		problems = append(problems, fe.Error())
+	}
+	if f.kubeconfig != "" && f.bootstrapKubeconfig == "" && !host.FileExists(f.kubeconfig) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
 	}
 	if ips, err := nodeip.Parse(f.nodeIP); err != nil {
@@ -256,7 +280,7 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	if _, err := node.ParseNodeLabels(f.nodeLabels); err != nil {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels, Detail: err.Error()}).Error())
 	}
-	if f.kubeconfig != "" && host.FileExists(f.kubeconfig) {
+	if f.kubeconfig != "" && f.bootstrapKubeconfig == "" && host.FileExists(f.kubeconfig) {
 		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
 			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
@@ -332,6 +356,12 @@ func memoryCgroupFacts() (v2, swapAccounting bool) {
 		}
 	}
 	return true, false
+}
+
+// certOptions are the TLS bootstrap's flags.
+func (f *runFlags) certOptions(nodeName string) certificates.Options {
+	return certificates.Options{Kubeconfig: f.kubeconfig, BootstrapKubeconfig: f.bootstrapKubeconfig,
+		CertDir: cmp.Or(f.certDir, certificates.DefaultCertDir(f.rootDir)), NodeName: nodeName}
 }
 
 func nodeName(override string) (string, error) {

@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -47,6 +48,7 @@ type (
 	EventClient               = Resource[*v1.Event, *v1.EventList]
 	LeaseClient               = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	RuntimeClassClient        = Resource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]
+	CSRClient                 = Resource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList]
 	TokenReviewClient         = Creator[*authenticationv1.TokenReview]
 	SubjectAccessReviewClient = Creator[*authorizationv1.SubjectAccessReview]
 )
@@ -73,6 +75,7 @@ type Interface interface {
 	RuntimeClasses() RuntimeClassClient
 	TokenReviews() TokenReviewClient
 	SubjectAccessReviews() SubjectAccessReviewClient
+	CertificateSigningRequests() CSRClient
 }
 
 // Clientset implements Interface over one HTTP client and one client-side
@@ -167,6 +170,16 @@ func (cs *Clientset) Leases(namespace string) LeaseClient {
 // RuntimeClasses is the RuntimeClasses.
 func (cs *Clientset) RuntimeClasses() RuntimeClassClient {
 	return newResource(cs, nodev1.SchemeGroupVersion, "runtimeclasses", "", func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} })
+}
+
+// CertificateSigningRequests is the CertificateSigningRequests (TLS
+// bootstrap and certificate rotation).
+func (cs *Clientset) CertificateSigningRequests() CSRClient {
+	return newResource(cs, certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "",
+		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} },
+		func() *certificatesv1.CertificateSigningRequestList {
+			return &certificatesv1.CertificateSigningRequestList{}
+		})
 }
 
 // TokenReviews creates TokenReviews.

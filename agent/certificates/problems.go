@@ -1,0 +1,37 @@
+package certificates
+
+import (
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Problems are what is wrong with the bootstrap flags and the
+// certificate fields of kc together, each naming the flag or field:
+// --bootstrap-kubeconfig without --kubeconfig (the file it writes) or
+// that does not load, a relative --cert-dir, and rotateCertificates or
+// serverTLSBootstrap on a node without an API server.
+func Problems(o Options, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	if o.BootstrapKubeconfig != "" {
+		if o.Kubeconfig == "" {
+			errs = append(errs, field.Required(field.NewPath("--kubeconfig"), "--bootstrap-kubeconfig writes the kubeconfig named by --kubeconfig"))
+		}
+		if _, err := LoadKubeconfig(o.BootstrapKubeconfig); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("--bootstrap-kubeconfig"), o.BootstrapKubeconfig, err.Error()))
+		}
+	}
+	if o.CertDir != "" && !filepath.IsAbs(o.CertDir) {
+		errs = append(errs, field.Invalid(field.NewPath("--cert-dir"), o.CertDir, "must be an absolute path"))
+	}
+	if o.Kubeconfig == "" {
+		if kc.RotateCertificates {
+			errs = append(errs, field.Invalid(field.NewPath("rotateCertificates"), true, "needs --kubeconfig: a standalone node has no client certificate"))
+		}
+		if kc.ServerTLSBootstrap {
+			errs = append(errs, field.Invalid(field.NewPath("serverTLSBootstrap"), true, "needs --kubeconfig: a standalone node cannot request a serving certificate"))
+		}
+	}
+	return errs
+}
