@@ -2,10 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,7 +181,12 @@ func TestTLSBootstrap(t *testing.T) {
 	start := time.Now()
 	b.start(t)
 	ready := b.waitReady(t, 2*time.Minute)
-	t.Logf("bootstrap to Ready: %v", ready.Round(time.Millisecond))
+	t.Logf("Ready %v after the agent started (%v in all)", ready.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	for _, l := range strings.Split(b.log(t), "\n") {
+		if strings.Contains(l, "Bootstrapping the client certificate") || strings.Contains(l, "Client certificate issued") || strings.Contains(l, "Starting kernelet") {
+			t.Log(l)
+		}
+	}
 
 	first := b.clientCert(t)
 	if first.Subject.CommonName != "system:node:"+b.node || strings.Join(first.Subject.Organization, ",") != "system:nodes" {
@@ -212,24 +222,68 @@ func TestTLSBootstrap(t *testing.T) {
 
 	t.Run("expired certificate at start", func(t *testing.T) {
 		b.stop(t, syscall.SIGTERM)
-		last := b.clientCert(t)
-		// Wait out the certificate while the agent is down.
-		if wait := time.Until(last.NotAfter) + time.Second; wait > 0 {
-			t.Logf("waiting %v for the client certificate to expire", wait.Round(time.Second))
-			time.Sleep(wait)
-		}
+		expired := b.writeExpiredClientCert(t)
 		b.start(t)
 		waitFor(t, 2*time.Minute, "a new client certificate", func() (bool, error) {
 			c := b.clientCert(t)
-			return c.NotAfter.After(time.Now()) && !c.Equal(last), fmt.Errorf("still expired at %v", c.NotAfter)
+			return c.NotAfter.After(time.Now()) && !c.Equal(expired), fmt.Errorf("still the expired one until %v", c.NotAfter)
 		})
 		b.waitReady(t, 2*time.Minute)
 		pod := b.createPod(t, apiTestPod("after-expiry", 1, "sleep"))
 		b.waitPhase(t, pod.Name, v1.PodRunning, time.Minute)
-		if !strings.Contains(b.log(t), "Bootstrapping the client certificate") {
-			t.Error("the log does not show a second bootstrap")
+		if n := strings.Count(b.log(t), "Bootstrapping the client certificate"); n != 2 {
+			t.Errorf("the log shows %d bootstraps, want 2", n)
 		}
 	})
+}
+
+// writeExpiredClientCert makes the node's current client certificate one
+// of the cluster CA that expired an hour ago (as after a node was off
+// longer than its certificate lives) and returns it.
+func (b *bootstrapNode) writeExpiredClientCert(t *testing.T) *x509.Certificate {
+	t.Helper()
+	pair, err := tls.LoadX509KeyPair(filepath.Join(b.srv.StateDir(), "ca.crt"), filepath.Join(b.srv.StateDir(), "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()),
+		Subject:   pkix.Name{CommonName: "system:node:" + b.node, Organization: []string{"system:nodes"}},
+		NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(-time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, pair.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dated := filepath.Join(b.certDir, "kubelet-client-"+now.Add(-2*time.Hour).UTC().Format("2006-01-02-15-04-05")+".pem")
+	data := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...)
+	if err := os.WriteFile(dated, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cur := filepath.Join(b.certDir, "kubelet-client-current.pem")
+	if err := os.Remove(cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dated, cur); err != nil {
+		t.Fatal(err)
+	}
+	c := b.clientCert(t)
+	if c.NotAfter.After(now) {
+		t.Fatalf("the kubeconfig's certificate is valid until %v", c.NotAfter)
+	}
+	return c
 }
 
 // testClientRotation waits for two renewals of the client certificate
@@ -237,6 +291,7 @@ func TestTLSBootstrap(t *testing.T) {
 // gets its status.
 func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate) {
 	pid := b.cmd.Process.Pid
+	logBefore := len(b.log(t))
 	seen := []*x509.Certificate{first}
 	deadline := time.Now().Add(3*signingDuration + 2*time.Minute)
 	for i := 0; len(seen) < 3; i++ {
@@ -256,8 +311,16 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 				t.Errorf("renewed certificate %v until %v", c.Subject, c.NotAfter)
 			}
 			b.verifyByCA(t, c, x509.ExtKeyUsageClientAuth)
-			t.Logf("client certificate renewed after %v (previous: %v–%v)", time.Since(seen[len(seen)-1].NotBefore).Round(time.Second),
-				seen[len(seen)-1].NotBefore.Format(time.TimeOnly), seen[len(seen)-1].NotAfter.Format(time.TimeOnly))
+			// The signer backdates NotBefore by 5 min: the renewal was
+			// issued at c.NotBefore+5m.
+			prev := seen[len(seen)-1]
+			at := c.NotBefore.Add(5 * time.Minute)
+			t.Logf("client certificate renewed at %v, %.0f %% into the previous one's lifetime (%v–%v)", at.Format(time.TimeOnly),
+				100*float64(at.Sub(prev.NotBefore))/float64(prev.NotAfter.Sub(prev.NotBefore)),
+				prev.NotBefore.Format(time.TimeOnly), prev.NotAfter.Format(time.TimeOnly))
+			if !at.Before(prev.NotAfter) {
+				t.Errorf("renewed at %v, after the previous certificate expired", at)
+			}
 			seen = append(seen, c)
 		}
 		time.Sleep(5 * time.Second)
@@ -271,8 +334,16 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 		t.Errorf("pod first restarted %d times", p.Status.ContainerStatuses[0].RestartCount)
 	}
 	b.waitReady(t, 30*time.Second)
-	if n := strings.Count(b.log(t), "Certificate rotated"); n < 2 {
+	logged := b.log(t)[logBefore:]
+	if n := strings.Count(logged, "Certificate rotated"); n < 2 {
 		t.Errorf("the log shows %d rotations", n)
+	}
+	// No request was refused (an old certificate after its expiry) and no
+	// watch was cut by the renewals.
+	for _, bad := range []string{"Unauthorized", "Watch closed with unexpected EOF", "watch ended with error", "http2: client connection lost"} {
+		if strings.Contains(logged, bad) {
+			t.Errorf("the log during the renewals has %q", bad)
+		}
 	}
 }
 
