@@ -51,8 +51,8 @@ func (s *Server) CreateBootstrapToken(ctx context.Context, dir string, ttl time.
 		return "", fmt.Errorf("bootstrap token: %w", err)
 	}
 	for name, b := range map[string]struct{ role, kind, subject string }{
-		"kubeadm:kubelet-bootstrap":                    {"system:node-bootstrapper", rbacv1.GroupKind, BootstrapTokenGroup},
-		"kubeadm:node-autoapprove-bootstrap":           {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", rbacv1.GroupKind, BootstrapTokenGroup},
+		"kubeadm:kubelet-bootstrap":                     {"system:node-bootstrapper", rbacv1.GroupKind, BootstrapTokenGroup},
+		"kubeadm:node-autoapprove-bootstrap":            {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", rbacv1.GroupKind, BootstrapTokenGroup},
 		"kubeadm:node-autoapprove-certificate-rotation": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", rbacv1.GroupKind, "system:nodes"},
 	} {
 		crb := &rbacv1.ClusterRoleBinding{
