@@ -46,11 +46,19 @@ type bootstrapNode struct {
 
 func startBootstrapControlPlane(t *testing.T, name string, verifyServing bool) *apiserver.Server {
 	t.Helper()
+	return startControlPlane(t, name, apiserver.Options{BootstrapTokenAuth: true, ClusterSigningDuration: signingDuration, VerifyKubeletServing: verifyServing})
+}
+
+// startControlPlane starts a control plane of the test's own with opts
+// (its state dir, the cached binaries and the test's log filled in),
+// stopped at the end of the test.
+func startControlPlane(t *testing.T, name string, opts apiserver.Options) *apiserver.Server {
+	t.Helper()
 	bins := apiserver.CachedBinaries("", "")
 	m := bins.Missing()
 	env.Require(t, len(m) == 0, "the cached control plane binaries (make components): missing "+strings.Join(m, ", "))
-	srv, err := apiserver.Start(t.Context(), apiserver.Options{StateDir: env.StateDir(fmt.Sprintf("%s-%d", name, os.Getpid())),
-		Binaries: bins, Logf: t.Logf, BootstrapTokenAuth: true, ClusterSigningDuration: signingDuration, VerifyKubeletServing: verifyServing})
+	opts.StateDir, opts.Binaries, opts.Logf = env.StateDir(fmt.Sprintf("%s-%d", name, os.Getpid())), bins, t.Logf
+	srv, err := apiserver.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("start the control plane: %v", err)
 	}
