@@ -281,6 +281,7 @@ current-context: x
 		"bootstrap file missing":   {Options{Kubeconfig: "/kc", BootstrapKubeconfig: filepath.Join(dir, "none")}, off, []string{"--bootstrap-kubeconfig: Invalid value"}},
 		"relative cert dir":        {Options{Kubeconfig: "/kc", CertDir: "pki"}, off, []string{`--cert-dir: Invalid value: "pki": must be an absolute path`}},
 		"rotation on a lone node":  {Options{}, on, []string{"rotateCertificates: Invalid value: true: needs --kubeconfig", "serverTLSBootstrap: Invalid value: true: needs --kubeconfig"}},
+		"serving without the gate": {Options{Kubeconfig: "/kc"}, &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true, FeatureGates: map[string]bool{"RotateKubeletServerCertificate": false}}, []string{"serverTLSBootstrap: Invalid value: true: needs the RotateKubeletServerCertificate feature gate"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			errs := Problems(tc.o, tc.kc)

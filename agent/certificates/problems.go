@@ -5,13 +5,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/config"
 )
 
 // Problems are what is wrong with the bootstrap flags and the
 // certificate fields of kc together, each naming the flag or field:
 // --bootstrap-kubeconfig without --kubeconfig (the file it writes) or
 // that does not load, a relative --cert-dir, and rotateCertificates or
-// serverTLSBootstrap on a node without an API server.
+// serverTLSBootstrap on a node without an API server, serverTLSBootstrap
+// with the RotateKubeletServerCertificate gate off (kubelet would serve
+// the self-signed certificate without a word).
 func Problems(o Options, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	var errs field.ErrorList
 	if o.BootstrapKubeconfig != "" {
@@ -32,6 +36,9 @@ func Problems(o Options, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorLis
 		if kc.ServerTLSBootstrap {
 			errs = append(errs, field.Invalid(field.NewPath("serverTLSBootstrap"), true, "needs --kubeconfig: a standalone node cannot request a serving certificate"))
 		}
+	}
+	if kc.ServerTLSBootstrap && !config.FeatureEnabled(kc, "RotateKubeletServerCertificate") {
+		errs = append(errs, field.Invalid(field.NewPath("serverTLSBootstrap"), true, "needs the RotateKubeletServerCertificate feature gate, which is off"))
 	}
 	return errs
 }
