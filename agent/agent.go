@@ -185,7 +185,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
 	for _, r := range a.certs {
-		g.Go(func() error { r.Run(gctx); return nil })
+		g.Go(func() error { return r.Run(gctx) })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
 	g.Go(func() error { a.rotateLogs(gctx); return nil })

@@ -14,7 +14,9 @@
 //     and the new one is swapped into every API client by the rotating
 //     transport: new requests use a transport with the new certificate,
 //     the old one's idle connections are closed and its long-running
-//     requests (watches) finish on their own, so no watch is cut.
+//     requests (watches) finish on their own, so no watch is cut. Expired
+//     for ExitAfterExpiry and refused by the API server, it ends the
+//     agent (kubelet's exit, for a new bootstrap at the next start).
 //   - NewServingRotator (serverTLSBootstrap): the serving certificate from
 //     kubernetes.io/kubelet-serving CSRs naming the node's hostname and
 //     addresses, renewed the same way (and at once when an address

@@ -59,7 +59,7 @@ func NewClientRotation(base *rest.Config, certDir, nodeName string) (*ClientRota
 			return cs.CertificateSigningRequests(), nil
 		},
 		onUpdate: func(c *tls.Certificate) { rt.Swap(c) },
-		now:      time.Now, uniform: defaultUniform,
+		now:      time.Now, uniform: defaultUniform, exitAfter: ExitAfterExpiry,
 	}
 	if err := r.load(); err != nil {
 		return nil, fmt.Errorf("client certificate: %w", err)

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	mathrand "math/rand/v2"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/klog/v2"
 
@@ -38,6 +40,14 @@ const (
 // templateRecheck is how often a dynamic template (the serving
 // certificate's addresses) is compared with the certificate in use.
 const templateRecheck = time.Minute
+
+// renewalWait bounds the wait for one renewal's CSR to be issued before
+// a new request (client-go's manager waits 15 minutes).
+const renewalWait = 15 * time.Minute
+
+// ExitAfterExpiry is how long the agent runs on with an expired client
+// certificate the API server refuses to renew (kubelet's 5 minutes).
+const ExitAfterExpiry = 5 * time.Minute
 
 // RotationDeadline is when a certificate valid from notBefore to notAfter
 // is renewed: at 70 % of its lifetime plus u (in [0,1)) times 20 %.
@@ -72,6 +82,8 @@ type Rotator struct {
 	onUpdate func(*tls.Certificate)
 	now      func() time.Time
 	uniform  func() float64
+	// exitAfter: see Run (0: never give up).
+	exitAfter time.Duration
 
 	mu  sync.RWMutex
 	cur *tls.Certificate
@@ -107,7 +119,13 @@ func (r *Rotator) load() error {
 }
 
 // Run renews the certificate until ctx is done.
-func (r *Rotator) Run(ctx context.Context) {
+//
+// With exitAfter set (the client certificate), Run returns an error once
+// the certificate in use has been expired for exitAfter while the API
+// server answers the renewals (it refuses them): the agent then exits,
+// as kubelet does, for its supervisor to start it again and bootstrap
+// anew.
+func (r *Rotator) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithName(r.name)
 	var (
 		deadlineOf *tls.Certificate
@@ -125,21 +143,33 @@ func (r *Rotator) Run(ctx context.Context) {
 		wait := nextWake(r.now(), cur, deadline, tmpl, r.dynamic)
 		if wait > 0 {
 			if !sleep(ctx, wait) {
-				return
+				return nil
 			}
 			continue
 		}
 		if err := r.renew(ctx, tmpl); err != nil {
 			if ctx.Err() != nil {
-				return
+				return nil
+			}
+			if cur != nil && GiveUp(r.now(), cur.Leaf.NotAfter, r.exitAfter, err) {
+				return fmt.Errorf("%s expired at %s and the API server refuses its renewal: %w", r.name, cur.Leaf.NotAfter.UTC().Format(time.RFC3339), err)
 			}
 			retry = nextRetry(retry)
 			log.Error(err, "Certificate renewal failed", "retryIn", retry)
 			if !sleep(ctx, retry) {
-				return
+				return nil
 			}
 		}
 	}
+}
+
+// GiveUp tells whether a renewal that failed with err ends the agent: the
+// certificate expired more than exitAfter (> 0) ago and the API server
+// answered (err is its status, not a network error, as kubelet checks
+// that the server is healthy before it exits).
+func GiveUp(now, notAfter time.Time, exitAfter time.Duration, err error) bool {
+	var status apierrors.APIStatus
+	return exitAfter > 0 && now.After(notAfter.Add(exitAfter)) && errors.As(err, &status)
 }
 
 // nextWake is how long the loop sleeps before looking again: 0 renews
@@ -174,6 +204,8 @@ func (r *Rotator) renew(ctx context.Context, tmpl *x509.CertificateRequest) erro
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, renewalWait)
+	defer cancel()
 	certPEM, err := requestCertificate(ctx, client, req)
 	if err != nil {
 		return err

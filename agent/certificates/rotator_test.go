@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -260,5 +263,30 @@ func TestRotatingTransport(t *testing.T) {
 	rest, err := io.ReadAll(watch.Body)
 	if err != nil || string(rest) != "end" {
 		t.Errorf("the watch of the old certificate ended with %q, %v", rest, err)
+	}
+}
+
+func TestGiveUp(t *testing.T) {
+	notAfter := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := apierrors.NewUnauthorized("expired")
+	wrapped := fmt.Errorf("certificate signing request: %w", refused)
+	network := errors.New("dial tcp: connection refused")
+	for name, tc := range map[string]struct {
+		now       time.Time
+		exitAfter time.Duration
+		err       error
+		want      bool
+	}{
+		"valid":                   {notAfter.Add(-time.Minute), ExitAfterExpiry, refused, false},
+		"expired a moment ago":    {notAfter.Add(time.Minute), ExitAfterExpiry, refused, false},
+		"expired long, refused":   {notAfter.Add(6 * time.Minute), ExitAfterExpiry, wrapped, true},
+		"expired long, no server": {notAfter.Add(6 * time.Minute), ExitAfterExpiry, network, false},
+		"serving: never":          {notAfter.Add(time.Hour), 0, refused, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := GiveUp(tc.now, notAfter, tc.exitAfter, tc.err); got != tc.want {
+				t.Errorf("GiveUp = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
