@@ -268,6 +268,15 @@ users: [{name: u, user: {token: abcdef.0123456789abcdef}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `))
+	// a usable kubeconfig (a token): the bootstrap kubeconfig is not read
+	usable := filepath.Join(dir, "usable")
+	writeFile(t, usable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`))
 	on := &kubeletv1beta1.KubeletConfiguration{RotateCertificates: true, ServerTLSBootstrap: true}
 	off := &kubeletv1beta1.KubeletConfiguration{}
 	for name, tc := range map[string]struct {
@@ -275,13 +284,14 @@ current-context: x
 		kc   *kubeletv1beta1.KubeletConfiguration
 		want []string
 	}{
-		"bootstrap":                {Options{Kubeconfig: filepath.Join(dir, "kc"), BootstrapKubeconfig: boot, CertDir: dir}, on, nil},
-		"standalone":               {Options{}, off, nil},
-		"bootstrap without target": {Options{BootstrapKubeconfig: boot}, off, []string{"--kubeconfig: Required value"}},
-		"bootstrap file missing":   {Options{Kubeconfig: "/kc", BootstrapKubeconfig: filepath.Join(dir, "none")}, off, []string{"--bootstrap-kubeconfig: Invalid value"}},
-		"relative cert dir":        {Options{Kubeconfig: "/kc", CertDir: "pki"}, off, []string{`--cert-dir: Invalid value: "pki": must be an absolute path`}},
-		"rotation on a lone node":  {Options{}, on, []string{"rotateCertificates: Invalid value: true: needs --kubeconfig", "serverTLSBootstrap: Invalid value: true: needs --kubeconfig"}},
-		"serving without the gate": {Options{Kubeconfig: "/kc"}, &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true, FeatureGates: map[string]bool{"RotateKubeletServerCertificate": false}}, []string{"serverTLSBootstrap: Invalid value: true: needs the RotateKubeletServerCertificate feature gate"}},
+		"bootstrap":                              {Options{Kubeconfig: filepath.Join(dir, "kc"), BootstrapKubeconfig: boot, CertDir: dir}, on, nil},
+		"standalone":                             {Options{}, off, nil},
+		"bootstrap without target":               {Options{BootstrapKubeconfig: boot}, off, []string{"--kubeconfig: Required value"}},
+		"bootstrap file missing":                 {Options{Kubeconfig: "/kc", BootstrapKubeconfig: filepath.Join(dir, "none")}, off, []string{"--bootstrap-kubeconfig: Invalid value"}},
+		"bootstrap file gone, kubeconfig usable": {Options{Kubeconfig: usable, BootstrapKubeconfig: filepath.Join(dir, "none")}, off, nil},
+		"relative cert dir":                      {Options{Kubeconfig: "/kc", CertDir: "pki"}, off, []string{`--cert-dir: Invalid value: "pki": must be an absolute path`}},
+		"rotation on a lone node":                {Options{}, on, []string{"rotateCertificates: Invalid value: true: needs --kubeconfig", "serverTLSBootstrap: Invalid value: true: needs --kubeconfig"}},
+		"serving without the gate":               {Options{Kubeconfig: "/kc"}, &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true, FeatureGates: map[string]bool{"RotateKubeletServerCertificate": false}}, []string{"serverTLSBootstrap: Invalid value: true: needs the RotateKubeletServerCertificate feature gate"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			errs := Problems(tc.o, tc.kc)
