@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/certificates"
 	"github.com/kernelet/kernelet/agent/cluster"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/live"
@@ -57,8 +58,12 @@ type Agent struct {
 	clients  *kubeclient.Clients
 	cluster  *cluster.Cluster
 	recorder *events.Recorder
-	nodeCtl  *node.Controller
-	auth     *auth.Auth
+	// certs are the certificate rotators to run: the client one
+	// (rotateCertificates) from New, the serving one (serverTLSBootstrap)
+	// once the listeners are bound.
+	certs   []*certificates.Rotator
+	nodeCtl *node.Controller
+	auth    *auth.Auth
 	// oom is the OOM kill stream once the pod side runs it.
 	oom *oomwatch.Watch
 	// stats is the cgroup sweep of the stats endpoints (sweeps.go), set
@@ -106,6 +111,14 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		if err != nil {
 			return nil, err
 		}
+		if opts.Config.Kubelet.RotateCertificates {
+			rot, err := certificates.NewClientRotation(base, a.certDir(), opts.NodeName)
+			if err != nil {
+				return nil, err
+			}
+			base = rot.Config
+			a.certs = append(a.certs, rot.Rotator)
+		}
 		if a.clients, err = kubeclient.New(base, &opts.Config.Kubelet); err != nil {
 			return nil, err
 		}
@@ -117,6 +130,14 @@ func New(opts Options, deps Deps) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// certDir is --cert-dir, <root-dir>/pki by default.
+func (a *Agent) certDir() string {
+	if a.opts.CertDir != "" {
+		return a.opts.CertDir
+	}
+	return certificates.DefaultCertDir(a.opts.RootDir)
 }
 
 // Registry is the agent's metrics registry.
@@ -168,6 +189,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cluster != nil {
 		g.Go(func() error { a.cluster.Run(gctx); return nil })
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
+	}
+	for _, r := range a.certs {
+		g.Go(func() error { return r.Run(gctx) })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
 	g.Go(func() error { return a.plugins.run(gctx) })

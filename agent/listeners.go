@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	goruntime "runtime"
 
@@ -10,6 +12,8 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
 
+	"github.com/kernelet/kernelet/agent/certificates"
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/logs"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -68,8 +72,36 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 	}
 	a.auth = guard
 	nodeIPs, _ := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+	serving, err := a.servingCertificates(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return server.ListenEndpoints(ctx, server.Endpoints{Kubelet: kc, RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
-		NodeIPs: nodeip.IPs(nodeIPs), Local: base, API: api, Guard: guard.Wrap})
+		NodeIPs: nodeip.IPs(nodeIPs), Local: base, API: api, Guard: guard.Wrap, ServingCertificate: serving})
+}
+
+// servingCertificates is serverTLSBootstrap's certificate source (nil
+// without it): a rotator requesting kubernetes.io/kubelet-serving
+// certificates for the node's name and addresses (looked up again at each
+// request), run with the agent.
+func (a *Agent) servingCertificates(ctx context.Context) (func() *tls.Certificate, error) {
+	kc := &a.opts.Config.Kubelet
+	if !kc.ServerTLSBootstrap || a.clients == nil || !config.FeatureEnabled(kc, "RotateKubeletServerCertificate") {
+		return nil, nil
+	}
+	r, err := certificates.NewServingRotator(certificates.ServingOptions{
+		Client: a.clients.Config, CertDir: a.certDir(), NodeName: a.opts.NodeName,
+		CertFile: kc.TLSCertFile, KeyFile: kc.TLSPrivateKeyFile,
+		Addresses: func() ([]string, []net.IP) {
+			ips, _ := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
+			return []string{a.opts.NodeName}, nodeip.IPs(ips)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serverTLSBootstrap: %w", err)
+	}
+	a.certs = append(a.certs, r)
+	return r.Current, nil
 }
 
 // runtimeService is the CRI runtime service once connected, else nil.

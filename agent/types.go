@@ -32,6 +32,9 @@ type Options struct {
 	RootDir string
 	// Kubeconfig is the API server credential file (--kubeconfig); "" runs standalone.
 	Kubeconfig string
+	// CertDir holds the rotated client and serving certificates
+	// (--cert-dir; "" is <RootDir>/pki).
+	CertDir string
 	// NodeIPs are the node's addresses (--node-ip, see nodeip.Parse); nil
 	// detects them (nodeip.Detect).
 	NodeIPs []net.IP

@@ -12,8 +12,8 @@ package config
 // "package/dir.TestName" (docs/features.md lists them).
 var kerneletGates = map[string]kerneletDecision{
 	// Certificates, registration and the kubelet API.
-	"AllowDNSOnlyNodeCSR":                  no("kernelet makes no certificate signing requests (no TLS bootstrap, issue 25)"),
-	"RotateKubeletServerCertificate":       no("serving certificates are not requested nor rotated (serverTLSBootstrap, issue 25)"),
+	"AllowDNSOnlyNodeCSR":                  no("serving CSRs need an IP address of the node (serverTLSBootstrap waits for one)"),
+	"RotateKubeletServerCertificate":       yes("with serverTLSBootstrap the serving certificate comes from a kubernetes.io/kubelet-serving CSR with the node's name and addresses, renewed at 70–90 % of its lifetime and served without a restart", "test/e2e.TestTLSBootstrapServing"),
 	"ReloadKubeletClientCAFile":            yes("authentication.x509.clientCAFile is loaded again when it changes", "agent/server/auth.TestClientCAReload"),
 	"ReloadKubeletServerCertificateFile":   yes("tlsCertFile and tlsPrivateKeyFile are loaded again when they change", "agent/server.TestServingCertificateReload"),
 	"KubeletFineGrainedAuthz":              yes("/pods, /healthz and /configz are authorized as nodes/pods, nodes/healthz and nodes/configz before nodes/proxy", "agent/server/auth.TestSubresourcesAndVerb"),

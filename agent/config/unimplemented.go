@@ -51,19 +51,12 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 const DefaultVolumePluginDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
 
 // validateIgnored refuses the values of fields kernelet has no code for,
-// so that none is accepted and dropped: certificate requests and rotation
-// (issue 25), the CPU, memory and topology managers' options and
+// so that none is accepted and dropped: the CPU, memory and topology managers' options and
 // reservations (issue 27), QoS reservations, FlexVolume plugins, tracing,
 // hidden metrics, default pod sysctls, TLS curve preferences and the
 // pulled-image verification allowlist (verification itself is refused).
 func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
-	if v := kc.RotateCertificates; v {
-		errs = append(errs, field.Invalid(p("rotateCertificates"), v, "kernelet does not rotate its client certificate yet (issue 25): only false is supported"))
-	}
-	if v := kc.ServerTLSBootstrap; v {
-		errs = append(errs, field.Invalid(p("serverTLSBootstrap"), v, "kernelet does not request a serving certificate yet (issue 25): only false is supported; use tlsCertFile and tlsPrivateKeyFile"))
-	}
 	nonEmpty := []struct {
 		path string
 		n    int

@@ -9,7 +9,8 @@
 //
 // It also builds the kubelet API's muxes (SecureHandler for address:port,
 // ReadOnlyHandler for readOnlyPort), the secure port's TLS configuration
-// (TLSConfig: configured or self-signed certificate) and its listeners
+// (TLSConfig: the rotating serverTLSBootstrap certificate, the configured
+// or the self-signed one) and its listeners
 // (ListenTLS, ListenUnix for the local socket; ListenEndpoints binds them
 // all where the KubeletConfiguration places them), and serves on both
 // ports the gatherers of /metrics/cadvisor, /metrics/resource and

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,10 @@ type Endpoints struct {
 	// NodeName and NodeIPs are the self-signed certificate's names.
 	NodeName string
 	NodeIPs  []net.IP
+	// ServingCertificate, when set, is the secure port's certificate at
+	// each handshake (serverTLSBootstrap) instead of tlsCertFile or the
+	// self-signed one.
+	ServingCertificate func() *tls.Certificate
 	// Local is served on the local socket; API on the secure port, behind
 	// Guard (authentication and authorization), and the read-only port.
 	Local Options
@@ -46,6 +51,7 @@ func ListenEndpoints(ctx context.Context, e Endpoints) ([]*Listener, error) {
 		PKIDir: filepath.Join(e.RootDir, "pki"), Host: e.NodeName, IPs: e.NodeIPs,
 		MinVersion: kc.TLSMinVersion, CipherSuites: kc.TLSCipherSuites,
 		RequestClientCert: kc.Authentication.X509.ClientCAFile != "",
+		Current:           e.ServingCertificate,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)

@@ -46,27 +46,29 @@ type TLSOptions struct {
 	// RequestClientCert asks clients for a certificate (x509 client
 	// authentication verifies it against the client CA).
 	RequestClientCert bool
+	// Current, when set, is the serving certificate at each handshake
+	// (serverTLSBootstrap's rotating certificate; nil while none is
+	// issued) instead of the files or the self-signed one.
+	Current func() *tls.Certificate
 }
 
-// TLSConfig builds the secure port's TLS configuration: the configured
+// errNoServingCert fails a handshake while serverTLSBootstrap's first
+// certificate is not issued (kubelet's message).
+var errNoServingCert = errors.New("no serving certificate available for the kubelet")
+
+// TLSConfig builds the secure port's TLS configuration: o.Current's
+// certificate (serverTLSBootstrap), the configured
 // certificate, or the self-signed one in PKIDir — reused across restarts
 // while it names Host and every IP and has 30 days left, written anew
 // otherwise. HTTP/2 and
 // HTTP/1.1 are offered (upgrades to SPDY or WebSocket use HTTP/1.1).
 func TLSConfig(o TLSOptions) (*tls.Config, error) {
-	certFile, keyFile := o.CertFile, o.KeyFile
-	if certFile == "" && keyFile == "" {
-		var err error
-		if certFile, keyFile, err = EnsureSelfSigned(o.PKIDir, o.Host, o.IPs); err != nil {
-			return nil, err
-		}
-	}
-	kp, err := newKeyPairFiles(certFile, keyFile)
+	getCert, err := servingCertificate(o)
 	if err != nil {
 		return nil, err
 	}
 	c := &tls.Config{
-		GetCertificate: kp.get,
+		GetCertificate: getCert,
 		NextProtos:     []string{"h2", "http/1.1"},
 		MinVersion:     tls.VersionTLS12,
 	}
@@ -84,6 +86,31 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 		c.ClientAuth = tls.RequestClientCert
 	}
 	return c, nil
+}
+
+// servingCertificate is the handshake's certificate source: o.Current,
+// else the configured files, else the self-signed pair.
+func servingCertificate(o TLSOptions) (func(*tls.ClientHelloInfo) (*tls.Certificate, error), error) {
+	if o.Current != nil {
+		return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := o.Current(); c != nil {
+				return c, nil
+			}
+			return nil, errNoServingCert
+		}, nil
+	}
+	certFile, keyFile := o.CertFile, o.KeyFile
+	if certFile == "" && keyFile == "" {
+		var err error
+		if certFile, keyFile, err = EnsureSelfSigned(o.PKIDir, o.Host, o.IPs); err != nil {
+			return nil, err
+		}
+	}
+	kp, err := newKeyPairFiles(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return kp.get, nil
 }
 
 // EnsureSelfSigned returns the self-signed certificate and key files in

@@ -125,8 +125,8 @@ func TestRunRefusesUnimplementedFlags(t *testing.T) {
 		"kernelet does not support --cloud-provider (kernelet runs with no cloud provider",
 		"kernelet does not support --lock-file (kernelet takes no lock file)",
 		"kernelet does not support --runtime-cgroups",
-		"kernelet does not support --cert-dir yet",
-		`--bootstrap-kubeconfig: Invalid value: "/etc/kubernetes/bootstrap-kubelet.conf": kernelet does not support TLS bootstrap yet`,
+		// TLS bootstrap is acted on: the bootstrap kubeconfig must load.
+		`--bootstrap-kubeconfig: Invalid value: "/etc/kubernetes/bootstrap-kubelet.conf": kubeconfig /etc/kubernetes/bootstrap-kubelet.conf`,
 		`cpuManagerPolicy: Unsupported value: "dynamic": supported values: "none", "static"`, // the flag sets the field
 		`enableServer: Invalid value: false: kernelet does not support enableServer`,
 		"Flag --cpu-manager-policy has been deprecated, This parameter should be set via the config file",

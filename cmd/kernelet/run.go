@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent"
+	"github.com/kernelet/kernelet/agent/certificates"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/nodeip"
@@ -77,7 +79,11 @@ func runAgent(ctx context.Context, name, rootDir string, args []string, stdout, 
 	}
 	nodeIPs, _ := nodeip.Parse(f.nodeIP)                         // checked by loadForRun
 	nodeLabels, _ := node.ParseNodeLabels(f.nodeLabels.String()) // checked by loadForRun
-	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
+	if err := certificates.Bootstrap(ctx, f.certOptions(nodeName)); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, CertDir: f.certDir,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
 	a, err := agent.New(opts, agent.Deps{})
@@ -144,7 +150,12 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	for _, fe := range config.CheckHost(cfg, host) {
 		problems = append(problems, fmt.Sprintf("%s: %s", source, fe.Error()))
 	}
-	if f.kubeconfig != "" && !host.FileExists(f.kubeconfig) {
+	co := f.certOptions("")
+	co.CertDir = f.certDir // a relative --root-dir is its own problem
+	for _, fe := range certificates.Problems(co, &cfg.Kubelet) {
+		problems = append(problems, fe.Error())
+	}
+	if f.kubeconfig != "" && f.bootstrapKubeconfig == "" && !host.FileExists(f.kubeconfig) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: "file does not exist"}).Error())
 	}
 	if ips, err := nodeip.Parse(f.nodeIP); err != nil {
@@ -160,7 +171,7 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	if _, err := node.ParseNodeLabels(f.nodeLabels.String()); err != nil {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels.String(), Detail: err.Error()}).Error())
 	}
-	if f.kubeconfig != "" && host.FileExists(f.kubeconfig) {
+	if f.kubeconfig != "" && f.bootstrapKubeconfig == "" && host.FileExists(f.kubeconfig) {
 		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
 			problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--kubeconfig", BadValue: f.kubeconfig, Detail: err.Error()}).Error())
 		}
@@ -172,7 +183,6 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 	}
 	problems = append(problems, f.gc.problems()...)
 	problems = append(problems, f.runOnce.problems(cfg != nil && cfg.Kubelet.RunOnce, f.kubeconfig)...)
-	problems = append(problems, f.certProblems(host)...)
 	if f.kubelet != nil {
 		problems = append(problems, f.kubelet.Refusals()...)
 	}
@@ -240,6 +250,12 @@ func memoryCgroupFacts() (v2, swapAccounting bool) {
 		}
 	}
 	return true, false
+}
+
+// certOptions are the TLS bootstrap's flags.
+func (f *runFlags) certOptions(nodeName string) certificates.Options {
+	return certificates.Options{Kubeconfig: f.kubeconfig, BootstrapKubeconfig: f.bootstrapKubeconfig,
+		CertDir: cmp.Or(f.certDir, certificates.DefaultCertDir(f.rootDir)), NodeName: nodeName}
 }
 
 func nodeName(override string) (string, error) {

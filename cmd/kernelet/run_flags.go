@@ -1,20 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	cliflag "k8s.io/component-base/cli/flag"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/config/kubeletflags"
-	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/eviction"
 )
 
@@ -48,8 +45,8 @@ func (f *runFlags) register(fs *pflag.FlagSet, rootDir string) error {
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	fs.StringVar(&f.config, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty runs standalone")
-	fs.StringVar(&f.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with bootstrap credentials, used when --kubeconfig does not exist (TLS bootstrap)")
-	fs.StringVar(&f.certDir, "cert-dir", "", "directory of the bootstrapped client certificate")
+	fs.StringVar(&f.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig whose credentials request the client certificate when --kubeconfig is missing or its certificate expired; --kubeconfig is then written (TLS bootstrap)")
+	fs.StringVar(&f.certDir, "cert-dir", "", "directory of the client and serving certificates (default <root-dir>/pki)")
 	fs.StringVar(&f.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
 	fs.StringVar(&f.nodeIP, "node-ip", "", "the node's address, or an IPv4 and an IPv6 one comma-separated; empty: the hostname's address, else the default route's")
 	fs.StringVar(&f.rootDir, "root-dir", rootDir, "directory for kernelet's state")
@@ -146,32 +143,4 @@ func (l *listValue) Set(v string) error {
 		l.items = append(l.items, v)
 	}
 	return nil
-}
-
-// errNoBootstrap: TLS bootstrap is not in this build (agent/certificates
-// brings it).
-var errNoBootstrap = errors.New("kernelet does not support TLS bootstrap yet: --kubeconfig must name an existing kubeconfig")
-
-// certProblems checks --bootstrap-kubeconfig and --cert-dir: a bootstrap
-// kubeconfig is accepted when --kubeconfig exists (kubelet then does not
-// bootstrap either); a bootstrap that would be needed, and --cert-dir, are
-// refused by name until TLS bootstrap is wired in.
-func (f *runFlags) certProblems(host config.Host) []string {
-	var out []string
-	if f.bootstrapKubeconfig != "" {
-		switch {
-		case f.kubeconfig == "":
-			out = append(out, field.Invalid(field.NewPath("--bootstrap-kubeconfig"), f.bootstrapKubeconfig, "needs --kubeconfig").Error())
-		case !host.FileExists(f.kubeconfig):
-			out = append(out, field.Invalid(field.NewPath("--bootstrap-kubeconfig"), f.bootstrapKubeconfig, errNoBootstrap.Error()).Error())
-		default:
-			if _, err := kubeclient.Load(f.kubeconfig); err != nil {
-				out = append(out, field.Invalid(field.NewPath("--bootstrap-kubeconfig"), f.bootstrapKubeconfig, errNoBootstrap.Error()+": "+err.Error()).Error())
-			}
-		}
-	}
-	if f.certDir != "" {
-		out = append(out, "kernelet does not support --cert-dir yet (the directory of TLS bootstrap's certificates)")
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -53,6 +54,7 @@ type (
 	CSINodeClient             = Resource[*storagev1.CSINode, *storagev1.CSINodeList]
 	CSIDriverClient           = Resource[*storagev1.CSIDriver, *storagev1.CSIDriverList]
 	VolumeAttachmentClient    = Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
+	CSRClient                 = Resource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList]
 	TokenReviewClient         = Creator[*authenticationv1.TokenReview]
 	SubjectAccessReviewClient = Creator[*authorizationv1.SubjectAccessReview]
 )
@@ -84,6 +86,7 @@ type Interface interface {
 	VolumeAttachments() VolumeAttachmentClient
 	TokenReviews() TokenReviewClient
 	SubjectAccessReviews() SubjectAccessReviewClient
+	CertificateSigningRequests() CSRClient
 }
 
 // Clientset implements Interface over one HTTP client and one client-side
@@ -203,6 +206,16 @@ func (cs *Clientset) CSIDrivers() CSIDriverClient {
 // VolumeAttachments is the VolumeAttachments.
 func (cs *Clientset) VolumeAttachments() VolumeAttachmentClient {
 	return newResource(cs, storagev1.SchemeGroupVersion, "volumeattachments", "", func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} }, func() *storagev1.VolumeAttachmentList { return &storagev1.VolumeAttachmentList{} })
+}
+
+// CertificateSigningRequests is the CertificateSigningRequests (TLS
+// bootstrap and certificate rotation).
+func (cs *Clientset) CertificateSigningRequests() CSRClient {
+	return newResource(cs, certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "",
+		func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} },
+		func() *certificatesv1.CertificateSigningRequestList {
+			return &certificatesv1.CertificateSigningRequestList{}
+		})
 }
 
 // TokenReviews creates TokenReviews.

@@ -3,6 +3,7 @@ package clientset
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -16,7 +17,7 @@ import (
 
 // Scheme knows the API groups kernelet talks to, and nothing else:
 // core/v1, coordination/v1, authentication/v1, authorization/v1,
-// node/v1 and storage/v1.
+// node/v1, storage/v1 and certificates/v1.
 var Scheme = runtime.NewScheme()
 
 // Codecs encodes and decodes Scheme's types (JSON, YAML, protobuf).
@@ -38,6 +39,7 @@ var groups = []struct {
 	{authorizationv1.SchemeGroupVersion, "/apis", authorizationv1.AddToScheme},
 	{nodev1.SchemeGroupVersion, "/apis", nodev1.AddToScheme},
 	{storagev1.SchemeGroupVersion, "/apis", storagev1.AddToScheme},
+	{certificatesv1.SchemeGroupVersion, "/apis", certificatesv1.AddToScheme},
 }
 
 func init() {

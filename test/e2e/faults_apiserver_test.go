@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kernelet/kernelet/agent"
-	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/apiserver"
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
@@ -25,21 +22,7 @@ import (
 // test stops its kube-apiserver), stopped at the end of the test.
 func startPrivateAPIServer(t *testing.T, name string) *apiserver.Server {
 	t.Helper()
-	bins := apiserver.CachedBinaries("", "")
-	m := bins.Missing()
-	env.Require(t, len(m) == 0, "the cached control plane binaries (make components): missing "+strings.Join(m, ", "))
-	srv, err := apiserver.Start(t.Context(), apiserver.Options{StateDir: env.StateDir(fmt.Sprintf("%s-%d", name, os.Getpid())), Binaries: bins, Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return srv
+	return startControlPlane(t, name, apiserver.Options{})
 }
 
 // Fault: kube-apiserver stopped and started 5 times, 2 s down each time

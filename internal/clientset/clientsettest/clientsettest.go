@@ -40,6 +40,9 @@ func (a adapter) VolumeAttachments() clientset.VolumeAttachmentClient {
 func (a adapter) TokenReviews() clientset.TokenReviewClient {
 	return a.cs.AuthenticationV1().TokenReviews()
 }
+func (a adapter) CertificateSigningRequests() clientset.CSRClient {
+	return a.cs.CertificatesV1().CertificateSigningRequests()
+}
 func (a adapter) SubjectAccessReviews() clientset.SubjectAccessReviewClient {
 	return a.cs.AuthorizationV1().SubjectAccessReviews()
 }

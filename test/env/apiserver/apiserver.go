@@ -98,6 +98,18 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Logf, if set, receives progress lines.
 	Logf func(format string, args ...any)
+	// BootstrapTokenAuth turns on kube-apiserver's bootstrap token
+	// authenticator (--enable-bootstrap-token-auth), as kubeadm does:
+	// CreateBootstrapToken then makes a token nodes join with.
+	BootstrapTokenAuth bool
+	// ClusterSigningDuration is kube-controller-manager's
+	// --cluster-signing-duration (0: its default, a year): the lifetime of
+	// the certificates its csrsigning controller issues.
+	ClusterSigningDuration time.Duration
+	// VerifyKubeletServing makes kube-apiserver verify kubelets' serving
+	// certificates against the CA (--kubelet-certificate-authority), as
+	// with serverTLSBootstrap.
+	VerifyKubeletServing bool
 }
 
 // Server is a running kube-apiserver with its own etcd, kube-controller-manager
@@ -286,6 +298,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--profiling=false",
 		"--v=1",
 	}
+	if opts.BootstrapTokenAuth {
+		apiserverArgs = append(apiserverArgs, "--enable-bootstrap-token-auth=true")
+	}
+	if opts.VerifyKubeletServing {
+		apiserverArgs = append(apiserverArgs, "--kubelet-certificate-authority="+f(caCertFile))
+	}
 	s.apiserverStart = func() (*process, error) {
 		return startProcess(apiServerName, bins.KubeAPIServer, apiserverArgs, childEnv, dir, opts.Detach)
 	}
@@ -309,7 +327,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 
 	controllersStart := time.Now()
-	cm, err := startProcess(controllerManagerName, bins.KubeControllerManager, []string{
+	cmArgs := []string{
 		"--kubeconfig=" + f(controllerManagerKubeconfig),
 		"--authentication-kubeconfig=" + f(controllerManagerKubeconfig),
 		"--authorization-kubeconfig=" + f(controllerManagerKubeconfig),
@@ -329,7 +347,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--leader-elect=false",
 		"--profiling=false",
 		"--v=1",
-	}, childEnv, dir, opts.Detach)
+	}
+	if opts.ClusterSigningDuration > 0 {
+		cmArgs = append(cmArgs, "--cluster-signing-duration="+opts.ClusterSigningDuration.String())
+	}
+	cm, err := startProcess(controllerManagerName, bins.KubeControllerManager, cmArgs, childEnv, dir, opts.Detach)
 	if err != nil {
 		return nil, err
 	}
