@@ -132,7 +132,8 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		if !announced {
 			announced = true
 			log.Info("Eviction manager: attempting to reclaim", "resourceName", res, "signal", t.Signal,
-				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing)
+				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing,
+				"trigger", m.decisionTrigger())
 			if m.cfg.ThresholdMet != nil && !m.cfg.DryRun {
 				m.cfg.ThresholdMet(res)
 			}
@@ -156,7 +157,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			continue
 		}
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
-			"usage", usageFor(t.Signal, ps), "remaining", remaining)
+			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger())
 		remaining -= usageFor(t.Signal, ps)
 		m.started(pod, t.Signal, e.Message, now)
 		m.reacted(t, evictAt)
@@ -199,7 +200,9 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
 	} else {
 		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
 	}
-	m.evicted = append(m.evicted, newRecord(now, pod, s, msg))
+	r := newRecord(now, pod, s, msg)
+	r.Trigger = m.trigger
+	m.evicted = append(m.evicted, r)
 	if len(m.evicted) > maxRecords {
 		m.evicted = m.evicted[len(m.evicted)-maxRecords:]
 	}
