@@ -282,14 +282,53 @@ func (k *Kill) merge(b *Kill) {
 // seen within Window (same pid; or, without a pid, the same memcg) is
 // merged into it. A kill that every source of Complete reported is
 // flushed at once; reports of it that come later in its window are
-// dropped. It is not safe for concurrent use.
+// dropped. With Repeat, a process already emitted as killed is not
+// emitted again for Repeat after its window (a report with its pid and no
+// other memcg is dropped). It is not safe for concurrent use.
 type Merger struct {
 	// Window is how long reports of one kill are gathered.
 	Window time.Duration
 	// Complete, when not zero, are the sources after whose reports a
 	// kill is flushed without waiting for its window.
 	Complete Sources
-	pending  []*pendingKill
+	// Repeat is how long a process emitted as killed absorbs further
+	// reports of a kill of it: under memory.oom.group the kernel may mark
+	// a dying process again through another of its threads — tens of ms
+	// after the first on a busy or emulated machine, past Window — and
+	// log a second "Killed process" line for it; a process dies once.
+	// Zero: none (only Window merges).
+	Repeat  time.Duration
+	pending []*pendingKill
+	recent  []recentKill
+}
+
+// DefaultRepeat is the Repeat of a Stream's Merger.
+const DefaultRepeat = 10 * time.Second
+
+// recentKill is a process emitted as killed, remembered until until.
+type recentKill struct {
+	k     Kill
+	until time.Time
+}
+
+// repeats reports whether k is a repeated report of the kill of r's
+// process: the same pid and no memcg that contradicts r's.
+func repeats(r, k *Kill) bool {
+	if !r.Known.Has(FieldPid) || !k.Known.Has(FieldPid) || r.Pid != k.Pid {
+		return false
+	}
+	rk, kk := r.memcgKeys(), k.memcgKeys()
+	if len(rk) == 0 || len(kk) == 0 {
+		return true
+	}
+	for _, x := range rk {
+		for _, y := range kk {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type pendingKill struct {
@@ -302,6 +341,19 @@ type pendingKill struct {
 
 // Add takes a report that arrived at now.
 func (m *Merger) Add(now time.Time, k Kill) {
+	keep := m.recent[:0]
+	for _, r := range m.recent {
+		if now.Before(r.until) {
+			keep = append(keep, r)
+		}
+	}
+	clear(m.recent[len(keep):])
+	m.recent = keep
+	for i := range m.recent {
+		if repeats(&m.recent[i].k, &k) {
+			return
+		}
+	}
 	for _, p := range m.pending {
 		if sameKill(&p.k, &k) {
 			if !p.flushed {
@@ -322,8 +374,10 @@ func (m *Merger) Flush(now time.Time) []Kill {
 		ended := now.IsZero() || !now.Before(p.first.Add(m.Window))
 		switch {
 		case ended && p.flushed:
+			m.remember(p, now)
 		case ended:
 			out = append(out, p.k)
+			m.remember(p, now)
 		case m.Complete != 0 && p.k.Sources&m.Complete == m.Complete && !p.flushed:
 			out = append(out, p.k)
 			p.flushed = true
@@ -335,6 +389,18 @@ func (m *Merger) Flush(now time.Time) []Kill {
 	clear(m.pending[len(keep):])
 	m.pending = keep
 	return out
+}
+
+// remember keeps the process of a kill whose window ended at now (zero:
+// its window's end) for Repeat.
+func (m *Merger) remember(p *pendingKill, now time.Time) {
+	if m.Repeat <= 0 || !p.k.Known.Has(FieldPid) {
+		return
+	}
+	if now.IsZero() {
+		now = p.first.Add(m.Window)
+	}
+	m.recent = append(m.recent, recentKill{k: p.k, until: now.Add(m.Repeat)})
 }
 
 // Next is when the next window ends (zero when nothing is pending).

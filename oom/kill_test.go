@@ -110,3 +110,39 @@ func TestMergerComplete(t *testing.T) {
 		t.Fatalf("got %v, want the bpf kill at the window's end", got)
 	}
 }
+
+// TestMergerRepeat: with Repeat, a process emitted as killed is not
+// emitted again when the kernel marks it again past the window (through
+// another thread, memory.oom.group); another process, the same pid in
+// another memcg, or the same pid after Repeat are kills of their own.
+func TestMergerRepeat(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	kill := func(pid int, memcg string) Kill {
+		return Kill{Sources: SourceBPF, Known: FieldPid | FieldMemcg, Pid: pid, Memcg: memcg}
+	}
+	kmsg := Kill{Sources: SourceKmsg, Known: FieldPid, Pid: 10}
+	for name, tc := range map[string]struct {
+		repeat time.Duration
+		second Kill
+		after  time.Duration
+		want   int
+	}{
+		"same process, 300 ms later":  {repeat: time.Second, second: kill(10, "/a"), after: 300 * time.Millisecond, want: 1},
+		"its kmsg line, no memcg":     {repeat: time.Second, second: kmsg, after: 300 * time.Millisecond, want: 1},
+		"another process":             {repeat: time.Second, second: kill(11, "/a"), after: 300 * time.Millisecond, want: 2},
+		"the pid in another memcg":    {repeat: time.Second, second: kill(10, "/b"), after: 300 * time.Millisecond, want: 2},
+		"after Repeat":                {repeat: time.Second, second: kill(10, "/a"), after: 2 * time.Second, want: 2},
+		"without Repeat: only Window": {second: kill(10, "/a"), after: 300 * time.Millisecond, want: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &Merger{Window: 50 * time.Millisecond, Repeat: tc.repeat}
+			m.Add(t0, kill(10, "/a"))
+			got := len(m.Flush(t0.Add(50 * time.Millisecond)))
+			m.Add(t0.Add(tc.after), tc.second)
+			got += len(m.Flush(t0.Add(tc.after + 50*time.Millisecond)))
+			if got != tc.want {
+				t.Fatalf("%d kills, want %d", got, tc.want)
+			}
+		})
+	}
+}

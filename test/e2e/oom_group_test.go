@@ -40,7 +40,8 @@ func groupOOMPod(name string) *v1.Pod {
 }
 
 // oomKillingEvents are the OOMKilling events of container ctr of the pod
-// with uid: their messages, oldest first.
+// with uid: their messages, oldest first, each as many times as the
+// event's count.
 func oomKillingEvents(ctx context.Context, admin kubernetes.Interface, ns, uid, ctr string) ([]string, error) {
 	evs, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
 		fields.OneTermEqualSelector("involvedObject.uid", uid),
@@ -51,8 +52,11 @@ func oomKillingEvents(ctx context.Context, admin kubernetes.Interface, ns, uid, 
 	slices.SortFunc(evs.Items, func(a, b v1.Event) int { return a.FirstTimestamp.Compare(b.FirstTimestamp.Time) })
 	var msgs []string
 	for _, e := range evs.Items {
-		if e.InvolvedObject.FieldPath == "spec.containers{"+ctr+"}" {
-			msgs = append(msgs, e.Message)
+		// The recorder folds a repeated message into one Event's count.
+		for range max(e.Count, 1) {
+			if e.InvolvedObject.FieldPath == "spec.containers{"+ctr+"}" {
+				msgs = append(msgs, e.Message)
+			}
 		}
 	}
 	return msgs, nil
