@@ -3,6 +3,7 @@ package oom
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -137,7 +138,12 @@ type Kill struct {
 	Global     bool   `json:"global"`
 	Constraint string `json:"constraint,omitempty"`
 
-	Pid         int    `json:"pid,omitempty"`
+	Pid int `json:"pid,omitempty"`
+	// Tid is the task (thread) the kernel marked when a source knows it
+	// and it is not the process Pid (eBPF): the kernel's "Killed process
+	// <id>" line names that task, so a kmsg report with Pid = Tid is the
+	// same kill.
+	Tid         int    `json:"tid,omitempty"`
 	Comm        string `json:"comm,omitempty"`
 	UID         uint32 `json:"uid"`
 	OOMScoreAdj int    `json:"oom_score_adj"`
@@ -230,6 +236,9 @@ func (k *Kill) merge(b *Kill) {
 	if add.Has(FieldPid) {
 		k.Pid = b.Pid
 	}
+	if k.Tid == 0 {
+		k.Tid = b.Tid
+	}
 	if add.Has(FieldComm) {
 		k.Comm = b.Comm
 	}
@@ -305,19 +314,31 @@ type Merger struct {
 // DefaultRepeat is the Repeat of a Stream's Merger.
 const DefaultRepeat = 10 * time.Second
 
-// recentKill is a process emitted as killed, remembered until until.
+// recentKill is a process emitted as killed, remembered until until,
+// with the tasks of it the kernel marked.
 type recentKill struct {
 	k     Kill
+	tids  []int
 	until time.Time
 }
 
-// repeats reports whether k is a repeated report of the kill of r's
-// process: the same pid and no memcg that contradicts r's.
-func repeats(r, k *Kill) bool {
-	if !r.Known.Has(FieldPid) || !k.Known.Has(FieldPid) || r.Pid != k.Pid {
+// sameTask reports whether report k names the process of kill p (tids:
+// the tasks of p the kernel marked): its pid is p's or one of those
+// tasks, or its task is p's pid.
+func sameTask(p *Kill, tids []int, k *Kill) bool {
+	if !p.Known.Has(FieldPid) || !k.Known.Has(FieldPid) {
 		return false
 	}
-	rk, kk := r.memcgKeys(), k.memcgKeys()
+	return k.Pid == p.Pid || slices.Contains(tids, k.Pid) || k.Tid != 0 && k.Tid == p.Pid
+}
+
+// repeats reports whether k is a repeated report of the kill of r's
+// process: the same process (sameTask) and no memcg that contradicts r's.
+func repeats(r *recentKill, k *Kill) bool {
+	if !sameTask(&r.k, r.tids, k) {
+		return false
+	}
+	rk, kk := r.k.memcgKeys(), k.memcgKeys()
 	if len(rk) == 0 || len(kk) == 0 {
 		return true
 	}
@@ -332,7 +353,10 @@ func repeats(r, k *Kill) bool {
 }
 
 type pendingKill struct {
-	k     Kill
+	k Kill
+	// tids are the tasks of the process the kernel marked (Kill.Tid of
+	// its reports).
+	tids  []int
 	first time.Time // when the first report arrived (the caller's clock)
 	// flushed: emitted early; kept until its window ends to absorb late
 	// reports.
@@ -350,19 +374,45 @@ func (m *Merger) Add(now time.Time, k Kill) {
 	clear(m.recent[len(keep):])
 	m.recent = keep
 	for i := range m.recent {
-		if repeats(&m.recent[i].k, &k) {
-			return
-		}
-	}
-	for _, p := range m.pending {
-		if sameKill(&p.k, &k) {
-			if !p.flushed {
-				p.k.merge(&k)
+		if r := &m.recent[i]; repeats(r, &k) {
+			if k.Tid != 0 && !slices.Contains(r.tids, k.Tid) {
+				r.tids = append(r.tids, k.Tid)
+				m.dropTask(k.Tid)
 			}
 			return
 		}
 	}
-	m.pending = append(m.pending, &pendingKill{k: k, first: now})
+	for _, p := range m.pending {
+		if sameKill(&p.k, &k) || sameTask(&p.k, p.tids, &k) {
+			if !p.flushed {
+				p.k.merge(&k)
+			}
+			if k.Tid != 0 && !slices.Contains(p.tids, k.Tid) {
+				p.tids = append(p.tids, k.Tid)
+			}
+			return
+		}
+	}
+	p := &pendingKill{k: k, first: now}
+	if k.Tid != 0 {
+		p.tids = []int{k.Tid}
+	}
+	m.pending = append(m.pending, p)
+}
+
+// dropTask drops a pending report that only names task tid, a task of a
+// process already emitted as killed (the kernel's "Killed process <tid>"
+// line of a second mark that came before its eBPF report).
+func (m *Merger) dropTask(tid int) {
+	keep := m.pending[:0]
+	for _, p := range m.pending {
+		if p.k.Known.Has(FieldPid) && p.k.Pid == tid && p.k.Tid == 0 && len(p.k.memcgKeys()) == 0 && !p.flushed {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	clear(m.pending[len(keep):])
+	m.pending = keep
 }
 
 // Flush returns the kills whose window ended by now or that are complete,
@@ -374,10 +424,10 @@ func (m *Merger) Flush(now time.Time) []Kill {
 		ended := now.IsZero() || !now.Before(p.first.Add(m.Window))
 		switch {
 		case ended && p.flushed:
-			m.remember(p, now)
+			m.remember(p)
 		case ended:
 			out = append(out, p.k)
-			m.remember(p, now)
+			m.remember(p)
 		case m.Complete != 0 && p.k.Sources&m.Complete == m.Complete && !p.flushed:
 			out = append(out, p.k)
 			p.flushed = true
@@ -391,16 +441,13 @@ func (m *Merger) Flush(now time.Time) []Kill {
 	return out
 }
 
-// remember keeps the process of a kill whose window ended at now (zero:
-// its window's end) for Repeat.
-func (m *Merger) remember(p *pendingKill, now time.Time) {
+// remember keeps the process of a kill whose window ended for Repeat
+// after that end.
+func (m *Merger) remember(p *pendingKill) {
 	if m.Repeat <= 0 || !p.k.Known.Has(FieldPid) {
 		return
 	}
-	if now.IsZero() {
-		now = p.first.Add(m.Window)
-	}
-	m.recent = append(m.recent, recentKill{k: p.k, until: now.Add(m.Repeat)})
+	m.recent = append(m.recent, recentKill{k: p.k, tids: p.tids, until: p.first.Add(m.Window + m.Repeat)})
 }
 
 // Next is when the next window ends (zero when nothing is pending).
