@@ -159,7 +159,8 @@ const v2EvictionRunsEnv = "KERNELET_V2NODE_EVICTION_RUNS"
 // limited as kubelet limits it: systemReserved = MemTotal − 512 MiB with
 // enforceNodeAllocatable [pods] (the default) makes kernelet set
 // MemoryMax=512Mi on kubepods.slice over D-Bus; evictionHard
-// allocatableMemory.available<64Mi, evictionPressureTransitionPeriod 15 s.
+// allocatableMemory.available<64Mi, evictionPressureTransitionPeriod 15 s,
+// kernelet's evictionCooldown 30 s (see below).
 // Each run: a Burstable pod growing at 50 MiB/s is evicted (kubelet's
 // status, message and events, kubelet_evictions) before any OOM in
 // kubepods.slice (its memory.events' oom and oom_kill do not move),
@@ -186,6 +187,12 @@ func testV2NodeEviction(t *testing.T, n *v2Node) {
 		`evictionHard: {allocatableMemory.available: 64Mi, nodefs.available: "2%", imagefs.available: "2%"}`)
 	cfg += fmt.Sprintf("systemReserved: {memory: \"%d\"}\nevictionPressureTransitionPeriod: %s\nnodeStatusUpdateFrequency: 1s\n",
 		memTotal-evictionAllocatable, evictionTransition)
+	// Under TCG on a busy host stopping an evicted pod's container took
+	// 8–26 s: with the default cooldown (10 s) the evicted pod stops
+	// counting as freeing its memory before it is gone and kernelet
+	// evicts the next pod (seen: the Guaranteed one). 30 s is kubelet's
+	// own wait for an evicted pod's cleanup.
+	cfg += "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nevictionCooldown: 30s\n"
 	start := time.Now()
 	if err := n.setConfig(t.Context(), []byte(cfg), "systemd"); err != nil {
 		t.Fatal(err)
@@ -253,10 +260,7 @@ func (n *v2Node) evictionRun(t *testing.T, i int) {
 		return created
 	}
 	name := func(s string) string { return fmt.Sprintf("%s-%d", s, i) }
-	m0, err := n.localMetrics(t)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m0 := n.metricsNow(t)
 	evictions := func(m string) float64 {
 		return max(metricValue(m, "kubelet_evictions", `eviction_signal="allocatableMemory.available"`), 0)
 	}
@@ -300,16 +304,13 @@ func (n *v2Node) evictionRun(t *testing.T, i int) {
 	if err != nil || g.Status.Phase != v1.PodRunning || g.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Fatalf("Guaranteed pod: %v %v", g.Status.Phase, err)
 	}
-	m1, err := n.localMetrics(t)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m1 := n.metricsNow(t)
 	if d := evictions(m1) - evictions(m0); d != 3 {
 		t.Fatalf("kubelet_evictions{allocatableMemory.available} grew by %v, want 3:\n%s", d, grepLines(m1, "kubelet_evictions"))
 	}
 	// What started the decisions that evicted (kernelet's journal) and
 	// how often each kernel notification woke the manager.
-	log := n.guest(t, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E 'Eviction manager: (attempting to reclaim|evicting pod)|memory held' | grep -E '`+name("")+`|attempting' | tail -12`)
+	log := n.guest(t, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E 'Eviction manager: (attempting to reclaim|evicting pod)|memory held' | grep -E -e '`+name("")+`|attempting' | tail -12`)
 	t.Logf("kernelet's eviction log:\n%s", log)
 	t.Logf("wake-ups so far:\n%s\nreaction: %s", grepLines(m1, "kernelet_eviction_wakeups_total{"),
 		grepLines(m1, "kernelet_eviction_reaction_seconds_sum"))
@@ -317,6 +318,19 @@ func (n *v2Node) evictionRun(t *testing.T, i int) {
 		n.deletePod(t, p)
 	}
 	n.waitCondition(t, v1.NodeMemoryPressure, v1.ConditionFalse, evictionTransition+time.Minute)
+}
+
+// metricsNow reads the agent's /metrics, retrying for a minute (ssh to a
+// guest under TCG on a busy host times out now and then).
+func (n *v2Node) metricsNow(t *testing.T) string {
+	t.Helper()
+	var m string
+	waitFor(t, time.Minute, "the agent's /metrics", func() (bool, error) {
+		var err error
+		m, err = n.localMetrics(t)
+		return err == nil, err
+	})
+	return m
 }
 
 // waitCondition waits for the node's condition typ to have status want.
