@@ -37,6 +37,7 @@ func testV2NodeOOMGroup(t *testing.T, n *v2Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { n.deletePod(t, "group") })
 	esc := strings.ReplaceAll(string(created.UID), "-", "_")
 	slice := "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + esc + ".slice"
 	restarted := n.waitPod(t, "group", "app OOMKilled and restarted", 3*time.Minute, func(p *v1.Pod) bool {
@@ -111,7 +112,6 @@ func testV2NodeOOMGroup(t *testing.T, n *v2Node) {
 	}
 	t.Logf("the kernel's kills and kernelet's:\n%s", n.guest(t, `journalctl -k --no-pager -o cat --since '-5min' | grep -E 'Killed process|memory.oom.group' | tail -8; `+
 		`journalctl --no-pager -o cat -u kernelet --since '-5min' | grep '"OOM kill"' | grep -F '`+n.ns+`/group' | tail -8`))
-	n.deletePod(t, "group")
 }
 
 // memoryEvents reads a cgroup's memory.events in the guest.
@@ -136,16 +136,18 @@ func (n *v2Node) memoryEvents(t *testing.T, dir string) (map[string]uint64, erro
 }
 
 // deletePod deletes a pod of the node's namespace at once and waits for
-// it to be gone.
+// it to be gone (also from a cleanup: its own context).
 func (n *v2Node) deletePod(t *testing.T, name string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	zero := int64(0)
-	err := n.admin.CoreV1().Pods(n.ns).Delete(t.Context(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	err := n.admin.CoreV1().Pods(n.ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*time.Minute, "pod "+name+" gone", func() (bool, error) {
-		_, err := n.admin.CoreV1().Pods(n.ns).Get(t.Context(), name, metav1.GetOptions{})
+		_, err := n.admin.CoreV1().Pods(n.ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), err
 	})
 }
@@ -257,6 +259,8 @@ func (n *v2Node) evictionRun(t *testing.T, i int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Gone before the next run or subtest, also when this one fails.
+		t.Cleanup(func() { n.deletePod(t, created.Name) })
 		return created
 	}
 	name := func(s string) string { return fmt.Sprintf("%s-%d", s, i) }
