@@ -335,21 +335,7 @@ func sameTask(p *Kill, tids []int, k *Kill) bool {
 // repeats reports whether k is a repeated report of the kill of r's
 // process: the same process (sameTask) and no memcg that contradicts r's.
 func repeats(r *recentKill, k *Kill) bool {
-	if !sameTask(&r.k, r.tids, k) {
-		return false
-	}
-	rk, kk := r.k.memcgKeys(), k.memcgKeys()
-	if len(rk) == 0 || len(kk) == 0 {
-		return true
-	}
-	for _, x := range rk {
-		for _, y := range kk {
-			if x == y {
-				return true
-			}
-		}
-	}
-	return false
+	return sameTask(&r.k, r.tids, k) && memcgsAgree(&r.k, k)
 }
 
 type pendingKill struct {
@@ -377,7 +363,7 @@ func (m *Merger) Add(now time.Time, k Kill) {
 		if r := &m.recent[i]; repeats(r, &k) {
 			if k.Tid != 0 && !slices.Contains(r.tids, k.Tid) {
 				r.tids = append(r.tids, k.Tid)
-				m.dropTask(k.Tid)
+				m.dropTask(k.Tid, &r.k, nil)
 			}
 			return
 		}
@@ -389,6 +375,7 @@ func (m *Merger) Add(now time.Time, k Kill) {
 			}
 			if k.Tid != 0 && !slices.Contains(p.tids, k.Tid) {
 				p.tids = append(p.tids, k.Tid)
+				m.dropTask(k.Tid, &p.k, p)
 			}
 			return
 		}
@@ -400,19 +387,39 @@ func (m *Merger) Add(now time.Time, k Kill) {
 	m.pending = append(m.pending, p)
 }
 
-// dropTask drops a pending report that only names task tid, a task of a
-// process already emitted as killed (the kernel's "Killed process <tid>"
-// line of a second mark that came before its eBPF report).
-func (m *Merger) dropTask(tid int) {
+// dropTask drops a pending report that only names task tid of the
+// process of kill (a task the kernel marked again, whose "Killed process
+// <tid>" line came before the report that ties it to its process), unless
+// it names another memcg; into is that kill's own pending entry, which
+// takes what the dropped report knew (nil: the kill was emitted).
+func (m *Merger) dropTask(tid int, kill *Kill, into *pendingKill) {
 	keep := m.pending[:0]
 	for _, p := range m.pending {
-		if p.k.Known.Has(FieldPid) && p.k.Pid == tid && p.k.Tid == 0 && len(p.k.memcgKeys()) == 0 && !p.flushed {
+		if p != into && !p.flushed && p.k.Known.Has(FieldPid) && p.k.Pid == tid && p.k.Tid == 0 && memcgsAgree(&p.k, kill) {
+			if into != nil && !into.flushed {
+				into.k.merge(&p.k)
+			}
 			continue
 		}
 		keep = append(keep, p)
 	}
 	clear(m.pending[len(keep):])
 	m.pending = keep
+}
+
+// memcgsAgree: a and b name no memcg in contradiction (one names none, or
+// they share one).
+func memcgsAgree(a, b *Kill) bool {
+	ak, bk := a.memcgKeys(), b.memcgKeys()
+	if len(ak) == 0 || len(bk) == 0 {
+		return true
+	}
+	for _, x := range ak {
+		if slices.Contains(bk, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // Flush returns the kills whose window ended by now or that are complete,

@@ -139,6 +139,7 @@ func TestMergerRepeat(t *testing.T) {
 		"another thread, then its line": {repeat: time.Second, then: []report{{ms(300), thread(10, 12)}, {ms(310), kmsg(12)}}, want: 1},
 		"the line first, then the mark": {repeat: time.Second, then: []report{{ms(300), kmsg(12)}, {ms(305), thread(10, 12)}}, want: 1},
 		"another thread in the window":  {repeat: time.Second, then: []report{{ms(10), thread(10, 12)}, {ms(20), kmsg(12)}}, want: 1},
+		"its line first, in the window": {repeat: time.Second, then: []report{{ms(10), kmsg(12)}, {ms(15), thread(10, 12)}}, want: 1},
 		"another process":               {repeat: time.Second, then: []report{{ms(300), kill(11, "/a")}}, want: 2},
 		"the pid in another memcg":      {repeat: time.Second, then: []report{{ms(300), kill(10, "/b")}}, want: 2},
 		"after Repeat":                  {repeat: time.Second, then: []report{{2 * time.Second, kill(10, "/a")}}, want: 2},

@@ -85,8 +85,11 @@ func testV2NodeOOMGroup(t *testing.T, n *v2Node) {
 			return false, err
 		}
 		v := oomKillsOf(m, n.ns, "group", "app")
-		return int(v) == len(msgs) && len(msgs) > 0 && uint64(v) <= kernel["oom_kill"],
-			fmt.Errorf("kernelet_oom_kills_total %v, %d events, the pod slice's memory.events %v", v, len(msgs), kernel)
+		// Every kill attributed: none of scope node (a task of the group
+		// the kernel logged without its memcg, left unattributed).
+		unattributed := metricValue(m, "kernelet_oom_kills_total", `scope="node"`)
+		return int(v) == len(msgs) && len(msgs) > 0 && uint64(v) <= kernel["oom_kill"] && unattributed <= 0,
+			fmt.Errorf("kernelet_oom_kills_total %v (scope node %v), %d events, the pod slice's memory.events %v", v, unattributed, len(msgs), kernel)
 	})
 	t.Logf("%d OOMKilling events (the pod slice's memory.events: oom_kill %d, oom_group_kill %d): %q",
 		len(msgs), kernel["oom_kill"], kernel["oom_group_kill"], msgs)
