@@ -296,6 +296,21 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 		if stats.Pods, err = m.cfg.PodStats(ctx, all); err != nil {
 			return fmt.Errorf("pod stats: %w", err)
 		}
+		if m.hasPending() {
+			// An evicted pod may have freed its memory between the node's
+			// read and its own: the node's signals, read before, would
+			// then show the memory used and the pod's read would not count
+			// it as being freed, and the decision would evict one pod too
+			// many. Read the node again after the pods: at worst the
+			// deficit is underestimated until the next decision.
+			if fresh, err := m.cfg.Stats(ctx, nil); err == nil {
+				fresh.Pods = stats.Pods
+				stats, obs = fresh, Observe(fresh)
+				if actionable = ThresholdsMet(actionable, obs, true); len(actionable) == 0 {
+					return nil
+				}
+			}
+		}
 	}
 	return m.reclaim(ctx, ByEvictionPriority(actionable), obs, stats, active, now)
 }

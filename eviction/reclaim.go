@@ -95,6 +95,18 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) int64 {
 	return sum
 }
 
+// hasPending reports whether an evicted pod still counts as freeing.
+func (m *Manager) hasPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ps := range m.pending {
+		if len(ps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *Manager) isPending(uid types.UID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -68,3 +68,52 @@ func TestManagerTrigger(t *testing.T) {
 		})
 	}
 }
+
+// An evicted pod that frees its memory between the node's read and the
+// pods' read does not make the decision evict one pod too many: with
+// pods pending, the node is read again after the pods.
+func TestManagerRereadsTheNodeAfterThePods(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	a, b := mkPod("a"), mkPod("b")
+	n := &fakeNode{capacity: 100 * mi, pods: []*v1.Pod{a, b}, usage: map[types.UID]int64{}}
+	n.set(a, 60, true)
+	n.set(b, 35, true)
+	var nodeReads int
+	stale := false
+	m, err := NewManager(ManagerConfig{Thresholds: []Threshold{hard(SignalAllocatableMemoryAvailable, "10Mi")},
+		PressureTransitionPeriod: time.Minute, Clock: clk, ActivePods: n.active, Evict: n.evict, Metrics: NewMetrics(),
+		Stats: func(ctx context.Context, _ []*v1.Pod) (Stats, error) {
+			nodeReads++
+			s, err := n.stats(ctx, nil)
+			if stale && nodeReads%2 == 1 { // the first read of the decision: a still holds its 60 MiB
+				s.Allocatable.WorkingSet += 60 * mi
+				s.Allocatable.Available -= 60 * mi
+			}
+			s.Pods = nil
+			return s, err
+		},
+		PodStats: func(ctx context.Context, pods []*v1.Pod) (map[types.UID]PodStats, error) {
+			s, err := n.stats(ctx, pods)
+			return s.Pods, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 || n.evicted[0] != "a" {
+		t.Fatalf("evicted %v, want a", n.evicted)
+	}
+	// a's memory goes between the node's read and the pods' read.
+	n.set(a, 0, true)
+	stale, nodeReads = true, 0
+	clk.Step(time.Second)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 || nodeReads != 2 {
+		t.Fatalf("evicted %v after a freed its memory (node read %d times), want only a (read twice)", n.evicted, nodeReads)
+	}
+}
