@@ -325,8 +325,12 @@ func (n *v2Node) evictionRun(t *testing.T, i int, last bool) {
 	t.Logf("kernelet's eviction log:\n%s", log)
 	t.Logf("wake-ups so far:\n%s\nreaction: %s", grepLines(m1, "kernelet_eviction_wakeups_total{"),
 		grepLines(m1, "kernelet_eviction_reaction_seconds_sum"))
+	zero := int64(0)
 	for _, p := range []string{grower.Name, guar.Name, be.Name, grower2.Name} {
-		n.deletePod(t, p)
+		_ = n.admin.CoreV1().Pods(n.ns).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	for _, p := range []string{grower.Name, guar.Name, be.Name, grower2.Name} {
+		n.deletePod(t, p) // gone
 	}
 	if !last {
 		n.waitCondition(t, v1.NodeMemoryPressure, v1.ConditionFalse, evictionTransition+time.Minute)
