@@ -113,7 +113,7 @@ func testV2NodeOOMGroup(t *testing.T, n *v2Node) {
 	if comms := killedComms(msgs); !slices.Equal(comms, []string{"sh", "testbox"}) {
 		t.Fatalf("killed processes %q, want the shell and testbox (the whole container)", comms)
 	}
-	t.Logf("the kernel's kills and kernelet's:\n%s", n.guest(t, `journalctl --sync; journalctl -k --no-pager -o cat --since '-5min' | grep -E 'Killed process|memory.oom.group' | tail -8; `+
+	t.Logf("the kernel's kills and kernelet's:\n%s", n.guest(t, `journalctl -k --no-pager -o cat --since '-5min' | grep -E 'Killed process|memory.oom.group' | tail -8; `+
 		`journalctl --no-pager -o cat -u kernelet --since '-5min' | grep -F 'OOM kill' | grep -F '`+n.ns+`/group' | tail -8`))
 }
 
@@ -321,7 +321,7 @@ func (n *v2Node) evictionRun(t *testing.T, i int, last bool) {
 	}
 	// What started the decisions that evicted (kernelet's journal) and
 	// how often each kernel notification woke the manager.
-	log := n.guest(t, `journalctl --sync; journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep -E 'Eviction manager: (attempting to reclaim|evicting pod)|memory held' | tail -12`)
+	log := n.guest(t, `journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep -E 'Eviction manager: (attempting to reclaim|evicting pod)|memory held' | tail -12`)
 	t.Logf("kernelet's eviction log:\n%s", log)
 	t.Logf("wake-ups so far:\n%s\nreaction: %s", grepLines(m1, "kernelet_eviction_wakeups_total{"),
 		grepLines(m1, "kernelet_eviction_reaction_seconds_sum"))
