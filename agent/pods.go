@@ -19,9 +19,11 @@ import (
 
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
@@ -34,6 +36,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/agent/volumemanager"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/grace"
@@ -65,8 +68,17 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
-	// vols sets up and tears down pod volumes.
-	vols *volume.Manager
+	// vols sets up and tears down the in-tree pod volumes, csiVols the
+	// CSI ones (nil in runonce mode).
+	vols    *volume.Manager
+	csiVols *volumemanager.Manager
+	// volumeStatsPeriod is how long the CSI volumes' stats are served
+	// before their drivers are asked again (volumeStatsAggPeriod).
+	volumeStatsPeriod time.Duration
+	// cpus and mem are the CPU and memory managers
+	// (agent/resourcemanagers.go).
+	cpus *cpumanager.Manager
+	mem  *memorymanager.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -191,14 +203,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	env.allocated = allocated
-	var services func() ([]*v1.Service, error)
-	var runtimeClasses podconfig.RuntimeClassGetter
-	if a.cluster != nil {
-		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
+	services, runtimeClasses := a.clusterLookups()
+	p := &pods{} // filled below; the CPU manager asks it for the active pods
+	cpus, mem, err := a.newResourceManagers(ctx, p, rs, setup)
+	if err != nil {
+		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
-		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem},
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
+		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
@@ -208,14 +221,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
+		Evented:   a.opts.Config.Kernelet.PLEGMode == config.PLEGEvented,
 		Threshold: a.deps.PLEGThreshold, Metrics: a.metrics.pleg})
 	if err != nil {
 		return nil, env, err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -223,6 +237,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	built = true
 	return p, env, nil
+}
+
+// clusterLookups are the services and RuntimeClasses of the API server
+// (nil in standalone mode).
+func (a *Agent) clusterLookups() (func() ([]*v1.Service, error), podconfig.RuntimeClassGetter) {
+	if a.cluster == nil {
+		return nil, nil
+	}
+	return a.cluster.Services, a.cluster.RuntimeClass
 }
 
 // cgroupDriver is the cgroup driver the pod side runs with: the runtime's
@@ -262,7 +285,11 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	admit, err := a.admitHandlers(alloc)
+	topology, err := a.newTopologyManager(p.cpus, p.mem)
+	if err != nil {
+		return err
+	}
+	admit, err := a.admitHandlers(alloc, podworkers.AdmitFunc(topology.Admit))
 	if err != nil {
 		return err
 	}
@@ -284,6 +311,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
 			}
 			p.forgetAllocation(ctx, pod)
+			p.cpus.PodsChanged()
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
@@ -334,6 +362,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeService) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pleg.Run(ctx) })
+	wg.Go(func() { p.cpus.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
@@ -650,16 +679,19 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the pod's OS, resources, node affinity,
-// node name, host ports, NoExecute taints, then what the runtime cannot
-// run, then the extra handlers of Deps.
-func (a *Agent) admitHandlers(alloc podworkers.Allocatable) ([]podworkers.AdmitHandler, error) {
+// first rejection wins): sysctls, the topology manager's alignment and
+// allocation of CPUs (allocate), the
+// pod's OS, resources, node affinity, node name, host ports, NoExecute
+// taints, then what the runtime cannot run, then the extra handlers of
+// Deps.
+func (a *Agent) admitHandlers(alloc podworkers.Allocatable, allocate podworkers.AdmitHandler) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
+		allocate,
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
 		podworkers.NodeAffinity(a.node),

@@ -13,6 +13,7 @@ import (
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/buildinfo"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/kubeclient"
@@ -52,6 +53,7 @@ type podMetrics struct {
 	bpf           *bpf.Collector
 	cgroups       *cgroups.ManagerMetrics
 	resize        *allocation.Metrics
+	cpu           *cpumanager.Metrics
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -63,7 +65,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
-		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics()}
+		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
@@ -75,6 +77,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		m.eviction.Register(r.main),
 		m.resize.Register(r.main, a.resizeConditions),
 		r.main.Register(m.oomScores),
+		r.main.Register(m.cpu),
 		r.main.Register(m.oomKills),
 		r.main.Register(m.reclaimStalls),
 		r.main.Register(m.bpf),

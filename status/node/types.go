@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
@@ -106,6 +107,11 @@ type Inputs struct {
 	// (a PSI eviction threshold met); nil leaves the condition out (the
 	// KerneletConfiguration's psiNodeCondition is off).
 	PSIPressure *bool
+	// VolumesInUse are the unique names of the volumes the node's pods
+	// use or are about to use, sorted (the CSI volume manager's); the
+	// status's volumesInUse. volumesAttached is the attach/detach
+	// controller's and is left as it is.
+	VolumesInUse []v1.UniqueVolumeName
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation
