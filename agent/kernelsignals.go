@@ -56,7 +56,7 @@ func (a *Agent) startOOMWatch(ctx context.Context, p *pods, rs internalapi.Runti
 		Kills: a.metrics.oomKills, Stalls: a.metrics.reclaimStalls, BPF: a.metrics.bpf, Recorder: a.recorder, Runtime: rs, Pods: p.workerPods, PodStatus: p.podStatus,
 		Hub: p.hub, OOMs: p.ooms, Streaming: func() { p.kernelOOMs.Store(p.hub != nil) }}
 	if p.evictions != nil {
-		cfg.Wake = p.evictions.Wake
+		cfg.Wake = p.evictions.WakeBy
 	}
 	w := oomwatch.New(cfg)
 	a.mu.Lock()

@@ -25,9 +25,12 @@
 // the node and pods at decision time, ActivePods lists candidates, Evict
 // starts a pod's eviction, ThresholdMet records the node event.
 //
-// The manager decides on every Wake (a kernel notification: memcg usage
-// thresholds, OOM, PSI triggers — wired by the agent) and on a fallback
-// tick. Unlike kubelet's one pod per 10 s loop, one decision evicts as many
+// The manager decides on every WakeBy (a kernel notification: memcg usage
+// thresholds, memory.events, OOM, PSI triggers — wired by the agent) and
+// on a fallback tick; each decision's trigger (the first notification's
+// WakeSource, or the tick) is logged with the evictions it starts and kept
+// in their Records, and each notification counts in
+// kernelet_eviction_wakeups_total{source} (wake.go). Unlike kubelet's one pod per 10 s loop, one decision evicts as many
 // pods, in rank order, as the measured deficit (threshold + minimum reclaim
 // − available) needs, estimated from each pod's usage; pods already evicted
 // for a signal count as freeing their usage until their cgroup is gone or

@@ -126,8 +126,11 @@ type Manager struct {
 	mu            sync.Mutex
 	met           []Threshold
 	firstObserved FirstObserved
-	crossings     Crossings // reaction latency: when each met threshold was crossed
-	wokeAt        time.Time // the first Wake not yet taken by a decision
+	crossings     Crossings  // reaction latency: when each met threshold was crossed
+	wokeAt        time.Time  // the first Wake not yet taken by a decision
+	wokeBy        WakeSource // its source
+	timerTrigger  WakeSource // the timer Run's last wait ended on ("" for a Wake)
+	trigger       WakeSource // what started the decision in progress
 	lastObserved  map[v1.NodeConditionType]time.Time
 	conditions    []v1.NodeConditionType
 	observations  Observations
@@ -147,6 +150,9 @@ type Record struct {
 	UID     types.UID            `json:"uid"`
 	Signal  Signal               `json:"signal"`
 	Message string               `json:"message"`
+	// Trigger is what started the decision that evicted the pod (a kernel
+	// notification's WakeSource, or the manager's tick).
+	Trigger WakeSource `json:"trigger,omitempty"`
 }
 
 // defaultDuration sets *d to def when it is not positive.
@@ -189,27 +195,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		lastNodeReclaim: map[Signal]time.Time{}}, nil
 }
 
-// Wake asks for a decision now (a kernel notification); it never blocks.
-// Kubelet mode ignores it.
-func (m *Manager) Wake() {
-	if m.cfg.Mode == ModeKubelet {
-		return
-	}
-	m.mu.Lock()
-	if m.wokeAt.IsZero() {
-		m.wokeAt = m.clock.Now()
-	}
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Run decides on every Wake and every tick (NearTick while a signal is
 // near its threshold) until ctx ends.
 func (m *Manager) Run(ctx context.Context) {
 	log := klog.FromContext(ctx)
+	m.setTimerTrigger(TriggerStart)
 	for {
 		if err := m.Synchronize(ctx); err != nil && ctx.Err() == nil {
 			log.V(2).Info("Eviction manager: no decision", "err", err)
@@ -217,9 +207,9 @@ func (m *Manager) Run(ctx context.Context) {
 		if m.cfg.Mode == ModeKubelet {
 			m.waitForCleanup(ctx, m.takeCleanup())
 		}
-		d := m.cfg.Tick
-		if m.cfg.Mode != ModeKubelet && m.near() {
-			d = min(d, m.cfg.NearTick)
+		d, timer := m.cfg.Tick, TriggerTick
+		if m.cfg.Mode != ModeKubelet && m.near() && m.cfg.NearTick < d {
+			d, timer = m.cfg.NearTick, TriggerNearTick
 		}
 		t := m.clock.NewTimer(d)
 		select {
@@ -227,7 +217,9 @@ func (m *Manager) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-m.wake:
+			m.setTimerTrigger("")
 		case <-t.C():
+			m.setTimerTrigger(timer)
 		}
 		t.Stop()
 	}
@@ -303,6 +295,21 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	if m.cfg.PodStats != nil {
 		if stats.Pods, err = m.cfg.PodStats(ctx, all); err != nil {
 			return fmt.Errorf("pod stats: %w", err)
+		}
+		if m.hasPending() {
+			// An evicted pod may have freed its memory between the node's
+			// read and its own: the node's signals, read before, would
+			// then show the memory used and the pod's read would not count
+			// it as being freed, and the decision would evict one pod too
+			// many. Read the node again after the pods: at worst the
+			// deficit is underestimated until the next decision.
+			if fresh, err := m.cfg.Stats(ctx, nil); err == nil {
+				fresh.Pods = stats.Pods
+				stats, obs = fresh, Observe(fresh)
+				if actionable = ThresholdsMet(actionable, obs, true); len(actionable) == 0 {
+					return nil
+				}
+			}
 		}
 	}
 	return m.reclaim(ctx, ByEvictionPriority(actionable), obs, stats, active, now)

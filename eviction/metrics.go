@@ -10,13 +10,15 @@ import (
 
 // Metrics are kubelet's eviction metrics: kubelet_evictions{eviction_signal}
 // and kubelet_eviction_stats_age_seconds{eviction_signal}; and kernelet's:
-// kernelet_eviction_reaction_seconds{eviction_signal} (see Crossings) and
-// kernelet_eviction_dry_run_pods{eviction_signal}.
+// kernelet_eviction_reaction_seconds{eviction_signal} (see Crossings),
+// kernelet_eviction_dry_run_pods{eviction_signal} and
+// kernelet_eviction_wakeups_total{source} (WakeBy).
 type Metrics struct {
 	evictions *prometheus.CounterVec
 	statsAgeH *prometheus.HistogramVec
 	reactionH *prometheus.HistogramVec
 	dryRun    *prometheus.GaugeVec
+	wakeups   *prometheus.CounterVec
 }
 
 // NewMetrics returns the metrics, to register and hand to the manager.
@@ -41,12 +43,16 @@ func NewMetrics() *Metrics {
 			Subsystem: "kernelet", Name: "eviction_dry_run_pods",
 			Help: "Pods the latest eviction decision would evict in dry-run mode, by eviction signal",
 		}, []string{"eviction_signal"}),
+		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "kernelet", Name: "eviction_wakeups_total",
+			Help: "Kernel notifications that woke the eviction manager, by source (memcg_threshold, memory_events, psi, oom_kill, reclaim_stall)",
+		}, []string{"source"}),
 	}
 }
 
 // Register registers the metrics with reg (the agent's /metrics).
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	return promreg.Register(reg, m.evictions, m.statsAgeH, m.reactionH, m.dryRun)
+	return promreg.Register(reg, m.evictions, m.statsAgeH, m.reactionH, m.dryRun, m.wakeups)
 }
 
 // setDryRun exports how many pods the latest dry-run decision would
@@ -64,4 +70,8 @@ func (m *Metrics) statsAge(s Signal, age time.Duration) {
 
 func (m *Metrics) reaction(s Signal, latency time.Duration) {
 	m.reactionH.WithLabelValues(string(s)).Observe(latency.Seconds())
+}
+
+func (m *Metrics) wakeup(src WakeSource) {
+	m.wakeups.WithLabelValues(string(src)).Inc()
 }

@@ -74,12 +74,22 @@ func (m *Manager) wouldEvict(ctx context.Context, pod *v1.Pod, e Eviction, now t
 }
 
 // startDecision forgets the previous decision's dry-run list and takes
-// the time of the Wake that triggered it (zero for a tick).
+// the time of the Wake that triggered it (zero for a tick); the
+// decision's trigger is that Wake's source, else the timer Run waited on,
+// else TriggerStart.
 func (m *Manager) startDecision() (woke time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.dryRun = nil
-	woke, m.wokeAt = m.wokeAt, time.Time{}
+	switch {
+	case !m.wokeAt.IsZero():
+		m.trigger = m.wokeBy
+	case m.timerTrigger != "":
+		m.trigger = m.timerTrigger
+	default:
+		m.trigger = TriggerStart
+	}
+	woke, m.wokeAt, m.wokeBy, m.timerTrigger = m.wokeAt, time.Time{}, "", ""
 	return woke
 }
 

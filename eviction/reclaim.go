@@ -95,6 +95,18 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) int64 {
 	return sum
 }
 
+// hasPending reports whether an evicted pod still counts as freeing.
+func (m *Manager) hasPending() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ps := range m.pending {
+		if len(ps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *Manager) isPending(uid types.UID) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -132,7 +144,8 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		if !announced {
 			announced = true
 			log.Info("Eviction manager: attempting to reclaim", "resourceName", res, "signal", t.Signal,
-				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing)
+				"available", o.Available, "threshold", ThresholdQuantity(t, o), "deficit", need, "freeing", freeing,
+				"trigger", m.decisionTrigger())
 			if m.cfg.ThresholdMet != nil && !m.cfg.DryRun {
 				m.cfg.ThresholdMet(res)
 			}
@@ -156,7 +169,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			continue
 		}
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
-			"usage", usageFor(t.Signal, ps), "remaining", remaining)
+			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger())
 		remaining -= usageFor(t.Signal, ps)
 		m.started(pod, t.Signal, e.Message, now)
 		m.reacted(t, evictAt)
@@ -199,7 +212,9 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
 	} else {
 		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
 	}
-	m.evicted = append(m.evicted, newRecord(now, pod, s, msg))
+	r := newRecord(now, pod, s, msg)
+	r.Trigger = m.trigger
+	m.evicted = append(m.evicted, r)
 	if len(m.evicted) > maxRecords {
 		m.evicted = m.evicted[len(m.evicted)-maxRecords:]
 	}

@@ -3,8 +3,9 @@
 // stream of OOM kills (OpenStream) merging every source the host has — the
 // eBPF mark_victim tracer first; without it v2 memory.events, v1
 // oom_control eventfds and /dev/kmsg — deduplicated into one Kill per victim
-// with the sources that saw it and only the fields those sources really
-// have, attributed to pod and container through a Resolver. Each source
+// (a process once, even when the kernel marks it again within
+// DefaultRepeat) with the sources that saw it and only the fields those
+// sources really have, attributed to pod and container through a Resolver. Each source
 // is a file of its own behind a small interface (source_*_linux.go); a
 // stream emits a kill when its merge window ends, or as soon as every
 // source of StreamConfig.Complete reported it. ParseKmsg reads the

@@ -3,6 +3,7 @@ package oom
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -137,7 +138,12 @@ type Kill struct {
 	Global     bool   `json:"global"`
 	Constraint string `json:"constraint,omitempty"`
 
-	Pid         int    `json:"pid,omitempty"`
+	Pid int `json:"pid,omitempty"`
+	// Tid is the task (thread) the kernel marked when a source knows it
+	// and it is not the process Pid (eBPF): the kernel's "Killed process
+	// <id>" line names that task, so a kmsg report with Pid = Tid is the
+	// same kill.
+	Tid         int    `json:"tid,omitempty"`
 	Comm        string `json:"comm,omitempty"`
 	UID         uint32 `json:"uid"`
 	OOMScoreAdj int    `json:"oom_score_adj"`
@@ -230,6 +236,9 @@ func (k *Kill) merge(b *Kill) {
 	if add.Has(FieldPid) {
 		k.Pid = b.Pid
 	}
+	if k.Tid == 0 {
+		k.Tid = b.Tid
+	}
 	if add.Has(FieldComm) {
 		k.Comm = b.Comm
 	}
@@ -282,18 +291,58 @@ func (k *Kill) merge(b *Kill) {
 // seen within Window (same pid; or, without a pid, the same memcg) is
 // merged into it. A kill that every source of Complete reported is
 // flushed at once; reports of it that come later in its window are
-// dropped. It is not safe for concurrent use.
+// dropped. With Repeat, a process already emitted as killed is not
+// emitted again for Repeat after its window (a report with its pid and no
+// other memcg is dropped). It is not safe for concurrent use.
 type Merger struct {
 	// Window is how long reports of one kill are gathered.
 	Window time.Duration
 	// Complete, when not zero, are the sources after whose reports a
 	// kill is flushed without waiting for its window.
 	Complete Sources
-	pending  []*pendingKill
+	// Repeat is how long a process emitted as killed absorbs further
+	// reports of a kill of it: under memory.oom.group the kernel may mark
+	// a dying process again through another of its threads — tens of ms
+	// after the first on a busy or emulated machine, past Window — and
+	// log a second "Killed process" line for it; a process dies once.
+	// Zero: none (only Window merges).
+	Repeat  time.Duration
+	pending []*pendingKill
+	recent  []recentKill
+}
+
+// DefaultRepeat is the Repeat of a Stream's Merger.
+const DefaultRepeat = 10 * time.Second
+
+// recentKill is a process emitted as killed, remembered until until,
+// with the tasks of it the kernel marked.
+type recentKill struct {
+	k     Kill
+	tids  []int
+	until time.Time
+}
+
+// sameTask reports whether report k names the process of kill p (tids:
+// the tasks of p the kernel marked): its pid is p's or one of those
+// tasks, or its task is p's pid.
+func sameTask(p *Kill, tids []int, k *Kill) bool {
+	if !p.Known.Has(FieldPid) || !k.Known.Has(FieldPid) {
+		return false
+	}
+	return k.Pid == p.Pid || slices.Contains(tids, k.Pid) || k.Tid != 0 && k.Tid == p.Pid
+}
+
+// repeats reports whether k is a repeated report of the kill of r's
+// process: the same process (sameTask) and no memcg that contradicts r's.
+func repeats(r *recentKill, k *Kill) bool {
+	return sameTask(&r.k, r.tids, k) && memcgsAgree(&r.k, k)
 }
 
 type pendingKill struct {
-	k     Kill
+	k Kill
+	// tids are the tasks of the process the kernel marked (Kill.Tid of
+	// its reports).
+	tids  []int
 	first time.Time // when the first report arrived (the caller's clock)
 	// flushed: emitted early; kept until its window ends to absorb late
 	// reports.
@@ -302,15 +351,75 @@ type pendingKill struct {
 
 // Add takes a report that arrived at now.
 func (m *Merger) Add(now time.Time, k Kill) {
-	for _, p := range m.pending {
-		if sameKill(&p.k, &k) {
-			if !p.flushed {
-				p.k.merge(&k)
+	keep := m.recent[:0]
+	for _, r := range m.recent {
+		if now.Before(r.until) {
+			keep = append(keep, r)
+		}
+	}
+	clear(m.recent[len(keep):])
+	m.recent = keep
+	for i := range m.recent {
+		if r := &m.recent[i]; repeats(r, &k) {
+			if k.Tid != 0 && !slices.Contains(r.tids, k.Tid) {
+				r.tids = append(r.tids, k.Tid)
+				m.dropTask(k.Tid, &r.k, nil)
 			}
 			return
 		}
 	}
-	m.pending = append(m.pending, &pendingKill{k: k, first: now})
+	for _, p := range m.pending {
+		if sameKill(&p.k, &k) || sameTask(&p.k, p.tids, &k) {
+			if !p.flushed {
+				p.k.merge(&k)
+			}
+			if k.Tid != 0 && !slices.Contains(p.tids, k.Tid) {
+				p.tids = append(p.tids, k.Tid)
+				m.dropTask(k.Tid, &p.k, p)
+			}
+			return
+		}
+	}
+	p := &pendingKill{k: k, first: now}
+	if k.Tid != 0 {
+		p.tids = []int{k.Tid}
+	}
+	m.pending = append(m.pending, p)
+}
+
+// dropTask drops a pending report that only names task tid of the
+// process of kill (a task the kernel marked again, whose "Killed process
+// <tid>" line came before the report that ties it to its process), unless
+// it names another memcg; into is that kill's own pending entry, which
+// takes what the dropped report knew (nil: the kill was emitted).
+func (m *Merger) dropTask(tid int, kill *Kill, into *pendingKill) {
+	keep := m.pending[:0]
+	for _, p := range m.pending {
+		if p != into && !p.flushed && p.k.Known.Has(FieldPid) && p.k.Pid == tid && p.k.Tid == 0 && memcgsAgree(&p.k, kill) {
+			if into != nil && !into.flushed {
+				into.k.merge(&p.k)
+			}
+			continue
+		}
+		keep = append(keep, p)
+	}
+	clear(m.pending[len(keep):])
+	m.pending = keep
+}
+
+// memcgsAgree: a and b name no memcg in contradiction (one names none, or
+// they share one).
+func memcgsAgree(a, b *Kill) bool {
+	ak, bk := a.memcgKeys(), b.memcgKeys()
+	if len(ak) == 0 || len(bk) == 0 {
+		return true
+	}
+	for _, x := range ak {
+		if slices.Contains(bk, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // Flush returns the kills whose window ended by now or that are complete,
@@ -322,8 +431,10 @@ func (m *Merger) Flush(now time.Time) []Kill {
 		ended := now.IsZero() || !now.Before(p.first.Add(m.Window))
 		switch {
 		case ended && p.flushed:
+			m.remember(p)
 		case ended:
 			out = append(out, p.k)
+			m.remember(p)
 		case m.Complete != 0 && p.k.Sources&m.Complete == m.Complete && !p.flushed:
 			out = append(out, p.k)
 			p.flushed = true
@@ -335,6 +446,15 @@ func (m *Merger) Flush(now time.Time) []Kill {
 	clear(m.pending[len(keep):])
 	m.pending = keep
 	return out
+}
+
+// remember keeps the process of a kill whose window ended for Repeat
+// after that end.
+func (m *Merger) remember(p *pendingKill) {
+	if m.Repeat <= 0 || !p.k.Known.Has(FieldPid) {
+		return
+	}
+	m.recent = append(m.recent, recentKill{k: p.k, tids: p.tids, until: p.first.Add(m.Window + m.Repeat)})
 }
 
 // Next is when the next window ends (zero when nothing is pending).

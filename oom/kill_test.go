@@ -110,3 +110,53 @@ func TestMergerComplete(t *testing.T) {
 		t.Fatalf("got %v, want the bpf kill at the window's end", got)
 	}
 }
+
+// TestMergerRepeat: with Repeat, a process emitted as killed is not
+// emitted again when the kernel marks it again past the window (through
+// another thread, memory.oom.group), nor for the kernel's "Killed process
+// <tid>" line of that thread, in either order; another process, the same
+// pid in another memcg, or the same pid after Repeat are kills of their
+// own.
+func TestMergerRepeat(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	kill := func(pid int, memcg string) Kill {
+		return Kill{Sources: SourceBPF, Known: FieldPid | FieldMemcg, Pid: pid, Memcg: memcg}
+	}
+	thread := func(pid, tid int) Kill { k := kill(pid, "/a"); k.Tid = tid; return k }
+	kmsg := func(pid int) Kill { return Kill{Sources: SourceKmsg, Known: FieldPid, Pid: pid} }
+	type report struct {
+		after time.Duration
+		k     Kill
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for name, tc := range map[string]struct {
+		repeat time.Duration
+		then   []report
+		want   int
+	}{
+		"same process, 300 ms later":    {repeat: time.Second, then: []report{{ms(300), kill(10, "/a")}}, want: 1},
+		"its kmsg line, no memcg":       {repeat: time.Second, then: []report{{ms(300), kmsg(10)}}, want: 1},
+		"another thread, then its line": {repeat: time.Second, then: []report{{ms(300), thread(10, 12)}, {ms(310), kmsg(12)}}, want: 1},
+		"the line first, then the mark": {repeat: time.Second, then: []report{{ms(300), kmsg(12)}, {ms(305), thread(10, 12)}}, want: 1},
+		"another thread in the window":  {repeat: time.Second, then: []report{{ms(10), thread(10, 12)}, {ms(20), kmsg(12)}}, want: 1},
+		"its line first, in the window": {repeat: time.Second, then: []report{{ms(10), kmsg(12)}, {ms(15), thread(10, 12)}}, want: 1},
+		"another process":               {repeat: time.Second, then: []report{{ms(300), kill(11, "/a")}}, want: 2},
+		"the pid in another memcg":      {repeat: time.Second, then: []report{{ms(300), kill(10, "/b")}}, want: 2},
+		"after Repeat":                  {repeat: time.Second, then: []report{{2 * time.Second, kill(10, "/a")}}, want: 2},
+		"without Repeat: only Window":   {then: []report{{ms(300), kill(10, "/a")}}, want: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &Merger{Window: 50 * time.Millisecond, Repeat: tc.repeat}
+			m.Add(t0, kill(10, "/a"))
+			var got []Kill
+			for _, r := range tc.then {
+				got = append(got, m.Flush(t0.Add(r.after))...)
+				m.Add(t0.Add(r.after), r.k)
+			}
+			got = append(got, m.Flush(t0.Add(time.Minute))...)
+			if len(got) != tc.want {
+				t.Fatalf("kills %+v, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -23,6 +23,16 @@ const (
 	// (<comm>) total-vm:...kB, anon-rss:..." (memcg OOM) or "Out of
 	// memory: Killed process ..." (global OOM).
 	KmsgKilled
+	// KmsgGroup is "Tasks in <memcg> are going to be killed due to
+	// memory.oom.group set" (TaskMemcg): the Killed lines that follow
+	// are the group's tasks, which have no summary line of their own
+	// (KmsgGroups gives them the memcg).
+	KmsgGroup
+)
+
+const (
+	groupPrefix = "Tasks in "
+	groupSuffix = " are going to be killed due to memory.oom.group set"
 )
 
 // KmsgRecord is one OOM line of /dev/kmsg, parsed. Which fields are set
@@ -87,8 +97,52 @@ func ParseKmsg(record string) (KmsgRecord, error) {
 		return r, parseKilledLine(&r, msg[len("Memory cgroup out of memory: Killed process "):], false)
 	case strings.HasPrefix(msg, "Out of memory: Killed process "):
 		return r, parseKilledLine(&r, msg[len("Out of memory: Killed process "):], true)
+	case strings.HasPrefix(msg, groupPrefix) && strings.HasSuffix(msg, groupSuffix) && len(msg) > len(groupPrefix)+len(groupSuffix):
+		r.Kind, r.TaskMemcg, r.Known = KmsgGroup, msg[len(groupPrefix):len(msg)-len(groupSuffix)], FieldMemcg
+		return r, nil
 	}
 	return r, ErrNotOOM
+}
+
+// KmsgGroups carries an OOM's context from record to record of the kernel
+// log: a memory.oom.group kill logs its victim's summary line and Killed
+// line, then "Tasks in <memcg> are going to be killed …" and a Killed line
+// per other task of the group, which names neither memcg. Apply gives
+// such a Killed line the group's memcg and the OOM's limiting memcg and
+// constraint, as the summary line said them.
+type KmsgGroups struct {
+	oom   KmsgRecord // the last summary line
+	group string     // the memcg of the last group line
+	since time.Duration
+}
+
+// kmsgGroupSpan bounds how long after its group line a Killed line is
+// taken for one of the group's tasks (they are logged together).
+const kmsgGroupSpan = time.Second
+
+// Apply updates the context with r and completes r when it is a Killed
+// line of a group's task; it reports whether r is a kill (the group line
+// itself is not).
+func (g *KmsgGroups) Apply(r *KmsgRecord) bool {
+	switch r.Kind {
+	case KmsgOOMKill:
+		g.oom, g.group = *r, ""
+	case KmsgGroup:
+		g.group, g.since = r.TaskMemcg, r.Since
+		return false
+	case KmsgKilled:
+		if g.group == "" || r.Known.Has(FieldMemcg) || r.Since < g.since || r.Since-g.since > kmsgGroupSpan {
+			return true
+		}
+		r.TaskMemcg, r.Known = g.group, r.Known|FieldMemcg
+		if g.oom.OOMMemcg != "" && !r.Known.Has(FieldOOMMemcg) {
+			r.OOMMemcg, r.Known = g.oom.OOMMemcg, r.Known|FieldOOMMemcg
+		}
+		if r.Constraint == "" {
+			r.Constraint = g.oom.Constraint
+		}
+	}
+	return true
 }
 
 // parseOOMKillLine parses "constraint=...,nodemask=...,cpuset=...,

@@ -83,9 +83,10 @@ var errAny = errors.New("any error")
 
 // FuzzParseKmsg checks that the parser never panics and that what it
 // accepts is consistent: a pid > 0, Known matching the set fields, comm
-// and paths that are substrings of the message.
+// and paths that are substrings of the message (a group line: its memcg).
 func FuzzParseKmsg(f *testing.F) {
-	for _, s := range []string{kmsgOOMKill, kmsgKilled, kmsgInvoked} {
+	for _, s := range []string{kmsgOOMKill, kmsgKilled, kmsgInvoked,
+		"6,102,1000200,-;Tasks in /kubepods.slice/x.scope are going to be killed due to memory.oom.group set"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -96,6 +97,12 @@ func FuzzParseKmsg(f *testing.F) {
 		_, msg, ok := strings.Cut(in, ";")
 		if !ok {
 			t.Fatalf("accepted %q without ';'", in)
+		}
+		if r.Kind == KmsgGroup {
+			if r.TaskMemcg == "" || !strings.Contains(msg, r.TaskMemcg) || r.Known != FieldMemcg {
+				t.Fatalf("group line %q: memcg %q known %v", in, r.TaskMemcg, r.Known)
+			}
+			return
 		}
 		if r.Pid <= 0 || !r.Known.Has(FieldPid) {
 			t.Fatalf("accepted %q with pid %d (known %v)", in, r.Pid, r.Known)
@@ -115,4 +122,42 @@ func FuzzParseKmsg(f *testing.F) {
 			t.Fatalf("oom_score_adj %d", r.OOMScoreAdj)
 		}
 	})
+}
+
+// A memory.oom.group kill as the kernel logs it (6.1, the v2 test node):
+// the group's other tasks get the group's memcg and the OOM's limiting
+// memcg from the lines before them; the group line is no kill; a Killed
+// line long after the group line, or of another OOM, stays as it is.
+func TestKmsgGroups(t *testing.T) {
+	const scope = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice/cri-containerd-c.scope"
+	lines := []string{
+		"6,100,1000000,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=cri-containerd-c.scope,mems_allowed=0,oom_memcg=" + scope + ",task_memcg=" + scope + ",task=testbox,pid=1713,uid=0",
+		"3,101,1000100,-;Memory cgroup out of memory: Killed process 1713 (testbox) total-vm:1265716kB, anon-rss:29104kB, file-rss:1928kB, shmem-rss:0kB, UID:0 pgtables:156kB oom_score_adj:984",
+		"6,102,1000200,-;Tasks in " + scope + " are going to be killed due to memory.oom.group set",
+		"3,103,1000300,-;Memory cgroup out of memory: Killed process 1698 (sh) total-vm:2260kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:28kB oom_score_adj:984",
+		"3,104,3000300,-;Memory cgroup out of memory: Killed process 1800 (late) total-vm:2260kB, anon-rss:4kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:28kB oom_score_adj:984",
+	}
+	var g KmsgGroups
+	var kills []KmsgRecord
+	for _, l := range lines {
+		r, err := ParseKmsg(l)
+		if err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if g.Apply(&r) {
+			kills = append(kills, r)
+		}
+	}
+	if len(kills) != 4 {
+		t.Fatalf("%d kill records, want 4 (the group line is none): %+v", len(kills), kills)
+	}
+	if k := kills[1]; k.Pid != 1713 || k.Known.Has(FieldMemcg) {
+		t.Errorf("the victim's Killed line: %+v, want it as parsed", k)
+	}
+	if k := kills[2]; k.Pid != 1698 || k.TaskMemcg != scope || k.OOMMemcg != scope || !k.Known.Has(FieldMemcg|FieldOOMMemcg) || k.Constraint != "CONSTRAINT_MEMCG" {
+		t.Errorf("the group's task: %+v, want the group's memcg and the OOM's", k)
+	}
+	if k := kills[3]; k.Known.Has(FieldMemcg) {
+		t.Errorf("a Killed line 2 s after the group line: %+v, want no memcg", k)
+	}
 }

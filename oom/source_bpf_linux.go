@@ -45,6 +45,9 @@ func bpfKill(ctx context.Context, paths *cgroups.PathCache, h *cgroups.Hierarchi
 		// it: with memory.oom.group the kernel may mark the same process
 		// again through another of its threads, which is one kill.
 		k.Pid = ev.Tgid
+		if ev.Pid != ev.Tgid {
+			k.Tid = ev.Pid
+		}
 	}
 	for _, f := range []struct {
 		b bpf.Fields

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +37,7 @@ func openKmsgSource(_ context.Context, cfg *StreamConfig) (source, error) {
 
 func (s *kmsgSource) run(send sendFunc) {
 	buf := make([]byte, 16<<10)
+	var groups KmsgGroups
 	for {
 		n, err := s.f.Read(buf)
 		now := time.Now()
@@ -45,10 +48,20 @@ func (s *kmsgSource) run(send sendFunc) {
 			return // closed
 		}
 		rec, perr := ParseKmsg(string(buf[:n]))
-		if perr != nil {
+		if perr != nil || !groups.Apply(&rec) {
 			continue
 		}
-		send(kmsgKill(s.cfg.Paths, rec), now)
+		k := kmsgKill(s.cfg.Paths, rec)
+		if rec.Kind == KmsgKilled {
+			// The line names the task the kernel marked, which may be a
+			// thread (memory.oom.group marks a process again through
+			// another thread): name its process, as eBPF does, while it
+			// is not reaped yet.
+			if tgid, ok := procTgid(k.Pid); ok && tgid != k.Pid {
+				k.Pid, k.Tid = tgid, k.Pid
+			}
+		}
+		send(k, now)
 	}
 }
 
@@ -87,4 +100,20 @@ func wallOfMonotonic(d time.Duration) time.Time {
 	}
 	now := time.Duration(ts.Nano())
 	return time.Now().Add(d - now)
+}
+
+// procTgid is the process (thread group) of task id, from
+// /proc/<id>/status; false when the task is gone or unreadable.
+func procTgid(id int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", id))
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil && n > 0
+		}
+	}
+	return 0, false
 }

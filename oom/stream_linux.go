@@ -129,7 +129,7 @@ func (s *Stream) wants(asked, kind Sources) bool {
 // ends, or at once when every source of complete reported it, resolving
 // its pod first.
 func mergeLoop(ctx context.Context, cfg StreamConfig, complete Sources, in <-chan Kill, out chan<- Kill) {
-	m := &Merger{Window: cfg.Window, Complete: complete}
+	m := &Merger{Window: cfg.Window, Complete: complete, Repeat: DefaultRepeat}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

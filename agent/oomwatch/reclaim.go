@@ -9,6 +9,7 @@ import (
 
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 )
@@ -151,7 +152,7 @@ func startReclaimWatch(ctx context.Context, env *kevents.Env, cfg Config, stalls
 				stalls.WithLabelValues(ns, pod).Add(ev.Duration.Seconds())
 				if now := time.Now(); pod != "" && reclaimWakes(ev.Duration, lastWake, now) && cfg.Wake != nil {
 					lastWake = now
-					cfg.Wake()
+					cfg.Wake(eviction.WakeReclaimStall)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // Config is what the OOM kill stream of one agent needs: the node, the
@@ -42,8 +43,9 @@ type Config struct {
 	Pods PodsFunc
 	// PodStatus is the runtime's last view of a pod (the PLEG cache).
 	PodStatus PodStatusFunc
-	// Wake wakes the eviction manager (nil: none runs).
-	Wake func()
+	// Wake wakes the eviction manager, naming why (eviction.WakeOOMKill,
+	// eviction.WakeReclaimStall); nil: none runs.
+	Wake func(eviction.WakeSource)
 	// Hub gets every attributed kill for the live dashboard, OOMs counts
 	// the pods' (nil: no dashboard).
 	Hub  *live.Hub

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/kevents"
 	"github.com/kernelet/kernelet/oom"
 	"github.com/kernelet/kernelet/status/events"
@@ -125,7 +126,7 @@ func (w *Watch) handle(ctx context.Context, k oom.Kill, now time.Time) {
 		// A kill in the pods' memory (or the node's) is the kernel saying
 		// memory ran out: the eviction manager decides now, not at its
 		// next tick.
-		w.cfg.Wake()
+		w.cfg.Wake(eviction.WakeOOMKill)
 	}
 }
 

@@ -179,7 +179,7 @@ func TestOOMKillWakesEviction(t *testing.T) {
 	defer cancel()
 	go m.Run(ctx)
 	<-decisions // the first decision, at start
-	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10), Wake: m.Wake}, kubepods: testKubepods,
+	w := &Watch{cfg: Config{NodeName: "n1", Recorder: record.NewFakeRecorder(10), Wake: m.WakeBy}, kubepods: testKubepods,
 		resolver: testRes, kills: newKillCounter(nil), ring: ring{n: 2}}
 	ref := testCtr
 	w.handle(ctx, oom.Kill{Time: time.Now(), Sources: oom.SourceBPF, Known: oom.FieldPid | oom.FieldComm | oom.FieldMemcgUsage, Pid: 100, Comm: "hog",

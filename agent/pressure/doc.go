@@ -14,9 +14,11 @@
 //     measurement to the Summary API (agent/stats) without measuring.
 //   - Kernel notifications (Signals.Watch): v1 memcg usage thresholds of
 //     the root and kubepods, re-armed after each decision when the page
-//     cache moved them; OOM of kubepods (v1 oom_control, v2
-//     memory.events); a PSI trigger on kubepods' memory pressure. Each
-//     watch is one goroutine that calls the manager's Wake on every event.
+//     cache moved them; OOM of kubepods (v1 oom_control); on cgroup v2
+//     every change of kubepods' memory.events; a PSI trigger on kubepods'
+//     memory pressure (500 ms window where allowed). Each watch is one
+//     goroutine that calls the manager's WakeBy with its source on every
+//     event.
 //     Kubelet mode opens none.
 //   - Admission (Signals.Admit): kubelet's first admit handler, rejecting
 //     pods under pressure with reason Evicted.

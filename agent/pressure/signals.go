@@ -51,7 +51,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		PodStorage:                    ns.podStorage,
 		Decided:                       s.armer.decided,
 		ActivePods:                    fx.ActivePods,
-		Evict:                         fx.Evict,
+		Evict:                         s.holdEvicted(fx.Evict),
 		ThresholdMet:                  fx.ThresholdMet,
 		Metrics:                       metrics,
 		LocalStorageCapacityIsolation: cfg.LocalStorageCapacityIsolation,

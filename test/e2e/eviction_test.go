@@ -18,6 +18,8 @@ import (
 
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
+	"github.com/kernelet/kernelet/test/env/containerd"
 )
 
 // The eviction e2e node: kubepods limited to evictionAllocatable by
@@ -28,9 +30,16 @@ const (
 	evictionTransition  = 15 * time.Second
 )
 
-// newEvictionNode is a cluster node whose pods share evictionAllocatable
-// bytes of memory (the kubepods cgroup's limit, set before any pod runs).
+// newEvictionNode is a cluster node on the shared containerd whose pods
+// share evictionAllocatable bytes of memory (the kubepods cgroup's limit,
+// set before any pod runs).
 func newEvictionNode(t *testing.T) *clusterNode {
+	t.Helper()
+	return newEvictionNodeOn(t, containerd.Shared(t))
+}
+
+// newEvictionNodeOn is newEvictionNode on the containerd instance cd.
+func newEvictionNodeOn(t *testing.T, cd *containerd.Instance) *clusterNode {
 	t.Helper()
 	env.RequireRoot(t)
 	b, err := os.ReadFile("/proc/meminfo")
@@ -49,7 +58,7 @@ func newEvictionNode(t *testing.T) *clusterNode {
 	if total < 2*evictionAllocatable {
 		t.Fatalf("MemTotal %d is too small for the test", total)
 	}
-	c := newClusterNode(t)
+	c := newClusterNodeOn(t, cd, apiserver.Shared(t))
 	extra := fmt.Sprintf(`systemReserved: {memory: "%d"}
 evictionHard: {allocatableMemory.available: 64Mi}
 evictionPressureTransitionPeriod: %s
@@ -196,8 +205,20 @@ func (c *clusterNode) metrics(t *testing.T) string {
 // Burstable pod over its request; the Guaranteed pod survives and the
 // static pod is never evicted; under MemoryPressure a new BestEffort pod
 // is rejected (Evicted, kubelet's message) and a Burstable one admitted.
+// On the containerd KERNELET_TEST_RUNTIME selects (1.6 by default);
+// TestEvictionMemoryContainerd2 runs the same on containerd 2.
 func TestEvictionMemory(t *testing.T) {
-	c := newEvictionNode(t)
+	testEvictionMemory(t, newEvictionNode(t))
+}
+
+// TestEvictionMemoryContainerd2 is TestEvictionMemory on the host's
+// containerd 2.4 instance (with runc 1.5): the same cgroup v1 memory
+// controller and cgroupfs driver, containerd 2's CRI.
+func TestEvictionMemoryContainerd2(t *testing.T) {
+	testEvictionMemory(t, newEvictionNodeOn(t, containerd.Shared2(t)))
+}
+
+func testEvictionMemory(t *testing.T, c *clusterNode) {
 	c.start(t)
 	c.waitNodeReady(t)
 	ooms := watchKubepodsOOM(t, c)
@@ -247,6 +268,7 @@ func TestEvictionMemory(t *testing.T) {
 		}
 		t.Logf("MemoryPressure False again %v after the eviction", time.Since(started).Round(time.Millisecond))
 		t.Logf("agent's eviction log:\n%s", grepLines(c.log(t), "Eviction"))
+		t.Logf("wake-ups: %s", grepLines(m, "kernelet_eviction_wakeups_total{"))
 	})
 
 	t.Run("RankingAndAdmission", func(t *testing.T) {

@@ -79,6 +79,10 @@ func testV2NodeSystemd(t *testing.T, n *v2Node) {
 
 	t.Run("PodSlice", func(t *testing.T) { testV2NodePodSlice(t, n) })
 	t.Run("OOMKill", func(t *testing.T) { testV2NodeSystemdOOM(t, n) })
+	t.Run("OOMGroup", func(t *testing.T) { testV2NodeOOMGroup(t, n) })
+	// Last on this layout: it restarts kernelet with the eviction
+	// scenario's configuration (the cleanup above restores cgroupfs's).
+	t.Run("Eviction", func(t *testing.T) { testV2NodeEviction(t, n) })
 	// No cgroup write failed on the way (the QoS slices' updates are logged
 	// as errors, not returned).
 	if out := n.guest(t, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep -E '^E[0-9]{4}.*(cgroup|systemd unit)' || true`); out != "" {
@@ -315,6 +319,12 @@ func (n *v2Node) setDriver(ctx context.Context, driver string, containerd bool) 
 	if _, err := n.Run(ctx, script); err != nil {
 		return err
 	}
+	return n.waitDriver(ctx, driver)
+}
+
+// waitDriver waits until the running kernelet (its current invocation)
+// runs pods with the cgroup driver.
+func (n *v2Node) waitDriver(ctx context.Context, driver string) error {
 	want := `cgroupDriver="` + driver + `"`
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

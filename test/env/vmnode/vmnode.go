@@ -320,15 +320,51 @@ func (n *Node) SSHArgs() []string {
 // Run runs script with sh in the guest as root and returns its stdout;
 // an exit status other than 0 is an error carrying stderr.
 func (n *Node) Run(ctx context.Context, script string) (string, error) {
+	for attempt := 1; ; attempt++ {
+		out, stderr, err := n.run(ctx, script)
+		// ssh could not reach sshd (a guest under TCG on a busy host
+		// misses ssh's timeouts now and then): the script did not run,
+		// so it is run again, a few times.
+		if err != nil && attempt < sshAttempts && ctx.Err() == nil && sshUnreachable(err, stderr) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("vmnode: guest %q: %w: %s", script, err, stderr)
+		}
+		return out, nil
+	}
+}
+
+// sshAttempts bounds Run's attempts when sshd cannot be reached.
+const sshAttempts = 4
+
+func (n *Node) run(ctx context.Context, script string) (stdout, stderr string, err error) {
 	args := n.SSHArgs()
 	cmd := exec.CommandContext(ctx, args[0], append(args[1:], "--", "sh", "-c", shellQuote(script))...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("vmnode: guest %q: %w: %s", script, err, strings.TrimSpace(stderr.String()))
+	err = cmd.Run()
+	return out.String(), strings.TrimSpace(errb.String()), err
+}
+
+// sshUnreachable tells whether ssh failed before running the command:
+// exit status 255 with one of ssh's connection errors.
+func sshUnreachable(err error, stderr string) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 255 {
+		return false
 	}
-	return stdout.String(), nil
+	for _, s := range []string{"banner exchange", "kex_exchange_identification", "Connection refused", "Connection timed out", "Connection reset"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) ssh(ctx context.Context, timeout time.Duration, script string) error {
