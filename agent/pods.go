@@ -20,6 +20,7 @@ import (
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/crimetrics"
+	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/nodeip"
@@ -105,6 +106,8 @@ type pods struct {
 	resizeMetrics *allocation.Metrics
 	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
 	qos *qosCgroups
+	// devices is the device plugin manager (agent/devices.go).
+	devices *devicemanager.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -196,7 +199,11 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is,
+	dm, err := a.startDevices(ctx)
+	if err != nil {
+		return nil, env, err
+	}
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, Devices: dm.ContainerDevices,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
@@ -215,7 +222,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, devices: dm}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -262,7 +269,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	admit, err := a.admitHandlers(alloc)
+	admit, err := a.admitHandlers(alloc, p.devices.AdmitHandler(ctx))
 	if err != nil {
 		return err
 	}
@@ -284,6 +291,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
 			}
 			p.forgetAllocation(ctx, pod)
+			p.releaseDevices(pod.UID)
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
@@ -339,6 +347,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
 	wg.Go(func() { p.alloc.Run(ctx) })
+	wg.Go(func() { a.servePodResources(ctx, p) })
 	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
 	oomwatch.ReleaseStartupMemory()
@@ -347,6 +356,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	p.dispatchUpdates(ctx)
 	wg.Wait()
 	p.workers.Wait()
+	p.devices.Wait()
 	return p.sources.Close()
 }
 
@@ -578,6 +588,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 		st = after
 	}
 	p.oomScores.Forget(pod.UID) // nothing of it runs any more
+	p.releaseDevices(pod.UID)   // finished: its devices go back (kubelet's active pods)
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
@@ -650,16 +661,17 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the pod's OS, resources, node affinity,
+// first rejection wins): sysctls, the device allocation, the pod's OS, resources, node affinity,
 // node name, host ports, NoExecute taints, then what the runtime cannot
 // run, then the extra handlers of Deps.
-func (a *Agent) admitHandlers(alloc podworkers.Allocatable) ([]podworkers.AdmitHandler, error) {
+func (a *Agent) admitHandlers(alloc podworkers.Allocatable, devices podworkers.AdmitHandler) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
+		devices, // kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
 		podworkers.NodeAffinity(a.node),

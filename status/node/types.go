@@ -106,6 +106,11 @@ type Inputs struct {
 	// (a PSI eviction threshold met); nil leaves the condition out (the
 	// KerneletConfiguration's psiNodeCondition is off).
 	PSIPressure *bool
+	// DeviceCapacity and DeviceAllocatable are the device plugin
+	// resources by name (agent/devicemanager): capacity counts every
+	// device, allocatable the healthy ones; a resource whose plugin is gone
+	// is at 0 in both. nil: no device plugin resources.
+	DeviceCapacity, DeviceAllocatable map[string]int64
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation

@@ -1,0 +1,15 @@
+// Package podresources serves kubelet's podresources API
+// (k8s.io/kubelet/pkg/apis/podresources v1: List, GetAllocatableResources,
+// Get; and v1alpha1 List, which kubelet v1.37.2 still serves) on
+// <root-dir>/pod-resources/kubelet.sock, rate limited as kubelet (100
+// requests per second, bursts of 10; beyond: ResourceExhausted "rejected
+// by rate limit").
+//
+// What it reports: the active pods (kubelet's default,
+// KubeletPodResourcesListUseActivePods) with, per container (regular ones
+// and restartable init containers, as kubelet), the devices of device
+// plugins (agent/devicemanager), and the node's allocatable devices.
+// The CPU IDs, memory blocks and DRA claims are always empty: kernelet has
+// no CPU manager, memory manager nor DRA yet (issue 27). The server never
+// changes anything.
+package podresources
