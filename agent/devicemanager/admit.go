@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // AdmitMessage is kubelet's admission message for an allocation that
@@ -17,6 +18,11 @@ func AdmitMessage(err error) string {
 // rejects the pod with kubelet's UnexpectedAdmissionError and message.
 func (m *Manager) AdmitHandler(ctx context.Context) podworkers.AdmitHandler {
 	return podworkers.AdmitFunc(func(a podworkers.AdmitAttributes) podworkers.AdmitResult {
+		if podutil.IsTerminal(a.Pod.Status.Phase) {
+			// Finished before (an agent restart): it runs nothing more and
+			// needs no device (kubelet does not admit it again).
+			return podworkers.AdmitResult{Admit: true}
+		}
 		if err := m.Admit(ctx, a.Pod); err != nil {
 			return podworkers.AdmitResult{Reason: podworkers.ReasonUnexpectedAdmit, Message: AdmitMessage(err)}
 		}

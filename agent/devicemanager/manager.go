@@ -447,7 +447,9 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 		return err
 	}
 	klog.FromContext(ctx).V(2).Info("Allocating devices", "pod", klog.KObj(pod), "container", container, "resourceName", name, "devices", ids)
+	start := m.now()
 	resp, err := ep.allocate(ctx, ids)
+	m.cfg.Metrics.allocated(name, m.now().Sub(start))
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ type registration struct {
 func (r registration) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
 	log := klog.FromContext(r.m.ctx)
 	log.Info("Got registration request from device plugin with resource", "resourceName", req.ResourceName)
+	r.m.cfg.Metrics.registered(req.ResourceName)
 	if !slices.Contains(pluginapi.SupportedVersions[:], req.Version) {
 		err := fmt.Errorf(errUnsupportedVersion, req.Version, pluginapi.SupportedVersions)
 		log.Error(err, "Bad registration request from device plugin with resource", "resourceName", req.ResourceName)

@@ -52,6 +52,8 @@ type Config struct {
 	// SocketCheckPeriod is how often the registration socket is checked
 	// for (and created again when deleted); 0 means 1 s.
 	SocketCheckPeriod time.Duration
+	// Metrics counts registrations and Allocate calls (nil: not counted).
+	Metrics *Metrics
 }
 
 // ContainerAllocation is what one container holds of one resource: the

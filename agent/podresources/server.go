@@ -28,10 +28,14 @@ var ErrLimitExceeded = status.Error(codes.ResourceExhausted, "rejected by rate l
 type Server struct {
 	pods    Pods
 	devices Devices
+	metrics *Metrics
 }
 
-// New returns a Server over pods and devices.
-func New(pods Pods, devices Devices) *Server { return &Server{pods: pods, devices: devices} }
+// New returns a Server over pods and devices, counting the requests in
+// metrics (nil: not counted).
+func New(pods Pods, devices Devices, metrics *Metrics) *Server {
+	return &Server{pods: pods, devices: devices, metrics: metrics}
+}
 
 // Serve listens on <dir>/kubelet.sock (dir created, a stale socket
 // replaced) and serves until ctx ends.
@@ -134,6 +138,7 @@ type v1Server struct {
 }
 
 func (v v1Server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	v.s.metrics.request("v1", "list")
 	resp := &podresourcesv1.ListPodResourcesResponse{}
 	for _, pod := range v.s.pods.ActivePods() {
 		resp.PodResources = append(resp.PodResources, v.s.podResources(pod))
@@ -142,12 +147,15 @@ func (v v1Server) List(context.Context, *podresourcesv1.ListPodResourcesRequest)
 }
 
 func (v v1Server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
+	v.s.metrics.request("v1", "get_allocatable")
 	return &podresourcesv1.AllocatableResourcesResponse{Devices: ContainerDevices(v.s.devices.Allocatable())}, nil
 }
 
 func (v v1Server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
+	v.s.metrics.request("v1", "get")
 	pod, ok := v.s.pods.Pod(req.PodNamespace, req.PodName)
 	if !ok {
+		v.s.metrics.getError("v1")
 		return nil, fmt.Errorf("pod %s in namespace %s not found", req.PodName, req.PodNamespace)
 	}
 	return &podresourcesv1.GetPodResourcesResponse{PodResources: v.s.podResources(pod)}, nil
@@ -159,6 +167,7 @@ type v1alpha1Server struct {
 }
 
 func (v v1alpha1Server) List(context.Context, *v1alpha1.ListPodResourcesRequest) (*v1alpha1.ListPodResourcesResponse, error) {
+	v.s.metrics.request("v1alpha1", "list")
 	resp := &v1alpha1.ListPodResourcesResponse{}
 	for _, pod := range v.s.pods.ActivePods() {
 		pr := &v1alpha1.PodResources{Name: pod.Name, Namespace: pod.Namespace}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -38,7 +41,7 @@ func (f fakeDevices) Devices(uid types.UID, c string) []devicemanager.ResourceDe
 }
 func (f fakeDevices) Allocatable() []devicemanager.ResourceDevices { return f["allocatable"] }
 
-func testServer(t *testing.T, qps, burst int) *grpc.ClientConn {
+func testServer(t *testing.T, qps, burst int, metrics *Metrics) *grpc.ClientConn {
 	t.Helper()
 	always := v1.ContainerRestartPolicyAlways
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"}, Spec: v1.PodSpec{
@@ -52,7 +55,7 @@ func testServer(t *testing.T, qps, burst int) *grpc.ClientConn {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- New(fakePods{pod}, devs).Serve(ctx, dir, qps, burst) }()
+	go func() { done <- New(fakePods{pod}, devs, metrics).Serve(ctx, dir, qps, burst) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -68,7 +71,12 @@ func testServer(t *testing.T, qps, burst int) *grpc.ClientConn {
 }
 
 func TestServer(t *testing.T) {
-	conn := testServer(t, DefaultQPS, DefaultBurst)
+	metrics := NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	conn := testServer(t, DefaultQPS, DefaultBurst, metrics)
 	ctx := context.Background()
 	c := podresourcesv1.NewPodResourcesListerClient(conn)
 	list, err := c.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
@@ -109,10 +117,22 @@ func TestServer(t *testing.T) {
 	if err != nil || len(old.PodResources) != 1 || old.PodResources[0].Containers[1].Devices[0].DeviceIds[0] != "d0" {
 		t.Errorf("v1alpha1 List = %v, %v", old, err)
 	}
+	want := `
+# HELP kubelet_pod_resources_endpoint_errors_get Number of requests to the PodResource Get endpoint which returned error. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_errors_get counter
+kubelet_pod_resources_endpoint_errors_get{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_total Cumulative number of requests to the PodResource endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_total counter
+kubelet_pod_resources_endpoint_requests_total{server_api_version="v1"} 4
+kubelet_pod_resources_endpoint_requests_total{server_api_version="v1alpha1"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kubelet_pod_resources_endpoint_requests_total", "kubelet_pod_resources_endpoint_errors_get"); err != nil {
+		t.Error(err)
+	}
 }
 
 func TestServerRateLimit(t *testing.T) {
-	conn := testServer(t, 0, 2) // no refill: two requests, then refusals
+	conn := testServer(t, 0, 2, nil) // no refill: two requests, then refusals
 	c := podresourcesv1.NewPodResourcesListerClient(conn)
 	ctx := context.Background()
 	for i := range 2 {

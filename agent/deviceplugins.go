@@ -16,7 +16,8 @@ import (
 // startDevices starts the device plugin manager on
 // <root-dir>/device-plugins (it serves until ctx ends; Wait after).
 func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error) {
-	dm := devicemanager.New(devicemanager.Config{Dir: filepath.Join(a.opts.RootDir, devicemanager.DirName), Now: a.deps.Now})
+	dm := devicemanager.New(devicemanager.Config{Dir: filepath.Join(a.opts.RootDir, devicemanager.DirName), Now: a.deps.Now,
+		Metrics: a.metrics.devices})
 	if err := dm.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -26,7 +27,7 @@ func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error
 // servePodResources serves the podresources API on
 // <root-dir>/pod-resources until ctx ends.
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
-	srv := podresources.New(podResourcesPods{p}, p.devices)
+	srv := podresources.New(podResourcesPods{p}, p.devices, a.metrics.podResources)
 	dir := filepath.Join(a.opts.RootDir, podresources.DirName)
 	if err := srv.Serve(ctx, dir, podresources.DefaultQPS, podresources.DefaultBurst); err != nil {
 		klog.FromContext(ctx).Error(err, "The podresources API stopped")
