@@ -275,6 +275,9 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
 	admit = append(admit, imageVolumeAdmission(ctx, rs))
+	// A pod a later handler rejects gives back the devices it was just
+	// allocated.
+	admit = []podworkers.AdmitHandler{p.devices.ReleaseOnReject(admit)}
 	p.resizeMetrics = a.metrics.resize
 	p.newAllocation(env.allocated, admit, a.metrics.resize)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {

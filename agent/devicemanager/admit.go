@@ -29,3 +29,19 @@ func (m *Manager) AdmitHandler(ctx context.Context) podworkers.AdmitHandler {
 		return podworkers.AdmitResult{Admit: true}
 	})
 }
+
+// ReleaseOnReject runs handlers (one of them AdmitHandler) as one: when
+// they reject a pod that held no device before, the devices allocated to
+// it meanwhile are released (kubelet frees them at its next allocation, a
+// rejected pod not being active). A pod admitted again (a resize) keeps
+// what it holds.
+func (m *Manager) ReleaseOnReject(handlers []podworkers.AdmitHandler) podworkers.AdmitHandler {
+	return podworkers.AdmitFunc(func(a podworkers.AdmitAttributes) podworkers.AdmitResult {
+		had := m.holds(a.Pod.UID)
+		r := podworkers.Admit(handlers, a)
+		if !r.Admit && !had {
+			m.Release(a.Pod.UID)
+		}
+		return r
+	})
+}

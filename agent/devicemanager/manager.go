@@ -270,6 +270,14 @@ func (m *Manager) Release(uid types.UID) {
 	}
 }
 
+// holds tells whether pod uid holds any device.
+func (m *Manager) holds(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.alloc[string(uid)]
+	return ok
+}
+
 // Keep forgets the devices of every pod keep says no to (pods removed
 // while the agent was down).
 func (m *Manager) Keep(keep PodFilter) {
@@ -333,9 +341,7 @@ func (m *Manager) resourceDevicesLocked(name string, ids []string) ResourceDevic
 func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) error {
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
-	m.mu.Lock()
-	_, before := m.alloc[string(pod.UID)]
-	m.mu.Unlock()
+	before := m.holds(pod.UID)
 	fail := func(err error) error {
 		if !before { // a pod admitted again (a resize) keeps what it holds
 			m.Release(pod.UID)

@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/podworkers"
 )
 
 // testPlugin is a device plugin served in the test process.
@@ -215,5 +217,43 @@ func TestManagerLifecycle(t *testing.T) {
 	m2.Release("uid-1")
 	if err := m2.Admit(ctx2, devicePod("uid-3", "three", 2)); err != nil {
 		t.Errorf("two devices after pod one released them: %v", err)
+	}
+}
+
+func TestReleaseOnReject(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Config{Dir: dir})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Wait()
+	defer cancel()
+	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
+	servePlugin(t, p, filepath.Join(dir, "test.sock"))
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 1 })
+	reject := podworkers.AdmitFunc(func(podworkers.AdmitAttributes) podworkers.AdmitResult {
+		return podworkers.AdmitResult{Reason: podworkers.ReasonOutOfCPU}
+	})
+	pass := podworkers.AdmitFunc(func(podworkers.AdmitAttributes) podworkers.AdmitResult { return podworkers.AdmitResult{Admit: true} })
+	tests := []struct {
+		name      string
+		handlers  []podworkers.AdmitHandler
+		wantAdmit bool
+		wantHeld  int
+	}{
+		{"rejected after the allocation: released", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 0},
+		{"admitted: held", []podworkers.AdmitHandler{m.AdmitHandler(ctx), pass}, true, 1},
+		{"held before, rejected again (a resize): kept", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 1},
+	}
+	pod := devicePod("uid-1", "one", 1)
+	for _, tc := range tests {
+		r := m.ReleaseOnReject(tc.handlers).Admit(podworkers.AdmitAttributes{Pod: pod})
+		if r.Admit != tc.wantAdmit || len(m.Devices("uid-1", "app")) != tc.wantHeld {
+			t.Errorf("%s: admit %v, devices %v", tc.name, r.Admit, m.Devices("uid-1", "app"))
+		}
 	}
 }
