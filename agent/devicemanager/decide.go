@@ -120,52 +120,32 @@ func Choose(resource string, need int, reusable, available, preferred []string) 
 func MergeResponses(resps []*pluginapi.ContainerAllocateResponse) (podconfig.ContainerDevices, []string) {
 	var out podconfig.ContainerDevices
 	var conflicts []string
-	devs, mounts, envs, annots, cdi := map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]bool{}
+	envs, devs := firstWins{what: "environment variable", c: &conflicts}, firstWins{what: "device", c: &conflicts}
+	mounts, annots := firstWins{what: "mount", c: &conflicts}, firstWins{what: "annotation", c: &conflicts}
+	cdi := map[string]bool{}
 	for _, r := range resps {
 		if r == nil {
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.Envs)) {
-			v := r.Envs[k]
-			if old, ok := envs[k]; ok {
-				if old != v {
-					conflicts = append(conflicts, fmt.Sprintf("environment variable %s has conflicting values %q and %q", k, old, v))
-				}
-				continue
+			if envs.add(k, r.Envs[k]) {
+				out.Envs = append(out.Envs, podconfig.KeyValue{Key: k, Value: r.Envs[k]})
 			}
-			envs[k] = v
-			out.Envs = append(out.Envs, podconfig.KeyValue{Key: k, Value: v})
 		}
 		for _, d := range r.Devices {
-			if old, ok := devs[d.ContainerPath]; ok {
-				if old != d.HostPath {
-					conflicts = append(conflicts, fmt.Sprintf("device %s has conflicting host devices %s and %s", d.ContainerPath, old, d.HostPath))
-				}
-				continue
+			if devs.add(d.ContainerPath, d.HostPath) {
+				out.Devices = append(out.Devices, podconfig.DeviceSpec{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
 			}
-			devs[d.ContainerPath] = d.HostPath
-			out.Devices = append(out.Devices, podconfig.DeviceSpec{ContainerPath: d.ContainerPath, HostPath: d.HostPath, Permissions: d.Permissions})
 		}
 		for _, m := range r.Mounts {
-			if old, ok := mounts[m.ContainerPath]; ok {
-				if old != m.HostPath {
-					conflicts = append(conflicts, fmt.Sprintf("mount %s has conflicting host paths %s and %s", m.ContainerPath, old, m.HostPath))
-				}
-				continue
+			if mounts.add(m.ContainerPath, m.HostPath) {
+				out.Mounts = append(out.Mounts, podconfig.DeviceMount{ContainerPath: m.ContainerPath, HostPath: m.HostPath, ReadOnly: m.ReadOnly})
 			}
-			mounts[m.ContainerPath] = m.HostPath
-			out.Mounts = append(out.Mounts, podconfig.DeviceMount{ContainerPath: m.ContainerPath, HostPath: m.HostPath, ReadOnly: m.ReadOnly})
 		}
 		for _, k := range slices.Sorted(maps.Keys(r.Annotations)) {
-			v := r.Annotations[k]
-			if old, ok := annots[k]; ok {
-				if old != v {
-					conflicts = append(conflicts, fmt.Sprintf("annotation %s has conflicting values %q and %q", k, old, v))
-				}
-				continue
+			if annots.add(k, r.Annotations[k]) {
+				out.Annotations = append(out.Annotations, podconfig.KeyValue{Key: k, Value: r.Annotations[k]})
 			}
-			annots[k] = v
-			out.Annotations = append(out.Annotations, podconfig.KeyValue{Key: k, Value: v})
 		}
 		for _, c := range r.CdiDevices {
 			if c == nil || c.Name == "" || cdi[c.Name] {
@@ -176,4 +156,27 @@ func MergeResponses(resps []*pluginapi.ContainerAllocateResponse) (podconfig.Con
 		}
 	}
 	return out, conflicts
+}
+
+// firstWins keeps the first value of each key; a later different value is
+// a conflict message in *c.
+type firstWins struct {
+	what string
+	seen map[string]string
+	c    *[]string
+}
+
+// add records k=v and tells whether k is new.
+func (f *firstWins) add(k, v string) bool {
+	if old, ok := f.seen[k]; ok {
+		if old != v {
+			*f.c = append(*f.c, fmt.Sprintf("%s %s has conflicting values %q and %q", f.what, k, old, v))
+		}
+		return false
+	}
+	if f.seen == nil {
+		f.seen = map[string]string{}
+	}
+	f.seen[k] = v
+	return true
 }

@@ -132,19 +132,26 @@ func devicePod(name string, n int64) *v1.Pod {
 	return pod
 }
 
-// podResourcesDevices lists, through the podresources API on the agent's
-// socket, the sample devices of the app container of pod.
-func (c *clusterNode) podResourcesDevices(t *testing.T, pod *v1.Pod) []string {
+// podResourcesClient is a podresources v1 client on the agent's socket,
+// with a context bounding its calls; done closes both.
+func (c *clusterNode) podResourcesClient(t *testing.T) (podresourcesv1.PodResourcesListerClient, context.Context, func()) {
 	t.Helper()
 	sock := filepath.Join(c.root, podresources.DirName, podresources.SocketName)
 	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
+	return podresourcesv1.NewPodResourcesListerClient(conn), ctx, func() { cancel(); _ = conn.Close() }
+}
+
+// podResourcesDevices lists, through the podresources API on the agent's
+// socket, the sample devices of the app container of pod.
+func (c *clusterNode) podResourcesDevices(t *testing.T, pod *v1.Pod) []string {
+	t.Helper()
+	cli, ctx, done := c.podResourcesClient(t)
+	defer done()
+	resp, err := cli.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		t.Fatalf("podresources List: %v", err)
 	}
@@ -168,15 +175,9 @@ func (c *clusterNode) podResourcesDevices(t *testing.T, pod *v1.Pod) []string {
 // says the node can allocate.
 func (c *clusterNode) podResourcesAllocatable(t *testing.T) int {
 	t.Helper()
-	sock := filepath.Join(c.root, podresources.DirName, podresources.SocketName)
-	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{}, grpc.WaitForReady(true))
+	cli, ctx, done := c.podResourcesClient(t)
+	defer done()
+	resp, err := cli.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{}, grpc.WaitForReady(true))
 	if err != nil {
 		t.Fatalf("podresources GetAllocatableResources: %v", err)
 	}
