@@ -49,7 +49,9 @@ type Manager struct {
 
 	// allocMu serializes allocations (admission, re-allocation at
 	// container creation); mu guards the state below.
-	allocMu   sync.Mutex
+	allocMu sync.Mutex
+	// cpMu orders the checkpoint writes: each writes the state it read.
+	cpMu      sync.Mutex
 	mu        sync.Mutex
 	resources map[string]*resource
 	alloc     allocations
@@ -180,6 +182,8 @@ func (m *Manager) disconnected(name string, ep *endpoint) {
 // writeCheckpoint writes the allocations and the healthy devices; a
 // failure is logged (the next change writes again).
 func (m *Manager) writeCheckpoint() {
+	m.cpMu.Lock()
+	defer m.cpMu.Unlock()
 	m.mu.Lock()
 	healthy := map[string][]string{}
 	for name, r := range m.resources {
