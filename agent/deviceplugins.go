@@ -58,6 +58,26 @@ func (pp podResourcesPods) Pod(namespace, name string) (*v1.Pod, bool) {
 	return nil, false
 }
 
+// extendedAllocatable is what admission counts of the extended resources:
+// the Node's (an admin's, in a cluster) with the device plugins' over
+// them.
+func (a *Agent) extendedAllocatable(dm *devicemanager.Manager) func() map[v1.ResourceName]int64 {
+	return func() map[v1.ResourceName]int64 {
+		out := map[v1.ResourceName]int64{}
+		if n := a.node(); n != nil {
+			for name, q := range n.Status.Allocatable {
+				if devicemanager.IsExtendedResourceName(string(name)) {
+					out[name] = q.Value()
+				}
+			}
+		}
+		for name, n := range dm.Offered() {
+			out[v1.ResourceName(name)] = n
+		}
+		return out
+	}
+}
+
 // releaseDevices forgets the devices of a pod whose containers are gone.
 func (p *pods) releaseDevices(uid types.UID) {
 	if p.devices != nil {

@@ -269,6 +269,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
+	alloc.Extended = a.extendedAllocatable(p.devices)
 	admit, err := a.admitHandlers(alloc, p.devices.AdmitHandler(ctx))
 	if err != nil {
 		return err

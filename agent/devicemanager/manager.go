@@ -247,6 +247,26 @@ func (m *Manager) Capacity() (capacity, allocatable map[string]int64) {
 	return c.Capacity, c.Allocatable
 }
 
+// Offered is what admission counts of each device plugin resource: the
+// healthy devices of connected plugins (0 without one, and for the
+// expired resources), never fewer than the containers hold (kubelet's
+// sanitized allocatable).
+func (m *Manager) Offered() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int64{}
+	for name := range m.removed {
+		out[name] = 0
+	}
+	for name, r := range m.resources {
+		out[name] = int64(len(r.healthy()))
+	}
+	for name, n := range out {
+		out[name] = max(n, int64(len(m.alloc.inUse(name))))
+	}
+	return out
+}
+
 // isPluginResource tells whether a resource is a device plugin's: one
 // registered or one some container holds.
 func (m *Manager) isPluginResourceLocked(name string) bool {

@@ -159,6 +159,9 @@ func TestManagerLifecycle(t *testing.T) {
 	}
 	p.mu.Unlock()
 
+	if o := m.Offered()["example.com/r"]; o != 2 {
+		t.Errorf("offered at admission = %d, want the 2 healthy devices", o)
+	}
 	pod2 := devicePod("uid-2", "two", 2)
 	err = m.Admit(ctx, pod2)
 	want := "Allocate failed due to requested number of devices unavailable for example.com/r. Requested: 2, Available: 1, which is unexpected"
@@ -197,6 +200,9 @@ func TestManagerLifecycle(t *testing.T) {
 	}
 	if c, a := m2.Capacity(); c["example.com/r"] != 0 || a["example.com/r"] != 0 {
 		t.Errorf("before the plugin registers again: capacity %v allocatable %v", c, a)
+	}
+	if o := m2.Offered()["example.com/r"]; o != 1 {
+		t.Errorf("offered at admission before the plugin is back = %d, want the 1 device held (kubelet's sanitized allocatable)", o)
 	}
 	// The start removed the plugin's socket (kubelet's cleanup): the plugin
 	// serves again and registers again.

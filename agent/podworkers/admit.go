@@ -2,8 +2,11 @@ package podworkers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kernelet/kernelet/agent/qos"
 )
@@ -32,6 +35,12 @@ type Allocatable struct {
 	MilliCPU    int64
 	MemoryBytes int64
 	Pods        int64
+	// Extended, when set, gives the node's allocatable extended resources
+	// (device plugins', an admin's on the Node) at admission: a pod's
+	// request of one of them must fit beside the other pods' (kubelet's
+	// predicate); one the node does not offer is not checked (kubelet
+	// leaves it to the cluster).
+	Extended func() map[v1.ResourceName]int64
 }
 
 // insufficient is kubelet's message for a resource that does not fit.
@@ -50,7 +59,8 @@ func admitRequests(pod *v1.Pod) qos.Amounts {
 }
 
 // ResourceFit admits a pod when the node has room for one more pod and its
-// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods. A
+// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods, and
+// its extended resource requests what the node offers of them (Allocatable.Extended). A
 // zero amount is not checked.
 func ResourceFit(alloc Allocatable) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
@@ -70,8 +80,44 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 		if alloc.MemoryBytes > 0 && req.MemoryBytes > 0 && used.MemoryBytes+req.MemoryBytes > alloc.MemoryBytes {
 			return AdmitResult{Reason: ReasonOutOfMemory, Message: insufficient("memory", req.MemoryBytes, used.MemoryBytes, alloc.MemoryBytes)}
 		}
+		if alloc.Extended != nil {
+			return extendedFit(a, alloc.Extended())
+		}
 		return AdmitResult{Admit: true}
 	})
+}
+
+// extendedFit checks the pod's extended resource requests the node
+// offers against what the other pods requested of them: kubelet's
+// OutOf<resource> reason and message.
+func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResult {
+	req := resourcehelper.PodRequests(a.Pod, resourcehelper.PodResourcesOptions{})
+	var names []v1.ResourceName
+	for name, q := range req {
+		if _, ok := offered[name]; ok && !q.IsZero() && isExtendedResource(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		want := req[name]
+		var used int64
+		for _, p := range a.OtherPods {
+			q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[name]
+			used += q.Value()
+		}
+		if used+want.Value() > offered[name] {
+			return AdmitResult{Reason: "OutOf" + string(name), Message: insufficient(string(name), want.Value(), used, offered[name])}
+		}
+	}
+	return AdmitResult{Admit: true}
+}
+
+// isExtendedResource tells an extended resource name: a domain outside
+// kubernetes.io, not requests.-prefixed.
+func isExtendedResource(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
 // Admit runs handlers in order; the first rejection wins.
