@@ -269,8 +269,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	alloc.Extended = a.extendedAllocatable(p.devices)
-	admit, err := a.admitHandlers(alloc, p.devices.AdmitHandler(ctx))
+	admit, err := a.admitHandlers(ctx, alloc, p.devices)
 	if err != nil {
 		return err
 	}
@@ -665,19 +664,21 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the device allocation, the pod's OS, resources, node affinity,
-// node name, host ports, NoExecute taints, then what the runtime cannot
-// run, then the extra handlers of Deps.
-func (a *Agent) admitHandlers(alloc podworkers.Allocatable, devices podworkers.AdmitHandler) ([]podworkers.AdmitHandler, error) {
+// first rejection wins): sysctls, the device allocation, the pod's OS,
+// resources (extended ones too), node affinity, node name, host ports,
+// NoExecute taints, then what the runtime cannot run, then the extra
+// handlers of Deps.
+func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable, devices *devicemanager.Manager) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
-		devices, // kubelet's resource allocation handler
+		devices.AdmitHandler(ctx), // kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
+		podworkers.ExtendedFit(a.extendedAllocatable(devices)),
 		podworkers.NodeAffinity(a.node),
 		podworkers.NodeName(a.node),
 		podworkers.NodePorts(),

@@ -35,12 +35,6 @@ type Allocatable struct {
 	MilliCPU    int64
 	MemoryBytes int64
 	Pods        int64
-	// Extended, when set, gives the node's allocatable extended resources
-	// (device plugins', an admin's on the Node) at admission: a pod's
-	// request of one of them must fit beside the other pods' (kubelet's
-	// predicate); one the node does not offer is not checked (kubelet
-	// leaves it to the cluster).
-	Extended func() map[v1.ResourceName]int64
 }
 
 // insufficient is kubelet's message for a resource that does not fit.
@@ -59,9 +53,8 @@ func admitRequests(pod *v1.Pod) qos.Amounts {
 }
 
 // ResourceFit admits a pod when the node has room for one more pod and its
-// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods, and
-// its extended resource requests what the node offers of them (Allocatable.Extended). A
-// zero amount is not checked.
+// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods
+// (extended resources: ExtendedFit). A zero amount is not checked.
 func ResourceFit(alloc Allocatable) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
 		if alloc.Pods > 0 && int64(len(a.OtherPods))+1 > alloc.Pods {
@@ -80,16 +73,19 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 		if alloc.MemoryBytes > 0 && req.MemoryBytes > 0 && used.MemoryBytes+req.MemoryBytes > alloc.MemoryBytes {
 			return AdmitResult{Reason: ReasonOutOfMemory, Message: insufficient("memory", req.MemoryBytes, used.MemoryBytes, alloc.MemoryBytes)}
 		}
-		if alloc.Extended != nil {
-			return extendedFit(a, alloc.Extended())
-		}
 		return AdmitResult{Admit: true}
 	})
 }
 
-// extendedFit checks the pod's extended resource requests the node
-// offers against what the other pods requested of them: kubelet's
-// OutOf<resource> reason and message.
+// ExtendedFit admits a pod whose extended resource requests fit what the
+// node offers (offered: device plugins', an admin's on the Node) beside
+// the other pods' requests, kubelet's predicate after cpu and memory
+// (OutOf<resource>, kubelet's message); a resource the node does not
+// offer is not checked (kubelet leaves it to the cluster).
+func ExtendedFit(offered func() map[v1.ResourceName]int64) AdmitHandler {
+	return AdmitFunc(func(a AdmitAttributes) AdmitResult { return extendedFit(a, offered()) })
+}
+
 func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResult {
 	req := resourcehelper.PodRequests(a.Pod, resourcehelper.PodResourcesOptions{})
 	var names []v1.ResourceName

@@ -404,7 +404,7 @@ func TestResourceFitExtended(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			fit := ResourceFit(Allocatable{Extended: func() map[v1.ResourceName]int64 { return tc.offered }})
+			fit := ExtendedFit(func() map[v1.ResourceName]int64 { return tc.offered })
 			r := fit.Admit(AdmitAttributes{Pod: tc.pod, OtherPods: tc.others})
 			if tc.wantReason == "" {
 				if !r.Admit {
