@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -34,20 +32,8 @@ func EnsureSampleDevicePlugin(ctx context.Context, out io.Writer) (string, error
 	if isExecutable(p) {
 		return p, nil
 	}
-	script, err := BuildScript()
-	if err != nil {
+	if err := runBuildScript(ctx, []string{"SAMPLE_DEVICE_PLUGIN=1"}, out); err != nil {
 		return "", err
-	}
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Env = append(os.Environ(), "KERNELET_CACHE="+env.CacheDir(), "SAMPLE_DEVICE_PLUGIN=1")
-	var tail tailBuffer
-	var w io.Writer = &tail
-	if out != nil {
-		w = io.MultiWriter(out, &tail)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("SAMPLE_DEVICE_PLUGIN=1 %s: %w\n%s", script, err, tail.String())
 	}
 	if !isExecutable(p) {
 		return "", fmt.Errorf("%s succeeded but %s is missing", BuildScriptPath, p)
