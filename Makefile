@@ -22,7 +22,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -100,7 +100,15 @@ featuregates-check: ## fail if agent/config/featuregates_table.go differs from t
 	@[ -d "$(K8S_SRC)" ] || $(GO) mod download k8s.io/kubernetes@v1.37.2
 	$(GO) run ./hack/featuregates -check
 
-lint: featuregates-check ## gofmt, go vet, staticcheck, the feature gate table
+# kubelet v1.37.2's command line (agent/config/kubeletflags/table.go), generated
+# from the Kubernetes sources in the module cache (hack/kubeletflags).
+kubeletflags: ## regenerate agent/config/kubeletflags/table.go from kubelet v1.37.2's sources (module cache; downloads the missing modules)
+	$(GO) run ./hack/kubeletflags
+
+kubeletflags-check: ## fail if agent/config/kubeletflags/table.go differs from the generator's output
+	$(GO) run ./hack/kubeletflags -check
+
+lint: featuregates-check kubeletflags-check ## gofmt, go vet, staticcheck, the feature gate and kubelet flag tables
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./test/vm/...

@@ -41,11 +41,15 @@ func (a *Agent) kubeletListeners(ctx context.Context, checks []server.HealthChec
 		// /debug/pprof/block then has samples (kubelet's).
 		goruntime.SetBlockProfileRate(1)
 	}
+	nodeLogs := "/var/log"
+	if kc.EnableSystemLogHandler != nil && !*kc.EnableSystemLogHandler {
+		nodeLogs = "" // enableSystemLogHandler: false, no /logs/
+	}
 	api := server.KubeletAPI{
 		Options:       base,
 		RunningPods:   a.runningPods,
 		ContainerLogs: logs.Source{Pods: lookup, Runtime: a.runtimeService, Now: a.deps.Now},
-		NodeLogsDir:   "/var/log",
+		NodeLogsDir:   nodeLogs,
 		NoDebugging:   kc.EnableDebuggingHandlers != nil && !*kc.EnableDebuggingHandlers,
 		Profiling:     kc.EnableProfilingHandler == nil || *kc.EnableProfilingHandler,
 		Cadvisor:      a.regs.cadvisor,

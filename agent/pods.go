@@ -19,10 +19,12 @@ import (
 
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
@@ -68,6 +70,10 @@ type pods struct {
 	status   *statuspods.Manager
 	// vols sets up and tears down pod volumes.
 	vols *volume.Manager
+	// cpus and mem are the CPU and memory managers
+	// (agent/resourcemanagers.go).
+	cpus *cpumanager.Manager
+	mem  *memorymanager.Manager
 	// images is the CRI image service.
 	images internalapi.ImageManagerService
 	// containerGC and imageGC collect dead containers and unused images.
@@ -203,8 +209,18 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, Devices: dm.ContainerDevices,
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader}, Actuated: actuated,
+	p := &pods{} // filled below; the CPU manager asks it for the active pods
+	cpus, err := a.newCPUManager(ctx, p, rs)
+	if err != nil {
+		return nil, env, err
+	}
+	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
+		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
+	if err != nil {
+		return nil, env, err
+	}
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem}, Devices: dm.ContainerDevices,
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
@@ -219,7 +235,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	p := &pods{mgr: mgr, pleg: pl, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, devices: dm}
@@ -269,7 +285,11 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	admit, err := a.admitHandlers(ctx, alloc, p.devices)
+	topology, err := a.newTopologyManager(p.cpus, p.mem)
+	if err != nil {
+		return err
+	}
+	admit, err := a.admitHandlers(ctx, alloc, podworkers.AdmitFunc(topology.Admit), p.devices)
 	if err != nil {
 		return err
 	}
@@ -295,6 +315,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 			}
 			p.forgetAllocation(ctx, pod)
 			p.releaseDevices(pod.UID)
+			p.cpus.PodsChanged()
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
@@ -345,6 +366,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeService) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pleg.Run(ctx) })
+	wg.Go(func() { p.cpus.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
@@ -664,18 +686,20 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the device allocation, the pod's OS,
-// resources (extended ones too), node affinity, node name, host ports,
-// NoExecute taints, then what the runtime cannot run, then the extra
-// handlers of Deps.
-func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable, devices *devicemanager.Manager) ([]podworkers.AdmitHandler, error) {
+// first rejection wins): sysctls, the topology manager's alignment and
+// allocation of CPUs and memory (allocate), the device plugins'
+// allocation, the pod's OS, resources (extended ones too), node affinity,
+// node name, host ports, NoExecute taints, then what the runtime cannot
+// run, then the extra handlers of Deps.
+func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable, allocate podworkers.AdmitHandler, devices *devicemanager.Manager) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
-		devices.AdmitHandler(ctx), // kubelet's resource allocation handler
+		allocate,
+		devices.AdmitHandler(ctx), // with allocate: kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
 		podworkers.ExtendedFit(a.extendedAllocatable(devices)),

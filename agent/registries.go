@@ -13,6 +13,7 @@ import (
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/buildinfo"
 	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/gc"
@@ -56,6 +57,7 @@ type podMetrics struct {
 	resize        *allocation.Metrics
 	devices       *devicemanager.Metrics
 	podResources  *podresources.Metrics
+	cpu           *cpumanager.Metrics
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -67,7 +69,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
-		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(),
+		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics(),
 		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
@@ -82,6 +84,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		m.devices.Register(r.main),
 		m.podResources.Register(r.main),
 		r.main.Register(m.oomScores),
+		r.main.Register(m.cpu),
 		r.main.Register(m.oomKills),
 		r.main.Register(m.reclaimStalls),
 		r.main.Register(m.bpf),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/eviction"
@@ -42,6 +43,8 @@ func SetDefaults(kc *kubeletv1beta1.KubeletConfiguration) {
 	defaultPtr(&kc.EnableControllerAttachDetach, true)
 	defaultPtr(&kc.SeccompDefault, false)
 	defaultPtr(&kc.LocalStorageCapacityIsolation, true)
+	// kubelet's: format text, flushFrequency 5s, verbosity 0.
+	logsapi.SetRecommendedLoggingConfiguration(&kc.Logging)
 }
 
 // defaultValue sets *p to def when it is the zero value.

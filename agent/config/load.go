@@ -162,6 +162,7 @@ func finish(file string, kc *kubeletv1beta1.KubeletConfiguration, kern *Kernelet
 	if len(errs) > 0 || len(kerrs) > 0 {
 		return cfg, &Error{File: file, Errs: errs, KerneletFile: o.KerneletFile, KerneletErrs: kerrs}
 	}
+	applyReservedSystemCPUs(&cfg.Kubelet)
 	return cfg, nil
 }
 

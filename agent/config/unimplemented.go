@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,15 +17,6 @@ import (
 // (and kubelet's "off" values) pass.
 func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	p := field.NewPath
-	if v := kc.CPUManagerPolicy; v != "none" {
-		errs = append(errs, field.Invalid(p("cpuManagerPolicy"), v, `kernelet has no CPU manager (issue 27): only "none" is supported`))
-	}
-	if v := kc.MemoryManagerPolicy; v != "None" {
-		errs = append(errs, field.Invalid(p("memoryManagerPolicy"), v, `kernelet has no memory manager (issue 27): only "None" is supported`))
-	}
-	if v := kc.TopologyManagerPolicy; v != "none" {
-		errs = append(errs, field.Invalid(p("topologyManagerPolicy"), v, `kernelet has no topology manager (issue 27): only "none" is supported`))
-	}
 	if v := kc.MemorySwap.SwapBehavior; v != "" && v != "NoSwap" && v != "LimitedSwap" {
 		errs = append(errs, field.NotSupported(p("memorySwap", "swapBehavior"), v, []string{"", "LimitedSwap", "NoSwap"}))
 	}
@@ -37,6 +29,16 @@ func validateUnimplemented(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfi
 	}
 	if v := kc.EnableSystemLogQuery; v != nil && *v {
 		errs = append(errs, field.Invalid(p("enableSystemLogQuery"), *v, "kernelet has no node log query: only false is supported"))
+	}
+	if v := kc.ImageServiceEndpoint; v != "" && v != kc.ContainerRuntimeEndpoint {
+		errs = append(errs, field.Invalid(p("imageServiceEndpoint"), v,
+			"kernelet pulls images through containerRuntimeEndpoint: must be unset or the same endpoint"))
+	}
+	for i, v := range kc.EnforceNodeAllocatable {
+		if strings.HasPrefix(v, "system-reserved") || strings.HasPrefix(v, "kube-reserved") {
+			errs = append(errs, field.Invalid(p("enforceNodeAllocatable").Index(i), v,
+				`kernelet does not enforce reservations on the system's or Kubernetes' cgroups: only "pods" or "none" is supported`))
+		}
 	}
 	if v := kc.ImagePullCredentialsVerificationPolicy; v != "" && v != kubeletv1beta1.NeverVerify {
 		errs = append(errs, field.Invalid(p("imagePullCredentialsVerificationPolicy"), v,
@@ -67,10 +69,6 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 		n    int
 		why  string
 	}{
-		{"cpuManagerPolicyOptions", len(kc.CPUManagerPolicyOptions), "kernelet has no CPU manager (issue 27)"},
-		{"topologyManagerPolicyOptions", len(kc.TopologyManagerPolicyOptions), "kernelet has no topology manager (issue 27)"},
-		{"reservedSystemCPUs", len(kc.ReservedSystemCPUs), "kernelet has no CPU manager (issue 27)"},
-		{"reservedMemory", len(kc.ReservedMemory), "kernelet has no memory manager (issue 27)"},
 		{"qosReserved", len(kc.QOSReserved), "kernelet does not reserve QoS cgroup memory (QOSReserved)"},
 		{"defaultPodSysctls", len(kc.DefaultPodSysctls), "kernelet adds no default sysctls to pods (DefaultPodSysctls)"},
 		{"showHiddenMetricsForVersion", len(kc.ShowHiddenMetricsForVersion), "kernelet has no hidden metrics"},
@@ -91,13 +89,22 @@ func validateIgnored(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigurati
 	return validateLogging(errs, &kc.Logging)
 }
 
+// LogFormats are the logging formats kernelet writes: klog's text and
+// component-base's JSON, as kubelet (cmd/kernelet registers json).
+var LogFormats = []string{"json", logsapi.DefaultLogFormat}
+
 // validateLogging refuses the logging settings kernelet does not honour:
-// it logs klog's text format only (verbosity, vmodule and flushFrequency
-// are applied at start, the -v and -vmodule flags winning).
+// formats other than text and json (component-base's logs API applies
+// format, verbosity, vmodule and flushFrequency at start, the --v,
+// --vmodule and --logging-format flags being overrides), split streams
+// and info buffering.
 func validateLogging(errs field.ErrorList, l *logsapi.LoggingConfiguration) field.ErrorList {
 	p := field.NewPath("logging")
-	if l.Format != "" && l.Format != logsapi.DefaultLogFormat {
-		errs = append(errs, field.NotSupported(p.Child("format"), l.Format, []string{logsapi.DefaultLogFormat}))
+	if l.Format != "" && !slices.Contains(LogFormats, l.Format) {
+		errs = append(errs, field.NotSupported(p.Child("format"), l.Format, LogFormats))
+	}
+	if l.Format == "json" && len(l.VModule) > 0 {
+		errs = append(errs, field.Invalid(p.Child("vmodule"), logsapi.VModuleConfigurationPflag(&l.VModule).String(), "only works with the text format"))
 	}
 	if l.Options.Text.SplitStream || l.Options.JSON.SplitStream {
 		errs = append(errs, field.Invalid(p.Child("options"), "splitStream", "kernelet writes one log stream: must be false"))

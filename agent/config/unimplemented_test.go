@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // Each field that asks for something kernelet lacks is refused by its
@@ -12,11 +13,21 @@ func TestUnimplementedFields(t *testing.T) {
 		yaml string
 		want string // "" when the file must load
 	}{
-		"cpu manager static":              {"cpuManagerPolicy: static", `cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager (issue 27): only "none" is supported`},
-		"cpu manager none":                {"cpuManagerPolicy: none", ""},
-		"memory manager static":           {"memoryManagerPolicy: Static", `memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager (issue 27): only "None" is supported`},
-		"memory manager none":             {"memoryManagerPolicy: None", ""},
-		"topology manager":                {"topologyManagerPolicy: single-numa-node", `topologyManagerPolicy: Invalid value: "single-numa-node": kernelet has no topology manager (issue 27): only "none" is supported`},
+		"cpu manager static, nothing reserved": {"cpuManagerPolicy: static",
+			`cpuManagerPolicy: Invalid value: "static": the static policy requires systemReserved.cpu + kubeReserved.cpu (or reservedSystemCPUs) to be greater than zero`},
+		"cpu manager static":  {"cpuManagerPolicy: static\nsystemReserved: {cpu: 500m}", ""},
+		"cpu manager unknown": {"cpuManagerPolicy: dynamic", `cpuManagerPolicy: Unsupported value: "dynamic": supported values: "none", "static"`},
+		"cpu manager none":    {"cpuManagerPolicy: none", ""},
+		"memory manager static, nothing reserved": {"memoryManagerPolicy: Static",
+			`reservedMemory: Required value: the Static memory manager policy needs the memory reserved per NUMA node (kubelet's --reserved-memory)`},
+		"memory manager static":      {"memoryManagerPolicy: Static\nreservedMemory: [{numaNode: 0, limits: {memory: 100Mi}}]", ""},
+		"memory manager best effort": {"memoryManagerPolicy: BestEffort", `memoryManagerPolicy: Unsupported value: "BestEffort": supported values: "None", "Static"`},
+		"reserved memory resource":   {"reservedMemory: [{numaNode: 0, limits: {cpu: \"1\"}}]", `reservedMemory[0].limits[cpu]: Unsupported value: "cpu": supported values: "memory", "hugepages-<size>"`},
+		"memory manager none":        {"memoryManagerPolicy: None", ""},
+		"topology manager":           {"topologyManagerPolicy: single-numa-node", ""},
+		"topology manager unknown":   {"topologyManagerPolicy: numa-everywhere", `topologyManagerPolicy: Unsupported value: "numa-everywhere": supported values: "none", "best-effort", "restricted", "single-numa-node"`},
+		"topology manager options": {"topologyManagerPolicyOptions: {prefer-closest-numa-nodes: \"true\"}",
+			`topologyManagerPolicyOptions: Invalid value: 1: topology manager policy option "prefer-closest-numa-nodes": kernelet does not support it`},
 		"topology manager none":           {"topologyManagerPolicy: none", ""},
 		"limited swap (checked at start)": {"memorySwap: {swapBehavior: LimitedSwap}", ""},
 		"unknown swap":                    {"memorySwap: {swapBehavior: Unlimited}", `memorySwap.swapBehavior: Unsupported value: "Unlimited": supported values: "", "LimitedSwap", "NoSwap"`},
@@ -61,7 +72,34 @@ func TestConformanceKitConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the conformance kit's config must load: %v", err)
 	}
+	// It turns kubelet's iptables chains off, which kernelet never makes:
+	// one warning.
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "makeIPTablesUtilChains" {
+		t.Errorf("want the one makeIPTablesUtilChains warning, got %v", cfg.Warnings)
+	}
+}
+
+// TestKubeadmConfig: the KubeletConfiguration kubeadm v1.37 writes loads
+// without warnings; nothing in it is refused but rotateCertificates: true
+// while client certificate rotation is not wired in (issue 25).
+func TestKubeadmConfig(t *testing.T) {
+	cfg, err := Load("testdata/kubeadm-config.yaml")
+	var ce *Error
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatal(err)
+	}
+	if ce != nil {
+		for _, fe := range ce.Errs {
+			if fe.Field != "rotateCertificates" {
+				t.Errorf("kubeadm's config refused: %v", fe)
+			}
+		}
+	}
 	if len(cfg.Warnings) != 0 {
-		t.Errorf("unexpected warnings: %v", cfg.Warnings)
+		t.Errorf("warnings: %v", cfg.Warnings)
+	}
+	if kc := cfg.Kubelet; kc.Logging.FlushFrequency.Duration.Duration != 5*time.Second || kc.Logging.Format != "text" || kc.SyncFrequency.Duration != time.Minute {
+		t.Errorf("kubeadm's zero values not defaulted as kubelet defaults them: flush %v format %q sync %v",
+			kc.Logging.FlushFrequency.Duration.Duration, kc.Logging.Format, kc.SyncFrequency.Duration)
 	}
 }

@@ -33,10 +33,12 @@ func Validate(cfg *Config) field.ErrorList {
 	errs = validatePodLimits(errs, kc)
 	errs = validateImagesAndLogs(errs, kc)
 	errs = validateClientRates(errs, kc)
+	errs = validateCPUManager(errs, kc)
 	errs = validateUnimplemented(errs, kc)
 	errs = validateCrashLoopBackOff(errs, kc)
 	errs, warnings := validateFeatureGates(errs, kc)
-	for _, w := range warnings {
+	errs, fw := validateFields(errs, kc)
+	for _, w := range append(warnings, fw...) {
 		w.File = cfg.File
 		cfg.Warnings = append(cfg.Warnings, w)
 	}

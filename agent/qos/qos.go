@@ -375,3 +375,29 @@ func PodResources(pod *v1.Pod) cgroups.PodResources {
 	}
 	return p
 }
+
+// GuaranteedResize tells whether a resize from allocated to desired of a
+// Guaranteed pod changes the requests or limits of resource name of one
+// of its containers (what the static CPU and memory policies cannot do in
+// place).
+func GuaranteedResize(desired, allocated *v1.Pod, name v1.ResourceName) bool {
+	if Class(desired) != cgroups.Guaranteed {
+		return false
+	}
+	was := map[string]v1.ResourceRequirements{}
+	for _, list := range [][]v1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
+		for _, c := range list {
+			was[c.Name] = c.Resources
+		}
+	}
+	for _, list := range [][]v1.Container{desired.Spec.InitContainers, desired.Spec.Containers} {
+		for _, c := range list {
+			old := was[c.Name]
+			if !c.Resources.Requests.Name(name, resource.DecimalSI).Equal(*old.Requests.Name(name, resource.DecimalSI)) ||
+				!c.Resources.Limits.Name(name, resource.DecimalSI).Equal(*old.Limits.Name(name, resource.DecimalSI)) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -95,6 +95,49 @@ type ManagerConfig struct {
 	// creation (agent/devicemanager.Manager.ContainerDevices); an error
 	// holds the container back (CreateContainerConfigError). nil: none.
 	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error)
+	// CPUs are the CPU and memory managers' assignments (nil: none;
+	// containers run on every CPU and memory node with their CFS quota).
+	CPUs Pinning
+}
+
+// Pinning is where the CPU and memory managers put the containers of a
+// pod (agent/cpumanager, agent/memorymanager).
+type Pinning interface {
+	// CPUSet is the cpuset container name runs on; "" leaves the
+	// runtime's default.
+	CPUSet(podUID types.UID, name string) string
+	// Exclusive tells whether the container has CPUs of its own: it runs
+	// without a CFS quota, and so do its pod's sandbox and cgroup
+	// (kubelet's DisableCPUQuotaWithExclusiveCPUs, locked on).
+	Exclusive(podUID types.UID, name string) bool
+	// MemoryNodes is the cpuset.mems of container name: the NUMA nodes
+	// its memory is pinned to; "" leaves the runtime's default.
+	MemoryNodes(podUID types.UID, name string) string
+}
+
+// PodHasExclusiveCPUs tells whether a container of pod has CPUs of its
+// own (a nil Pinning: none has).
+func PodHasExclusiveCPUs(a Pinning, pod *v1.Pod) bool {
+	if a == nil {
+		return false
+	}
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if a.Exclusive(pod.UID, c.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cpusOf sets the CPU manager's cpuset and exclusivity of container name
+// in opts.
+func (m *Manager) cpusOf(pod *v1.Pod, name string, opts *podconfig.ContainerOptions) {
+	if m.cpus != nil {
+		opts.CPUSet, opts.ExclusiveCPUs = m.cpus.CPUSet(pod.UID, name), m.cpus.Exclusive(pod.UID, name)
+		opts.CPUSetMems = m.cpus.MemoryNodes(pod.UID, name)
+	}
 }
 
 // EnvObjects gives configMaps and secrets by namespace and name (errors
@@ -149,6 +192,7 @@ type Manager struct {
 	userns   UserNamespaces
 	thermal  []string
 	devices  func(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error)
+	cpus     Pinning
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -163,7 +207,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
 		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated,
-		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, devices: cfg.Devices}
+		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, devices: cfg.Devices, cpus: cfg.CPUs}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -427,6 +471,7 @@ func (m *Manager) sandboxOptions(ctx context.Context, pod *v1.Pod, parent string
 		return sbOpts, "", false
 	}
 	opts.Container.UserNamespace = sbOpts.UserNamespace
+	sbOpts.ExclusiveCPUs = PodHasExclusiveCPUs(m.cpus, pod)
 	opts.Container.ThermalThrottlePaths = m.thermal
 	return sbOpts, handler, true
 }
@@ -636,6 +681,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	opts.RestartCount, opts.ImageRef, opts.ImageUID, opts.ImageUsername = restartCount, img.ref, img.uid, img.username
 	opts.RestartAllEpoch, _ = RestartAllEpoch(pod, st)
 	opts.PodIPs = podIPs
+	m.cpusOf(pod, c.Name, &opts)
 	if m.svcs != nil {
 		svcs, err := m.svcs()
 		if err != nil {

@@ -30,13 +30,26 @@ type CgroupsAdapter struct {
 	// Reader reads memory usage for a resize's check (nil: no check is
 	// possible and a decrease of a memory limit fails).
 	Reader *cgroups.Reader
+	// CPUs are the CPU manager's assignments: a pod with exclusive CPUs
+	// gets no CFS quota on its cgroup (nil: no CPU manager).
+	CPUs Pinning
+}
+
+// podResources are pod's cgroup resources, without a CPU limit when a
+// container has exclusive CPUs.
+func (a CgroupsAdapter) podResources(pod *v1.Pod) cgroups.PodResources {
+	pr := qos.PodResources(pod)
+	if PodHasExclusiveCPUs(a.CPUs, pod) {
+		pr.AllCPULimits = false
+	}
+	return pr
 }
 
 var _ CgroupManager = (*cgroups.Manager)(nil)
 
 // EnsurePod implements PodCgroups.
 func (a CgroupsAdapter) EnsurePod(ctx context.Context, pod *v1.Pod) (string, error) {
-	cg, _, err := a.Manager.EnsurePod(ctx, a.Config, qos.PodResources(pod))
+	cg, _, err := a.Manager.EnsurePod(ctx, a.Config, a.podResources(pod))
 	return cg, err
 }
 
@@ -53,10 +66,10 @@ func (a CgroupsAdapter) RemovePod(ctx context.Context, uid types.UID) error {
 // ResizePod implements PodCgroups: the pod's cgroup gets to's settings,
 // or with widen the larger of from's and to's.
 func (a CgroupsAdapter) ResizePod(ctx context.Context, from, to *v1.Pod, widen bool) error {
-	pr := qos.PodResources(to)
+	pr := a.podResources(to)
 	s := cgroups.ComputePodSettings(a.Config, pr)
 	if widen {
-		s = cgroups.WidenSettings(cgroups.ComputePodSettings(a.Config, qos.PodResources(from)), s)
+		s = cgroups.WidenSettings(cgroups.ComputePodSettings(a.Config, a.podResources(from)), s)
 	}
 	return a.Manager.Ensure(ctx, a.Manager.PodCgroup(pr.QOS, string(to.UID)), s)
 }

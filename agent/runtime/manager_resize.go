@@ -113,6 +113,7 @@ func (m *Manager) updateContainer(ctx context.Context, pod *v1.Pod, u *Container
 	}
 	c := u.Container.DeepCopy()
 	c.Resources = next.Requirements()
+	m.cpusOf(pod, u.Name, &opts)
 	if err := m.rs.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: podconfig.ContainerResources(pod, c, opts)}); err != nil {
 		return fmt.Errorf("update %s of container %q: %w", res, u.Name, err)
 	}

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 // subcommand is one `kernelet <name>` command.
@@ -19,6 +22,7 @@ type subcommand struct {
 func subcommands() map[string]subcommand {
 	return map[string]subcommand{
 		"run":     {"run the node agent", runCommand},
+		"kubelet": {"run the node agent in kubelet's place: kubelet's command line and defaults (also: the binary named kubelet)", kubeletCommand},
 		"trace":   {"trace oom|reclaim|exit|cgroup: live kernel events, resolved to pods", traceCommand},
 		"status":  {"ask a running agent for its health and status", statusCommand},
 		"top":     {"live terminal view of memory pressure and pods (from the agent's dashboard stream)", topCommand},
@@ -59,14 +63,37 @@ func usage(w io.Writer, cmds map[string]subcommand) {
 	}
 }
 
+// CommandLine is the command line Main runs for a process started as
+// argv: a binary named kubelet is `kernelet kubelet` (kernelet installed
+// in kubelet's place).
+func CommandLine(argv []string) []string {
+	if len(argv) > 0 && filepath.Base(argv[0]) == "kubelet" {
+		return append([]string{"kubelet"}, argv[1:]...)
+	}
+	if len(argv) == 0 {
+		return nil
+	}
+	return argv[1:]
+}
+
+// newFlagSet is a subcommand's flag set: pflag, as kubelet and kubectl
+// (--flag value, --flag=value, flags after arguments, underscores read as
+// hyphens), its messages on stderr.
+func newFlagSet(name string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
+	return fs
+}
+
 // parseFlags parses args into fs; it returns the exit code to use when
-// parsing ends the command (help: 0, bad flags: 2) and ok=false then.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+// parsing ends the command (-h/--help: 0, bad flags: 2) and ok=false then.
+func parseFlags(fs *pflag.FlagSet, args []string) (code int, ok bool) {
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
 		return 0, true
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		return 0, false
 	default:
 		return 2, false

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -16,8 +15,7 @@ import (
 // defaults, validates it (never the host) and prints the effective config as
 // YAML; warnings go to stderr; invalid values exit 1, all listed.
 func configCommand(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("config validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("config validate", stderr)
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	kernelet := fs.String("kernelet-config", "", "a separate KerneletConfiguration file (kernelet.io/v1alpha1), as `kernelet run --kernelet-config`")
 	fs.Usage = func() {

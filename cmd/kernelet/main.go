@@ -6,5 +6,5 @@ import (
 )
 
 func main() {
-	os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(Main(context.Background(), CommandLine(os.Args), os.Stdout, os.Stderr))
 }

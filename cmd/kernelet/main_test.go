@@ -183,9 +183,9 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
 	}
 	for _, want := range []string{
-		`cpuManagerPolicy: Invalid value: "static": kernelet has no CPU manager`,
-		`memoryManagerPolicy: Invalid value: "Static": kernelet has no memory manager`,
-		`topologyManagerPolicy: Invalid value: "best-effort": kernelet has no topology manager`,
+		`cpuManagerPolicy: Unsupported value: "dynamic": supported values: "none", "static"`,
+		`memoryManagerPolicy: Unsupported value: "BestEffort": supported values: "None", "Static"`,
+		`topologyManagerPolicy: Unsupported value: "numa-everywhere": supported values: "none", "best-effort", "restricted", "single-numa-node"`,
 		`memorySwap.swapBehavior: Unsupported value: "UnlimitedSwap": supported values: "", "LimitedSwap", "NoSwap"`,
 		`shutdownGracePeriod: Invalid value: "30s": kernelet has no graceful node shutdown`,
 		`shutdownGracePeriodByPodPriority: Invalid value: 1: kernelet has no graceful node shutdown`,
@@ -194,6 +194,9 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`imagePullCredentialsVerificationPolicy: Invalid value: "AlwaysVerify": kernelet does not verify`,
 		`rotateCertificates: Invalid value: true: kernelet does not rotate its client certificate yet (issue 25)`,
 		`volumePluginDir: Invalid value: "/opt/flex": kernelet runs no FlexVolume drivers`,
+		`logging.format: Unsupported value: "yaml": supported values: "json", "text"`,
+		`enableServer: Invalid value: false: kernelet does not support enableServer (kernelet always serves the kubelet API): must be unset or true`,
+		`podCIDR: Invalid value: "10.100.0.0/24": kernelet does not support podCIDR`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
 		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
@@ -205,7 +208,10 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 			t.Errorf("stderr lacks %q", want)
 		}
 	}
-	if strings.Contains(errs, "ContainerCheckpoint]") || strings.Contains(errs, "KubeletCrashLoopBackOffMax]") || !strings.Contains(errs, "17 invalid value(s)") {
-		t.Errorf("want exactly the 17 refusals above:\n%s", errs)
+	if strings.Contains(errs, "ContainerCheckpoint]") || strings.Contains(errs, "KubeletCrashLoopBackOffMax]") || !strings.Contains(errs, "20 invalid value(s)") {
+		t.Errorf("want exactly the 20 refusals above:\n%s", errs)
+	}
+	if want := "warning: " + testdata + "unimplemented.yaml: hairpinMode: kernelet does not act on hairpinMode"; strings.Count(errs, "warning: ") != 1 || !strings.Contains(errs, want) {
+		t.Errorf("want the one warning %q:\n%s", want, errs)
 	}
 }

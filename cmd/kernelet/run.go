@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,146 +11,51 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
-	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/cgroups"
-	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/status/node"
 )
 
-// DefaultRootDir is where kernelet keeps its state unless --root-dir says otherwise.
-const DefaultRootDir = "/var/lib/kernelet"
-
-// runFlags are `kernelet run`'s flags, named as kubelet names them.
-type runFlags struct {
-	config, kubeconfig, hostnameOverride, rootDir, nodeIP string
-	nodeLabels                                            string
-	runtimeEndpoint, podManifestPath, manifestURL         string
-	port, healthzPort                                     int
-	// kernelet's own (flags of the KerneletConfiguration): the eviction
-	// manager's fallback decision period between kernel notifications,
-	// its mode, dry run and cooldown, and the file of the document.
-	evictionTick, evictionCooldown time.Duration
-	evictionMode, kerneletConfig   string
-	evictionDryRun                 bool
-	// bpf: "auto" uses eBPF where it works, "off" forces the fallbacks.
-	bpf     string
-	set     map[string]bool
-	gc      gcFlags
-	runOnce runOnceFlags
-}
-
-var (
-	klogOnce  sync.Once
-	klogFlags = flag.NewFlagSet("klog", flag.ContinueOnError)
+// DefaultRootDir is where `kernelet run` keeps its state unless
+// --root-dir says otherwise; in kubelet's place (`kernelet kubelet`, or
+// the binary named kubelet) the default is kubelet's, KubeletRootDir.
+const (
+	DefaultRootDir = "/var/lib/kernelet"
+	KubeletRootDir = "/var/lib/kubelet"
 )
 
-func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "config", "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags win over it")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty runs standalone")
-	fs.StringVar(&f.hostnameOverride, "hostname-override", "", "node name to use instead of the hostname")
-	fs.StringVar(&f.nodeIP, "node-ip", "", "the node's address, or an IPv4 and an IPv6 one comma-separated; empty: the hostname's address, else the default route's")
-	fs.StringVar(&f.rootDir, "root-dir", DefaultRootDir, "directory for kernelet's state")
-	fs.StringVar(&f.nodeLabels, "node-labels", "", "labels to add when registering the node, key=value comma-separated")
-	fs.StringVar(&f.runtimeEndpoint, "container-runtime-endpoint", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock (containerRuntimeEndpoint)")
-	fs.StringVar(&f.podManifestPath, "pod-manifest-path", "", "directory of static pod manifests (staticPodPath)")
-	fs.StringVar(&f.manifestURL, "manifest-url", "", "URL serving static pod manifests (staticPodURL)")
-	fs.IntVar(&f.port, "port", 0, "port of the agent API (port)")
-	fs.IntVar(&f.healthzPort, "healthz-port", 0, "port of /healthz, 0 keeps the configured one (healthzPort)")
-	fs.StringVar(&f.kerneletConfig, "kernelet-config", "", "kernelet's own settings: a KerneletConfiguration file (kernelet.io/v1alpha1), unless --config has it as its second document")
-	fs.DurationVar(&f.evictionTick, "eviction-tick", eviction.DefaultTick, "kernelet's own (evictionTick): how often the eviction manager decides between kernel notifications (memcg thresholds, OOM, PSI); 10s in kubelet mode")
-	fs.StringVar(&f.evictionMode, "eviction-mode", string(eviction.ModeKernelet), "kernelet's own (evictionMode): kernelet (kernel wake-ups, deficit-sized evictions) or kubelet (one pod per 10 s decision, for comparison)")
-	fs.BoolVar(&f.evictionDryRun, "eviction-dry-run", false, "kernelet's own (evictionDryRun): log, export and show in `kernelet status` the pods eviction would evict; never kill")
-	fs.DurationVar(&f.evictionCooldown, "eviction-cooldown", eviction.DefaultCooldown, "kernelet's own (evictionCooldown): how long evicted pods at most count as freeing their memory")
-	fs.StringVar(&f.bpf, "bpf", "auto", "kernelet's own: auto (eBPF where it works, else the named fallbacks) or off (force the fallbacks: memory.events, oom_control, kmsg for OOM kills; a walk of the cgroup hierarchy for cgroup ids)")
-	f.gc.register(fs)
-	f.runOnce.register(fs)
-	klogOnce.Do(func() { klog.InitFlags(klogFlags) })
-	for _, name := range []string{"v", "vmodule"} {
-		kf := klogFlags.Lookup(name)
-		fs.Var(kf.Value, name, kf.Usage)
-	}
-}
-
-// overrides turns the flags that were set into config overrides.
-func (f *runFlags) overrides() []config.Override {
-	var out []config.Override
-	if f.set["container-runtime-endpoint"] {
-		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.ContainerRuntimeEndpoint = f.runtimeEndpoint })
-	}
-	if f.set["pod-manifest-path"] {
-		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.StaticPodPath = f.podManifestPath })
-	}
-	if f.set["manifest-url"] {
-		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.StaticPodURL = f.manifestURL })
-	}
-	if f.set["port"] {
-		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { kc.Port = int32(f.port) })
-	}
-	if f.set["healthz-port"] {
-		out = append(out, func(kc *kubeletv1beta1.KubeletConfiguration) { p := int32(f.healthzPort); kc.HealthzPort = &p })
-	}
-	return out
-}
-
-// kerneletOverrides turns the flags of kernelet's own settings that were
-// set into overrides of the KerneletConfiguration.
-func (f *runFlags) kerneletOverrides() []config.KerneletOverride {
-	var out []config.KerneletOverride
-	if f.set["eviction-tick"] {
-		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionTick.Duration = f.evictionTick })
-	}
-	if f.set["eviction-mode"] {
-		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionMode = f.evictionMode })
-	}
-	if f.set["eviction-dry-run"] {
-		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionDryRun = f.evictionDryRun })
-	}
-	if f.set["eviction-cooldown"] {
-		out = append(out, func(k *config.KerneletConfiguration) { k.EvictionCooldown.Duration = f.evictionCooldown })
-	}
-	return out
+// kubeletCommand is `kernelet kubelet`: kernelet in kubelet's place, with
+// kubelet's command line and defaults (--root-dir /var/lib/kubelet).
+func kubeletCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runAgent(ctx, "kubelet", KubeletRootDir, args, stdout, stderr)
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f runFlags
-	f.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kernelet run [flags]")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args); !ok {
+	return runAgent(ctx, "kernelet run", DefaultRootDir, args, stdout, stderr)
+}
+
+func runAgent(ctx context.Context, name, rootDir string, args []string, stdout, stderr io.Writer) int {
+	f, code, done := parseRun(name, rootDir, args, stdout, stderr)
+	if done {
 		return code
 	}
 	setDefaultGOGC()
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "kernelet run: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
-		return 2
-	}
-	f.set = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-
-	cfg, problems := loadForRun(&f, hostFacts())
+	cfg, problems := loadForRun(f, hostFacts())
 	if cfg != nil {
 		for _, w := range cfg.Warnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(stderr, "kernelet run: refusing to start, %d problem(s):\n", len(problems))
+		fmt.Fprintf(stderr, "%s: refusing to start, %d problem(s):\n", name, len(problems))
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "  %s\n", p)
 		}
@@ -159,8 +63,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 
 	kc := &cfg.Kubelet
-	if err := applyLogging(&kc.Logging, f.set); err != nil {
-		fmt.Fprintf(stderr, "kernelet run: logging: %v\n", err)
+	if err := applyLogging(kc); err != nil {
+		fmt.Fprintf(stderr, "%s: logging: %v\n", name, err)
 		return 1
 	}
 	logger := klog.Background().WithName("kernelet")
@@ -168,17 +72,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 	nodeName, err := nodeName(f.hostnameOverride)
 	if err != nil {
-		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
-	nodeIPs, _ := nodeip.Parse(f.nodeIP)                // checked by loadForRun
-	nodeLabels, _ := node.ParseNodeLabels(f.nodeLabels) // checked by loadForRun
+	nodeIPs, _ := nodeip.Parse(f.nodeIP)                         // checked by loadForRun
+	nodeLabels, _ := node.ParseNodeLabels(f.nodeLabels.String()) // checked by loadForRun
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
 	a, err := agent.New(opts, agent.Deps{})
 	if err != nil {
-		fmt.Fprintf(stderr, "kernelet run: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -190,7 +94,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		<-ctx.Done()
 		logger.Info("Shutting down on signal")
 	}()
-	if f.runOnce.enabled {
+	if kc.RunOnce {
 		return runOnce(ctx, a, f.runOnce.timeout, stdout, stderr)
 	}
 	if err := a.Run(ctx); err != nil {
@@ -253,8 +157,8 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 			}
 		}
 	}
-	if _, err := node.ParseNodeLabels(f.nodeLabels); err != nil {
-		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels, Detail: err.Error()}).Error())
+	if _, err := node.ParseNodeLabels(f.nodeLabels.String()); err != nil {
+		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--node-labels", BadValue: f.nodeLabels.String(), Detail: err.Error()}).Error())
 	}
 	if f.kubeconfig != "" && host.FileExists(f.kubeconfig) {
 		if _, err := kubeclient.Load(f.kubeconfig); err != nil {
@@ -267,7 +171,11 @@ func loadForRun(f *runFlags, host config.Host) (*config.Config, []string) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeNotSupported, Field: "--bpf", BadValue: f.bpf, Detail: `supported values: "auto", "off"`}).Error())
 	}
 	problems = append(problems, f.gc.problems()...)
-	problems = append(problems, f.runOnce.problems(f.kubeconfig)...)
+	problems = append(problems, f.runOnce.problems(cfg != nil && cfg.Kubelet.RunOnce, f.kubeconfig)...)
+	problems = append(problems, f.certProblems(host)...)
+	if f.kubelet != nil {
+		problems = append(problems, f.kubelet.Refusals()...)
+	}
 	if !filepath.IsAbs(f.rootDir) {
 		problems = append(problems, (&field.Error{Type: field.ErrorTypeInvalid, Field: "--root-dir", BadValue: f.rootDir, Detail: "must be an absolute path"}).Error())
 	}
@@ -344,27 +252,6 @@ func nodeName(override string) (string, error) {
 		name = h
 	}
 	return strings.ToLower(strings.TrimSpace(name)), nil
-}
-
-// applyLogging applies the logging settings of the configuration that
-// kernelet honours (the others are refused by validation): verbosity and
-// vmodule unless the -v and -vmodule flags were given (the flags win, as
-// with kubelet), and the flush frequency.
-func applyLogging(l *logsapi.LoggingConfiguration, set map[string]bool) error {
-	if !set["v"] && l.Verbosity != 0 {
-		if err := klogFlags.Lookup("v").Value.Set(fmt.Sprint(uint32(l.Verbosity))); err != nil {
-			return fmt.Errorf("verbosity: %w", err)
-		}
-	}
-	if !set["vmodule"] && len(l.VModule) > 0 {
-		if err := klogFlags.Lookup("vmodule").Value.Set(logsapi.VModuleConfigurationPflag(&l.VModule).String()); err != nil {
-			return fmt.Errorf("vmodule: %w", err)
-		}
-	}
-	if d := l.FlushFrequency.Duration.Duration; d > 0 {
-		klog.StartFlushDaemon(d)
-	}
-	return nil
 }
 
 // cgroupV1 tells whether the host has cgroup v1 hierarchies (legacy or

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kernelet/kernelet/agent"
@@ -23,7 +23,7 @@ type gcFlags struct {
 	containerPeriod, imagePeriod time.Duration
 }
 
-func (g *gcFlags) register(fs *flag.FlagSet) {
+func (g *gcFlags) register(fs *pflag.FlagSet) {
 	def := gc.DefaultContainerPolicy()
 	fs.DurationVar(&g.minAge, "minimum-container-ttl-duration", def.MinAge, "minimum age of a dead container before container GC removes it")
 	fs.IntVar(&g.maxPerPodContainer, "maximum-dead-containers-per-container", def.MaxPerPodContainer,
@@ -55,9 +55,9 @@ func (g *gcFlags) problems() []string {
 	return out
 }
 
-// runOnceFlags are kubelet's --runonce and kernelet's timeout for it.
+// runOnceFlags are kernelet's timeout of kubelet's --runonce (runOnce
+// of the configuration, which kubeletflags binds).
 type runOnceFlags struct {
-	enabled bool
 	timeout time.Duration
 }
 
@@ -65,17 +65,18 @@ type runOnceFlags struct {
 // otherwise.
 const DefaultRunOnceTimeout = 5 * time.Minute
 
-func (r *runOnceFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&r.enabled, "runonce", false, "run the static pods once: wait for each to finish or be running and ready, print the results, clean up and exit (non-zero when one failed)")
+func (r *runOnceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.timeout, "runonce-timeout", DefaultRunOnceTimeout, "how long --runonce waits for the pods in all")
 }
 
-func (r *runOnceFlags) problems(kubeconfig string) []string {
+// problems checks the timeout, and that a run once (enabled) has no
+// --kubeconfig.
+func (r *runOnceFlags) problems(enabled bool, kubeconfig string) []string {
 	var out []string
 	if r.timeout <= 0 {
 		out = append(out, field.Invalid(field.NewPath("--runonce-timeout"), r.timeout.String(), "must be positive").Error())
 	}
-	if r.enabled && kubeconfig != "" {
+	if enabled && kubeconfig != "" {
 		out = append(out, field.Invalid(field.NewPath("--runonce"), true, "runs static pods only: not with --kubeconfig").Error())
 	}
 	return out

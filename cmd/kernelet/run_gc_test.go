@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kernelet/kernelet/agent"
 	"github.com/kernelet/kernelet/agent/gc"
@@ -14,10 +15,12 @@ import (
 func TestGCAndRunOnceFlags(t *testing.T) {
 	parse := func(args ...string) *runFlags {
 		t.Helper()
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		var f runFlags
-		f.register(fs)
+		if err := f.register(fs, DefaultRootDir); err != nil {
+			t.Fatal(err)
+		}
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
@@ -32,12 +35,12 @@ func TestGCAndRunOnceFlags(t *testing.T) {
 	if o.ContainerGCPeriod != time.Minute || o.ImageGCPeriod != 5*time.Minute || f.runOnce.timeout != DefaultRunOnceTimeout {
 		t.Errorf("periods %v %v, runonce timeout %v", o.ContainerGCPeriod, o.ImageGCPeriod, f.runOnce.timeout)
 	}
-	if p := append(f.gc.problems(), f.runOnce.problems("")...); len(p) != 0 {
+	if p := append(f.gc.problems(), f.runOnce.problems(false, "")...); len(p) != 0 {
 		t.Errorf("defaults have problems: %v", p)
 	}
 
-	f = parse("--minimum-container-ttl-duration", "-1s", "--container-gc-period", "0s", "--runonce", "--runonce-timeout", "0s")
-	got := strings.Join(append(f.gc.problems(), f.runOnce.problems("/etc/kubeconfig")...), "\n")
+	f = parse("--minimum-container-ttl-duration", "-1s", "--container-gc-period", "0s", "--runonce-timeout", "0s")
+	got := strings.Join(append(f.gc.problems(), f.runOnce.problems(true, "/etc/kubeconfig")...), "\n")
 	for _, want := range []string{
 		`--minimum-container-ttl-duration: Invalid value: "-1s": must not be negative`,
 		`--container-gc-period: Invalid value: "0s": must be positive`,

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,18 +27,27 @@ import (
 // unix:// socket. Exit 1 when the agent cannot be reached or is unhealthy.
 func statusCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var addr agentAddr
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr.register(fs, "the agent's API URL: unix:///path/to/kernelet.sock or http://host:readOnlyPort")
+	fs := newFlagSet("status", stderr)
+	addr.register(fs, "the agent's API URL: unix:///path/to/kernelet.sock, http://host:readOnlyPort or https://host:port")
 	asJSON := fs.Bool("json", false, "print the agent's /status as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the agent")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kernelet status: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	base := addr.base()
-	get := newGetter(base)
+	base, client, err := addr.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "kernelet status: %v\n", err)
+		return 2
+	}
+	get := func(ctx context.Context, url string) (int, string, error) {
+		return get(ctx, client, addr.url(base, url))
+	}
 
 	code, health, err := get(ctx, base+"/healthz?verbose")
 	if err != nil {
@@ -267,54 +273,6 @@ func containerProblem(c v1.ContainerStatus) string {
 		return now
 	}
 	return terminated(c.LastTerminationState.Terminated, "last run ")
-}
-
-// agentAddr names a running agent: --server, else the local socket below
-// --root-dir. `kernelet status` and `kernelet top` share it.
-type agentAddr struct {
-	server, rootDir string
-}
-
-// register adds --server (described by usage) and --root-dir to fs.
-func (a *agentAddr) register(fs *flag.FlagSet, usage string) {
-	fs.StringVar(&a.server, "server", "", usage+" (default: unix://<root-dir>/"+agent.LocalSocket+")")
-	fs.StringVar(&a.rootDir, "root-dir", DefaultRootDir, "the agent's --root-dir, where its local socket is")
-}
-
-// base is the agent's URL without a trailing slash: --server, or
-// unix://<root-dir>/kernelet.sock.
-func (a *agentAddr) base() string {
-	server := a.server
-	if server == "" {
-		server = "unix://" + filepath.Join(a.rootDir, agent.LocalSocket)
-	}
-	return strings.TrimRight(server, "/")
-}
-
-// unixClient is an HTTP client whose every request goes to the Unix
-// socket sock, whatever the URL's host.
-func unixClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-}
-
-// newGetter returns a GET function for URLs below base: over the Unix
-// socket for a unix:// base, plain HTTP(S) otherwise.
-func newGetter(base string) func(ctx context.Context, url string) (int, string, error) {
-	client, prefix := http.DefaultClient, ""
-	if sock, ok := strings.CutPrefix(base, "unix://"); ok {
-		client, prefix = unixClient(sock), base
-	}
-	return func(ctx context.Context, url string) (int, string, error) {
-		if prefix != "" {
-			url = "http://kernelet" + strings.TrimPrefix(url, prefix)
-		}
-		return get(ctx, client, url)
-	}
 }
 
 func get(ctx context.Context, client *http.Client, url string) (int, string, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/kevents"
@@ -48,8 +48,7 @@ type traceRow struct {
 // traceCommand: `kernelet trace oom|reclaim|exit|cgroup [flags]` streams
 // kernel events until --count events, --timeout or Ctrl-C.
 func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("trace", stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: kernelet trace oom|reclaim|exit|cgroup [flags]")
 		fs.PrintDefaults()
@@ -57,25 +56,27 @@ func traceCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var f traceFlags
 	fs.BoolVar(&f.json, "json", false, "print one JSON object per line instead of a table")
 	fs.StringVar(&f.cgroupPrefix, "cgroup", "", "only events of cgroups under this path (oom without eBPF on cgroup v1: the memcg whose oom_control is watched)")
-	fs.StringVar(&f.pod, "pod", "", "only events of pod NAMESPACE/NAME (needs --runtime-endpoint)")
+	fs.StringVar(&f.pod, "pod", "", "only events of pod NAMESPACE/NAME (asks the CRI runtime)")
 	fs.DurationVar(&f.minDuration, "min-duration", 0, "reclaim: only stalls at least this long")
 	fs.IntVar(&f.count, "count", 0, "exit after this many events (0: no limit)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "exit after this long (0: no limit)")
-	fs.StringVar(&f.runtimeEndpoint, "runtime-endpoint", "", "CRI endpoint (unix://...) to name the pod and container of each event")
+	fs.StringVar(&f.runtimeEndpoint, "container-runtime-endpoint", config.DefaultContainerRuntimeEndpoint,
+		"CRI endpoint (unix://...) to name the pod and container of each event; empty: none")
+	fl := *fs.Lookup("container-runtime-endpoint")
+	fl.Name, fl.Deprecated = "runtime-endpoint", "use --container-runtime-endpoint"
+	fs.AddFlag(&fl)
 	fs.StringVar(&f.mode, "mode", "auto", "eBPF attach mode: auto, tp_btf, raw_tp, tracepoint, or off (oom: kernel fallbacks only)")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if code, ok := parseFlags(fs, args); !ok {
-			return code
-		}
-		fs.Usage()
-		return 2
-	}
-	f.kind = args[0]
-	if code, ok := parseFlags(fs, args[1:]); !ok {
+	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "kernelet trace: unexpected arguments %q\n", fs.Args())
+	switch fs.NArg() {
+	case 0:
+		fs.Usage()
+		return 2
+	case 1:
+		f.kind = fs.Arg(0)
+	default:
+		fmt.Fprintf(stderr, "kernelet trace: unexpected arguments %q\n", fs.Args()[1:])
 		return 2
 	}
 	mode, err := f.check()
@@ -150,7 +151,7 @@ func (f *traceFlags) check() (bpf.AttachMode, error) {
 		return 0, errors.New("--pod wants NAMESPACE/NAME")
 	}
 	if f.pod != "" && f.runtimeEndpoint == "" {
-		return 0, errors.New("--pod needs --runtime-endpoint")
+		return 0, errors.New("--pod needs --container-runtime-endpoint")
 	}
 	return mode, nil
 }

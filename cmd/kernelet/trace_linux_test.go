@@ -162,7 +162,8 @@ func TestTraceUsage(t *testing.T) {
 		"no kind":         {[]string{"trace"}, 2, "usage: kernelet trace"},
 		"unknown kind":    {[]string{"trace", "fork"}, 2, "unknown event kind"},
 		"bad mode":        {[]string{"trace", "oom", "--mode", "kprobe"}, 2, "unknown attach mode"},
-		"pod without cri": {[]string{"trace", "oom", "--pod", "a/b"}, 2, "--pod needs --runtime-endpoint"},
+		"pod without cri": {[]string{"trace", "oom", "--pod", "a/b", "--container-runtime-endpoint="}, 2, "--pod needs --container-runtime-endpoint"},
+		"two kinds":       {[]string{"trace", "oom", "exit"}, 2, "unexpected arguments"},
 		"reclaim off":     {[]string{"trace", "reclaim", "--mode", "off"}, 1, "need eBPF"},
 	} {
 		t.Run(name, func(t *testing.T) {

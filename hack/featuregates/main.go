@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+
+	"github.com/kernelet/kernelet/hack/internal/gentable"
 )
 
 // The Kubernetes release whose kubelet the table describes, and the
@@ -59,48 +59,21 @@ var kubeletDirs = []string{"cmd/kubelet", "pkg/kubelet", "pkg/volume", "pkg/cred
 const defaultOut = "agent/config/featuregates_table.go"
 
 func main() {
-	out := flag.String("o", defaultOut, "the Go file to write")
-	check := flag.Bool("check", false, "do not write: fail if the file differs from what would be written")
-	modcache := flag.String("modcache", "", "the Go module cache (default: go env GOMODCACHE)")
-	flag.Parse()
-	if err := run(*out, *check, *modcache); err != nil {
-		fmt.Fprintln(os.Stderr, "featuregates:", err)
-		os.Exit(1)
-	}
+	gentable.Main("featuregates", defaultOut, generate)
 }
 
-func run(out string, check bool, modcache string) error {
-	if modcache == "" {
-		b, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		if err != nil {
-			return fmt.Errorf("go env GOMODCACHE: %w", err)
-		}
-		modcache = strings.TrimSpace(string(b))
-	}
+// generate renders the table from the sources in modcache.
+func generate(modcache string) ([]byte, string, error) {
 	dirs, err := moduleDirs(modcache)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	gates, err := collect(dirs)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	src, err := render(gates)
-	if err != nil {
-		return err
-	}
-	if !check {
-		return os.WriteFile(out, src, 0o644)
-	}
-	old, err := os.ReadFile(out)
-	if err != nil {
-		return fmt.Errorf("check: %w", err)
-	}
-	if !bytes.Equal(old, src) {
-		return fmt.Errorf("check: %s differs from the generator's output for kubernetes %s: run go run ./hack/featuregates", out, kubernetesVersion)
-	}
-	fmt.Printf("featuregates: %s matches kubernetes %s (%d gates)\n", out, kubernetesVersion, len(gates))
-	return nil
+	return src, fmt.Sprintf("kubernetes %s (%d gates)", kubernetesVersion, len(gates)), err
 }
 
 // moduleDirs finds each module of sources in the module cache, downloading

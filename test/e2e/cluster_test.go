@@ -311,8 +311,29 @@ func TestClusterNode(t *testing.T) {
 	start := time.Now()
 	c.start(t)
 
+	node, ready := c.waitReady(t, 10*time.Second, nil)
+	t.Logf("Node %s Ready %v after the agent started (%v after the test started)", c.node, ready, time.Since(start).Round(time.Millisecond))
+
+	t.Run("APIPodRunsAndDeletesGracefully", func(t *testing.T) { testClusterAPIPod(t, c) })
+	t.Run("ServiceEnv", func(t *testing.T) { testClusterServiceEnv(t, c) })
+	t.Run("ForceDelete", func(t *testing.T) { testClusterForceDelete(t, c) })
+	t.Run("MirrorPod", func(t *testing.T) { testClusterMirrorPod(t, c) })
+	t.Run("Rejections", func(t *testing.T) { testClusterRejections(t, c, node) })
+	t.Run("APIServerOutage", func(t *testing.T) { testClusterOutage(t, c) })
+}
+
+// waitReady waits up to timeout for the Node to be Ready and returns it
+// and how long that took; alive, when set, fails the wait early (the agent
+// exited).
+func (c *clusterNode) waitReady(t *testing.T, timeout time.Duration, alive func() error) (*v1.Node, time.Duration) {
+	t.Helper()
 	var node *v1.Node
-	ready := waitFor(t, 10*time.Second, "Node Ready", func() (bool, error) {
+	took := waitFor(t, timeout, "Node Ready", func() (bool, error) {
+		if alive != nil {
+			if err := alive(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var err error
 		node, err = c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{})
 		if err != nil {
@@ -325,14 +346,7 @@ func TestClusterNode(t *testing.T) {
 		}
 		return false, errors.New("no Ready condition")
 	})
-	t.Logf("Node %s Ready %v after the agent started (%v after the test started)", c.node, ready, time.Since(start).Round(time.Millisecond))
-
-	t.Run("APIPodRunsAndDeletesGracefully", func(t *testing.T) { testClusterAPIPod(t, c) })
-	t.Run("ServiceEnv", func(t *testing.T) { testClusterServiceEnv(t, c) })
-	t.Run("ForceDelete", func(t *testing.T) { testClusterForceDelete(t, c) })
-	t.Run("MirrorPod", func(t *testing.T) { testClusterMirrorPod(t, c) })
-	t.Run("Rejections", func(t *testing.T) { testClusterRejections(t, c, node) })
-	t.Run("APIServerOutage", func(t *testing.T) { testClusterOutage(t, c) })
+	return node, took
 }
 
 func testClusterAPIPod(t *testing.T, c *clusterNode) {

@@ -25,7 +25,7 @@ import (
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
-// TestTraceOOMPod: `kernelet trace oom --json --count 1 --runtime-endpoint`
+// TestTraceOOMPod: `kernelet trace oom --json --count 1 --container-runtime-endpoint`
 // names the pod and container of a testbox container (limit 32Mi) that
 // allocates 64 MiB and is OOM killed.
 func TestTraceOOMPod(t *testing.T) {
@@ -54,7 +54,7 @@ func TestTraceOOMPod(t *testing.T) {
 	}
 	var out bytes.Buffer
 	trace := exec.Command(bin, "trace", "oom", "--json", "--count", "1", "--timeout", "90s",
-		"--runtime-endpoint", cd.Endpoint(), "--pod", pod.Namespace+"/"+pod.Name)
+		"--container-runtime-endpoint", cd.Endpoint(), "--pod", pod.Namespace+"/"+pod.Name)
 	trace.Stdout = &out
 	stderrPipe, err := trace.StderrPipe()
 	if err != nil {

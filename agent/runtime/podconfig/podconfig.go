@@ -91,7 +91,7 @@ func SandboxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.PodSandboxConf
 	linux := &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent:    opts.CgroupParent,
 		SecurityContext: sc,
-		Resources:       sandboxResources(pod, opts.CPUOptions),
+		Resources:       sandboxResources(pod, opts.CPUOptions, opts.ExclusiveCPUs),
 	}
 	if len(psc.Sysctls) > 0 {
 		linux.Sysctls = map[string]string{}
@@ -390,10 +390,10 @@ func linuxResources(cpuRequest, cpuLimit, memoryLimit int64, o CPUOptions) *runt
 // sandboxResources are the pod's effective resources without overhead,
 // shaped like its pod cgroup: a quota and a memory limit only when every
 // container (or the pod level) limits them.
-func sandboxResources(pod *v1.Pod, o CPUOptions) *runtimeapi.LinuxContainerResources {
+func sandboxResources(pod *v1.Pod, o CPUOptions, exclusiveCPUs bool) *runtimeapi.LinuxContainerResources {
 	req, lim, pr := qos.PodRequests(pod), qos.PodLimits(pod), qos.PodResources(pod)
 	cpuLimit, memLimit := int64(0), int64(0)
-	if pr.AllCPULimits {
+	if pr.AllCPULimits && !exclusiveCPUs {
 		cpuLimit = lim.CPUMilli
 	}
 	if pr.AllMemoryLimits {
@@ -507,6 +507,10 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 	req, lim := qos.ContainerRequests(c), qos.ContainerEffectiveLimits(pod, c)
 	r := linuxResources(req.CPUMilli, lim.CPUMilli, lim.MemoryBytes, opts.CPUOptions)
 	r.OomScoreAdj = int64(ContainerOOMScoreAdj(pod, c, opts.NodeMemoryCapacity))
+	r.CpusetCpus, r.CpusetMems = opts.CPUSet, opts.CPUSetMems
+	if opts.ExclusiveCPUs {
+		r.CpuQuota = 0 // no quota: the CPUs are the container's own
+	}
 	if opts.CgroupV2 && !opts.SingleProcessOOMKill {
 		r.Unified = map[string]string{"memory.oom.group": "1"}
 	}

@@ -93,6 +93,9 @@ type SandboxOptions struct {
 	// (reason, message), e.g. DNSConfigForming when nameservers or search
 	// paths were cut to the limits.
 	Warn func(reason, message string)
+	// ExclusiveCPUs tells that a container of the pod has CPUs of its own:
+	// the sandbox's resources carry no CFS quota.
+	ExclusiveCPUs bool
 }
 
 // ContainerOptions are what ContainerConfig needs besides the pod and the
@@ -137,6 +140,16 @@ type ContainerOptions struct {
 	// oom_score_adj of Burstable containers.
 	NodeMemoryCapacity int64
 	CPUOptions
+	// CPUSet is the cpuset the container runs on (cpuset_cpus: the CPU
+	// manager's exclusive CPUs or its shared pool); "" leaves the
+	// runtime's default, every CPU. ExclusiveCPUs, when those CPUs are
+	// the container's own, drops its CFS quota (kubelet's
+	// DisableCPUQuotaWithExclusiveCPUs).
+	CPUSet        string
+	ExclusiveCPUs bool
+	// CPUSetMems is the container's cpuset.mems (the memory manager's
+	// NUMA nodes); "" leaves the runtime's default.
+	CPUSetMems string
 	SeccompOptions
 	// CgroupV2 tells that the node runs cgroup v2: the container gets
 	// memory.oom.group=1 unless SingleProcessOOMKill.

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/cpuset"
+
+	"github.com/kernelet/kernelet/agent/config"
+	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/topologymanager"
+)
+
+// newCPUManager builds the CPU manager of cpuManagerPolicy over the
+// node's CPUs (sysfs) with its checkpoint under the root directory: the
+// pods the workers admitted hold their CPUs, the PLEG cache says which
+// containers run, CRI UpdateContainerResources moves them.
+func (a *Agent) newCPUManager(ctx context.Context, p *pods, rs internalapi.RuntimeService) (*cpumanager.Manager, error) {
+	kc := &a.opts.Config.Kubelet
+	cfg := cpumanager.Config{Policy: kc.CPUManagerPolicy, StateFile: filepath.Join(a.opts.RootDir, cpumanager.StateFile),
+		ReconcilePeriod: kc.CPUManagerReconcilePeriod.Duration, ActivePods: p.admittedPods, Running: p.runningContainers,
+		Update: func(ctx context.Context, id string, cpus cpuset.CPUSet) error {
+			return rs.UpdateContainerResources(ctx, id, &runtimeapi.ContainerResources{
+				Linux: &runtimeapi.LinuxContainerResources{CpusetCpus: cpus.String()}})
+		}, Metrics: a.metrics.cpu}
+	if kc.CPUManagerPolicy == cpumanager.PolicyStatic {
+		topo, err := cpumanager.ReadTopology(os.DirFS("/sys"))
+		if err != nil {
+			return nil, fmt.Errorf("cpu manager: %w", err)
+		}
+		opts, err := cpumanager.ParseOptions(kc.CPUManagerPolicyOptions)
+		if err != nil {
+			return nil, fmt.Errorf("cpu manager: %w", err)
+		}
+		cfg.Topology, cfg.Options = topo, opts
+		cfg.NumReserved, cfg.Reserved = config.NumReservedCPUs(kc), config.ReservedSystemCPUs(kc)
+	}
+	m, err := cpumanager.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cpu manager: %w", err)
+	}
+	if m.Static() {
+		klog.FromContext(ctx).Info("CPU manager: static policy", "reserved", m.Reserved().String(), "sharedPool", m.Snapshot().Default.String())
+	}
+	return m, nil
+}
+
+// newTopologyManager builds the topology manager of topologyManagerPolicy
+// and topologyManagerScope over the NUMA nodes of the node's CPUs, with
+// the CPU and memory managers as its hint providers.
+func (a *Agent) newTopologyManager(cpus *cpumanager.Manager, mem *memorymanager.Manager) (*topologymanager.Manager, error) {
+	kc := &a.opts.Config.Kubelet
+	opts, err := topologymanager.ParseOptions(kc.TopologyManagerPolicyOptions)
+	if err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
+	}
+	nodes := topologymanager.NewMask(0)
+	if kc.TopologyManagerPolicy != topologymanager.PolicyNone {
+		topo, err := cpumanager.ReadTopology(os.DirFS("/sys"))
+		if err != nil {
+			return nil, fmt.Errorf("topology manager: %w", err)
+		}
+		nodes = topo.NUMANodes()
+	}
+	m, err := topologymanager.New(topologymanager.Config{Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope,
+		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{cpus, mem}})
+	if err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
+	}
+	return m, nil
+}
+
+// newMemoryManager builds the memory manager of memoryManagerPolicy over
+// the NUMA nodes' memory (sysfs) with its checkpoint under the root
+// directory. Under Static, reservedMemory must add up to what node
+// allocatable reserves (kubeReserved, systemReserved and the hard
+// eviction threshold), as kubelet checks at start.
+func (a *Agent) newMemoryManager(reservation map[v1.ResourceName]uint64) (*memorymanager.Manager, error) {
+	kc := &a.opts.Config.Kubelet
+	cfg := memorymanager.Config{Policy: kc.MemoryManagerPolicy, StateFile: filepath.Join(a.opts.RootDir, memorymanager.StateFile)}
+	if kc.MemoryManagerPolicy == memorymanager.PolicyStatic {
+		nodes, err := memorymanager.ReadNodes(os.DirFS("/sys"))
+		if err != nil {
+			return nil, fmt.Errorf("memory manager: %w", err)
+		}
+		cfg.Nodes, cfg.Reserved = nodes, memorymanager.Reserved{}
+		for _, r := range kc.ReservedMemory {
+			node := int(r.NumaNode)
+			if cfg.Reserved[node] == nil {
+				cfg.Reserved[node] = map[v1.ResourceName]uint64{}
+			}
+			for name, q := range r.Limits {
+				cfg.Reserved[node][name] += uint64(q.Value())
+			}
+		}
+		if err := cfg.Reserved.Matches(reservation); err != nil {
+			return nil, fmt.Errorf("memory manager: %w", err)
+		}
+	}
+	m, err := memorymanager.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("memory manager: %w", err)
+	}
+	return m, nil
+}
+
+// memoryResizeInfeasible is kubelet's resize check of the Static memory
+// policy: the memory of a Guaranteed pod's containers cannot change in
+// place.
+func (p *pods) memoryResizeInfeasible(desired *v1.Pod) (string, bool) {
+	if p.mem == nil || !p.mem.Static() {
+		return "", false
+	}
+	if memorymanager.MemoryResizeOfGuaranteed(desired, p.allocated(desired)) {
+		return memorymanager.MessageResizeInfeasible, true
+	}
+	return "", false
+}
+
+// runningContainers are the running containers of the pods the PLEG
+// cache holds, for the CPU manager.
+func (p *pods) runningContainers() []cpumanager.RunningContainer {
+	var out []cpumanager.RunningContainer
+	for _, pod := range p.admittedPods() {
+		st := p.podStatus(pod.UID)
+		if st == nil {
+			continue
+		}
+		for _, c := range st.Containers {
+			if c.State == runtime.ContainerRunning {
+				out = append(out, cpumanager.RunningContainer{PodUID: string(pod.UID), Name: c.Name, ID: c.ID})
+			}
+		}
+	}
+	return out
+}
+
+// pinning answers the runtime with the CPU and memory managers' state.
+type pinning struct {
+	m   *cpumanager.Manager
+	mem *memorymanager.Manager
+}
+
+// MemoryNodes implements runtime.Pinning.
+func (c pinning) MemoryNodes(uid types.UID, name string) string {
+	return c.mem.MemoryNodes(string(uid), name)
+}
+
+// CPUSet implements runtime.Pinning: "" under the none policy.
+func (c pinning) CPUSet(uid types.UID, name string) string {
+	if !c.m.Static() {
+		return ""
+	}
+	return c.m.CPUs(string(uid), name).String()
+}
+
+// Exclusive implements runtime.Pinning.
+func (c pinning) Exclusive(uid types.UID, name string) bool {
+	return c.m.Exclusive(string(uid), name)
+}
+
+// cpuResizeInfeasible is kubelet's resize check of the static policy: the
+// CPUs of a Guaranteed pod's containers cannot change in place.
+func (p *pods) cpuResizeInfeasible(desired *v1.Pod) (string, bool) {
+	if p.cpus == nil || !p.cpus.Static() {
+		return "", false
+	}
+	if cpumanager.CPUResizeOfGuaranteed(desired, p.allocated(desired)) {
+		return cpumanager.MessageResizeInfeasible, true
+	}
+	return "", false
+}

@@ -1,0 +1,5 @@
+package cadvisorflags
+
+const (
+	HousekeepingInterval = "housekeeping_interval"
+)

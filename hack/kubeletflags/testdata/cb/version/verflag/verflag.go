@@ -1,0 +1,3 @@
+package verflag
+
+const versionFlagName = "version"

@@ -1,0 +1,6 @@
+package options
+
+func AddGlobalFlags(fs *pflag.FlagSet) {
+	addCadvisorFlags(fs)
+	verflag.AddFlags(fs)
+}

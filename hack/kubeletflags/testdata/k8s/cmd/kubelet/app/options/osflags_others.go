@@ -1,0 +1,4 @@
+package options
+
+func (f *KubeletFlags) addOSFlags(fs *pflag.FlagSet) {
+}
