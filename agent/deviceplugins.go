@@ -6,12 +6,37 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/cpuset"
 
+	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/podresources"
+	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
+
+// newResourceManagers builds the container manager's parts: the CPU and
+// memory managers (resourcemanagers.go) and the device plugin manager,
+// started.
+func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi.RuntimeService, setup podsetup.Setup) (*cpumanager.Manager, *memorymanager.Manager, *devicemanager.Manager, error) {
+	cpus, err := a.newCPUManager(ctx, p, rs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
+		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dm, err := a.startDevices(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cpus, mem, dm, nil
+}
 
 // startDevices starts the device plugin manager on
 // <root-dir>/device-plugins (it serves until ctx ends; Wait after).
@@ -27,7 +52,7 @@ func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error
 // servePodResources serves the podresources API on
 // <root-dir>/pod-resources until ctx ends.
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
-	srv := podresources.New(podResourcesPods{p}, p.devices, a.metrics.podResources)
+	srv := podresources.New(podResourcesPods{p}, p.devices, a.metrics.podResources).WithCPUs(podResourcesCPUs{p.cpus})
 	dir := filepath.Join(a.opts.RootDir, podresources.DirName)
 	if err := srv.Serve(ctx, dir, podresources.DefaultQPS, podresources.DefaultBurst); err != nil {
 		klog.FromContext(ctx).Error(err, "The podresources API stopped")
@@ -76,6 +101,40 @@ func (a *Agent) extendedAllocatable(dm *devicemanager.Manager) func() map[v1.Res
 		}
 		return out
 	}
+}
+
+// podResourcesCPUs are the CPU manager's assignments as the podresources
+// API reports them (kubelet's): a container's exclusive CPUs, and the
+// CPUs the static policy may hand out (none under the none policy).
+type podResourcesCPUs struct{ m *cpumanager.Manager }
+
+func (c podResourcesCPUs) ContainerCPUs(uid types.UID, container string) []int64 {
+	if c.m == nil || !c.m.Exclusive(string(uid), container) {
+		return nil
+	}
+	return cpuIDs(c.m.CPUs(string(uid), container))
+}
+
+func (c podResourcesCPUs) AllocatableCPUs() []int64 {
+	if c.m == nil || !c.m.Static() {
+		return nil
+	}
+	st := c.m.Snapshot()
+	all := st.Default
+	for _, cs := range st.Assignments {
+		for _, set := range cs {
+			all = all.Union(set)
+		}
+	}
+	return cpuIDs(all.Difference(c.m.Reserved()))
+}
+
+func cpuIDs(s cpuset.CPUSet) []int64 {
+	var out []int64
+	for _, id := range s.List() {
+		out = append(out, int64(id))
+	}
+	return out
 }
 
 // releaseDevices forgets the devices of a pod whose containers are gone.

@@ -205,17 +205,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if a.cluster != nil {
 		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
 	}
-	dm, err := a.startDevices(ctx)
-	if err != nil {
-		return nil, env, err
-	}
 	p := &pods{} // filled below; the CPU manager asks it for the active pods
-	cpus, err := a.newCPUManager(ctx, p, rs)
-	if err != nil {
-		return nil, env, err
-	}
-	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
-		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
+	cpus, mem, dm, err := a.newResourceManagers(ctx, p, rs, setup)
 	if err != nil {
 		return nil, env, err
 	}

@@ -8,8 +8,9 @@
 // What it reports: the active pods (kubelet's default,
 // KubeletPodResourcesListUseActivePods) with, per container (regular ones
 // and restartable init containers, as kubelet), the devices of device
-// plugins (agent/devicemanager), and the node's allocatable devices.
-// The CPU IDs, memory blocks and DRA claims are always empty: kernelet has
-// no CPU manager, memory manager nor DRA yet (issue 27). The server never
-// changes anything.
+// plugins (agent/devicemanager) and the CPUs it has of its own (the CPU
+// manager's static policy; none in the shared pool), and the node's
+// allocatable devices and CPUs. The memory blocks and DRA claims are
+// always empty: the memory manager's assignments are not wired here yet
+// and kernelet has no DRA (issue 27). The server never changes anything.
 package podresources

@@ -28,6 +28,7 @@ var ErrLimitExceeded = status.Error(codes.ResourceExhausted, "rejected by rate l
 type Server struct {
 	pods    Pods
 	devices Devices
+	cpus    CPUs
 	metrics *Metrics
 }
 
@@ -35,6 +36,12 @@ type Server struct {
 // metrics (nil: not counted).
 func New(pods Pods, devices Devices, metrics *Metrics) *Server {
 	return &Server{pods: pods, devices: devices, metrics: metrics}
+}
+
+// WithCPUs reports the CPU manager's assignments too.
+func (s *Server) WithCPUs(c CPUs) *Server {
+	s.cpus = c
+	return s
 }
 
 // Serve listens on <dir>/kubelet.sock (dir created, a stale socket
@@ -126,8 +133,11 @@ func ContainerDevices(rds []devicemanager.ResourceDevices) []*podresourcesv1.Con
 func (s *Server) podResources(pod *v1.Pod) *podresourcesv1.PodResources {
 	pr := &podresourcesv1.PodResources{Name: pod.Name, Namespace: pod.Namespace}
 	for _, name := range PodContainers(pod) {
-		pr.Containers = append(pr.Containers, &podresourcesv1.ContainerResources{Name: name,
-			Devices: ContainerDevices(s.devices.Devices(pod.UID, name))})
+		cr := &podresourcesv1.ContainerResources{Name: name, Devices: ContainerDevices(s.devices.Devices(pod.UID, name))}
+		if s.cpus != nil {
+			cr.CpuIds = s.cpus.ContainerCPUs(pod.UID, name)
+		}
+		pr.Containers = append(pr.Containers, cr)
 	}
 	return pr
 }
@@ -148,7 +158,11 @@ func (v v1Server) List(context.Context, *podresourcesv1.ListPodResourcesRequest)
 
 func (v v1Server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
 	v.s.metrics.request("v1", "get_allocatable")
-	return &podresourcesv1.AllocatableResourcesResponse{Devices: ContainerDevices(v.s.devices.Allocatable())}, nil
+	resp := &podresourcesv1.AllocatableResourcesResponse{Devices: ContainerDevices(v.s.devices.Allocatable())}
+	if v.s.cpus != nil {
+		resp.CpuIds = v.s.cpus.AllocatableCPUs()
+	}
+	return resp, nil
 }
 
 func (v v1Server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {

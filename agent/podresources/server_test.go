@@ -34,6 +34,16 @@ func (f fakePods) Pod(ns, name string) (*v1.Pod, bool) {
 	return nil, false
 }
 
+type fakeCPUs struct{}
+
+func (fakeCPUs) ContainerCPUs(uid types.UID, c string) []int64 {
+	if uid == "u1" && c == "app" {
+		return []int64{1}
+	}
+	return nil
+}
+func (fakeCPUs) AllocatableCPUs() []int64 { return []int64{1, 2, 3} }
+
 type fakeDevices map[string][]devicemanager.ResourceDevices // uid/container →
 
 func (f fakeDevices) Devices(uid types.UID, c string) []devicemanager.ResourceDevices {
@@ -55,7 +65,7 @@ func testServer(t *testing.T, qps, burst int, metrics *Metrics) *grpc.ClientConn
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- New(fakePods{pod}, devs, metrics).Serve(ctx, dir, qps, burst) }()
+	go func() { done <- New(fakePods{pod}, devs, metrics).WithCPUs(fakeCPUs{}).Serve(ctx, dir, qps, burst) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -90,12 +100,15 @@ func TestServer(t *testing.T) {
 	var names []string
 	for _, cr := range pr.Containers {
 		names = append(names, cr.Name)
-		if len(cr.CpuIds) != 0 || len(cr.Memory) != 0 || len(cr.DynamicResources) != 0 {
-			t.Errorf("container %s: CPUs, memory or DRA claims reported without their managers", cr.Name)
+		if len(cr.Memory) != 0 || len(cr.DynamicResources) != 0 {
+			t.Errorf("container %s: memory or DRA claims reported without their providers", cr.Name)
 		}
 	}
 	if !reflect.DeepEqual(names, []string{"sidecar", "app"}) {
 		t.Errorf("containers = %v, want the sidecar then app (kubelet's)", names)
+	}
+	if !reflect.DeepEqual(pr.Containers[1].CpuIds, []int64{1}) || len(pr.Containers[0].CpuIds) != 0 {
+		t.Errorf("CPU IDs: app %v, sidecar %v; want [1] and none (shared pool)", pr.Containers[1].CpuIds, pr.Containers[0].CpuIds)
 	}
 	sc := pr.Containers[0].Devices
 	if len(sc) != 2 || !reflect.DeepEqual(sc[0].DeviceIds, []string{"d1"}) || sc[0].Topology != nil ||
@@ -110,7 +123,7 @@ func TestServer(t *testing.T) {
 		t.Errorf("Get of a missing pod: %v", err)
 	}
 	alloc, err := c.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{})
-	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 4 || len(alloc.CpuIds) != 0 {
+	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 4 || !reflect.DeepEqual(alloc.CpuIds, []int64{1, 2, 3}) {
 		t.Errorf("GetAllocatableResources = %v, %v", alloc, err)
 	}
 	old, err := v1alpha1.NewPodResourcesListerClient(conn).List(ctx, &v1alpha1.ListPodResourcesRequest{})

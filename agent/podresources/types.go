@@ -28,3 +28,13 @@ type Devices interface {
 	Devices(uid types.UID, container string) []devicemanager.ResourceDevices
 	Allocatable() []devicemanager.ResourceDevices
 }
+
+// CPUs are the CPU manager's assignments (nil: no CPU manager; the CPU
+// fields stay empty).
+type CPUs interface {
+	// ContainerCPUs are the CPUs the container has of its own (none in
+	// the shared pool, as kubelet).
+	ContainerCPUs(uid types.UID, container string) []int64
+	// AllocatableCPUs are the CPUs containers may get for their own.
+	AllocatableCPUs() []int64
+}
