@@ -14,6 +14,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/internal/atomicfile"
 )
 
 // resource is one registered device plugin resource.
@@ -196,7 +197,7 @@ func (m *Manager) writeCheckpoint() {
 		b, err = EncodeCheckpoint(d)
 	}
 	if err == nil {
-		err = writeFileAtomic(m.checkpointPath(), b)
+		err = atomicfile.Write(m.checkpointPath(), b, 0o644)
 	}
 	if err != nil {
 		klog.FromContext(m.ctx).Error(err, "Failed to write checkpoint file", "checkpoint", m.checkpointPath())
