@@ -68,6 +68,9 @@ type Agent struct {
 	// liveReader its cgroup reader, used under dash's lock.
 	dash       *live.View
 	liveReader *cgroups.Reader
+	// plugins are the node plugins (registration, CSI drivers and
+	// volumes; agent/nodeplugins.go), set at the start of Run.
+	plugins *nodePlugins
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -151,6 +154,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.bind(ctx); err != nil {
 		return err
 	}
+	a.mu.Lock()
+	a.plugins = a.newNodePlugins(ctx)
+	a.mu.Unlock()
 	for _, l := range a.listeners {
 		log.Info("Serving", "server", l.Name, "address", l.Addr())
 	}
@@ -164,6 +170,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		g.Go(func() error { a.nodeCtl.Run(gctx); return nil })
 	}
 	g.Go(func() error { a.auth.Run(gctx); return nil })
+	g.Go(func() error { return a.plugins.run(gctx) })
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error { a.runLive(gctx); return nil })
 	g.Go(func() error {

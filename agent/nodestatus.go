@@ -90,5 +90,11 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 			in.Images = node.ImagesFromCRI(imgs)
 		}
 	}
+	a.mu.Lock()
+	plugins := a.plugins
+	a.mu.Unlock()
+	if plugins != nil {
+		in.VolumesInUse = plugins.volumes.VolumesInUse()
+	}
 	return in
 }

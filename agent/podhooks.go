@@ -125,6 +125,12 @@ func (p *pods) cleanupVolumes(ctx context.Context, wanted map[types.UID]bool, li
 		inRuntime[st.UID] = true
 	}
 	keep := func(uid types.UID) bool { return wanted[uid] || inRuntime[uid] || p.workers.Known(uid) }
+	if p.csiVols != nil {
+		// The CSI volumes first: NodeUnpublish before the pod dir goes.
+		if err := p.csiVols.CleanupOrphans(ctx, keep); err != nil {
+			klog.FromContext(ctx).Error(err, "Tearing down the CSI volumes of orphaned pods")
+		}
+	}
 	if err := p.vols.CleanupOrphans(ctx, keep); err != nil {
 		klog.FromContext(ctx).Error(err, "Removing volumes of orphaned pods")
 	}

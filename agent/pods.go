@@ -37,6 +37,7 @@ import (
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/agent/volumemanager"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/grace"
@@ -68,8 +69,13 @@ type pods struct {
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
 	status   *statuspods.Manager
-	// vols sets up and tears down pod volumes.
-	vols *volume.Manager
+	// vols sets up and tears down the in-tree pod volumes, csiVols the
+	// CSI ones (nil in runonce mode).
+	vols    *volume.Manager
+	csiVols *volumemanager.Manager
+	// volumeStatsPeriod is how long the CSI volumes' stats are served
+	// before their drivers are asked again (volumeStatsAggPeriod).
+	volumeStatsPeriod time.Duration
 	// cpus and mem are the CPU and memory managers
 	// (agent/resourcemanagers.go).
 	cpus *cpumanager.Manager
@@ -200,11 +206,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	env.allocated = allocated
-	var services func() ([]*v1.Service, error)
-	var runtimeClasses podconfig.RuntimeClassGetter
-	if a.cluster != nil {
-		services, runtimeClasses = a.cluster.Services, a.cluster.RuntimeClass
-	}
+	services, runtimeClasses := a.clusterLookups()
 	p := &pods{} // filled below; the CPU manager asks it for the active pods
 	cpus, mem, dm, err := a.newResourceManagers(ctx, p, rs, setup)
 	if err != nil {
@@ -212,7 +214,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem}, Devices: dm.ContainerDevices,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
-		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: vols, Objects: objs, Services: services,
+		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),
 		UserNamespaces: uns, ThermalThrottlePaths: runtime.NodeThermalThrottlePaths()}
@@ -222,14 +224,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	pl, err := pleg.New(pleg.Config{Lister: mgr, Streamer: rs, Period: a.deps.PLEGPeriod,
+		Evented:   a.opts.Config.Kernelet.PLEGMode == config.PLEGEvented,
 		Threshold: a.deps.PLEGThreshold, Metrics: a.metrics.pleg})
 	if err != nil {
 		return nil, env, err
 	}
-	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols,
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, devices: dm}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -237,6 +240,15 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	built = true
 	return p, env, nil
+}
+
+// clusterLookups are the services and RuntimeClasses of the API server
+// (nil in standalone mode).
+func (a *Agent) clusterLookups() (func() ([]*v1.Service, error), podconfig.RuntimeClassGetter) {
+	if a.cluster == nil {
+		return nil, nil
+	}
+	return a.cluster.Services, a.cluster.RuntimeClass
 }
 
 // cgroupDriver is the cgroup driver the pod side runs with: the runtime's
@@ -693,7 +705,7 @@ func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable,
 		devices.AdmitHandler(ctx), // with allocate: kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
-		podworkers.ExtendedFit(a.extendedAllocatable(devices)),
+		podworkers.ExtendedFit(devices.ExtendedOffered(a.node)),
 		podworkers.NodeAffinity(a.node),
 		podworkers.NodeName(a.node),
 		podworkers.NodePorts(),

@@ -59,7 +59,7 @@ func (a *Agent) startStats(p *pods, h *cgroups.Hierarchies) error {
 // admitted pod with its containers' instances from its status.
 func (p *pods) statsInventory() stats.Inventory {
 	layout := p.cgroups.Layout()
-	return func(context.Context) []stats.Pod {
+	return func(ctx context.Context) []stats.Pod {
 		var out []stats.Pod
 		for _, r := range p.workers.Pods() {
 			if r.Pod == nil || r.LastSync.IsZero() {
@@ -72,6 +72,11 @@ func (p *pods) statsInventory() stats.Inventory {
 			}
 			if p.pressure != nil {
 				sp.Storage = p.pressure.PodStorage(r.Pod.UID)
+			}
+			if p.csiVols != nil {
+				for _, u := range p.csiVols.Usage(ctx, r.Pod, p.volumeStatsPeriod) {
+					sp.Claims = append(sp.Claims, stats.ClaimUsage(u))
+				}
 			}
 			for _, list := range [][]v1.ContainerStatus{r.Status.InitContainerStatuses, r.Status.ContainerStatuses,
 				r.Status.EphemeralContainerStatuses} {

@@ -24,8 +24,9 @@ func TestFeatureGatesValidation(t *testing.T) {
 		"off with its dependants on": {"GracefulNodeShutdown: false", []string{
 			`featureGates[GracefulNodeShutdownBasedOnPodPriority]: Invalid value: true: GracefulNodeShutdownBasedOnPodPriority is enabled, but depends on features that are disabled: [GracefulNodeShutdown]`,
 			`featureGates[WindowsGracefulNodeShutdown]: Invalid value: true: WindowsGracefulNodeShutdown is enabled, but depends on features that are disabled: [GracefulNodeShutdown]`}},
-		"alpha kernelet lacks, on": {"EventedPLEG: true",
-			[]string{`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2): pod lifecycle events come from the relist (GetContainerEvents is a wake-up hint only); remove it or set it to false`}},
+		"alpha kernelet lacks, on": {"CRIListStreaming: true",
+			[]string{`featureGates[CRIListStreaming]: Invalid value: true: kernelet does not implement CRIListStreaming (ALPHA, default false in kubelet v1.37.2): the runtime is listed with the unary List RPCs; remove it or set it to false`}},
+		"implemented alpha, EventedPLEG on": {"EventedPLEG: true", nil},
 		"locked GA kernelet lacks": {"DRAExtendedResource: true",
 			[]string{`featureGates[DRAExtendedResource]: Invalid value: true: kernelet does not implement DRAExtendedResource (GA in kubelet v1.37.2): no dynamic resource allocation (status.extendedResourceClaimStatus is refused at admission); remove it`}},
 		"implemented, off": {"ReloadKubeletClientCAFile: false",
@@ -86,14 +87,14 @@ func TestFeatureGatesValidation(t *testing.T) {
 // AllAlpha and AllBeta name the gates they would turn on that kernelet
 // lacks, but not those set on their own nor those kernelet implements.
 func TestAllAlphaAllBeta(t *testing.T) {
-	_, err := Parse("cfg.yaml", []byte(header+"featureGates: {AllAlpha: true, EventedPLEG: false}\n"))
+	_, err := Parse("cfg.yaml", []byte(header+"featureGates: {AllAlpha: true, CRIListStreaming: false}\n"))
 	msg := err.Error()
 	for _, s := range []string{"alpha gates kernelet does not implement (", "set them false or remove AllAlpha"} {
 		if !strings.Contains(msg, s) {
 			t.Errorf("AllAlpha: %q missing in %s", s, msg)
 		}
 	}
-	if strings.Contains(msg, "EventedPLEG") || strings.Contains(msg, "PodLogsQuerySplitStreams") {
+	if strings.Contains(msg, "CRIListStreaming") || strings.Contains(msg, "EventedPLEG") || strings.Contains(msg, "PodLogsQuerySplitStreams") {
 		t.Errorf("AllAlpha names a gate set on its own or implemented: %s", msg)
 	}
 	_, err = Parse("cfg.yaml", []byte(header+"featureGates: {AllBeta: true}\n"))

@@ -100,6 +100,9 @@ func SetKerneletDefaults(kc *KerneletConfiguration) {
 	if kc.EvictionCooldown.Duration == 0 {
 		kc.EvictionCooldown.Duration = eviction.DefaultCooldown
 	}
+	if kc.PLEGMode == "" {
+		kc.PLEGMode = PLEGEvented
+	}
 }
 
 // ValidateKernelet checks cfg.Kernelet (defaults applied) and appends its
@@ -111,6 +114,9 @@ func ValidateKernelet(cfg *Config) field.ErrorList {
 	p := kerneletPath
 	if _, err := eviction.ParseMode(kc.EvictionMode); err != nil {
 		errs = append(errs, field.NotSupported(p.Child("evictionMode"), kc.EvictionMode, []string{string(eviction.ModeKernelet), string(eviction.ModeKubelet)}))
+	}
+	if kc.PLEGMode != PLEGEvented && kc.PLEGMode != PLEGRelist {
+		errs = append(errs, field.NotSupported(p.Child("plegMode"), kc.PLEGMode, []string{PLEGEvented, PLEGRelist}))
 	}
 	for _, d := range []struct {
 		name string

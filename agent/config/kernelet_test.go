@@ -19,7 +19,7 @@ func TestLoadKerneletSecondDocument(t *testing.T) {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 	k := cfg.Kernelet
-	if k.EvictionMode != "kubelet" || !k.EvictionDryRun || k.EvictionCooldown.Duration != 5*time.Second || !k.PSINodeCondition {
+	if k.EvictionMode != "kubelet" || !k.EvictionDryRun || k.EvictionCooldown.Duration != 5*time.Second || !k.PSINodeCondition || k.PLEGMode != PLEGRelist {
 		t.Errorf("kernelet document not kept: %+v", k)
 	}
 	if k.EvictionTick.Duration != eviction.KubeletModeTick {
@@ -40,7 +40,7 @@ func TestLoadKerneletSecondDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k := cfg.Kernelet; k.EvictionMode != "kernelet" || k.EvictionTick.Duration != time.Second ||
-		k.EvictionCooldown.Duration != 10*time.Second || k.EvictionDryRun || k.Kind != KerneletKind {
+		k.EvictionCooldown.Duration != 10*time.Second || k.EvictionDryRun || k.Kind != KerneletKind || k.PLEGMode != PLEGEvented {
 		t.Errorf("kernelet defaults %+v", k)
 	}
 }
@@ -53,7 +53,8 @@ func TestLoadKerneletErrors(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"testdata/kernelet-bad.yaml: 7 invalid value(s):",
+		"testdata/kernelet-bad.yaml: 8 invalid value(s):",
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.plegMode: Unsupported value: "fast": supported values: "evented", "relist"`,
 		`testdata/kernelet-bad.yaml: evictionHard[memory.pressure.some.avg10]: Invalid value: "memory.pressure.some.avg10": a PSI signal: set it in the KerneletConfiguration (kernelet.io/v1alpha1); kubelet rejects it here`,
 		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionDryRun: Invalid value: "yes please": wrong type or format`,
 		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionMode: Unsupported value: "fast": supported values: "kernelet", "kubelet"`,

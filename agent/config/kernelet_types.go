@@ -51,7 +51,21 @@ type KerneletConfiguration struct {
 	// while a PSI threshold is met; admission then treats it as
 	// MemoryPressure. Off by default.
 	PSINodeCondition bool `json:"psiNodeCondition,omitempty"`
+
+	// PLEGMode is "evented" (default: when the runtime streams container
+	// events, containerd 2, each event updates the pod cache and wakes the
+	// pod's worker at once, and the relist runs every minute as the
+	// safety net, every second while the stream is broken) or "relist"
+	// (kubelet's default: relist every second; an event only wakes it
+	// early).
+	PLEGMode string `json:"plegMode,omitempty"`
 }
+
+// PLEG modes (PLEGMode).
+const (
+	PLEGEvented = "evented"
+	PLEGRelist  = "relist"
+)
 
 // KerneletOverride changes a decoded KerneletConfiguration before
 // defaults and validation: command-line flags, which win over the file.

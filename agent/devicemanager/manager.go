@@ -268,6 +268,26 @@ func (m *Manager) Offered() map[string]int64 {
 	return out
 }
 
+// ExtendedOffered is what admission counts of the extended resources
+// (podworkers.ExtendedFit): the Node's (an admin's, in a cluster; node may
+// return nil) with the device plugins' (Offered) over them.
+func (m *Manager) ExtendedOffered(node func() *v1.Node) func() map[v1.ResourceName]int64 {
+	return func() map[v1.ResourceName]int64 {
+		out := map[v1.ResourceName]int64{}
+		if n := node(); n != nil {
+			for name, q := range n.Status.Allocatable {
+				if IsExtendedResourceName(string(name)) {
+					out[name] = q.Value()
+				}
+			}
+		}
+		for name, n := range m.Offered() {
+			out[v1.ResourceName(name)] = n
+		}
+		return out
+	}
+}
+
 // isPluginResource tells whether a resource is a device plugin's: one
 // registered or one some container holds.
 func (m *Manager) isPluginResourceLocked(name string) bool {

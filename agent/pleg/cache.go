@@ -10,7 +10,8 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 )
 
-// Cache holds the latest runtime status of each pod and when it was read.
+// Cache holds the latest runtime status of each pod and when it was read
+// (a relist's start or a runtime event's creation).
 // A relist that saw no trace of a pod still vouches for it: the global
 // timestamp moves forward with every successful relist.
 type Cache struct {

@@ -1,9 +1,20 @@
-// Package pleg is the pod lifecycle event generator: it relists the
-// runtime's pods every period, turns the differences into per-pod events
-// for the pod workers, keeps a cache of the latest runtime status of each
-// pod, and reports its own health (kubelet's `pleg` check). It tries CRI
-// GetContainerEvents as a wake-up hint and falls back to relist alone.
+// Package pleg is the pod lifecycle event generator: it keeps a cache of
+// the latest runtime status of each pod, turns the changes into per-pod
+// events for the pod workers, and reports its own health (kubelet's
+// `pleg` check, from the relist).
+//
+// It follows the runtime's CRI GetContainerEvents stream (evented.go).
+// With Config.Evented (the EventedPLEG gate) each event updates the cache
+// from the event's sandbox and container statuses and emits the pod's
+// events at once; every status carries the time it was read (the event's
+// creation time, a relist's start) and an older one never replaces a
+// newer one (an event older than its pod's status asks for a relist). The relist then runs every SafetyPeriod (1 min) as the
+// safety net, and at Period (1 s) whenever the stream is broken (reopened
+// with back-off; Unimplemented, containerd 1.6, leaves relist alone).
+// Without Evented an event only wakes the relist early.
+//
 // It does not run or kill anything. Its metrics (metrics.go) are kubelet's
-// relist ones (NewMetrics) and kubelet_running_pods and
-// kubelet_running_containers counted from its cache (RegisterRunning).
+// relist and evented PLEG ones (NewMetrics), kernelet_pleg_events_active,
+// and kubelet_running_pods and kubelet_running_containers counted from
+// its cache (RegisterRunning).
 package pleg

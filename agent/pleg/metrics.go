@@ -9,13 +9,23 @@ import (
 )
 
 // Metrics are kubelet's relist metrics: kubelet_pleg_relist_duration_seconds,
-// kubelet_pleg_relist_interval_seconds and kubelet_pleg_last_seen_seconds.
+// kubelet_pleg_relist_interval_seconds and kubelet_pleg_last_seen_seconds;
+// kubelet's evented PLEG metrics kubelet_evented_pleg_connection_success_count,
+// kubelet_evented_pleg_connection_error_count and
+// kubelet_evented_pleg_connection_latency_seconds (from an event's
+// creation in the runtime to its arrival); and kernelet_pleg_events_active.
 type Metrics struct {
 	relistDuration, relistInterval prometheus.Histogram
 	// lastSeen has no label: a vec, so that there is no sample (rather
 	// than 0, which alerts on "time() - last seen") before the first
 	// relist.
 	lastSeen *prometheus.GaugeVec
+
+	// The event stream: kubelet's evented PLEG metrics, and whether the
+	// events drive the PLEG now (kernelet's).
+	connSuccess, connErrors prometheus.Counter
+	eventLatency            prometheus.Histogram
+	eventsActive            prometheus.Gauge
 }
 
 // NewMetrics returns the relist metrics, registered with reg (nil: not
@@ -37,6 +47,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "kubelet_pleg_last_seen_seconds",
 			Help: "Timestamp in seconds when PLEG was last seen active.",
 		}, nil),
+		connSuccess: f.NewCounter(prometheus.CounterOpts{
+			Name: "kubelet_evented_pleg_connection_success_count",
+			Help: "The number of times a streaming client was obtained to receive CRI Events.",
+		}),
+		connErrors: f.NewCounter(prometheus.CounterOpts{
+			Name: "kubelet_evented_pleg_connection_error_count",
+			Help: "The number of errors encountered during the establishment of streaming connection with the CRI runtime.",
+		}),
+		eventLatency: f.NewHistogram(prometheus.HistogramOpts{
+			Name:    "kubelet_evented_pleg_connection_latency_seconds",
+			Help:    "The latency of streaming connection with the CRI runtime, measured in seconds.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		eventsActive: f.NewGauge(prometheus.GaugeOpts{
+			Name: "kernelet_pleg_events_active",
+			Help: "1 while the container runtime's events drive the PLEG (EventedPLEG gate, event stream open), 0 while it relists every period.",
+		}),
 	}
 }
 

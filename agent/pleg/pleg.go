@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,7 +28,16 @@ type PLEG struct {
 	lastOK time.Time
 	// lastStart is when the previous relist started (relist interval).
 	lastStart time.Time
-	previous  map[types.UID]*runtime.PodStatus
+	// known is the last status of each pod, from a relist or an event,
+	// and when it was read: what the next change is diffed against.
+	known map[types.UID]knownPod
+	// streaming is true while the event stream is open.
+	streaming bool
+}
+
+type knownPod struct {
+	status *runtime.PodStatus
+	at     time.Time
 }
 
 // New returns a PLEG; Run starts it.
@@ -41,6 +47,9 @@ func New(cfg Config) (*PLEG, error) {
 	}
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultPeriod
+	}
+	if cfg.SafetyPeriod <= 0 {
+		cfg.SafetyPeriod = DefaultSafetyPeriod
 	}
 	if cfg.Threshold <= 0 {
 		cfg.Threshold = DefaultThreshold
@@ -53,8 +62,9 @@ func New(cfg Config) (*PLEG, error) {
 	}
 	p := &PLEG{
 		cfg: cfg, clock: cfg.Clock, events: make(chan Event, cfg.EventBuffer), cache: NewCache(),
-		wake: make(chan struct{}, 1),
-		m:    cfg.Metrics,
+		wake:  make(chan struct{}, 1),
+		m:     cfg.Metrics,
+		known: map[types.UID]knownPod{},
 	}
 	if p.m == nil {
 		p.m = NewMetrics(nil)
@@ -67,10 +77,12 @@ func New(cfg Config) (*PLEG, error) {
 // them.
 func (p *PLEG) Events() <-chan Event { return p.events }
 
-// Cache is the pod status cache the relist fills.
+// Cache is the pod status cache the relist and the events fill.
 func (p *PLEG) Cache() *Cache { return p.cache }
 
-// Run relists every period until ctx is done.
+// Run relists every period (every SafetyPeriod while events drive the
+// PLEG) and, with a Streamer, follows the runtime's events, until ctx is
+// done.
 func (p *PLEG) Run(ctx context.Context) {
 	if p.cfg.Streamer != nil {
 		go p.stream(ctx)
@@ -80,44 +92,39 @@ func (p *PLEG) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.clock.After(p.cfg.Period):
+		case <-p.clock.After(p.period()):
 		case <-p.wake:
 		}
 	}
 }
 
-// stream asks the runtime for container events; each event wakes a relist
-// early. Unimplemented ends it: relist alone remains.
-func (p *PLEG) stream(ctx context.Context) {
-	log := klog.FromContext(ctx)
-	ch := make(chan *runtimeapi.ContainerEventResponse, 100)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ch:
-				select {
-				case p.wake <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	// The CRI client logs the end of the stream at error level; for a
-	// runtime without events that is the expected fallback, said once below.
-	err := p.cfg.Streamer.GetContainerEvents(klog.NewContext(ctx, quietErrors(log, 4)), ch, nil)
-	switch {
-	case ctx.Err() != nil:
-	case status.Code(err) == codes.Unimplemented:
-		log.Info("Runtime does not implement GetContainerEvents; using relist alone", "period", p.cfg.Period)
-	case err != nil:
-		log.Info("Container event stream ended; using relist alone", "err", err)
+// period is the relist period now.
+func (p *PLEG) period() time.Duration {
+	if p.EventsActive() {
+		return p.cfg.SafetyPeriod
+	}
+	return p.cfg.Period
+}
+
+// EventsActive tells whether the runtime's events drive the PLEG now
+// (Evented and the stream open).
+func (p *PLEG) EventsActive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg.Evented && p.streaming
+}
+
+// requestRelist wakes the relist loop.
+func (p *PLEG) requestRelist() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
 // Relist lists the runtime once, updates the cache and emits the events of
-// what changed since the previous relist.
+// what changed since the pods were last seen. A pod an event reported
+// after the relist started keeps the event's status.
 func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	log := klog.FromContext(ctx)
 	start := p.clock.Now()
@@ -138,35 +145,57 @@ func (p *PLEG) Relist(ctx context.Context) (pods int, ok bool) {
 	}
 	p.mu.Lock()
 	p.lastOK = start
-	prev := p.previous
-	cur := make(map[types.UID]*runtime.PodStatus, len(listed))
-	for _, st := range listed {
-		cur[st.UID] = st
-	}
-	p.previous = cur
-	p.mu.Unlock()
-	p.m.lastSeen.WithLabelValues().Set(float64(start.UnixNano()) / 1e9)
-
 	var evs []Event
-	for uid, st := range cur {
-		evs = append(evs, Diff(prev[uid], st)...)
-		p.cache.Set(uid, st, start)
+	seen := make(map[types.UID]bool, len(listed))
+	for _, st := range listed {
+		seen[st.UID] = true
+		e, _ := p.applyLocked(st.UID, st, start)
+		evs = append(evs, e...)
 	}
-	for uid, st := range prev {
-		if _, ok := cur[uid]; !ok {
-			evs = append(evs, Diff(st, &runtime.PodStatus{UID: uid})...)
-			p.cache.Delete(uid)
+	for uid := range p.known {
+		if !seen[uid] {
+			e, _ := p.applyLocked(uid, nil, start)
+			evs = append(evs, e...)
 		}
 	}
+	p.mu.Unlock()
+	p.m.lastSeen.WithLabelValues().Set(float64(start.UnixNano()) / 1e9)
 	p.cache.UpdateTime(start)
+	p.emit(ctx, evs)
+	return len(listed), true
+}
+
+// applyLocked records st (nil or empty: the runtime holds nothing of the
+// pod) as the status of uid read at t and returns the events since the
+// pod's known status; a known status read after t wins and nothing
+// changes (stale).
+func (p *PLEG) applyLocked(uid types.UID, st *runtime.PodStatus, t time.Time) (evs []Event, stale bool) {
+	k, had := p.known[uid]
+	if had && k.at.After(t) {
+		return nil, true
+	}
+	if st == nil || len(st.Sandboxes) == 0 && len(st.Containers) == 0 {
+		if !had {
+			return nil, false
+		}
+		delete(p.known, uid)
+		p.cache.Delete(uid)
+		return Diff(k.status, &runtime.PodStatus{UID: uid}), false
+	}
+	p.known[uid] = knownPod{status: st, at: t}
+	p.cache.Set(uid, st, t)
+	return Diff(k.status, st), false
+}
+
+// emit hands evs to the reader of Events without blocking.
+func (p *PLEG) emit(ctx context.Context, evs []Event) {
 	for _, e := range evs {
 		select {
 		case p.events <- e:
 		default:
-			log.Info("PLEG event channel full; event dropped", "podUID", e.UID, "event", e.Type)
+			klog.FromContext(ctx).Info("PLEG event channel full; event dropped", "podUID", e.UID, "event", e.Type)
 		}
 	}
-	return len(listed), true
 }
 
 // Healthy fails, with kubelet's messages, before the first successful

@@ -13,4 +13,6 @@
 // allocatable devices and CPUs. The memory blocks and DRA claims are
 // always empty: the memory manager's assignments are not wired here yet
 // and kernelet has no DRA (issue 27). The server never changes anything.
+// sources.go adapts the pod workers (WorkerPods) and the CPU manager
+// (CPUManager) to what it reads.
 package podresources

@@ -34,6 +34,9 @@
 // ephemeral storage, its disk emptyDirs and its containers' rootfs and
 // logs in the Summary API come from the Inventory (Pod.Storage:
 // agent/pressure's last measurement); this package walks no directory.
+// The stats of PVC volumes (with their pvcRef) come from the Inventory too
+// (Pod.Claims: the CSI drivers' NodeGetVolumeStats, through
+// agent/volumemanager).
 //
-// Not read yet: network, other volumes, accelerators.
+// Not read yet: network, accelerators.
 package stats

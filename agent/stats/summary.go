@@ -76,6 +76,7 @@ func Summary(s *Sweep, onlyCPUAndMemory bool) *statsapi.Summary {
 		}
 		if !onlyCPUAndMemory {
 			addPodStorage(&ps, p.Storage, s.Time, s.NodeFs)
+			addClaims(&ps, p.Namespace, p.Claims)
 		}
 		out.Pods = append(out.Pods, ps)
 	}
@@ -213,6 +214,21 @@ func addPodStorage(ps *statsapi.PodStats, st *PodStorage, at time.Time, nodeFs *
 	for _, name := range names {
 		ps.VolumeStats = append(ps.VolumeStats, statsapi.VolumeStats{Name: name,
 			FsStats: *usageStats(at, st.Volumes[name], nodeFs)})
+	}
+}
+
+// addClaims appends the stats of the pod's PVC volumes, with their pvcRef.
+func addClaims(ps *statsapi.PodStats, namespace string, claims []ClaimUsage) {
+	count := func(v int64) *uint64 {
+		n := uint64(max(v, 0))
+		return &n
+	}
+	for _, c := range claims {
+		ps.VolumeStats = append(ps.VolumeStats, statsapi.VolumeStats{Name: c.Name,
+			PVCRef: &statsapi.PVCReference{Name: c.Claim, Namespace: namespace},
+			FsStats: statsapi.FsStats{Time: metav1.NewTime(c.Time), CapacityBytes: count(c.CapacityBytes),
+				AvailableBytes: count(c.AvailableBytes), UsedBytes: count(c.UsedBytes),
+				Inodes: count(c.Inodes), InodesFree: count(c.InodesFree), InodesUsed: count(c.InodesUsed)}})
 	}
 }
 

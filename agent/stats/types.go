@@ -29,6 +29,18 @@ type Pod struct {
 	// manager last measured it (emptyDirs, writable layers, logs; nil when
 	// not measured): the Summary API's ephemeral storage and volumes.
 	Storage *PodStorage
+	// Claims are the pod's PVC volumes as their CSI drivers report them
+	// (agent/volumemanager): the Summary API's volume stats with a pvcRef.
+	Claims []ClaimUsage
+}
+
+// ClaimUsage is a PVC volume's usage as its driver reports it.
+type ClaimUsage struct {
+	// Name is the pod's volume, Claim its PVC in the pod's namespace.
+	Name, Claim                              string
+	Time                                     time.Time
+	CapacityBytes, AvailableBytes, UsedBytes int64
+	Inodes, InodesFree, InodesUsed           int64
 }
 
 // PodStorage is a pod's local ephemeral storage as the Summary API

@@ -8,7 +8,8 @@
 // volume root and bind-mounted under <uid>/volume-subpaths), keeps the
 // API-backed ones up to date while the pod runs (object changes, token
 // rotation), tears them down after the containers are gone (subPath bind
-// mounts first) and removes the leftovers of pods no one wants any more
+// mounts first; the kubernetes.io~csi directory is agent/volumemanager's and
+// left alone) and removes the leftovers of pods no one wants any more
 // (after a restart). DiskUsage measures a directory tree as `du -x` does
 // (bounded, no symlinks followed) and Device tells a path's filesystem,
 // for agent/pressure's measurement of the pods' local storage.

@@ -164,7 +164,14 @@ func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	var errs []error
+	external := false
 	for _, p := range plugins {
+		if p.Name() == PluginCSI {
+			// The CSI volumes are agent/volumemanager's: NodeUnpublish,
+			// never an unmount or a removal from here.
+			external = true
+			continue
+		}
 		dirs, err := os.ReadDir(filepath.Join(root, p.Name()))
 		if err != nil {
 			errs = append(errs, err)
@@ -181,6 +188,14 @@ func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	if external {
+		for _, p := range plugins {
+			if p.Name() != PluginCSI {
+				errs = append(errs, os.Remove(filepath.Join(root, p.Name())))
+			}
+		}
+		return errors.Join(errs...)
 	}
 	return errors.Join(os.RemoveAll(root), os.RemoveAll(filepath.Join(m.cfg.PodsDir, string(uid), "plugins")))
 }

@@ -273,3 +273,32 @@ func TestEmptyDirMode(t *testing.T) {
 		}
 	}
 }
+
+// TestTearDownLeavesCSIVolumes: the CSI volumes are agent/volumemanager's;
+// a teardown here removes the in-tree volumes only and nothing of theirs.
+func TestTearDownLeavesCSIVolumes(t *testing.T) {
+	root := t.TempDir()
+	m, err := NewManager(Config{PodsDir: root, Mounter: &fakeMounter{mounted: map[string]int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := m.VolumesDir("uid-1")
+	csiFile := filepath.Join(vols, PluginCSI, "pv-1", "mount", "data")
+	for _, f := range []string{csiFile, filepath.Join(vols, PluginEmptyDir, "scratch", "x")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.TearDown(context.Background(), "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(csiFile); err != nil || string(b) != "keep" {
+		t.Errorf("CSI volume touched: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(vols, PluginEmptyDir)); !os.IsNotExist(err) {
+		t.Errorf("emptyDir left: %v", err)
+	}
+}

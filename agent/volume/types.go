@@ -16,6 +16,9 @@ const (
 	PluginSecret      = "kubernetes.io~secret"
 	PluginProjected   = "kubernetes.io~projected"
 	PluginDownwardAPI = "kubernetes.io~downward-api"
+	// PluginCSI holds the CSI volumes, which agent/volumemanager sets up
+	// and tears down: this package leaves that directory alone.
+	PluginCSI = "kubernetes.io~csi"
 )
 
 // DefaultMode is the mode of the files of configMap, secret, downwardAPI

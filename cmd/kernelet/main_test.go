@@ -199,7 +199,7 @@ func TestConfigValidateUnimplemented(t *testing.T) {
 		`podCIDR: Invalid value: "10.100.0.0/24": kernelet does not support podCIDR`,
 		`featureGates[NotAGate]: Invalid value: true: unrecognized feature gate: NotAGate`,
 		`featureGates[InPlacePodVerticalScaling]: Invalid value: false: cannot set feature gate InPlacePodVerticalScaling to false, feature is locked to true`,
-		`featureGates[EventedPLEG]: Invalid value: true: kernelet does not implement EventedPLEG (ALPHA, default false in kubelet v1.37.2)`,
+		`featureGates[CRIListStreaming]: Invalid value: true: kernelet does not implement CRIListStreaming (ALPHA, default false in kubelet v1.37.2)`,
 		`featureGates[GracefulNodeShutdown]: Invalid value: true: kernelet does not implement GracefulNodeShutdown (BETA, default true in kubelet v1.37.2)`,
 		`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true`,
 		`featureGates[WatchListClient]: Invalid value: false: kernelet keeps WatchListClient at its default, true`,

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,6 +48,11 @@ type (
 	EventClient               = Resource[*v1.Event, *v1.EventList]
 	LeaseClient               = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	RuntimeClassClient        = Resource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList]
+	PVCClient                 = Resource[*v1.PersistentVolumeClaim, *v1.PersistentVolumeClaimList]
+	PVClient                  = Resource[*v1.PersistentVolume, *v1.PersistentVolumeList]
+	CSINodeClient             = Resource[*storagev1.CSINode, *storagev1.CSINodeList]
+	CSIDriverClient           = Resource[*storagev1.CSIDriver, *storagev1.CSIDriverList]
+	VolumeAttachmentClient    = Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
 	TokenReviewClient         = Creator[*authenticationv1.TokenReview]
 	SubjectAccessReviewClient = Creator[*authorizationv1.SubjectAccessReview]
 )
@@ -71,6 +77,11 @@ type Interface interface {
 	Events(namespace string) EventClient
 	Leases(namespace string) LeaseClient
 	RuntimeClasses() RuntimeClassClient
+	PersistentVolumeClaims(namespace string) PVCClient
+	PersistentVolumes() PVClient
+	CSINodes() CSINodeClient
+	CSIDrivers() CSIDriverClient
+	VolumeAttachments() VolumeAttachmentClient
 	TokenReviews() TokenReviewClient
 	SubjectAccessReviews() SubjectAccessReviewClient
 }
@@ -167,6 +178,31 @@ func (cs *Clientset) Leases(namespace string) LeaseClient {
 // RuntimeClasses is the RuntimeClasses.
 func (cs *Clientset) RuntimeClasses() RuntimeClassClient {
 	return newResource(cs, nodev1.SchemeGroupVersion, "runtimeclasses", "", func() *nodev1.RuntimeClass { return &nodev1.RuntimeClass{} }, func() *nodev1.RuntimeClassList { return &nodev1.RuntimeClassList{} })
+}
+
+// PersistentVolumeClaims is the claims of namespace.
+func (cs *Clientset) PersistentVolumeClaims(namespace string) PVCClient {
+	return newResource(cs, v1.SchemeGroupVersion, "persistentvolumeclaims", namespace, func() *v1.PersistentVolumeClaim { return &v1.PersistentVolumeClaim{} }, func() *v1.PersistentVolumeClaimList { return &v1.PersistentVolumeClaimList{} })
+}
+
+// PersistentVolumes is the persistent volumes.
+func (cs *Clientset) PersistentVolumes() PVClient {
+	return newResource(cs, v1.SchemeGroupVersion, "persistentvolumes", "", func() *v1.PersistentVolume { return &v1.PersistentVolume{} }, func() *v1.PersistentVolumeList { return &v1.PersistentVolumeList{} })
+}
+
+// CSINodes is the CSINodes.
+func (cs *Clientset) CSINodes() CSINodeClient {
+	return newResource(cs, storagev1.SchemeGroupVersion, "csinodes", "", func() *storagev1.CSINode { return &storagev1.CSINode{} }, func() *storagev1.CSINodeList { return &storagev1.CSINodeList{} })
+}
+
+// CSIDrivers is the CSIDrivers.
+func (cs *Clientset) CSIDrivers() CSIDriverClient {
+	return newResource(cs, storagev1.SchemeGroupVersion, "csidrivers", "", func() *storagev1.CSIDriver { return &storagev1.CSIDriver{} }, func() *storagev1.CSIDriverList { return &storagev1.CSIDriverList{} })
+}
+
+// VolumeAttachments is the VolumeAttachments.
+func (cs *Clientset) VolumeAttachments() VolumeAttachmentClient {
+	return newResource(cs, storagev1.SchemeGroupVersion, "volumeattachments", "", func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} }, func() *storagev1.VolumeAttachmentList { return &storagev1.VolumeAttachmentList{} })
 }
 
 // TokenReviews creates TokenReviews.

@@ -1,7 +1,9 @@
 // Package clientset is kernelet's API client: typed clients for the
 // resources the agent reads and writes (pods, nodes, services, config
 // maps, secrets, service accounts and their tokens, events, Leases,
-// RuntimeClasses, TokenReviews, SubjectAccessReviews), built from
+// RuntimeClasses, TokenReviews, SubjectAccessReviews; the storage the CSI
+// volume manager reads: PersistentVolumeClaims, PersistentVolumes,
+// CSINodes, CSIDrivers, VolumeAttachments), built from
 // client-go's generic typed clients (k8s.io/client-go/gentype) over a
 // scheme of only those API groups, and ListWatch, an informer's list and
 // watch over one of them.

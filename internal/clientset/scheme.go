@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,8 +15,8 @@ import (
 )
 
 // Scheme knows the API groups kernelet talks to, and nothing else:
-// core/v1, coordination/v1, authentication/v1, authorization/v1 and
-// node/v1.
+// core/v1, coordination/v1, authentication/v1, authorization/v1,
+// node/v1 and storage/v1.
 var Scheme = runtime.NewScheme()
 
 // Codecs encodes and decodes Scheme's types (JSON, YAML, protobuf).
@@ -36,6 +37,7 @@ var groups = []struct {
 	{authenticationv1.SchemeGroupVersion, "/apis", authenticationv1.AddToScheme},
 	{authorizationv1.SchemeGroupVersion, "/apis", authorizationv1.AddToScheme},
 	{nodev1.SchemeGroupVersion, "/apis", nodev1.AddToScheme},
+	{storagev1.SchemeGroupVersion, "/apis", storagev1.AddToScheme},
 }
 
 func init() {

@@ -3,9 +3,11 @@ package mountinfo
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // Entry is one line of a mountinfo file (proc(5)): mount ID, parent ID,
@@ -67,4 +69,19 @@ func Self(keep func(*Entry) bool) ([]Entry, error) {
 		return nil, fmt.Errorf("/proc/self/mountinfo: %w", err)
 	}
 	return es, nil
+}
+
+// IsMountPoint tells whether path (its symlinks resolved) is a mount
+// point of this process's mount table, bind mounts included; a missing
+// path is not.
+func IsMountPoint(path string) (bool, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	es, err := Self(func(e *Entry) bool { return e.Point == real })
+	return len(es) > 0, err
 }

@@ -49,3 +49,11 @@ func TestSelf(t *testing.T) {
 		t.Fatalf("root mount not found: %v %v", es, err)
 	}
 }
+
+func TestIsMountPoint(t *testing.T) {
+	for path, want := range map[string]bool{"/proc": true, "/proc/self": false, "/no/such/path": false} {
+		if got, err := IsMountPoint(path); err != nil || got != want {
+			t.Errorf("IsMountPoint(%s) = %v, %v; want %v", path, got, err, want)
+		}
+	}
+}

@@ -218,7 +218,7 @@ func Reconcile(existing *v1.Node, cfg *Config) bool {
 // manages (cpu, memory, ephemeral-storage, pods, hugepages-*; a huge page
 // size no longer present is removed; other resources, e.g. extended
 // resources an admin advertised, are kept), addresses, nodeInfo,
-// daemonEndpoints, images, runtimeHandlers, declaredFeatures, features,
+// daemonEndpoints, images, runtimeHandlers, volumesInUse, declaredFeatures, features,
 // and the conditions
 // (Conditions). It returns the
 // event reasons of the conditions' transitions.
@@ -239,6 +239,7 @@ func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 	}
 	st.Images = Images(in.Images, maxImages)
 	st.RuntimeHandlers = RuntimeHandlers(in.Runtime.Handlers)
+	st.VolumesInUse = slices.Clone(in.VolumesInUse)
 	st.DeclaredFeatures = slices.Clone(cfg.DeclaredFeatures)
 	st.Features = nil
 	if p := in.Runtime.SupplementalGroupsPolicy; p != nil {

@@ -460,3 +460,35 @@ func TestSetDevicePlugins(t *testing.T) {
 		})
 	}
 }
+
+// TestSetStatusVolumesInUse: volumesInUse is the volume manager's list;
+// volumesAttached (the attach/detach controller's) is left as it is, and
+// the status patch carries the change.
+func TestSetStatusVolumesInUse(t *testing.T) {
+	cfg := testConfig()
+	old, _ := NewNode(cfg, readyInputs(), t0)
+	attached := []v1.AttachedVolume{{Name: "kubernetes.io/csi/d^h1", DevicePath: ""}}
+	old.Status.VolumesAttached = attached
+	in := readyInputs()
+	in.VolumesInUse = []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1", "kubernetes.io/csi/d^h2"}
+	updated := old.DeepCopy()
+	SetStatus(updated, cfg, in, t0.Add(time.Minute))
+	if !slices.Equal(updated.Status.VolumesInUse, in.VolumesInUse) || !reflect.DeepEqual(updated.Status.VolumesAttached, attached) {
+		t.Fatalf("volumesInUse %v volumesAttached %v", updated.Status.VolumesInUse, updated.Status.VolumesAttached)
+	}
+	if !StatusChanged(&old.Status, &updated.Status) {
+		t.Error("a volumesInUse change is not a status change")
+	}
+	patch, err := StatusPatch(old, updated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := applyStatusPatch(t, old, patch); !slices.Equal(got.Status.VolumesInUse, in.VolumesInUse) || len(got.Status.VolumesAttached) != 1 {
+		t.Errorf("patched: volumesInUse %v volumesAttached %v (patch %s)", got.Status.VolumesInUse, got.Status.VolumesAttached, patch)
+	}
+	in.VolumesInUse = nil
+	SetStatus(updated, cfg, in, t0.Add(2*time.Minute))
+	if updated.Status.VolumesInUse != nil {
+		t.Errorf("volumesInUse %v after the volumes went", updated.Status.VolumesInUse)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
@@ -111,6 +112,11 @@ type Inputs struct {
 	// device, allocatable the healthy ones; a resource whose plugin is gone
 	// is at 0 in both. nil: no device plugin resources.
 	DeviceCapacity, DeviceAllocatable map[string]int64
+	// VolumesInUse are the unique names of the volumes the node's pods
+	// use or are about to use, sorted (the CSI volume manager's); the
+	// status's volumesInUse. volumesAttached is the attach/detach
+	// controller's and is left as it is.
+	VolumesInUse []v1.UniqueVolumeName
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation

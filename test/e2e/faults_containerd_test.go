@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,22 +28,11 @@ func (n *agentNode) statusOutput(t *testing.T) string {
 }
 
 // startPrivateContainerd starts a containerd of the test's own (a fault
-// test stops it), stopped at the end of the test.
+// test stops it) of the flavor KERNELET_TEST_RUNTIME selects, stopped at
+// the end of the test.
 func startPrivateContainerd(t *testing.T, name string) *containerd.Instance {
 	t.Helper()
-	containerd.Require(t)
-	cd, err := containerd.Start(t.Context(), containerd.Options{Name: name + "-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := cd.Stop(ctx); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return cd
+	return startOwnContainerd(t, name, matrixFlavor(t))
 }
 
 // Fault: containerd stopped and started again under 10 running pods. The

@@ -180,7 +180,7 @@ func imageNames(ctx context.Context, t *testing.T, cd *containerd.Instance) map[
 // containerd of its own: the collected images are gone for good.
 func TestImageGCThresholds(t *testing.T) {
 	containerd.Require(t)
-	cd, err := containerd.Start(t.Context(), containerd.Options{Name: "containerd-imagegc-" + strconv.Itoa(os.Getpid()), Logf: t.Logf})
+	cd, err := containerd.Start(t.Context(), containerd.Options{Name: "containerd-imagegc-" + strconv.Itoa(os.Getpid()), Flavor: matrixFlavor(t), Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}

@@ -530,7 +530,7 @@ func TestContainerSecurityContext(t *testing.T) {
 func TestContainerMountsAndErrors(t *testing.T) {
 	vols := []v1.Volume{
 		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
-		{Name: "cfg", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+		{Name: "cfg", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 	}
 	cases := map[string]struct {
 		c       v1.Container
@@ -552,7 +552,7 @@ func TestContainerMountsAndErrors(t *testing.T) {
 		"unsupported volume kind, subPath and missing volume, all reported": {
 			c: v1.Container{Name: "c", Image: "i", VolumeMounts: []v1.VolumeMount{
 				{Name: "cfg", MountPath: "/cfg"}, {Name: "scratch", MountPath: "/s", SubPath: "x"}, {Name: "ghost", MountPath: "/g"}}},
-			wantErr: []string{`volume "cfg": unsupported pod fields: persistentVolumeClaim volumes are not supported yet`,
+			wantErr: []string{`volume "cfg": unsupported pod fields: nfs volumes are not supported yet`,
 				`volume mount "scratch": unsupported pod fields: subPath and subPathExpr need a volume manager`,
 				`volume mount "ghost": the pod has no such volume`},
 			unsup: true},

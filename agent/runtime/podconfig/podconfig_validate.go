@@ -24,11 +24,13 @@ func volumeKind(v v1.Volume) string {
 	return "unknown"
 }
 
-// supportedVolume tells whether kernelet can set up v's kind of volume.
+// supportedVolume tells whether kernelet can set up v's kind of volume
+// (persistentVolumeClaim and generic ephemeral: the CSI ones,
+// agent/volumemanager, which refuses the others when it mounts).
 func supportedVolume(v v1.Volume) bool {
 	s := v.VolumeSource
 	return s.EmptyDir != nil || s.HostPath != nil || s.ConfigMap != nil || s.Secret != nil ||
-		s.DownwardAPI != nil || s.Projected != nil
+		s.DownwardAPI != nil || s.Projected != nil || s.PersistentVolumeClaim != nil || s.Ephemeral != nil
 }
 
 // Sysctl prefixes that live in the network and ipc namespaces: set on a pod
@@ -141,7 +143,7 @@ func envFieldRef(path string) bool {
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
 //   - volumes other than emptyDir, hostPath, configMap, secret,
-//     downwardAPI and projected (configMap, secret, downwardAPI,
+//     persistentVolumeClaim, ephemeral, downwardAPI and projected (configMap, secret, downwardAPI,
 //     serviceAccountToken sources), emptyDir on huge pages or with a mode,
 //     files owned by a user (defaultUser, items[].user);
 //   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;

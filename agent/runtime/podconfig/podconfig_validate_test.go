@@ -49,7 +49,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 			{Name: "ok", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 			{Name: "cfg", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 				{ConfigMap: &v1.ConfigMapProjection{}}, {ClusterTrustBundle: &v1.ClusterTrustBundleProjection{}}}}}},
-			{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "d"}}},
+			{Name: "data", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{Server: "s", Path: "/"}}},
 			{Name: "huge", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}},
 		},
 		InitContainers: []v1.Container{{Name: "init", Image: "i", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{}}},
@@ -109,7 +109,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 	for _, s := range []string{
 		"unsupported pod fields: spec.os.name: windows pods cannot run on a Linux node; ",
 		`spec.volumes[1].projected.sources[1]: volume "cfg": clusterTrustBundle and podCertificate projections are not supported yet`,
-		`spec.volumes[2]: volume "data": persistentVolumeClaim volumes are not supported yet`,
+		`spec.volumes[2]: volume "data": nfs volumes are not supported yet`,
 		`spec.securityContext.sysctls[0]: sysctl "net.ipv4.ip_forward" would change the node's network namespace (hostNetwork)`,
 		`spec.containers[0].resources: huge pages (hugepages-1Gi, hugepages-2Mi) are not supported yet`,
 		`spec.containers[0].env[2]: env "F": fieldRef "metadata.generateName" is not supported`,

@@ -28,6 +28,15 @@ func (a adapter) Leases(ns string) clientset.LeaseClient {
 	return a.cs.CoordinationV1().Leases(ns)
 }
 func (a adapter) RuntimeClasses() clientset.RuntimeClassClient { return a.cs.NodeV1().RuntimeClasses() }
+func (a adapter) PersistentVolumeClaims(ns string) clientset.PVCClient {
+	return a.cs.CoreV1().PersistentVolumeClaims(ns)
+}
+func (a adapter) PersistentVolumes() clientset.PVClient { return a.cs.CoreV1().PersistentVolumes() }
+func (a adapter) CSINodes() clientset.CSINodeClient     { return a.cs.StorageV1().CSINodes() }
+func (a adapter) CSIDrivers() clientset.CSIDriverClient { return a.cs.StorageV1().CSIDrivers() }
+func (a adapter) VolumeAttachments() clientset.VolumeAttachmentClient {
+	return a.cs.StorageV1().VolumeAttachments()
+}
 func (a adapter) TokenReviews() clientset.TokenReviewClient {
 	return a.cs.AuthenticationV1().TokenReviews()
 }

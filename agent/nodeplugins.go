@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/agent/pluginmanager"
+	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/agent/volumemanager"
+)
+
+// nodePlugins are the node plugins and what they serve: the registration
+// watcher of <root-dir>/plugins_registry (agent/pluginmanager) with the
+// CSI drivers' handler (agent/csi; the CSINode and the node's CSI
+// annotation with the API server) and the CSI volume manager
+// (agent/volumemanager), whose state is reconstructed from disk here,
+// before the pod side starts.
+type nodePlugins struct {
+	registry *csi.Registry
+	nodeInfo *csi.NodeInfo
+	watcher  *pluginmanager.Manager
+	volumes  *volumemanager.Manager
+}
+
+// newNodePlugins builds the node plugins' side and reconstructs the CSI
+// volumes' state.
+func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
+	n := &nodePlugins{}
+	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
+		Warn: func(pod *v1.Pod, reason, msg string) { a.recorder.Event(pod, v1.EventTypeWarning, reason, msg) }}
+	if a.clients != nil && a.clients.Main != nil {
+		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
+		n.registry = csi.NewRegistry(n.nodeInfo)
+		vcfg.Client = a.clients.Main
+	} else {
+		n.registry = csi.NewRegistry(nil)
+	}
+	vcfg.Drivers = n.registry
+	n.watcher = pluginmanager.New(pluginmanager.Config{
+		Dir:      filepath.Join(a.opts.RootDir, "plugins_registry"),
+		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: n.registry},
+	})
+	n.volumes = volumemanager.New(vcfg)
+	if err := n.volumes.Reconstruct(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Reconstructing the CSI volumes (those read are kept)")
+	}
+	return n
+}
+
+// run watches for plugins and, with the API server, makes sure the node
+// owns its CSINode (retried until the Node exists), until ctx is done.
+func (n *nodePlugins) run(ctx context.Context) error {
+	if n.nodeInfo != nil {
+		go func() {
+			backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
+			_ = backoff.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
+				if err := n.nodeInfo.Init(ctx); err != nil {
+					klog.FromContext(ctx).V(2).Info("CSINode not initialized yet", "err", err)
+					return false, nil
+				}
+				return true, nil
+			})
+		}()
+	}
+	return n.watcher.Run(ctx)
+}
+
+// podVolumes is what the pod side sets volumes up with: the in-tree
+// manager and, when the node plugins run, the CSI volume manager beside
+// it (volumemanager.PodVolumes).
+func (a *Agent) podVolumes(inTree *volume.Manager) runtime.PodVolumes {
+	if a.plugins == nil {
+		return inTree
+	}
+	return volumemanager.PodVolumes{InTree: inTree, CSI: a.plugins.volumes}
+}
+
+// csiVolumes is the CSI volume manager (nil when the node plugins do not
+// run: runonce).
+func (a *Agent) csiVolumes() *volumemanager.Manager {
+	if a.plugins == nil {
+		return nil
+	}
+	return a.plugins.volumes
+}

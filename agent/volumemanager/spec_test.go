@@ -1,0 +1,160 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestPaths(t *testing.T) {
+	for name, tc := range map[string]struct{ got, want string }{
+		// sha256("vol-1") from sha256sum(1).
+		"staging": {StagingPath("/var/lib/kubelet", "d.csi", "vol-1"),
+			"/var/lib/kubelet/plugins/kubernetes.io/csi/d.csi/d2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731cc49/globalmount"},
+		"target": {TargetPath("/var/lib/kubelet/pods", "uid-1", "pv-1"), "/var/lib/kubelet/pods/uid-1/volumes/kubernetes.io~csi/pv-1/mount"},
+		"unique": {string(UniqueVolumeName("d.csi", "vol-1")), "kubernetes.io/csi/d.csi^vol-1"},
+		// sha256("h1d.csinode-a") from sha256sum(1).
+		"attachment": {AttachmentName("h1", "d.csi", "node-a"), "csi-ce905117eceb881cd1bf3b4c15f253e1affe720165b536b35519398cf6fe53c5"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %s, want %s", name, tc.got, tc.want)
+		}
+	}
+	if AttachmentName("h", "d", "n") == AttachmentName("h", "d", "m") {
+		t.Error("AttachmentName does not depend on the node")
+	}
+}
+
+func TestCheckClaim(t *testing.T) {
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		pvc  v1.PersistentVolumeClaim
+		want string
+	}{
+		"bound":   {pvc: v1.PersistentVolumeClaim{Spec: v1.PersistentVolumeClaimSpec{VolumeName: "pv"}, Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}},
+		"pending": {pvc: v1.PersistentVolumeClaim{Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimPending}}, want: "PVC is not bound"},
+		"deleted": {pvc: v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}, want: "PVC is being deleted"},
+		"no name": {pvc: v1.PersistentVolumeClaim{Status: v1.PersistentVolumeClaimStatus{Phase: v1.ClaimBound}}, want: "PVC has empty pvc.Spec.VolumeName"},
+	} {
+		err := checkClaim(&tc.pvc)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || err.Error() != tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "claim-uid"}}
+	vol := v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c", ReadOnly: true}}}
+	pod := &v1.Pod{}
+	csiPV := func(mut func(*v1.PersistentVolume)) *v1.PersistentVolume {
+		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: v1.PersistentVolumeSpec{
+			ClaimRef:               &v1.ObjectReference{UID: "claim-uid"},
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			MountOptions:           []string{"noatime"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d.csi", VolumeHandle: "h1", FSType: "ext4", VolumeAttributes: map[string]string{"a": "b"}}},
+		}}
+		if mut != nil {
+			mut(pv)
+		}
+		return pv
+	}
+	got, err := resolve(pod, vol, pvc, csiPV(nil))
+	if err != nil || got.PVName != "pv-1" || got.Driver != "d.csi" || got.Handle != "h1" || !got.ReadOnly || got.FSType != "ext4" ||
+		got.MountOptions[0] != "noatime" || got.Attributes["a"] != "b" {
+		t.Errorf("resolve = %+v, %v", got, err)
+	}
+	for name, tc := range map[string]struct {
+		mut         func(*v1.PersistentVolume)
+		want        string
+		unsupported bool
+	}{
+		"no claimRef":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }, want: "found PV object pv-1 but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"},
+		"other claim":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "x" }, want: "found PV object pv-1 but its pv.Spec.ClaimRef.UID x does not point to claim.UID claim-uid"},
+		"block":          {mut: func(pv *v1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock) }, unsupported: true},
+		"not csi":        {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.HostPath = &v1.HostPathVolumeSource{} }, unsupported: true},
+		"gid annotation": {mut: func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "5"} }, unsupported: true},
+	} {
+		_, err := resolve(pod, vol, pvc, csiPV(tc.mut))
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", name)
+		case tc.unsupported != errors.Is(err, ErrUnsupported):
+			t.Errorf("%s: %v, unsupported %v", name, err, tc.unsupported)
+		case tc.want != "" && err.Error() != tc.want:
+			t.Errorf("%s: %q, want %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestAppliesFSGroup(t *testing.T) {
+	rwo := []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}
+	rwx := []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}
+	gid := ptr.To[int64](1234)
+	for name, tc := range map[string]struct {
+		policy storagev1.FSGroupPolicy
+		spec   volumeSpec
+		fsGrp  *int64
+		want   bool
+	}{
+		"no fsGroup":               {policy: storagev1.FileFSGroupPolicy, spec: volumeSpec{AccessModes: rwo}},
+		"None":                     {policy: storagev1.NoneFSGroupPolicy, spec: volumeSpec{FSType: "ext4", AccessModes: rwo}, fsGrp: gid},
+		"read-only":                {policy: storagev1.FileFSGroupPolicy, spec: volumeSpec{ReadOnly: true}, fsGrp: gid},
+		"File":                     {policy: storagev1.FileFSGroupPolicy, spec: volumeSpec{AccessModes: rwx}, fsGrp: gid, want: true},
+		"default without fsType":   {policy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, spec: volumeSpec{AccessModes: rwo}, fsGrp: gid},
+		"default RWO with fsType":  {policy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, spec: volumeSpec{FSType: "ext4", AccessModes: rwo}, fsGrp: gid, want: true},
+		"default RWX with fsType":  {policy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, spec: volumeSpec{FSType: "ext4", AccessModes: rwx}, fsGrp: gid},
+		"default RWOP with fsType": {policy: storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy, spec: volumeSpec{FSType: "xfs", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}}, fsGrp: gid, want: true},
+	} {
+		if got := appliesFSGroup(tc.policy, tc.spec, tc.fsGrp); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func TestDriverDecisions(t *testing.T) {
+	if !attachRequired(nil) || attachRequired(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{AttachRequired: ptr.To(false)}}) {
+		t.Error("attachRequired: no object must mean required, false must mean not")
+	}
+	if fsGroupPolicy(nil) != storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy {
+		t.Error("default fsGroupPolicy")
+	}
+	if err := checkDriver(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{TokenRequests: []storagev1.TokenRequest{{}}}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("tokenRequests: %v", err)
+	}
+	if err := checkDriver(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{RequiresRepublish: ptr.To(true)}}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("requiresRepublish: %v", err)
+	}
+	for modes, want := range map[v1.PersistentVolumeAccessMode]csipb.VolumeCapability_AccessMode_Mode{
+		v1.ReadWriteOnce: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+		v1.ReadOnlyMany:  csipb.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY,
+		v1.ReadWriteMany: csipb.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER,
+	} {
+		if got := csiAccessMode([]v1.PersistentVolumeAccessMode{modes}); got != want {
+			t.Errorf("%s → %v, want %v", modes, got, want)
+		}
+	}
+}
+
+func TestWaitError(t *testing.T) {
+	vols := []v1.Volume{{Name: "b"}, {Name: "a"}, {Name: "ok"}}
+	pending := map[string]volumeError{
+		"a": {err: errors.New("error processing PVC ns/a: PVC is not bound"), unprocessed: true},
+		"b": {err: errors.New("not attached"), unattached: true},
+	}
+	got := waitError(vols, pending, nil, false, false).Error()
+	want := "Unable to attach or mount volumes: unmounted volumes=[a b], unattached volumes=[b], failed to process volumes=[a]: context deadline exceeded"
+	if !strings.HasSuffix(got, want) || !strings.Contains(got, "PVC is not bound") {
+		t.Errorf("waitError = %q, want it to end with %q", got, want)
+	}
+	if got := waitError(vols, pending, context.Canceled, true, true).Error(); strings.Contains(got, "Unable to attach") {
+		t.Errorf("a permanent refusal is not a timeout: %q", got)
+	}
+}

@@ -1,0 +1,157 @@
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+)
+
+// NodeGetCapabilities advertises staging and volume stats.
+func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	resp := &csi.NodeGetCapabilitiesResponse{}
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS} {
+		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
+			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
+	}
+	return resp, nil
+}
+
+// NodeGetInfo answers the node ID, the volume limit and the topology.
+func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	resp := &csi.NodeGetInfoResponse{NodeId: d.cfg.NodeID, MaxVolumesPerNode: d.cfg.MaxVolumesPerNode}
+	if d.cfg.TopologyKey != "" {
+		resp.AccessibleTopology = &csi.Topology{Segments: map[string]string{d.cfg.TopologyKey: d.cfg.NodeID}}
+	}
+	return resp, nil
+}
+
+// NodeStageVolume bind-mounts the volume's directory on the staging path.
+func (d *Driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return answer(d, Call{Method: "NodeStageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
+		&csi.NodeStageVolumeResponse{}, d.stage(req))
+}
+
+func (d *Driver) stage(req *csi.NodeStageVolumeRequest) error {
+	switch {
+	case req.GetVolumeId() == "":
+		return errf(codes.InvalidArgument, "volume ID missing")
+	case req.GetStagingTargetPath() == "":
+		return errf(codes.InvalidArgument, "staging target path missing")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return err
+	}
+	if !d.volumeExists(req.GetVolumeId()) {
+		return errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	}
+	if d.cfg.AttachRequired && req.GetPublishContext()["attachedTo"] != d.cfg.NodeID {
+		return errf(codes.FailedPrecondition, "volume %s not attached to %s", req.GetVolumeId(), d.cfg.NodeID)
+	}
+	return bindMount(VolumePath(d.cfg.StateDir, req.GetVolumeId()), req.GetStagingTargetPath(), false)
+}
+
+// NodeUnstageVolume unmounts the staging path.
+func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var err error
+	switch {
+	case req.GetVolumeId() == "":
+		err = errf(codes.InvalidArgument, "volume ID missing")
+	case req.GetStagingTargetPath() == "":
+		err = errf(codes.InvalidArgument, "staging target path missing")
+	default:
+		err = unmount(req.GetStagingTargetPath())
+	}
+	return answer(d, Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
+		&csi.NodeUnstageVolumeResponse{}, err)
+}
+
+// NodePublishVolume bind-mounts the staging path on the target path,
+// which it creates.
+func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return answer(d, Call{Method: "NodePublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath(), ReadOnly: req.GetReadonly()},
+		&csi.NodePublishVolumeResponse{}, d.publishNode(req))
+}
+
+func (d *Driver) publishNode(req *csi.NodePublishVolumeRequest) error {
+	switch {
+	case req.GetVolumeId() == "":
+		return errf(codes.InvalidArgument, "volume ID missing")
+	case req.GetTargetPath() == "":
+		return errf(codes.InvalidArgument, "target path missing")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return err
+	}
+	if req.GetStagingTargetPath() == "" {
+		return errf(codes.FailedPrecondition, "staging target path missing: the volume must be staged")
+	}
+	if !d.volumeExists(req.GetVolumeId()) {
+		return errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	}
+	if ok, err := isMountPoint(req.GetStagingTargetPath()); err != nil || !ok {
+		return errf(codes.FailedPrecondition, "volume %s not staged at %s", req.GetVolumeId(), req.GetStagingTargetPath())
+	}
+	if err := os.MkdirAll(req.GetTargetPath(), 0o750); err != nil {
+		return errf(codes.Internal, "%v", err)
+	}
+	return bindMount(req.GetStagingTargetPath(), req.GetTargetPath(), req.GetReadonly())
+}
+
+// NodeUnpublishVolume unmounts and removes the target path.
+func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return answer(d, Call{Method: "NodeUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath()},
+		&csi.NodeUnpublishVolumeResponse{}, unpublishNode(req))
+}
+
+func unpublishNode(req *csi.NodeUnpublishVolumeRequest) error {
+	switch {
+	case req.GetVolumeId() == "":
+		return errf(codes.InvalidArgument, "volume ID missing")
+	case req.GetTargetPath() == "":
+		return errf(codes.InvalidArgument, "target path missing")
+	}
+	if err := unmount(req.GetTargetPath()); err != nil {
+		return err
+	}
+	if err := os.Remove(req.GetTargetPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return errf(codes.Internal, "%v", err)
+	}
+	return nil
+}
+
+// NodeGetVolumeStats answers the statfs of the volume path.
+func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, errf(codes.InvalidArgument, "volume ID missing")
+	case req.GetVolumePath() == "":
+		return nil, errf(codes.InvalidArgument, "volume path missing")
+	}
+	if !d.volumeExists(req.GetVolumeId()) {
+		return nil, errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(req.GetVolumePath(), &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, errf(codes.NotFound, "volume path %s not found", req.GetVolumePath())
+		}
+		return nil, errf(codes.Internal, "%v", err)
+	}
+	bs := int64(st.Bsize)
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
+		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
+	}}, nil
+}
