@@ -2,8 +2,8 @@
 // composition root only: it builds the pod lifecycle's parts (one
 // sub-package per responsibility: config, cluster, sources, podworkers,
 // runtime, pleg, prober, volume, volumemanager, pluginmanager, csi,
-// apiobjects, gc, podsetup, nodeip,
-// allocation, pressure, oomwatch, stats, server, logs, streaming, live)
+// apiobjects, gc, podsetup, nodeip, allocation, devicemanager,
+// podresources, pressure, oomwatch, stats, server, logs, streaming, live)
 // and hands
 // them to each other in New and Run (agent.go; pods.go: the pod side
 // from sources to workers to the runtime, the workers' Syncer and
@@ -13,7 +13,10 @@
 // allocation manager of in-place resize between the workers and each
 // sync; qoscgroups.go: the QoS cgroups sized for the pods; nodeplugins.go:
 // the plugin registration watcher, the CSI drivers' registry and CSINode,
-// and the CSI volume manager beside agent/volume). Anything a
+// and the CSI volume manager beside agent/volume; deviceplugins.go: the
+// device plugin manager between admission, the runtime's container
+// creation, the node status and housekeeping, and the podresources API
+// over the workers' pods). Anything a
 // sub-package could own belongs there, not here; no file of this
 // package is named like a sub-package (internal/structure tests both,
 // and keeps the package under 3,000 lines).

@@ -21,6 +21,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
+	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/memorymanager"
@@ -117,6 +118,8 @@ type pods struct {
 	resizeMetrics *allocation.Metrics
 	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
 	qos *qosCgroups
+	// devices is the device plugin manager (agent/devices.go).
+	devices *devicemanager.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -205,11 +208,11 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	env.allocated = allocated
 	services, runtimeClasses := a.clusterLookups()
 	p := &pods{} // filled below; the CPU manager asks it for the active pods
-	cpus, mem, err := a.newResourceManagers(ctx, p, rs, setup)
+	cpus, mem, dm, err := a.newResourceManagers(ctx, p, rs, setup)
 	if err != nil {
 		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem},
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem}, Devices: dm.ContainerDevices,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
@@ -229,7 +232,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
 		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration}
+		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
+		devices: dm}
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -289,12 +293,15 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	if err != nil {
 		return err
 	}
-	admit, err := a.admitHandlers(alloc, podworkers.AdmitFunc(topology.Admit))
+	admit, err := a.admitHandlers(ctx, alloc, podworkers.AdmitFunc(topology.Admit), p.devices)
 	if err != nil {
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
 	admit = append(admit, imageVolumeAdmission(ctx, rs))
+	// A pod a later handler rejects gives back the devices it was just
+	// allocated.
+	admit = []podworkers.AdmitHandler{p.devices.ReleaseOnReject(admit)}
 	p.resizeMetrics = a.metrics.resize
 	p.newAllocation(env.allocated, admit, a.metrics.resize)
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
@@ -311,6 +318,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 				log.Error(err, "Releasing the pod's user namespace", "pod", klog.KObj(pod))
 			}
 			p.forgetAllocation(ctx, pod)
+			p.releaseDevices(pod.UID)
 			p.cpus.PodsChanged()
 			go p.qos.update(ctx, p, false) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
@@ -368,6 +376,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.vols.Run(ctx, 0) })
 	wg.Go(func() { p.evictions.Run(ctx) })
 	wg.Go(func() { p.alloc.Run(ctx) })
+	wg.Go(func() { a.servePodResources(ctx, p) })
 	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
 	oomwatch.ReleaseStartupMemory()
@@ -376,6 +385,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	p.dispatchUpdates(ctx)
 	wg.Wait()
 	p.workers.Wait()
+	p.devices.Wait()
 	return p.sources.Close()
 }
 
@@ -607,6 +617,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 		st = after
 	}
 	p.oomScores.Forget(pod.UID) // nothing of it runs any more
+	p.releaseDevices(pod.UID)   // finished: its devices go back (kubelet's active pods)
 	p.mu.Lock()
 	waiting := p.waiting[pod.UID]
 	p.mu.Unlock()
@@ -680,11 +691,11 @@ func (p *pods) PodList() *v1.PodList {
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
 // first rejection wins): sysctls, the topology manager's alignment and
-// allocation of CPUs (allocate), the
-// pod's OS, resources, node affinity, node name, host ports, NoExecute
-// taints, then what the runtime cannot run, then the extra handlers of
-// Deps.
-func (a *Agent) admitHandlers(alloc podworkers.Allocatable, allocate podworkers.AdmitHandler) ([]podworkers.AdmitHandler, error) {
+// allocation of CPUs and memory (allocate), the device plugins'
+// allocation, the pod's OS, resources (extended ones too), node affinity,
+// node name, host ports, NoExecute taints, then what the runtime cannot
+// run, then the extra handlers of Deps.
+func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable, allocate podworkers.AdmitHandler, devices *devicemanager.Manager) ([]podworkers.AdmitHandler, error) {
 	sysctls, err := podworkers.Sysctls(a.opts.Config.Kubelet.AllowedUnsafeSysctls)
 	if err != nil {
 		return nil, fmt.Errorf("allowedUnsafeSysctls: %w", err)
@@ -692,8 +703,10 @@ func (a *Agent) admitHandlers(alloc podworkers.Allocatable, allocate podworkers.
 	hs := []podworkers.AdmitHandler{
 		sysctls,
 		allocate,
+		devices.AdmitHandler(ctx), // with allocate: kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
+		podworkers.ExtendedFit(devices.ExtendedOffered(a.node)),
 		podworkers.NodeAffinity(a.node),
 		podworkers.NodeName(a.node),
 		podworkers.NodePorts(),

@@ -15,10 +15,12 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
+	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/pleg"
+	"github.com/kernelet/kernelet/agent/podresources"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -53,6 +55,8 @@ type podMetrics struct {
 	bpf           *bpf.Collector
 	cgroups       *cgroups.ManagerMetrics
 	resize        *allocation.Metrics
+	devices       *devicemanager.Metrics
+	podResources  *podresources.Metrics
 	cpu           *cpumanager.Metrics
 }
 
@@ -65,7 +69,8 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
-		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics()}
+		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics(),
+		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
@@ -76,6 +81,8 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		m.cri.Register(r.main),
 		m.eviction.Register(r.main),
 		m.resize.Register(r.main, a.resizeConditions),
+		m.devices.Register(r.main),
+		m.podResources.Register(r.main),
 		r.main.Register(m.oomScores),
 		r.main.Register(m.cpu),
 		r.main.Register(m.oomKills),

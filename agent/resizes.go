@@ -142,6 +142,9 @@ func (p *pods) cleanupAllocations(ctx context.Context, wanted map[types.UID]bool
 	}
 	keep := func(uid types.UID) bool { return wanted[uid] || p.workers.Known(uid) }
 	p.alloc.Keep(ctx, keep)
+	if p.devices != nil {
+		p.devices.Keep(func(uid string) bool { return keep(types.UID(uid)) })
+	}
 	if err := p.actuated.Keep(keep); err != nil {
 		klog.FromContext(ctx).Error(err, "Removing actuated resources of pods that are gone")
 	}

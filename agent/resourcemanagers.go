@@ -15,6 +15,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/podsetup"
 	"github.com/kernelet/kernelet/agent/runtime"
@@ -55,19 +56,24 @@ func (a *Agent) newCPUManager(ctx context.Context, p *pods, rs internalapi.Runti
 	return m, nil
 }
 
-// newResourceManagers builds the CPU and memory managers; the memory
-// manager checks reservedMemory against what allocatable reserves.
-func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi.RuntimeService, setup podsetup.Setup) (*cpumanager.Manager, *memorymanager.Manager, error) {
+// newResourceManagers builds the CPU and memory managers and starts the
+// device plugin manager (deviceplugins.go); the memory manager checks
+// reservedMemory against what allocatable reserves.
+func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi.RuntimeService, setup podsetup.Setup) (*cpumanager.Manager, *memorymanager.Manager, *devicemanager.Manager, error) {
 	cpus, err := a.newCPUManager(ctx, p, rs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
 		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return cpus, mem, nil
+	dm, err := a.startDevices(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cpus, mem, dm, nil
 }
 
 // newTopologyManager builds the topology manager of topologyManagerPolicy

@@ -29,9 +29,9 @@ var kerneletGates = map[string]kerneletDecision{
 	"PodLogsQuerySplitStreams":             yes("/containerLogs takes the stream parameter (Stdout, Stderr, All)", "agent/logs.TestParseOptions"),
 	"KubeletTracing":                       no("no OpenTelemetry traces"),
 	"SystemdWatchdog":                      no("kernelet does not ping systemd's watchdog"),
-	"KubeletPodResourcesGet":               no("no podresources API (issue 27)"),
-	"KubeletPodResourcesListUseActivePods": no("no podresources API (issue 27)"),
-	"KubeletPodResourcesDynamicResources":  no("no podresources API (issue 27)"),
+	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices and CPUs; no memory nor DRA yet)", "agent/podresources.TestServer"),
+	"KubeletPodResourcesListUseActivePods": yes("podresources List reports the active pods (admitted, not finished)", "test/e2e.TestDevicePlugins"),
+	"KubeletPodResourcesDynamicResources":  no("no DRA claims in the podresources API (no dynamic resource allocation, issue 27)"),
 	"KubeletInUserNamespace":               no("kernelet does not run in a user namespace (rootless)"),
 	"KubeletCgroupDriverFromCRI":           yes("the cgroup driver the runtime reports over CRI RuntimeConfig wins; a cgroupDriver set to another one is an error naming both; without RuntimeConfig (containerd 1.6) cgroupDriver applies", "agent/podsetup.TestCgroupDriver"),
 
@@ -93,8 +93,8 @@ var kerneletGates = map[string]kerneletDecision{
 	"DRANodeAllocatableResources": no("no dynamic resource allocation (status.nodeAllocatableResourceClaimStatuses is refused at admission)"),
 	"DRAOptionalNodeOperations":   no("no dynamic resource allocation"),
 	"DRAWorkloadResourceClaims":   no("no dynamic resource allocation"),
-	"ResourceHealthStatus":        no("no device health in pod status (no device plugins nor DRA)"),
-	"ResourceHealthStatusMessage": no("no device health in pod status (no device plugins nor DRA)"),
+	"ResourceHealthStatus":        no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; no DRA"),
+	"ResourceHealthStatusMessage": no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; no DRA"),
 
 	// Volumes, mounts and security.
 	"ImageVolume":                                      yes("volumes[].image is pulled with the volume's pullPolicy and the pod's pull secrets and mounted read-only by the runtime, subPath as the image sub path (containerd 2.1 and later; refused at admission on older containerd)", "test/e2e.TestImageVolume"),

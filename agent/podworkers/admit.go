@@ -2,8 +2,11 @@ package podworkers
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kernelet/kernelet/agent/qos"
 )
@@ -50,8 +53,8 @@ func admitRequests(pod *v1.Pod) qos.Amounts {
 }
 
 // ResourceFit admits a pod when the node has room for one more pod and its
-// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods. A
-// zero amount is not checked.
+// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods
+// (extended resources: ExtendedFit). A zero amount is not checked.
 func ResourceFit(alloc Allocatable) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
 		if alloc.Pods > 0 && int64(len(a.OtherPods))+1 > alloc.Pods {
@@ -72,6 +75,45 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 		}
 		return AdmitResult{Admit: true}
 	})
+}
+
+// ExtendedFit admits a pod whose extended resource requests fit what the
+// node offers (offered: device plugins', an admin's on the Node) beside
+// the other pods' requests, kubelet's predicate after cpu and memory
+// (OutOf<resource>, kubelet's message); a resource the node does not
+// offer is not checked (kubelet leaves it to the cluster).
+func ExtendedFit(offered func() map[v1.ResourceName]int64) AdmitHandler {
+	return AdmitFunc(func(a AdmitAttributes) AdmitResult { return extendedFit(a, offered()) })
+}
+
+func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResult {
+	req := resourcehelper.PodRequests(a.Pod, resourcehelper.PodResourcesOptions{})
+	var names []v1.ResourceName
+	for name, q := range req {
+		if _, ok := offered[name]; ok && !q.IsZero() && isExtendedResource(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		want := req[name]
+		var used int64
+		for _, p := range a.OtherPods {
+			q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[name]
+			used += q.Value()
+		}
+		if used+want.Value() > offered[name] {
+			return AdmitResult{Reason: "OutOf" + string(name), Message: insufficient(string(name), want.Value(), used, offered[name])}
+		}
+	}
+	return AdmitResult{Admit: true}
+}
+
+// isExtendedResource tells an extended resource name: a domain outside
+// kubernetes.io, not requests.-prefixed.
+func isExtendedResource(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
 // Admit runs handlers in order; the first rejection wins.

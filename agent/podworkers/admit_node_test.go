@@ -381,3 +381,40 @@ func TestResourceFitCountsOverhead(t *testing.T) {
 		t.Errorf("other pod's overhead not counted: %+v", r)
 	}
 }
+
+func TestResourceFitExtended(t *testing.T) {
+	pod := func(n int64) *v1.Pod {
+		q := *resource.NewQuantity(n, resource.DecimalSI)
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{"example.com/r": q}, Limits: v1.ResourceList{"example.com/r": q}}}}}}
+	}
+	tests := map[string]struct {
+		offered    map[v1.ResourceName]int64
+		pod        *v1.Pod
+		others     []*v1.Pod
+		wantReason string
+		wantMsg    string
+	}{
+		"fits":                        {offered: map[v1.ResourceName]int64{"example.com/r": 2}, pod: pod(1), others: []*v1.Pod{pod(1)}},
+		"not offered: left unchecked": {offered: map[v1.ResourceName]int64{}, pod: pod(3)},
+		"offered at 0 (plugin gone)": {offered: map[v1.ResourceName]int64{"example.com/r": 0}, pod: pod(1),
+			wantReason: "OutOfexample.com/r", wantMsg: "Node didn't have enough resource: example.com/r, requested: 1, used: 0, capacity: 0"},
+		"the others hold it": {offered: map[v1.ResourceName]int64{"example.com/r": 2}, pod: pod(1), others: []*v1.Pod{pod(2)},
+			wantReason: "OutOfexample.com/r", wantMsg: "Node didn't have enough resource: example.com/r, requested: 1, used: 2, capacity: 2"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fit := ExtendedFit(func() map[v1.ResourceName]int64 { return tc.offered })
+			r := fit.Admit(AdmitAttributes{Pod: tc.pod, OtherPods: tc.others})
+			if tc.wantReason == "" {
+				if !r.Admit {
+					t.Errorf("rejected: %+v", r)
+				}
+				return
+			}
+			if r.Admit || r.Reason != tc.wantReason || r.Message != tc.wantMsg {
+				t.Errorf("got %+v, want %s %q", r, tc.wantReason, tc.wantMsg)
+			}
+		})
+	}
+}

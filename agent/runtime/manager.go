@@ -91,6 +91,10 @@ type ManagerConfig struct {
 	// ThermalThrottlePaths are masked in containers besides kubelet's
 	// default masked paths (podconfig.ThermalThrottlePaths of the node).
 	ThermalThrottlePaths []string
+	// Devices gives what device plugins allocated to a container, at its
+	// creation (agent/devicemanager.Manager.ContainerDevices); an error
+	// holds the container back (CreateContainerConfigError). nil: none.
+	Devices func(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error)
 	// CPUs are the CPU and memory managers' assignments (nil: none;
 	// containers run on every CPU and memory node with their CFS quota).
 	CPUs Pinning
@@ -187,6 +191,7 @@ type Manager struct {
 	act      Actuated
 	userns   UserNamespaces
 	thermal  []string
+	devices  func(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error)
 	cpus     Pinning
 
 	// netErr is the last NetworkReady answer.
@@ -202,7 +207,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
 		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated,
-		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, cpus: cfg.CPUs}
+		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, devices: cfg.Devices, cpus: cfg.CPUs}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -709,6 +714,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	opts.TerminationMessageHostPath = termFile
+	if m.devices != nil {
+		if opts.Devices, err = m.devices(ctx, pod, c); err != nil {
+			r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
+			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+		}
+	}
 	cfg, err := podconfig.ContainerConfig(pod, c, opts)
 	if err != nil {
 		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())

@@ -24,6 +24,11 @@
 #                 module, for benchmarks against it (bench-eviction); a
 #                 separate go build after the control plane, so a run
 #                 without it (make components, CI) does no extra work
+#   SAMPLE_DEVICE_PLUGIN=1
+#                 also build (or find) the upstream sample device plugin
+#                 (k8s.io/kubernetes/test/images/sample-device-plugin, the
+#                 plugin of the node e2e device plugin specs) from the same
+#                 scratch module, for the device plugin e2e test
 #
 # The scratch modules live in the cache dir; every go command runs there with
 # GOWORK=off, so the build never sees the repository's go.mod.
@@ -34,6 +39,8 @@
 #   ETCD=<path>
 # and with KUBELET=1 a fifth:
 #   KUBELET=<path>
+# and with SAMPLE_DEVICE_PLUGIN=1:
+#   SAMPLE_DEVICE_PLUGIN=<path>
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
@@ -96,6 +103,7 @@ CONTROLLER_MANAGER_BIN="$kube_dir/kube-controller-manager"
 SCHEDULER_BIN="$kube_dir/kube-scheduler"
 ETCD_BIN="$CACHE/etcd/$ETCD_VERSION/etcd"
 KUBELET_BIN="$kube_dir/kubelet"
+SAMPLE_DEVICE_PLUGIN_BIN="$kube_dir/sample-device-plugin"
 
 # ------------------------------------------------- the Kubernetes components
 kube_missing() {
@@ -177,6 +185,23 @@ build_kubelet() {
   exec 8>&-
 }
 
+# ---------------------------------------------------- sample device plugin
+# build_sample_device_plugin builds test/images/sample-device-plugin in the
+# scratch module of build_kube (written again if it is gone).
+build_sample_device_plugin() {
+  exec 8>"$kube_dir/.lock"
+  flock 8
+  if [ -x "$SAMPLE_DEVICE_PLUGIN_BIN" ]; then log "cached: sample-device-plugin $KUBE_VERSION in $kube_dir"; exec 8>&-; return; fi
+  grep -q '^require k8s.io/kubernetes' "$kube_src/go.mod" 2>/dev/null || kube_module
+  log "building sample-device-plugin $KUBE_VERSION in $kube_src"
+  local start=$SECONDS
+  (cd "$kube_src" && go build -trimpath -ldflags "-s -w" -o "$SAMPLE_DEVICE_PLUGIN_BIN.tmp.$$" \
+    k8s.io/kubernetes/test/images/sample-device-plugin) || { rm -f "$SAMPLE_DEVICE_PLUGIN_BIN.tmp.$$"; exit 1; }
+  mv "$SAMPLE_DEVICE_PLUGIN_BIN.tmp.$$" "$SAMPLE_DEVICE_PLUGIN_BIN"
+  log "built sample-device-plugin $KUBE_VERSION in $((SECONDS - start)) s"
+  exec 8>&-
+}
+
 # -------------------------------------------------------------------- etcd
 build_etcd() {
   local dir="$CACHE/etcd/$ETCD_VERSION"
@@ -209,6 +234,7 @@ EOF
 build_etcd
 build_kube
 if [ "${KUBELET:-}" = 1 ]; then build_kubelet; fi
+if [ "${SAMPLE_DEVICE_PLUGIN:-}" = 1 ]; then build_sample_device_plugin; fi
 
 for c in "${KUBE_COMPONENTS[@]}"; do
   echo "$c: $("$kube_dir/$c" --version 2>&1 | head -1)"
@@ -221,4 +247,7 @@ echo "ETCD=$ETCD_BIN"
 if [ "${KUBELET:-}" = 1 ]; then
   echo "kubelet: $("$KUBELET_BIN" --version 2>&1 | head -1)"
   echo "KUBELET=$KUBELET_BIN"
+fi
+if [ "${SAMPLE_DEVICE_PLUGIN:-}" = 1 ]; then
+  echo "SAMPLE_DEVICE_PLUGIN=$SAMPLE_DEVICE_PLUGIN_BIN"
 fi

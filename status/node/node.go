@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
@@ -228,6 +229,7 @@ func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 	allocatable := Allocatable(capacity, kc.KubeReserved, kc.SystemReserved, cfg.Thresholds)
 	st.Capacity = mergeManaged(st.Capacity, capacity)
 	st.Allocatable = mergeManaged(st.Allocatable, allocatable)
+	SetDevicePlugins(st, in.DeviceCapacity, in.DeviceAllocatable)
 	st.Addresses = Addresses(in.NodeIPs, hostname(cfg))
 	st.NodeInfo = NodeInfo(cfg.Machine, in.Runtime, cfg.KubeletVersion)
 	st.DaemonEndpoints.KubeletEndpoint.Port = kc.Port
@@ -244,6 +246,37 @@ func SetStatus(n *v1.Node, cfg *Config, in Inputs, now time.Time) []string {
 		st.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(*p)}
 	}
 	return Conditions(st, in, now)
+}
+
+// SetDevicePlugins puts the device plugin resources into st as kubelet:
+// each one's capacity and allocatable as given, and an extended resource
+// no longer in capacity leaves allocatable. Other extended resources (an
+// admin's) are left as they are.
+func SetDevicePlugins(st *v1.NodeStatus, capacity, allocatable map[string]int64) {
+	if st.Capacity == nil {
+		st.Capacity = v1.ResourceList{}
+	}
+	if st.Allocatable == nil {
+		st.Allocatable = v1.ResourceList{}
+	}
+	for name, n := range capacity {
+		st.Capacity[v1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	for name := range st.Allocatable {
+		if _, ok := st.Capacity[name]; !ok && isExtended(name) {
+			delete(st.Allocatable, name)
+		}
+	}
+	for name, n := range allocatable {
+		st.Allocatable[v1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+}
+
+// isExtended tells an extended resource name: one with a domain outside
+// kubernetes.io, not requests.-prefixed.
+func isExtended(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
 // mergeManaged returns old with the resources kernelet manages replaced by

@@ -417,6 +417,50 @@ func TestMetadataPatch(t *testing.T) {
 	}
 }
 
+func TestSetDevicePlugins(t *testing.T) {
+	q := func(s string) resource.Quantity { return resource.MustParse(s) }
+	tests := map[string]struct {
+		capacity, allocatable       v1.ResourceList
+		devCap, devAlloc            map[string]int64
+		wantCapacity, wantAllocated v1.ResourceList
+	}{
+		"new resource": {
+			capacity: v1.ResourceList{"cpu": q("2")}, allocatable: v1.ResourceList{"cpu": q("2")},
+			devCap: map[string]int64{"example.com/resource": 2}, devAlloc: map[string]int64{"example.com/resource": 1},
+			wantCapacity:  v1.ResourceList{"cpu": q("2"), "example.com/resource": q("2")},
+			wantAllocated: v1.ResourceList{"cpu": q("2"), "example.com/resource": q("1")},
+		},
+		"plugin gone: zero": {
+			capacity: v1.ResourceList{"example.com/resource": q("2")}, allocatable: v1.ResourceList{"example.com/resource": q("2")},
+			devCap: map[string]int64{"example.com/resource": 0}, devAlloc: map[string]int64{"example.com/resource": 0},
+			wantCapacity:  v1.ResourceList{"example.com/resource": q("0")},
+			wantAllocated: v1.ResourceList{"example.com/resource": q("0")},
+		},
+		"extended resource gone from capacity leaves allocatable": {
+			capacity: v1.ResourceList{"cpu": q("2")}, allocatable: v1.ResourceList{"cpu": q("2"), "example.com/old": q("1")},
+			wantCapacity:  v1.ResourceList{"cpu": q("2")},
+			wantAllocated: v1.ResourceList{"cpu": q("2")},
+		},
+		"admin's resource kept": {
+			capacity: v1.ResourceList{"example.com/dongle": q("4")}, allocatable: v1.ResourceList{"example.com/dongle": q("3")},
+			wantCapacity:  v1.ResourceList{"example.com/dongle": q("4")},
+			wantAllocated: v1.ResourceList{"example.com/dongle": q("3")},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			st := &v1.NodeStatus{Capacity: tc.capacity, Allocatable: tc.allocatable}
+			SetDevicePlugins(st, tc.devCap, tc.devAlloc)
+			if !equality.Semantic.DeepEqual(st.Capacity, tc.wantCapacity) {
+				t.Errorf("capacity = %v, want %v", st.Capacity, tc.wantCapacity)
+			}
+			if !equality.Semantic.DeepEqual(st.Allocatable, tc.wantAllocated) {
+				t.Errorf("allocatable = %v, want %v", st.Allocatable, tc.wantAllocated)
+			}
+		})
+	}
+}
+
 // TestSetStatusVolumesInUse: volumesInUse is the volume manager's list;
 // volumesAttached (the attach/detach controller's) is left as it is, and
 // the status patch carries the change.

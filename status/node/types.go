@@ -107,6 +107,11 @@ type Inputs struct {
 	// (a PSI eviction threshold met); nil leaves the condition out (the
 	// KerneletConfiguration's psiNodeCondition is off).
 	PSIPressure *bool
+	// DeviceCapacity and DeviceAllocatable are the device plugin
+	// resources by name (agent/devicemanager): capacity counts every
+	// device, allocatable the healthy ones; a resource whose plugin is gone
+	// is at 0 in both. nil: no device plugin resources.
+	DeviceCapacity, DeviceAllocatable map[string]int64
 	// VolumesInUse are the unique names of the volumes the node's pods
 	// use or are about to use, sorted (the CSI volume manager's); the
 	// status's volumesInUse. volumesAttached is the attach/detach

@@ -430,7 +430,10 @@ func sandboxResources(pod *v1.Pod, o CPUOptions, exclusiveCPUs bool) *runtimeapi
 //     allowPrivilegeEscalation: false → no_new_privs, the pod's
 //     namespaces; runAsNonRoot is enforced here against runAsUser or the
 //     image user (opts.ImageUID, opts.ImageUsername), with kubelet's
-//     messages.
+//     messages;
+//   - what device plugins allocated (opts.Devices, ContainerDevices):
+//     devices, CDI devices, mounts first, envs before the container's own,
+//     annotations under kernelet's.
 //
 // Every problem is reported, joined; fields kernelet does not support yet
 // match ErrUnsupported.
@@ -461,7 +464,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 		}
 	}
 	lookup := envMap(env)
-	return &runtimeapi.ContainerConfig{
+	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(max(opts.RestartCount, 0))},
 		Image:       &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
 		Command:     expandAll(c.Command, lookup),
@@ -479,7 +482,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 			Resources:       containerResources(pod, c, opts),
 			SecurityContext: sc,
 		},
-	}, nil
+	}
+	applyDevices(cfg, opts.Devices)
+	return cfg, nil
 }
 
 // ContainerOOMScoreAdj is the oom_score_adj kernelet requests for container

@@ -167,6 +167,9 @@ type ContainerOptions struct {
 	// VolumeHostPaths maps the name of each volume the container mounts to
 	// its prepared host directory (or file).
 	VolumeHostPaths map[string]string
+	// Devices are what device plugins allocated to the container
+	// (ContainerDevices).
+	Devices ContainerDevices
 	// EtcHostsHostPath is the pod's managed hosts file, mounted at
 	// /etc/hosts unless the container mounts something there; "" mounts
 	// none.

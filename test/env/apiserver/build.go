@@ -102,6 +102,19 @@ func EnsureBinaries(ctx context.Context, kubeVersion, etcdVersion string, out io
 // script's defaults), writing its output to out (may be nil). It does
 // nothing but print the versions when every binary is cached.
 func Build(ctx context.Context, kubeVersion, etcdVersion string, out io.Writer) error {
+	var extra []string
+	if kubeVersion != "" {
+		extra = append(extra, "KUBE_VERSION="+kubeVersion)
+	}
+	if etcdVersion != "" {
+		extra = append(extra, "ETCD_VERSION="+etcdVersion)
+	}
+	return runBuildScript(ctx, extra, out)
+}
+
+// runBuildScript runs hack/apiserver/build.sh with the extra environment,
+// its output to out (may be nil) and the tail of it in the error.
+func runBuildScript(ctx context.Context, extra []string, out io.Writer) error {
 	script, err := BuildScript()
 	if err != nil {
 		return err
@@ -110,13 +123,7 @@ func Build(ctx context.Context, kubeVersion, etcdVersion string, out io.Writer) 
 		return fmt.Errorf("building the control plane needs the go toolchain: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Env = append(os.Environ(), "KERNELET_CACHE="+env.CacheDir())
-	if kubeVersion != "" {
-		cmd.Env = append(cmd.Env, "KUBE_VERSION="+kubeVersion)
-	}
-	if etcdVersion != "" {
-		cmd.Env = append(cmd.Env, "ETCD_VERSION="+etcdVersion)
-	}
+	cmd.Env = append(append(os.Environ(), "KERNELET_CACHE="+env.CacheDir()), extra...)
 	var tail tailBuffer
 	var w io.Writer = &tail
 	if out != nil {
@@ -124,7 +131,7 @@ func Build(ctx context.Context, kubeVersion, etcdVersion string, out io.Writer) 
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w\n%s", script, err, tail.String())
+		return fmt.Errorf("%s: %w\n%s", strings.TrimSpace(strings.Join(extra, " ")+" "+script), err, tail.String())
 	}
 	return nil
 }

@@ -1,0 +1,45 @@
+// Package devicemanager is the device plugin side of the container
+// manager (deviceplugin.v1beta1), as kubelet's devicemanager behaves:
+//
+//   - server.go: the registration server on <root-dir>/device-plugins/
+//     kubelet.sock. Register checks the API version and the resource name
+//     with kubelet's errors, then dials the plugin's socket (beside
+//     kubelet.sock). At start the directory's stale sockets are removed
+//     (the checkpoint stays), so running plugins see kubelet.sock created
+//     again and register again; a kubelet.sock deleted while the agent
+//     runs is created again.
+//   - endpoint.go: one connected plugin: GetDevicePluginOptions, the
+//     ListAndWatch stream, Allocate, GetPreferredAllocation (when the
+//     plugin's options say it has it) and PreStartContainer (when they ask
+//     for it).
+//   - decide.go: the pure parts — the node's capacity and allocatable per
+//     resource (unhealthy devices counted in capacity only; a resource
+//     whose last plugin went away keeps its capacity with 0 allocatable for
+//     kubelet's 5 min grace, then is reported at 0), the choice of devices
+//     for a container, and the merge of the plugins' allocate responses
+//     into the container's run options (devices, mounts, envs, annotations,
+//     CDI device names; the first one wins a conflict, as kubelet).
+//   - checkpoint.go: <root-dir>/device-plugins/kubelet_internal_checkpoint,
+//     the allocations (device IDs and each plugin's allocate response) and
+//     the registered resources, JSON with a checksum in kubelet's shape
+//     (PodDeviceEntries, RegisteredDevices). kernelet's checksum is a
+//     CRC-32 of the data's JSON, not kubelet's hash: the two agents do not
+//     read each other's file.
+//   - manager.go: Manager, which allocates at admission (Admit: kubelet's
+//     UnexpectedAdmissionError "Allocate failed due to ..., which is
+//     unexpected" when devices are short or a plugin fails), keeps the
+//     allocations across agent restarts, gives a container's run options at
+//     its creation (ContainerDevices, calling PreStartContainer first),
+//     releases a pod's devices when it is gone (Release, Keep), and says
+//     what the node offers (Capacity) and what each container holds
+//     (Devices, Allocatable: the podresources API).
+//
+// Not done (issue 27): topology hints (a single NUMA node here: the
+// topology manager is not implemented), device health in pod status
+// (ResourceHealthStatus), DRA-backed extended resources, and the
+// registration through the plugin watcher (pluginregistration.v1 under
+// plugins_registry), which kubelet deprecates for device plugins.
+//
+// This package never talks to the container runtime nor the API server:
+// the runtime side gets plain run options (podconfig.ContainerDevices).
+package devicemanager

@@ -1,0 +1,265 @@
+package devicemanager
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/kernelet/kernelet/agent/podworkers"
+)
+
+// testPlugin is a device plugin served in the test process.
+type testPlugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+	devs      []*pluginapi.Device
+	preferred []string
+
+	mu       sync.Mutex
+	preStart [][]string
+	allocs   [][]string
+}
+
+func (p *testPlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{PreStartRequired: true, GetPreferredAllocationAvailable: true}, nil
+}
+
+func (p *testPlugin) ListAndWatch(_ *pluginapi.Empty, s pluginapi.DevicePlugin_ListAndWatchServer) error {
+	if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: p.devs}); err != nil {
+		return err
+	}
+	<-s.Context().Done()
+	return nil
+}
+
+func (p *testPlugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	return &pluginapi.PreferredAllocationResponse{ContainerResponses: []*pluginapi.ContainerPreferredAllocationResponse{{DeviceIDs: p.preferred}}}, nil
+}
+
+func (p *testPlugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	p.mu.Lock()
+	p.allocs = append(p.allocs, r.ContainerRequests[0].DevicesIds)
+	p.mu.Unlock()
+	ids := strings.Join(r.ContainerRequests[0].DevicesIds, ",")
+	return &pluginapi.AllocateResponse{ContainerResponses: []*pluginapi.ContainerAllocateResponse{{
+		Envs:   map[string]string{"TEST_DEVICES": ids},
+		Mounts: []*pluginapi.Mount{{ContainerPath: "/dev-test", HostPath: "/tmp/dev-test", ReadOnly: true}},
+	}}}, nil
+}
+
+func (p *testPlugin) PreStartContainer(_ context.Context, r *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	p.mu.Lock()
+	p.preStart = append(p.preStart, r.DevicesIds)
+	p.mu.Unlock()
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+func servePlugin(t *testing.T, p *testPlugin, socket string) *grpc.Server {
+	t.Helper()
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	pluginapi.RegisterDevicePluginServer(s, p)
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func register(t *testing.T, dir string, req *pluginapi.RegisterRequest) error {
+	t.Helper()
+	conn, err := grpc.NewClient("unix:"+filepath.Join(dir, SocketName), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, req, grpc.WaitForReady(true))
+	return err
+}
+
+// eventually polls cond every 10 ms for up to 30 s (a bound, not a
+// timing assertion).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func devicePod(uid, name string, n int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metavGen(uid, name),
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
+			Limits: v1.ResourceList{"example.com/r": *apiresource.NewQuantity(n, apiresource.DecimalSI)}}}}},
+	}
+}
+
+func TestManagerLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Config{Dir: dir, SocketCheckPeriod: 20 * time.Millisecond})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := &testPlugin{preferred: []string{"d1"}, devs: []*pluginapi.Device{
+		{ID: "d0", Health: pluginapi.Healthy}, {ID: "d1", Health: pluginapi.Healthy}, {ID: "d2", Health: pluginapi.Unhealthy}}}
+	servePlugin(t, p, filepath.Join(dir, "test.sock"))
+
+	// kubelet's refusals
+	err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1alpha", Endpoint: "test.sock", ResourceName: "example.com/r"})
+	if err == nil || !strings.Contains(err.Error(), `requested API version "v1alpha" is not supported by kubelet. Supported version is ["v1beta1"]`) {
+		t.Errorf("bad version: %v", err)
+	}
+	err = register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "cpu"})
+	if err == nil || !strings.Contains(err.Error(), `the ResourceName "cpu" is invalid`) {
+		t.Errorf("bad resource name: %v", err)
+	}
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the devices listed", func() bool {
+		c, a := m.Capacity()
+		return c["example.com/r"] == 3 && a["example.com/r"] == 2
+	})
+
+	pod1 := devicePod("uid-1", "one", 1)
+	if err := m.Admit(ctx, pod1); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Devices("uid-1", "app"); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"d1"}) {
+		t.Errorf("pod one holds %+v, want the preferred d1", got)
+	}
+	run, err := m.ContainerDevices(ctx, pod1, &pod1.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Envs) != 1 || run.Envs[0].Value != "d1" || len(run.Mounts) != 1 || run.Mounts[0].HostPath != "/tmp/dev-test" {
+		t.Errorf("run options = %+v", run)
+	}
+	p.mu.Lock()
+	if !reflect.DeepEqual(p.preStart, [][]string{{"d1"}}) {
+		t.Errorf("PreStartContainer calls = %v", p.preStart)
+	}
+	p.mu.Unlock()
+
+	if o := m.Offered()["example.com/r"]; o != 2 {
+		t.Errorf("offered at admission = %d, want the 2 healthy devices", o)
+	}
+	pod2 := devicePod("uid-2", "two", 2)
+	err = m.Admit(ctx, pod2)
+	want := "Allocate failed due to requested number of devices unavailable for example.com/r. Requested: 2, Available: 1, which is unexpected"
+	if err == nil || AdmitMessage(err) != want {
+		t.Errorf("admitting two: %v, want %q", err, want)
+	}
+	if got := m.Devices("uid-2", "app"); len(got) != 0 {
+		t.Errorf("rejected pod holds %+v", got)
+	}
+
+	// The registration socket deleted: served again.
+	if err := os.Remove(filepath.Join(dir, SocketName)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the registration socket back", func() bool {
+		fi, err := os.Stat(filepath.Join(dir, SocketName))
+		return err == nil && fi.Mode()&os.ModeSocket != 0
+	})
+
+	// An agent restart: the allocation comes back from the checkpoint.
+	cancel()
+	m.Wait()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	m2 := New(Config{Dir: dir})
+	if err := m2.Start(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Wait()
+	defer cancel2()
+	if got := m2.Devices("uid-1", "app"); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"d1"}) {
+		t.Errorf("after a restart pod one holds %+v", got)
+	}
+	if err := m2.Admit(ctx2, pod1); err != nil {
+		t.Errorf("admitting pod one again after a restart: %v", err)
+	}
+	if c, a := m2.Capacity(); c["example.com/r"] != 0 || a["example.com/r"] != 0 {
+		t.Errorf("before the plugin registers again: capacity %v allocatable %v", c, a)
+	}
+	if o := m2.Offered()["example.com/r"]; o != 1 {
+		t.Errorf("offered at admission before the plugin is back = %d, want the 1 device held (kubelet's sanitized allocatable)", o)
+	}
+	// The start removed the plugin's socket (kubelet's cleanup): the plugin
+	// serves again and registers again.
+	if _, err := os.Stat(filepath.Join(dir, "test.sock")); !os.IsNotExist(err) {
+		t.Errorf("the stale plugin socket is still there: %v", err)
+	}
+	servePlugin(t, p, filepath.Join(dir, "test2.sock"))
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test2.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the devices listed again", func() bool {
+		_, a := m2.Capacity()
+		return a["example.com/r"] == 2
+	})
+	if got := m2.Allocatable(); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"d0", "d1"}) {
+		t.Errorf("allocatable = %+v", got)
+	}
+	m2.Release("uid-1")
+	if err := m2.Admit(ctx2, devicePod("uid-3", "three", 2)); err != nil {
+		t.Errorf("two devices after pod one released them: %v", err)
+	}
+}
+
+func TestReleaseOnReject(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := New(Config{Dir: dir})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Wait()
+	defer cancel()
+	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
+	servePlugin(t, p, filepath.Join(dir, "test.sock"))
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 1 })
+	reject := podworkers.AdmitFunc(func(podworkers.AdmitAttributes) podworkers.AdmitResult {
+		return podworkers.AdmitResult{Reason: podworkers.ReasonOutOfCPU}
+	})
+	pass := podworkers.AdmitFunc(func(podworkers.AdmitAttributes) podworkers.AdmitResult { return podworkers.AdmitResult{Admit: true} })
+	tests := []struct {
+		name      string
+		handlers  []podworkers.AdmitHandler
+		wantAdmit bool
+		wantHeld  int
+	}{
+		{"rejected after the allocation: released", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 0},
+		{"admitted: held", []podworkers.AdmitHandler{m.AdmitHandler(ctx), pass}, true, 1},
+		{"held before, rejected again (a resize): kept", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 1},
+	}
+	pod := devicePod("uid-1", "one", 1)
+	for _, tc := range tests {
+		r := m.ReleaseOnReject(tc.handlers).Admit(podworkers.AdmitAttributes{Pod: pod})
+		if r.Admit != tc.wantAdmit || len(m.Devices("uid-1", "app")) != tc.wantHeld {
+			t.Errorf("%s: admit %v, devices %v", tc.name, r.Admit, m.Devices("uid-1", "app"))
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/podresources"
+)
+
+// startDevices starts the device plugin manager on
+// <root-dir>/device-plugins (it serves until ctx ends; Wait after).
+func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error) {
+	dm := devicemanager.New(devicemanager.Config{Dir: filepath.Join(a.opts.RootDir, devicemanager.DirName), Now: a.deps.Now,
+		Metrics: a.metrics.devices})
+	if err := dm.Start(ctx); err != nil {
+		return nil, err
+	}
+	return dm, nil
+}
+
+// servePodResources serves the podresources API on
+// <root-dir>/pod-resources until ctx ends.
+func (a *Agent) servePodResources(ctx context.Context, p *pods) {
+	srv := podresources.New(podresources.WorkerPods(p.workers.Pods), p.devices, a.metrics.podResources).WithCPUs(podresources.CPUManager(p.cpus))
+	dir := filepath.Join(a.opts.RootDir, podresources.DirName)
+	if err := srv.Serve(ctx, dir, podresources.DefaultQPS, podresources.DefaultBurst); err != nil {
+		klog.FromContext(ctx).Error(err, "The podresources API stopped")
+	}
+}
+
+// releaseDevices forgets the devices of a pod whose containers are gone.
+func (p *pods) releaseDevices(uid types.UID) {
+	if p.devices != nil {
+		p.devices.Release(uid)
+	}
+}

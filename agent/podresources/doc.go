@@ -1,0 +1,18 @@
+// Package podresources serves kubelet's podresources API
+// (k8s.io/kubelet/pkg/apis/podresources v1: List, GetAllocatableResources,
+// Get; and v1alpha1 List, which kubelet v1.37.2 still serves) on
+// <root-dir>/pod-resources/kubelet.sock, rate limited as kubelet (100
+// requests per second, bursts of 10; beyond: ResourceExhausted "rejected
+// by rate limit").
+//
+// What it reports: the active pods (kubelet's default,
+// KubeletPodResourcesListUseActivePods) with, per container (regular ones
+// and restartable init containers, as kubelet), the devices of device
+// plugins (agent/devicemanager) and the CPUs it has of its own (the CPU
+// manager's static policy; none in the shared pool), and the node's
+// allocatable devices and CPUs. The memory blocks and DRA claims are
+// always empty: the memory manager's assignments are not wired here yet
+// and kernelet has no DRA (issue 27). The server never changes anything.
+// sources.go adapts the pod workers (WorkerPods) and the CPU manager
+// (CPUManager) to what it reads.
+package podresources

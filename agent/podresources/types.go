@@ -1,0 +1,40 @@
+package podresources
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/agent/devicemanager"
+)
+
+// Kubelet's socket name and rate limit (pkg/kubelet/apis/podresources).
+const (
+	SocketName   = "kubelet.sock"
+	DirName      = "pod-resources"
+	DefaultQPS   = 100
+	DefaultBurst = 10
+)
+
+// Pods are the pods the API reports.
+type Pods interface {
+	// ActivePods are the pods admitted and not finished.
+	ActivePods() []*v1.Pod
+	// Pod is the pod of that namespace and name, if the node has it.
+	Pod(namespace, name string) (*v1.Pod, bool)
+}
+
+// Devices are the device plugins' allocations.
+type Devices interface {
+	Devices(uid types.UID, container string) []devicemanager.ResourceDevices
+	Allocatable() []devicemanager.ResourceDevices
+}
+
+// CPUs are the CPU manager's assignments (nil: no CPU manager; the CPU
+// fields stay empty).
+type CPUs interface {
+	// ContainerCPUs are the CPUs the container has of its own (none in
+	// the shared pool, as kubelet).
+	ContainerCPUs(uid types.UID, container string) []int64
+	// AllocatableCPUs are the CPUs containers may get for their own.
+	AllocatableCPUs() []int64
+}
