@@ -97,6 +97,33 @@ func (s *Store) Container(uid types.UID, name string) (v1.ResourceRequirements, 
 	return *r.DeepCopy(), ok
 }
 
+// PodLevel returns the pod-level requirements the store holds for uid;
+// found is false when it holds none (no record, or a pod without
+// pod-level resources).
+func (s *Store) PodLevel(uid types.UID) (r *v1.ResourceRequirements, found bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[uid].Pod
+	if p == nil {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+// SetPodLevel records the pod-level requirements of uid (nil: none),
+// keeping its containers'.
+func (s *Store) SetPodLevel(uid types.UID, r *v1.ResourceRequirements) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.pods[uid].DeepCopy()
+	cur.Pod = nil
+	if r != nil {
+		cur.Pod = r.DeepCopy()
+	}
+	s.pods[uid] = cur
+	return s.saveLocked()
+}
+
 // Set records r for uid.
 func (s *Store) Set(uid types.UID, r Resources) error {
 	s.mu.Lock()

@@ -317,6 +317,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	var plan ResizePlan
 	if m.act != nil {
 		plan = ComputeResize(pod, cur, m.actuatedOf(pod), &a)
+		podLevel, _ := m.actuatedPodLevel(pod)
+		plan.PodLevel = PodLevelResize(pod, cur, &a, podLevel)
+		plan.Pod = plan.Pod || plan.PodLevel
 	}
 	r.Actions = a
 	r.Resize = plan
@@ -358,6 +361,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	}
 
 	parent, err := m.cg.EnsurePod(ctx, pod)
+	if err == nil {
+		err = m.recordPodLevel(pod) // the pod cgroup has the allocated pod-level values
+	}
 	r.step(ActionEnsureCgroup, string(pod.UID), err, "")
 	if err != nil {
 		return r

@@ -35,6 +35,8 @@ import (
 //   - more cpu than the node's allocatable: refused by the API server;
 //   - a resize sent while the agent is down completes after it restarts,
 //     from the allocation checkpoint.
+//
+// Pod-level resources are resized in TestClusterResizePodLevel.
 func TestClusterResize(t *testing.T) {
 	c := newClusterNode(t)
 	c.start(t)
@@ -187,34 +189,6 @@ func TestClusterResize(t *testing.T) {
 	}
 	expectCgroup(t, appCg, 25000, 128<<20)
 
-	// Pod-level resources are not resized: Infeasible with kubelet's
-	// message for a node without InPlacePodLevelResourcesVerticalScaling
-	// (unless the API server already refuses it).
-	pl := apiTestPod("podlevel", 1, "sleep")
-	pl.Spec.Resources = &v1.ResourceRequirements{
-		Requests: v1.ResourceList{v1.ResourceCPU: q("50m"), v1.ResourceMemory: q("32Mi")},
-		Limits:   v1.ResourceList{v1.ResourceCPU: q("200m"), v1.ResourceMemory: q("64Mi")},
-	}
-	c.createPod(t, pl)
-	c.waitPhase(t, "podlevel", v1.PodRunning, 60*time.Second)
-	if _, err := c.tryResize(t, "podlevel", func(p *v1.Pod) {
-		p.Spec.Resources.Limits[v1.ResourceCPU] = q("300m")
-	}); err != nil {
-		// v1.37's NodeDeclaredFeatures admission: kernelet declares none.
-		if !strings.Contains(err.Error(), "InPlacePodLevelResourcesVerticalScaling") {
-			t.Errorf("pod-level resize: %v", err)
-		}
-		t.Logf("pod-level resize refused by the API server: %v", err)
-	} else {
-		inf := c.waitStatus(t, "podlevel", "PodResizePending Infeasible", 30*time.Second, func(p *v1.Pod) bool {
-			cond := podCondition(p, v1.PodResizePending)
-			return cond != nil && cond.Reason == v1.PodReasonInfeasible
-		})
-		if m := podCondition(inf, v1.PodResizePending).Message; m != "InPlacePodLevelResourcesVerticalScaling is disabled" {
-			t.Errorf("Infeasible message %q", m)
-		}
-		c.waitEvents(t, inf, "ResizeInfeasible")
-	}
 }
 
 // resize sends a resize of the named pod (change edits a copy) and returns
