@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,10 +113,7 @@ func TestClusterResizePodLevel(t *testing.T) {
 		p.Spec.Resources.Limits[v1.ResourceMemory] = q("40Mi")
 	})
 	below := regexp.MustCompile(`attempting to set pod memory limit \(\d+\) below current usage`)
-	failed := c.waitStatus(t, "plr", "PodResizeInProgress Error", 30*time.Second, func(p *v1.Pod) bool {
-		cond := podCondition(p, v1.PodResizeInProgress)
-		return cond != nil && cond.Reason == v1.PodReasonError && below.MatchString(cond.Message)
-	})
+	failed := c.waitResizeError(t, "plr", below)
 	t.Logf("pod memory below usage: %s", podCondition(failed, v1.PodResizeInProgress).Message)
 	if a := containerStatusOf(t, failed, "app"); ctrID(a) != ctrID(app) || a.RestartCount != 0 || a.State.Running == nil {
 		t.Errorf("app after a refused pod memory decrease: %+v", a)
@@ -149,24 +145,13 @@ func TestClusterResizePodLevel(t *testing.T) {
 	// A pod-level cpu request beyond what is left: Deferred until the pod
 	// taking the room goes.
 	alloc := node.Status.Allocatable.Cpu().MilliValue()
-	hog := apiTestPod("hog", 1, "sleep")
-	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(alloc/2, resource.DecimalSI)}
-	c.createPod(t, hog)
-	c.waitPhase(t, "hog", v1.PodRunning, 60*time.Second)
+	c.startHog(t, alloc/2)
 	want := alloc/2 + 100
 	resized = c.resize(t, "plr", func(p *v1.Pod) {
 		p.Spec.Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(want, resource.DecimalSI)
 		p.Spec.Resources.Limits[v1.ResourceCPU] = *resource.NewMilliQuantity(want, resource.DecimalSI)
 	})
-	deferred := c.waitStatus(t, "plr", "PodResizePending Deferred", 30*time.Second, func(p *v1.Pod) bool {
-		cond := podCondition(p, v1.PodResizePending)
-		return cond != nil && cond.Reason == v1.PodReasonDeferred
-	})
-	msg := podCondition(deferred, v1.PodResizePending).Message
-	if !strings.HasPrefix(msg, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: ", want)) {
-		t.Errorf("Deferred message %q", msg)
-	}
-	c.waitEvents(t, deferred, "ResizeDeferred")
+	c.waitDeferred(t, "plr", want) // the pod-level request, not the containers' sum
 	c.deletePod(t, "hog", nil)
 	done = c.waitPodLevelResized(t, resized)
 	expectCgroup(t, podCg, want*100, 96<<20)
