@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -115,7 +116,11 @@ func (s *Store) PodLevel(uid types.UID) (r *v1.ResourceRequirements, found bool)
 func (s *Store) SetPodLevel(uid types.UID, r *v1.ResourceRequirements) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.pods[uid].DeepCopy()
+	old, ok := s.pods[uid]
+	if ok && apiequality.Semantic.DeepEqual(old.Pod, r) {
+		return nil // unchanged: no rewrite of the file
+	}
+	cur := old.DeepCopy()
 	cur.Pod = nil
 	if r != nil {
 		cur.Pod = r.DeepCopy()
