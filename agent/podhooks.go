@@ -15,6 +15,7 @@ import (
 	"github.com/kernelet/kernelet/agent/prober"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/status/events"
 )
 
@@ -73,6 +74,7 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }
+		in.PodCgroup = func() cgroups.CgroupSettings { return p.mgr.PodCgroupSettings(pod) }
 	}
 	return in
 }

@@ -212,8 +212,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: pinning{cpus, mem}, Devices: dm.ContainerDevices,
-		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: pinning{cpus, mem}}, Actuated: actuated,
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpumanager.Pinning{CPUs: cpus, Memory: mem}, Devices: dm.ContainerDevices,
+		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: cpumanager.Pinning{CPUs: cpus, Memory: mem}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
 		PullQPS: float32(*kc.RegistryPullQPS), PullBurst: int(kc.RegistryBurst),

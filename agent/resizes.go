@@ -45,11 +45,10 @@ func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.Adm
 			return podconfig.ContainerSwapBehavior(pod, c, o.Swap, o.CgroupV2)
 		},
 		Admit: func(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
-			if msg, no := p.cpuResizeInfeasible(pod); no {
-				return false, v1.PodReasonInfeasible, msg
-			}
-			if msg, no := p.memoryResizeInfeasible(pod); no {
-				return false, v1.PodReasonInfeasible, msg
+			for _, msg := range []string{p.cpus.ResizeInfeasible(pod, p.allocated(pod)), p.mem.ResizeInfeasible(pod, p.allocated(pod))} {
+				if msg != "" { // the static CPU and memory policies'
+					return false, v1.PodReasonInfeasible, msg
+				}
 			}
 			r := podworkers.Admit(admit, podworkers.AdmitAttributes{Pod: pod, OtherPods: others})
 			return r.Admit, r.Reason, r.Message

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -114,16 +113,7 @@ func (a *Agent) newMemoryManager(reservation map[v1.ResourceName]uint64) (*memor
 		if err != nil {
 			return nil, fmt.Errorf("memory manager: %w", err)
 		}
-		cfg.Nodes, cfg.Reserved = nodes, memorymanager.Reserved{}
-		for _, r := range kc.ReservedMemory {
-			node := int(r.NumaNode)
-			if cfg.Reserved[node] == nil {
-				cfg.Reserved[node] = map[v1.ResourceName]uint64{}
-			}
-			for name, q := range r.Limits {
-				cfg.Reserved[node][name] += uint64(q.Value())
-			}
-		}
+		cfg.Nodes, cfg.Reserved = nodes, memorymanager.ReservedFrom(kc.ReservedMemory)
 		if err := cfg.Reserved.Matches(reservation); err != nil {
 			return nil, fmt.Errorf("memory manager: %w", err)
 		}
@@ -133,19 +123,6 @@ func (a *Agent) newMemoryManager(reservation map[v1.ResourceName]uint64) (*memor
 		return nil, fmt.Errorf("memory manager: %w", err)
 	}
 	return m, nil
-}
-
-// memoryResizeInfeasible is kubelet's resize check of the Static memory
-// policy: the memory of a Guaranteed pod's containers cannot change in
-// place.
-func (p *pods) memoryResizeInfeasible(desired *v1.Pod) (string, bool) {
-	if p.mem == nil || !p.mem.Static() {
-		return "", false
-	}
-	if memorymanager.MemoryResizeOfGuaranteed(desired, p.allocated(desired)) {
-		return memorymanager.MessageResizeInfeasible, true
-	}
-	return "", false
 }
 
 // runningContainers are the running containers of the pods the PLEG
@@ -164,40 +141,4 @@ func (p *pods) runningContainers() []cpumanager.RunningContainer {
 		}
 	}
 	return out
-}
-
-// pinning answers the runtime with the CPU and memory managers' state.
-type pinning struct {
-	m   *cpumanager.Manager
-	mem *memorymanager.Manager
-}
-
-// MemoryNodes implements runtime.Pinning.
-func (c pinning) MemoryNodes(uid types.UID, name string) string {
-	return c.mem.MemoryNodes(string(uid), name)
-}
-
-// CPUSet implements runtime.Pinning: "" under the none policy.
-func (c pinning) CPUSet(uid types.UID, name string) string {
-	if !c.m.Static() {
-		return ""
-	}
-	return c.m.CPUs(string(uid), name).String()
-}
-
-// Exclusive implements runtime.Pinning.
-func (c pinning) Exclusive(uid types.UID, name string) bool {
-	return c.m.Exclusive(string(uid), name)
-}
-
-// cpuResizeInfeasible is kubelet's resize check of the static policy: the
-// CPUs of a Guaranteed pod's containers cannot change in place.
-func (p *pods) cpuResizeInfeasible(desired *v1.Pod) (string, bool) {
-	if p.cpus == nil || !p.cpus.Static() {
-		return "", false
-	}
-	if cpumanager.CPUResizeOfGuaranteed(desired, p.allocated(desired)) {
-		return cpumanager.MessageResizeInfeasible, true
-	}
-	return "", false
 }

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kernelet/kernelet/agent/qos"
 )
 
 var q = resource.MustParse
@@ -68,9 +70,22 @@ func TestStoreCheckpoint(t *testing.T) {
 	if err := s.SetContainer("b", "x", v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, found := s.PodLevel("b"); found {
+		t.Fatal("pod-level record of a pod without one")
+	}
+	plr := &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: q("128Mi")}}
+	if err := s.SetPodLevel("b", plr); err != nil {
+		t.Fatal(err)
+	}
 	again, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r, found := again.PodLevel("b"); !found || r.Limits.Memory().Value() != 128<<20 {
+		t.Fatalf("reloaded pod-level record %+v %v", r, found)
+	}
+	if c, ok := again.Container("b", "x"); !ok || c.Limits.Cpu().MilliValue() != 1000 {
+		t.Fatalf("SetPodLevel lost the container record: %v %v", c, ok)
 	}
 	got, ok := again.Get(pod.UID)
 	if !ok || !Equal(got, Of(pod)) {
@@ -182,9 +197,9 @@ type fakeNode struct {
 func (n *fakeNode) admit(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
 	used := int64(0)
 	for _, o := range others {
-		used += o.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+		used += qos.PodRequests(o).CPUMilli
 	}
-	if used+pod.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > n.capacity {
+	if used+qos.PodRequests(pod).CPUMilli > n.capacity {
 		return false, "OutOfcpu", "no room"
 	}
 	return true, "", ""
@@ -234,14 +249,33 @@ func TestManagerResize(t *testing.T) {
 	if got := strings.Join(n.events, " "); got != "ResizeDeferred ResizeStarted ResizeCompleted" {
 		t.Errorf("events %s", got)
 	}
-	// A pod-level resize is Infeasible.
+	// A pod-level resize is allocated like any other (the pod-level cpu
+	// request replaces the containers' sum): 500m fits beside b's 400m,
+	// 700m does not and is deferred.
 	a3 := a2.DeepCopy()
-	a3.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}
-	n.pods = []*v1.Pod{a3}
+	a3.Generation = 3
+	a3.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("500m")}}
+	n.pods = []*v1.Pod{a3, b}
 	m.Sync(ctx, a3)
-	if p := m.Conditions().Pending("a"); p == nil || p.Reason != v1.PodReasonInfeasible || p.Message != MessagePodLevelResize {
-		t.Fatalf("pod-level resize: %+v", p)
+	if got := m.Allocated(a3); got != a3 {
+		t.Fatalf("pod-level resize not allocated: %+v, pending %+v", got.Spec.Resources, m.Conditions().Pending("a"))
 	}
+	if r, _ := m.cfg.Allocated.Get("a"); r.Pod == nil || r.Pod.Requests.Cpu().MilliValue() != 500 {
+		t.Fatalf("checkpointed pod-level resources %+v, want cpu 500m", r.Pod)
+	}
+	m.Actuated(a3, false, "")
+	a4 := a3.DeepCopy()
+	a4.Generation = 4
+	a4.Spec.Resources.Requests[v1.ResourceCPU] = q("700m")
+	n.pods = []*v1.Pod{a4, b}
+	m.Sync(ctx, a4)
+	if p := m.Conditions().Pending("a"); p == nil || p.Reason != v1.PodReasonDeferred || p.Message != "no room" {
+		t.Fatalf("pod-level resize beyond the node: %+v", p)
+	}
+	if got := m.Allocated(a4).Spec.Resources.Requests.Cpu().MilliValue(); got != 500 {
+		t.Fatalf("allocated pod-level cpu %dm after a deferred resize, want 500m", got)
+	}
+	a2 = a3
 	// Taken back: the pending condition clears.
 	n.pods = []*v1.Pod{a2}
 	m.Sync(ctx, a2)

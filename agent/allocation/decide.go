@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/cgroups"
@@ -23,13 +22,9 @@ const (
 	EventResizeError      = "ResizeError"
 )
 
-// Kubelet's Infeasible messages: a resize of pod-level resources on a
-// node without InPlacePodLevelResourcesVerticalScaling, and a memory
-// request change of a container that swaps.
-const (
-	MessagePodLevelResize = "InPlacePodLevelResourcesVerticalScaling is disabled"
-	MessageSwapResize     = "In-place resize of containers with swap is not supported."
-)
+// MessageSwapResize is kubelet's Infeasible message for a memory request
+// change of a container that swaps.
+const MessageSwapResize = "In-place resize of containers with swap is not supported."
 
 // SwapBehaviorFunc tells the swap behavior of a container of a pod
 // (podconfig.ContainerSwapBehavior with the node's options): "NoSwap" or
@@ -38,15 +33,13 @@ type SwapBehaviorFunc func(pod *v1.Pod, c *v1.Container) string
 
 // Infeasible says why a resize from allocated to desired can never be
 // allocated on this node, before any fit check (kubelet's resize admit
-// handler) — swap first, then pod-level resources — and the
-// reason_detail of kubelet_pod_infeasible_resizes_total. Empty: not
-// infeasible for those reasons.
+// handler), and the reason_detail of kubelet_pod_infeasible_resizes_total.
+// Empty: not infeasible for those reasons. A resize of pod-level resources
+// is feasible (InPlacePodLevelResourcesVerticalScaling): it is admitted
+// against the node like any other.
 func Infeasible(desired, allocated *v1.Pod, swap SwapBehaviorFunc) (msg, detail string) {
 	if swap != nil && swapResize(desired, allocated, swap) {
 		return MessageSwapResize, "swap_limitation"
-	}
-	if !apiequality.Semantic.DeepEqual(desired.Spec.Resources, allocated.Spec.Resources) {
-		return MessagePodLevelResize, "plr_feature_gate_off"
 	}
 	return "", ""
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -95,6 +96,37 @@ func (s *Store) Container(uid types.UID, name string) (v1.ResourceRequirements, 
 	defer s.mu.Unlock()
 	r, ok := s.pods[uid].Containers[name]
 	return *r.DeepCopy(), ok
+}
+
+// PodLevel returns the pod-level requirements the store holds for uid;
+// found is false when it holds none (no record, or a pod without
+// pod-level resources).
+func (s *Store) PodLevel(uid types.UID) (r *v1.ResourceRequirements, found bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[uid].Pod
+	if p == nil {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+// SetPodLevel records the pod-level requirements of uid (nil: none),
+// keeping its containers'.
+func (s *Store) SetPodLevel(uid types.UID, r *v1.ResourceRequirements) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.pods[uid]
+	if ok && apiequality.Semantic.DeepEqual(old.Pod, r) {
+		return nil // unchanged: no rewrite of the file
+	}
+	cur := old.DeepCopy()
+	cur.Pod = nil
+	if r != nil {
+		cur.Pod = r.DeepCopy()
+	}
+	s.pods[uid] = cur
+	return s.saveLocked()
 }
 
 // Set records r for uid.

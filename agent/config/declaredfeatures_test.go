@@ -12,11 +12,10 @@ func TestDeclaredFeatures(t *testing.T) {
 		gates map[string]bool
 		want  []string
 	}{
-		// Kubelet v1.37.2 by default declares these two and the resize
-		// ones (InPlacePodLevelResourcesVerticalScaling,
-		// InPlacePodVerticalScalingInitContainers), which kernelet lacks.
-		"defaults": {want: []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}},
-		"a gate turned off is not declared": {gates: map[string]bool{"ExtendWebSocketsToKubelet": false},
+		// Kubelet v1.37.2 by default declares these three and
+		// InPlacePodVerticalScalingInitContainers, which kernelet lacks.
+		"defaults": {want: []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}},
+		"a gate turned off is not declared": {gates: map[string]bool{"ExtendWebSocketsToKubelet": false, "InPlacePodLevelResourcesVerticalScaling": false},
 			want: []string{"RestartAllContainersOnContainerExits"}},
 	}
 	for name, tc := range cases {

@@ -79,12 +79,12 @@ var kerneletGates = map[string]kerneletDecision{
 	"TopologyManagerPolicyBetaOptions":             na("kubelet v1.37.2 has no beta topology manager option"),
 	"WindowsCPUAndMemoryAffinity":                  na("Windows nodes only"),
 	"InPlacePodVerticalScaling":                    yes("the resize subresource's cpu and memory are admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to running containers (UpdateContainerResources, decreases first; resizePolicy RestartContainer restarts) and the pod cgroup, with containerStatuses[].resources/allocatedResources and PodResizeInProgress", "test/e2e.TestClusterResize"),
-	"InPlacePodVerticalScalingInitContainers":      no("a running regular init container is not resized in place (sidecars are; kernelet declares no node features, so the API server refuses it)"),
+	"InPlacePodVerticalScalingInitContainers":      no("a running regular init container is not resized in place (sidecars are; kernelet does not declare that node feature, so the API server refuses it)"),
 	"InPlacePodVerticalScalingExclusiveCPUs":       no("under the static CPU manager policy a CPU resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingExclusiveMemory":     no("under the Static memory manager policy a memory resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingMemoryBackedVolumes": no("an emptyDir sizeLimit is not resized"),
 	"InPlacePodVerticalScalingSchedulerPreemption": na("a resize never preempts on the node (the scheduler's)"),
-	"InPlacePodLevelResourcesVerticalScaling":      no("a resize of pod-level resources is Infeasible (\"InPlacePodLevelResourcesVerticalScaling is disabled\")"),
+	"InPlacePodLevelResourcesVerticalScaling":      yes("a resize of spec.resources is admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to the pod cgroup (cpu shares, quota, memory limit; what grows before the containers, what shrinks after, a memory limit below usage refused) and to the containers whose limits derive from it; status.resources and status.allocatedResources as kubelet reports them; the node declares the feature", "test/e2e.TestClusterResizePodLevel"),
 	"KubeletAllocatedPodsEndpoint":                 no("no /allocatedPods endpoint"),
 
 	// Devices and dynamic resource allocation.

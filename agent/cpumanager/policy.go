@@ -312,3 +312,12 @@ const MessageResizeInfeasible = `Resize is infeasible for Guaranteed Pods alongs
 func CPUResizeOfGuaranteed(desired, allocated *v1.Pod) bool {
 	return qos.GuaranteedResize(desired, allocated, v1.ResourceCPU)
 }
+
+// ResizeInfeasible is kubelet's Infeasible message for a resize from
+// allocated to desired under this manager's policy ("" when it is not).
+func (m *Manager) ResizeInfeasible(desired, allocated *v1.Pod) string {
+	if m.policy == nil || !CPUResizeOfGuaranteed(desired, allocated) {
+		return ""
+	}
+	return MessageResizeInfeasible
+}

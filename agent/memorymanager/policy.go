@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/qos"
 	tm "github.com/kernelet/kernelet/agent/topologymanager"
@@ -22,6 +23,21 @@ const (
 
 // Reserved is reservedMemory: bytes per NUMA node and resource.
 type Reserved map[int]map[v1.ResourceName]uint64
+
+// ReservedFrom is reservedMemory of the KubeletConfiguration.
+func ReservedFrom(list []kubeletv1beta1.MemoryReservation) Reserved {
+	r := Reserved{}
+	for _, m := range list {
+		node := int(m.NumaNode)
+		if r[node] == nil {
+			r[node] = map[v1.ResourceName]uint64{}
+		}
+		for name, q := range m.Limits {
+			r[node][name] += uint64(q.Value())
+		}
+	}
+	return r
+}
 
 // Matches checks that the reserved memory adds up, per resource, to
 // reservation: what node allocatable reserves (kubeReserved,
@@ -467,4 +483,13 @@ const MessageResizeInfeasible = `Resize is infeasible for Guaranteed Pods alongs
 // Guaranteed pod.
 func MemoryResizeOfGuaranteed(desired, allocated *v1.Pod) bool {
 	return qos.GuaranteedResize(desired, allocated, v1.ResourceMemory)
+}
+
+// ResizeInfeasible is kubelet's Infeasible message for a resize from
+// allocated to desired under this manager's policy ("" when it is not).
+func (m *Manager) ResizeInfeasible(desired, allocated *v1.Pod) string {
+	if m.policy == nil || !MemoryResizeOfGuaranteed(desired, allocated) {
+		return ""
+	}
+	return MessageResizeInfeasible
 }

@@ -13,7 +13,9 @@
 //     readiness the probes say now; resize.go: ComputeResize, the
 //     in-place resize of running containers to their allocated
 //     requirements, decreases first, RestartContainer policies as
-//     restarts, and ResizeInProgress);
+//     restarts, PodLevelResize for pod-level resources, and
+//     ResizeInProgress; status_api.go also PodStatusResources, the
+//     pod-level status.resources);
 //   - doing it (manager.go: SyncPod creates the sandbox, pulls images,
 //     writes the managed /etc/hosts and termination-message files, asks
 //     the volume manager for the pod's volumes and starts init, sidecar,
@@ -21,7 +23,8 @@
 //     manager_cgroups.go: the pod cgroup; manager_resize.go: an in-place
 //     resize carried out — memory decreases checked against usage, the
 //     pod cgroup widened, UpdateContainerResources, the pod cgroup set,
-//     each container's new values recorded (Actuated); kill.go: KillPod with preStop
+//     each container's new values and the pod's pod-level values
+//     recorded (Actuated); kill.go: KillPod with preStop
 //     hooks, grace periods (KillPodWithin: bounded by a deadline a
 //     shorter grace brings forward, internal/grace) and sidecars stopped
 //     last; leftovers.go: the directories a kill cut short by a crash

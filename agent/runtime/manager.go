@@ -359,14 +359,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "podUID", pod.UID)
 	ctx = klog.NewContext(ctx, log)
 	r := newResult()
-	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
-	cur := SinceRestartAll(pod, st) // without what a RestartAllContainers reset left behind
-	a = KillUnhealthy(pod, cur, a, opts.Unhealthy, m.clock.Now(), m.backoff)
-	a = HoldForStartup(pod, cur, a, opts.NotStarted)
-	var plan ResizePlan
-	if m.act != nil {
-		plan = ComputeResize(pod, cur, m.actuatedOf(pod), &a)
-	}
+	a, plan := m.computeSync(pod, st, opts)
 	r.Actions = a
 	r.Resize = plan
 	for name, w := range a.BackOff {
@@ -407,6 +400,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	}
 
 	parent, err := m.cg.EnsurePod(ctx, pod)
+	if err == nil {
+		err = m.recordPodLevel(pod) // the pod cgroup has the allocated pod-level values
+	}
 	r.step(ActionEnsureCgroup, string(pod.UID), err, "")
 	if err != nil {
 		return r
@@ -452,6 +448,23 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, ivs, r)
 	}
 	return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, nil, r)
+}
+
+// computeSync is what a sync of pod does: the actions (with unhealthy
+// containers killed and starts held for startup) and the in-place resize.
+func (m *Manager) computeSync(pod *v1.Pod, st *PodStatus, opts SyncOptions) (PodActions, ResizePlan) {
+	a := ComputePodActions(pod, st, m.clock.Now(), m.backoff)
+	cur := SinceRestartAll(pod, st) // without what a RestartAllContainers reset left behind
+	a = KillUnhealthy(pod, cur, a, opts.Unhealthy, m.clock.Now(), m.backoff)
+	a = HoldForStartup(pod, cur, a, opts.NotStarted)
+	var plan ResizePlan
+	if m.act != nil {
+		plan = ComputeResize(pod, cur, m.actuatedOf(pod), &a)
+		podLevel, _ := m.actuatedPodLevel(pod)
+		plan.PodLevel = PodLevelResize(pod, cur, &a, podLevel)
+		plan.Pod = plan.Pod || plan.PodLevel
+	}
+	return a, plan
 }
 
 // sandboxOptions completes the sandbox options of opts for pod in cgroup

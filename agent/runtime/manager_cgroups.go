@@ -74,6 +74,11 @@ func (a CgroupsAdapter) ResizePod(ctx context.Context, from, to *v1.Pod, widen b
 	return a.Manager.Ensure(ctx, a.Manager.PodCgroup(pr.QOS, string(to.UID)), s)
 }
 
+// Settings implements PodCgroups.
+func (a CgroupsAdapter) Settings(pod *v1.Pod) cgroups.CgroupSettings {
+	return cgroups.ComputePodSettings(a.Config, qos.PodResources(pod))
+}
+
 // MemoryUsage implements PodCgroups: the memory usage of the pod's cgroup
 // and of its containers' (where the runtime makes them under the driver:
 // <pod cgroup>/<container id>, or <pod slice>/cri-containerd-<id>.scope).

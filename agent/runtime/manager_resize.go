@@ -11,6 +11,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 // ActionResize is the step of an in-place resize.
@@ -26,6 +27,30 @@ func (m *Manager) actuatedOf(pod *v1.Pod) func(string) (v1.ResourceRequirements,
 	}
 }
 
+// actuatedPodLevel is the pod-level record of pod (nil: none).
+func (m *Manager) actuatedPodLevel(pod *v1.Pod) (*v1.ResourceRequirements, bool) {
+	if m.act == nil {
+		return nil, false
+	}
+	return m.act.PodLevel(pod.UID)
+}
+
+// recordPodLevel notes the pod-level requirements the pod cgroup was
+// given (pod's, at its allocated requirements).
+func (m *Manager) recordPodLevel(pod *v1.Pod) error {
+	if m.act == nil {
+		return nil
+	}
+	var r *v1.ResourceRequirements
+	if pod.Spec.Resources != nil && (len(pod.Spec.Resources.Requests) > 0 || len(pod.Spec.Resources.Limits) > 0) {
+		r = pod.Spec.Resources
+	}
+	if err := m.act.SetPodLevel(pod.UID, r); err != nil {
+		return fmt.Errorf("record the pod-level resources: %w", err)
+	}
+	return nil
+}
+
 // recordActuated notes what a started container was given.
 func (m *Manager) recordActuated(ctx context.Context, pod *v1.Pod, c *v1.Container) {
 	if m.act == nil {
@@ -37,17 +62,33 @@ func (m *Manager) recordActuated(ctx context.Context, pod *v1.Pod, c *v1.Contain
 }
 
 // ResizeInProgress tells whether pod (at its allocated requirements) has a
-// running container not yet given what it is allocated.
+// running container, or a pod cgroup, not yet given what it is allocated.
 func (m *Manager) ResizeInProgress(pod *v1.Pod, st *PodStatus) bool {
-	return m.act != nil && ResizeInProgress(pod, st, m.actuatedOf(pod))
+	if m.act == nil {
+		return false
+	}
+	if ResizeInProgress(pod, st, m.actuatedOf(pod)) {
+		return true
+	}
+	r, found := m.actuatedPodLevel(pod)
+	return PodLevelResizeInProgress(pod, r, found)
+}
+
+// PodCgroupSettings are the settings the pod cgroup of pod (at its
+// allocated requirements) was given: those of its containers' and its
+// pod-level records (the pod's status.resources reads them).
+func (m *Manager) PodCgroupSettings(pod *v1.Pod) cgroups.CgroupSettings {
+	return m.cg.Settings(m.givenPod(pod))
 }
 
 // resize carries out plan for pod (at its allocated requirements), as
 // kubelet orders it: a check that no memory limit goes below what is in
 // use (a resize that would is refused, not forced: no OOM kill), the pod
-// cgroup widened, the containers' memory then cpu updated through the
+// cgroup widened (what grows, pod-level values included, grows before the
+// containers), the containers' memory then cpu updated through the
 // runtime (UpdateContainerResources; decreases first), the pod cgroup
-// set to the allocated values. A failure stops there, recorded as the
+// set to the allocated values (what shrinks, shrinks after them) and its
+// pod-level record updated. A failure stops there, recorded as the
 // ActionResize step; the next sync retries what is left.
 func (m *Manager) resize(ctx context.Context, pod *v1.Pod, st *PodStatus, plan ResizePlan, opts podconfig.ContainerOptions, r *SyncResult) {
 	start := m.clock.Now()
@@ -83,14 +124,18 @@ func (m *Manager) doResize(ctx context.Context, pod *v1.Pod, plan ResizePlan, op
 		if err := m.cg.ResizePod(ctx, given, pod, false); err != nil {
 			return fmt.Errorf("pod cgroup: %w", err)
 		}
+		return m.recordPodLevel(pod)
 	}
 	return nil
 }
 
 // givenPod is pod with each container at the requirements it was given
-// (its actuated record; the allocated ones for a container without one).
+// (its actuated record; the allocated ones for a container without one)
+// and the pod-level requirements the pod cgroup was given (none without a
+// record).
 func (m *Manager) givenPod(pod *v1.Pod) *v1.Pod {
 	out := pod.DeepCopy()
+	out.Spec.Resources, _ = m.actuatedPodLevel(pod)
 	look := m.actuatedOf(pod)
 	for _, cs := range [][]v1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range cs {

@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/internal/httpget"
@@ -49,6 +50,11 @@ func (f *fakeCgroups) ResizePod(_ context.Context, from, to *v1.Pod, widen bool)
 	defer f.mu.Unlock()
 	f.resizes = append(f.resizes, widen)
 	return nil
+}
+
+// Settings are the pod settings with a 100ms period.
+func (f *fakeCgroups) Settings(pod *v1.Pod) cgroups.CgroupSettings {
+	return cgroups.ComputePodSettings(cgroups.QoSConfig{CPUCFSQuotaPeriod: 100 * time.Millisecond}, qos.PodResources(pod))
 }
 
 // MemoryUsage reports f.usage for every container and the pod.

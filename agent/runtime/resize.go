@@ -11,12 +11,17 @@ import (
 )
 
 // Actuated keeps, per pod and container, the requirements the runtime was
-// last given for a running container (allocation.Store over
-// actuated_pods_state implements it): what an in-place resize compares
-// the allocated requirements with.
+// last given for a running container, and the pod-level requirements the
+// pod cgroup was last given (allocation.Store over actuated_pods_state
+// implements it): what an in-place resize compares the allocated
+// requirements with.
 type Actuated interface {
 	Container(uid types.UID, name string) (v1.ResourceRequirements, bool)
 	SetContainer(uid types.UID, name string, r v1.ResourceRequirements) error
+	// PodLevel is the pod-level record; found is false for none (a pod
+	// without pod-level resources, or a record never made).
+	PodLevel(uid types.UID) (r *v1.ResourceRequirements, found bool)
+	SetPodLevel(uid types.UID, r *v1.ResourceRequirements) error
 }
 
 // ActuatedRequirements are the requirements a container is created or
@@ -83,8 +88,12 @@ type ContainerResize struct {
 type ResizePlan struct {
 	Memory, CPU []ContainerResize
 	// Pod is true when the pod cgroup must be resized: a container is
-	// updated in place or restarted for its resize policy.
+	// updated in place or restarted for its resize policy, or the
+	// pod-level resources changed (PodLevel).
 	Pod bool
+	// PodLevel is true when the allocated pod-level requirements differ
+	// from those the pod cgroup was given (PodLevelResize).
+	PodLevel bool
 }
 
 // Empty tells whether the plan does nothing.
@@ -156,6 +165,40 @@ func ComputeResize(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1.Re
 		consider(&pod.Spec.Containers[i], i, false)
 	}
 	return plan
+}
+
+// podLevelValues are the pod-level cpu and memory requests and limits of
+// r (zero for nil), as kubelet compares them.
+func podLevelValues(r *v1.ResourceRequirements) ResizeValues {
+	if r == nil {
+		return ResizeValues{}
+	}
+	return valuesOf(*r)
+}
+
+// PodLevelResize tells whether a sync of pod (at its allocated
+// requirements) with actions a must resize the pod cgroup for its
+// pod-level resources (InPlacePodLevelResourcesVerticalScaling): its
+// sandbox stays, and the allocated pod-level cpu or memory requests or
+// limits differ from actuated, what the pod cgroup was given (nil: none,
+// or no record — then a pod with pod-level resources is resized, which
+// restates them). Pure.
+func PodLevelResize(pod *v1.Pod, st *PodStatus, a *PodActions, actuated *v1.ResourceRequirements) bool {
+	if a.KillPod || a.CreateSandbox || st.Sandbox() == nil {
+		return false
+	}
+	return podLevelValues(pod.Spec.Resources) != podLevelValues(actuated)
+}
+
+// PodLevelResizeInProgress tells whether the pod cgroup has not yet been
+// given the allocated pod-level requirements of pod: kubelet's rule, a pod
+// without pod-level resources or without a record of them is not in
+// progress.
+func PodLevelResizeInProgress(pod *v1.Pod, actuated *v1.ResourceRequirements, found bool) bool {
+	if pod.Spec.Resources == nil || !found || actuated == nil {
+		return false
+	}
+	return podLevelValues(pod.Spec.Resources) != podLevelValues(actuated)
 }
 
 // resizeRestarts tells whether a resource that changes has the

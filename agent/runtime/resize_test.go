@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 func resizePod() *v1.Pod {
@@ -100,5 +102,111 @@ func TestComputeResizeWithoutRecord(t *testing.T) {
 	plan := ComputeResize(pod, st, func(string) (v1.ResourceRequirements, bool) { return v1.ResourceRequirements{}, false }, &a)
 	if len(a.ContainersToKill) != 0 || len(plan.Memory) != 1 || plan.Memory[0].Name != "restart" {
 		t.Errorf("no record: kills %v, memory updates %+v; want one in-place update", a.ContainersToKill, plan.Memory)
+	}
+}
+
+// plrPod is a running pod with pod-level resources: "own" has limits of
+// its own, "shared" none (it runs with the pod-level limits), "restart"
+// none either and restarts for cpu.
+func plrPod(cpuLimit, memLimit string) *v1.Pod {
+	q := resource.MustParse
+	return &v1.Pod{Spec: v1.PodSpec{
+		Resources: &v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: q("100m"), v1.ResourceMemory: q("32Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: q(cpuLimit), v1.ResourceMemory: q(memLimit)}},
+		Containers: []v1.Container{
+			{Name: "own", Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("50m"), v1.ResourceMemory: q("16Mi")}}},
+			{Name: "shared"},
+			{Name: "restart", ResizePolicy: []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}},
+		}}}
+}
+
+func TestComputeResizePodLevel(t *testing.T) {
+	before, after := plrPod("200m", "128Mi"), plrPod("400m", "64Mi")
+	st := &PodStatus{Sandboxes: []*SandboxStatus{{ID: "sb", Ready: true}}}
+	given := map[string]v1.ResourceRequirements{}
+	for i, c := range before.Spec.Containers {
+		st.Containers = append(st.Containers, &ContainerStatus{ID: "id-" + c.Name, SandboxID: "sb", Name: c.Name, State: ContainerRunning})
+		given[c.Name] = ActuatedRequirements(before, &before.Spec.Containers[i])
+	}
+	look := func(n string) (v1.ResourceRequirements, bool) { r, ok := given[n]; return r, ok }
+	a := PodActions{ContainersToKill: map[string]KillInfo{}}
+	plan := ComputeResize(after, st, look, &a)
+	// "own" keeps its limits; "shared" follows the pod-level limits in
+	// place (memory down, cpu up); "restart" restarts for its cpu.
+	if len(plan.Memory) != 1 || plan.Memory[0].Name != "shared" || plan.Memory[0].Desired.MemoryLimit != 64<<20 {
+		t.Errorf("memory updates %+v: want shared to 64Mi", plan.Memory)
+	}
+	if len(plan.CPU) != 1 || plan.CPU[0].Name != "shared" || plan.CPU[0].Desired.CPULimit != 400 {
+		t.Errorf("cpu updates %+v: want shared to 400m", plan.CPU)
+	}
+	if _, ok := a.ContainersToKill["id-restart"]; !ok || len(a.ContainersToKill) != 1 {
+		t.Errorf("kills %v: want restart only", a.ContainersToKill)
+	}
+
+	cases := []struct {
+		name     string
+		pod      *v1.Pod
+		actuated *v1.ResourceRequirements
+		a        PodActions
+		resize   bool
+	}{
+		{"limits changed", after, before.Spec.Resources, PodActions{}, true},
+		{"same", after, after.Spec.Resources, PodActions{}, false},
+		{"no record", after, nil, PodActions{}, true},
+		{"no pod-level resources", resizePod(), nil, PodActions{}, false},
+		{"pod-level resources added", after, nil, PodActions{}, true},
+		{"sandbox re-created", after, before.Spec.Resources, PodActions{CreateSandbox: true}, false},
+		{"pod killed", after, before.Spec.Resources, PodActions{KillPod: true}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PodLevelResize(tc.pod, st, &tc.a, tc.actuated); got != tc.resize {
+				t.Errorf("PodLevelResize = %v, want %v", got, tc.resize)
+			}
+		})
+	}
+	if !PodLevelResizeInProgress(after, before.Spec.Resources, true) || PodLevelResizeInProgress(after, after.Spec.Resources, true) {
+		t.Error("in progress: want true before the pod cgroup has the new limits, false after")
+	}
+	if PodLevelResizeInProgress(after, nil, false) {
+		t.Error("in progress without a record (kubelet's rule: not in progress)")
+	}
+}
+
+func TestPodStatusResources(t *testing.T) {
+	q := resource.MustParse
+	pod := plrPod("400m", "64Mi")
+	pod.Status.Phase = v1.PodRunning
+	// The cgroup was given 205 shares (→ 201m), a 300m quota, 48Mi.
+	s := cgroups.CgroupSettings{CPUShares: 205, CPUQuota: 30000, CPUPeriod: 100000, MemoryLimit: 48 << 20}
+	got := PodStatusResources(pod, s)
+	if got.Requests.Cpu().MilliValue() != 201 || got.Limits.Cpu().MilliValue() != 300 || got.Limits.Memory().Value() != 48<<20 {
+		t.Errorf("running: %v", got)
+	}
+	if got.Requests.Memory().Value() != 32<<20 {
+		t.Errorf("running: memory request %v, want the allocated 32Mi", got.Requests.Memory())
+	}
+	// Shares that round back to the allocated request keep it as written.
+	s = cgroups.CgroupSettings{CPUShares: cgroups.CPUShares(100), CPUQuota: cgroups.NoLimit, CPUPeriod: 100000, MemoryLimit: cgroups.NoLimit}
+	pod.Status.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("250m")}}
+	got = PodStatusResources(pod, s)
+	if c := got.Requests[v1.ResourceCPU]; c.String() != "100m" {
+		t.Errorf("cpu request %s, want 100m", c.String())
+	}
+	if got.Limits.Cpu().MilliValue() != 250 || got.Limits.Memory().Value() != 64<<20 {
+		t.Errorf("no quota, no memory limit: %v, want the reported 250m kept and the allocated 64Mi", got.Limits)
+	}
+	// Not running: the allocated pod-level requirements, effective.
+	pod.Status.Phase = v1.PodPending
+	got = PodStatusResources(pod, s)
+	if got.Requests.Cpu().MilliValue() != 100 || got.Limits.Cpu().MilliValue() != 400 || got.Limits.Memory().Value() != 64<<20 {
+		t.Errorf("pending: %v", got)
+	}
+	// A pod without pod-level resources: its containers' sums.
+	plain := resizePod()
+	plain.Status.Phase = v1.PodPending
+	if got := PodStatusResources(plain, s); got.Requests.Cpu().MilliValue() != 300 {
+		t.Errorf("containers' requests %v, want 300m", got.Requests)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
 
@@ -37,6 +39,11 @@ type StatusInputs struct {
 	// does not report them); nil: no resources and allocatedResources are
 	// reported (a node that does not resize in place).
 	Actuated func(name string) (v1.ResourceRequirements, bool)
+	// PodCgroup gives the settings the pod cgroup was given (the
+	// Manager's PodCgroupSettings), for the pod-level status.resources and
+	// status.allocatedResources (InPlacePodLevelResourcesVerticalScaling);
+	// nil: neither is reported.
+	PodCgroup func() cgroups.CgroupSettings
 }
 
 // ToAPIStatus converts the runtime's view of pod into its API status at
@@ -124,6 +131,83 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t})
 	if podutil.MayRestartAll(&pod.Spec) {
 		out.Conditions = append(out.Conditions, allContainersRestarting(pod, st, out.Phase, now))
+	}
+	if in.PodCgroup != nil {
+		out.Resources = PodStatusResources(pod, in.PodCgroup())
+		out.AllocatedResources = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	}
+	return out
+}
+
+// PodStatusResources are the pod-level status.resources kubelet v1.37
+// reports for pod (at its allocated requirements), given the settings s
+// its pod cgroup was given: for a pod that is not Running (its status so
+// far), the allocated pod-level requirements with the pod's effective
+// requests and limits; for a Running pod, the allocated pod-level
+// requirements with the cgroup's values in place — cpu request from the
+// shares (unless both it and the allocation are at or below the 2-share
+// floor), cpu limit from the quota (unless both are at or below 10m),
+// memory limit — and, without a pod-level memory request, the pod's
+// effective memory request. A value the cgroup does not set (no quota, no
+// memory limit) keeps the one already reported. kernelet reports the
+// settings it wrote, not a read-back (kubelet reads the files; an
+// unlimited memory.limit_in_bytes there shows as a limit of 2^63 − 4096
+// bytes on cgroup v1, which kernelet does not report).
+func PodStatusResources(pod *v1.Pod, s cgroups.CgroupSettings) *v1.ResourceRequirements {
+	opts := resourcehelper.PodResourcesOptions{}
+	if pod.Status.Phase != v1.PodRunning {
+		out := &v1.ResourceRequirements{}
+		if pod.Spec.Resources != nil {
+			out = pod.Spec.Resources.DeepCopy()
+		}
+		out.Requests = resourcehelper.PodRequests(pod, opts)
+		out.Limits = resourcehelper.PodLimits(pod, opts)
+		return out
+	}
+	out := &v1.ResourceRequirements{}
+	if pod.Spec.Resources != nil {
+		out = pod.Spec.Resources.DeepCopy()
+	}
+	if out.Requests == nil {
+		out.Requests = v1.ResourceList{}
+	}
+	if out.Limits == nil {
+		out.Limits = v1.ResourceList{}
+	}
+	var old v1.ResourceRequirements
+	if pod.Status.Resources != nil {
+		old = *pod.Status.Resources
+	}
+	keep := func(into, from v1.ResourceList, name v1.ResourceName) {
+		if q, ok := from[name]; ok {
+			into[name] = q.DeepCopy()
+		}
+	}
+	if s.CPUShares >= minShares {
+		milli := int64(math.Ceil(float64(s.CPUShares*1000) / 1024))
+		if milli > minShares || out.Requests.Cpu().MilliValue() > minShares {
+			if milli != out.Requests.Cpu().MilliValue() {
+				out.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
+			}
+		}
+	} else {
+		keep(out.Requests, old.Requests, v1.ResourceCPU)
+	}
+	if _, ok := out.Requests[v1.ResourceMemory]; !ok {
+		keep(out.Requests, resourcehelper.PodRequests(pod, opts), v1.ResourceMemory)
+	}
+	if s.CPUQuota != cgroups.NoLimit && s.CPUQuota > 0 && s.CPUPeriod > 0 {
+		lim := resource.NewMilliQuantity(s.CPUQuota*1000/int64(s.CPUPeriod), resource.DecimalSI)
+		if lim.MilliValue() > minMilliCPULimit || out.Limits.Cpu().MilliValue() > minMilliCPULimit {
+			out.Limits[v1.ResourceCPU] = *lim
+		}
+	} else {
+		keep(out.Limits, old.Limits, v1.ResourceCPU)
+	}
+	if s.MemoryLimit != cgroups.NoLimit && s.MemoryLimit > 0 {
+		out.Limits[v1.ResourceMemory] = *resource.NewQuantity(s.MemoryLimit, resource.BinarySI)
+	} else {
+		keep(out.Limits, old.Limits, v1.ResourceMemory)
 	}
 	return out
 }

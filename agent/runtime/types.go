@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/cgroups"
 )
 
 // PodStatus is the runtime's view of one pod: every sandbox and container
@@ -239,6 +241,9 @@ type PodCgroups interface {
 	// with widen each value is the larger of the two (before containers
 	// grow), else to's (after they shrank).
 	ResizePod(ctx context.Context, from, to *v1.Pod, widen bool) error
+	// Settings are the settings the pod's cgroup gets for pod as it is
+	// (pure: nothing is read or written).
+	Settings(pod *v1.Pod) cgroups.CgroupSettings
 	// MemoryUsage returns the memory usage in bytes of the pod's cgroup
 	// and of the named containers' cgroups, by container ID.
 	MemoryUsage(ctx context.Context, pod *v1.Pod, containerIDs []string) (int64, map[string]int64, error)

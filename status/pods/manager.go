@@ -220,7 +220,7 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 			m.dropTerminated(w.uid) // gone: nothing to write to
 			continue                // no API object yet: stays dirty
 		}
-		next := MergeStatus(api.Status, w.status, api.Generation)
+		next := MergeStatus(api.Status, w.status, observedGeneration(w.pod, api))
 		ApplyReadinessGates(&next, api.Spec.ReadinessGates)
 		done := StatusEqual(api.Status, next) ||
 			!full && w.sent != nil && w.sentTo == api.UID && StatusEqual(*w.sent, next)
@@ -241,6 +241,18 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 		m.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// observedGeneration is the generation a status computed for pod reports
+// as observed: pod's own, as kubelet reports the generation of the pod it
+// synced — not the API server's newest, which the agent may not have
+// acted on yet (a resize the status does not show). A static pod's
+// mirror reports its own generation.
+func observedGeneration(pod, api *v1.Pod) int64 {
+	if podutil.IsStatic(pod) || pod.Generation > api.Generation {
+		return api.Generation
+	}
+	return pod.Generation
 }
 
 // dropTerminated forgets the entry of uid if its pod terminated.

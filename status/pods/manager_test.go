@@ -117,6 +117,30 @@ func TestManagerPatchesChangedStatusOnly(t *testing.T) {
 	}
 }
 
+// A status reports the generation of the pod it was computed for, not the
+// API server's newer one (a resize the agent has not seen yet).
+func TestManagerObservedGenerationOfSyncedPod(t *testing.T) {
+	ctx := context.Background()
+	synced := apiPod("web", "u1")
+	synced.Generation = 1
+	newer := synced.DeepCopy()
+	newer.Generation = 2
+	h := newHarness(t, newer)
+	h.m.SetStatus(synced, v1.PodStatus{Phase: v1.PodRunning})
+	h.m.round(ctx, false)
+	got, _ := h.client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if got.Status.ObservedGeneration != 1 {
+		t.Fatalf("observedGeneration %d, want 1 (the synced pod's)", got.Status.ObservedGeneration)
+	}
+	h.refresh(t)
+	h.m.SetStatus(newer, v1.PodStatus{Phase: v1.PodRunning})
+	h.m.round(ctx, false)
+	got, _ = h.client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+	if got.Status.ObservedGeneration != 2 {
+		t.Errorf("observedGeneration %d after the newer pod's sync, want 2", got.Status.ObservedGeneration)
+	}
+}
+
 func TestManagerSkipsPodOfAnotherUID(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, apiPod("web", "new-uid"))

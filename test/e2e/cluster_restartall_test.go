@@ -37,7 +37,7 @@ func TestClusterRestartAllContainers(t *testing.T) {
 		}
 		return false, errors.New("no Ready condition")
 	})
-	if want := []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}; !slices.Equal(node.Status.DeclaredFeatures, want) {
+	if want := []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}; !slices.Equal(node.Status.DeclaredFeatures, want) {
 		t.Errorf("declaredFeatures = %q, want %q", node.Status.DeclaredFeatures, want)
 	}
 

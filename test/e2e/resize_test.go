@@ -35,6 +35,8 @@ import (
 //   - more cpu than the node's allocatable: refused by the API server;
 //   - a resize sent while the agent is down completes after it restarts,
 //     from the allocation checkpoint.
+//
+// Pod-level resources are resized in TestClusterResizePodLevel.
 func TestClusterResize(t *testing.T) {
 	c := newClusterNode(t)
 	c.start(t)
@@ -97,10 +99,7 @@ func TestClusterResize(t *testing.T) {
 		p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = q("40Mi")
 	})
 	below := regexp.MustCompile(`memory limit \(\d+\) below current usage`)
-	failed := c.waitStatus(t, "resize", "PodResizeInProgress Error", 30*time.Second, func(p *v1.Pod) bool {
-		cond := podCondition(p, v1.PodResizeInProgress)
-		return cond != nil && cond.Reason == v1.PodReasonError && below.MatchString(cond.Message)
-	})
+	failed := c.waitResizeError(t, "resize", below)
 	t.Logf("memory below usage: %s", podCondition(failed, v1.PodResizeInProgress).Message)
 	if a := containerStatusOf(t, failed, "app"); ctrID(a) != ctrID(app) || a.RestartCount != 0 || a.State.Running == nil {
 		t.Errorf("app after a refused memory decrease: %+v", a)
@@ -133,24 +132,13 @@ func TestClusterResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	alloc := node.Status.Allocatable.Cpu().MilliValue()
-	hog := apiTestPod("hog", 1, "sleep")
-	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(alloc/2, resource.DecimalSI)}
-	c.createPod(t, hog)
-	c.waitPhase(t, "hog", v1.PodRunning, 60*time.Second)
+	c.startHog(t, alloc/2)
 	want := alloc/2 + 100
 	resized = c.resize(t, "resize", func(p *v1.Pod) {
 		p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(want, resource.DecimalSI)
 		p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = *resource.NewMilliQuantity(want, resource.DecimalSI)
 	})
-	deferred := c.waitStatus(t, "resize", "PodResizePending Deferred", 30*time.Second, func(p *v1.Pod) bool {
-		cond := podCondition(p, v1.PodResizePending)
-		return cond != nil && cond.Reason == v1.PodReasonDeferred
-	})
-	msg := podCondition(deferred, v1.PodResizePending).Message
-	if !strings.HasPrefix(msg, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: ", want+20)) {
-		t.Errorf("Deferred message %q", msg)
-	}
-	c.waitEvents(t, deferred, "ResizeDeferred")
+	c.waitDeferred(t, "resize", want+20)
 	c.deletePod(t, "hog", nil)
 	c.waitResized(t, resized)
 	expectCgroup(t, appCg, want*100, 128<<20)
@@ -187,34 +175,42 @@ func TestClusterResize(t *testing.T) {
 	}
 	expectCgroup(t, appCg, 25000, 128<<20)
 
-	// Pod-level resources are not resized: Infeasible with kubelet's
-	// message for a node without InPlacePodLevelResourcesVerticalScaling
-	// (unless the API server already refuses it).
-	pl := apiTestPod("podlevel", 1, "sleep")
-	pl.Spec.Resources = &v1.ResourceRequirements{
-		Requests: v1.ResourceList{v1.ResourceCPU: q("50m"), v1.ResourceMemory: q("32Mi")},
-		Limits:   v1.ResourceList{v1.ResourceCPU: q("200m"), v1.ResourceMemory: q("64Mi")},
+}
+
+// waitResizeError waits for the named pod's PodResizeInProgress with
+// reason Error and a message matching msg.
+func (c *clusterNode) waitResizeError(t *testing.T, name string, msg *regexp.Regexp) *v1.Pod {
+	t.Helper()
+	return c.waitStatus(t, name, "PodResizeInProgress Error", 30*time.Second, func(p *v1.Pod) bool {
+		cond := podCondition(p, v1.PodResizeInProgress)
+		return cond != nil && cond.Reason == v1.PodReasonError && msg.MatchString(cond.Message)
+	})
+}
+
+// startHog runs pod "hog" requesting milliCPU, to leave too little cpu
+// for a resize.
+func (c *clusterNode) startHog(t *testing.T, milliCPU int64) {
+	t.Helper()
+	hog := apiTestPod("hog", 1, "sleep")
+	hog.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: *resource.NewMilliQuantity(milliCPU, resource.DecimalSI)}
+	c.createPod(t, hog)
+	c.waitPhase(t, "hog", v1.PodRunning, 60*time.Second)
+}
+
+// waitDeferred waits for the named pod's PodResizePending Deferred with
+// kubelet's message for a pod requesting requested milliCPU, and its
+// ResizeDeferred event.
+func (c *clusterNode) waitDeferred(t *testing.T, name string, requested int64) {
+	t.Helper()
+	deferred := c.waitStatus(t, name, "PodResizePending Deferred", 30*time.Second, func(p *v1.Pod) bool {
+		cond := podCondition(p, v1.PodResizePending)
+		return cond != nil && cond.Reason == v1.PodReasonDeferred
+	})
+	msg := podCondition(deferred, v1.PodResizePending).Message
+	if !strings.HasPrefix(msg, fmt.Sprintf("Node didn't have enough resource: cpu, requested: %d, used: ", requested)) {
+		t.Errorf("Deferred message %q", msg)
 	}
-	c.createPod(t, pl)
-	c.waitPhase(t, "podlevel", v1.PodRunning, 60*time.Second)
-	if _, err := c.tryResize(t, "podlevel", func(p *v1.Pod) {
-		p.Spec.Resources.Limits[v1.ResourceCPU] = q("300m")
-	}); err != nil {
-		// v1.37's NodeDeclaredFeatures admission: kernelet declares none.
-		if !strings.Contains(err.Error(), "InPlacePodLevelResourcesVerticalScaling") {
-			t.Errorf("pod-level resize: %v", err)
-		}
-		t.Logf("pod-level resize refused by the API server: %v", err)
-	} else {
-		inf := c.waitStatus(t, "podlevel", "PodResizePending Infeasible", 30*time.Second, func(p *v1.Pod) bool {
-			cond := podCondition(p, v1.PodResizePending)
-			return cond != nil && cond.Reason == v1.PodReasonInfeasible
-		})
-		if m := podCondition(inf, v1.PodResizePending).Message; m != "InPlacePodLevelResourcesVerticalScaling is disabled" {
-			t.Errorf("Infeasible message %q", m)
-		}
-		c.waitEvents(t, inf, "ResizeInfeasible")
-	}
+	c.waitEvents(t, deferred, "ResizeDeferred")
 }
 
 // resize sends a resize of the named pod (change edits a copy) and returns
