@@ -2,12 +2,12 @@ package cpumanager
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 
 	"k8s.io/utils/cpuset"
+
+	"github.com/kernelet/kernelet/internal/checksum"
 )
 
 // State is what the static policy has handed out: the shared pool
@@ -82,7 +82,7 @@ type checkpoint struct {
 
 // ErrCorruptCheckpoint is returned for a checkpoint whose checksum does
 // not match its content.
-var ErrCorruptCheckpoint = errors.New("checkpoint is corrupt")
+var ErrCorruptCheckpoint = checksum.ErrMismatch
 
 // EncodeState is the checkpoint of s under policy.
 func EncodeState(policy string, s State) ([]byte, error) {
@@ -106,13 +106,7 @@ func EncodeState(policy string, s State) ([]byte, error) {
 
 func (cp checkpoint) sum() (uint64, error) {
 	cp.Checksum = 0
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return 0, fmt.Errorf("encode cpu manager state: %w", err)
-	}
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64(), nil
+	return checksum.Of(cp)
 }
 
 // DecodeState reads a checkpoint written under policy. A checkpoint of

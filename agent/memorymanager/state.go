@@ -2,13 +2,13 @@ package memorymanager
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/internal/checksum"
 )
 
 // Block is memory of one resource given to a container: Size bytes on the
@@ -69,17 +69,11 @@ type checkpoint struct {
 
 // ErrCorruptCheckpoint is returned for a checkpoint whose checksum does
 // not match its content.
-var ErrCorruptCheckpoint = errors.New("checkpoint is corrupt")
+var ErrCorruptCheckpoint = checksum.ErrMismatch
 
 func (cp checkpoint) sum() (uint64, error) {
 	cp.Checksum = 0
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return 0, fmt.Errorf("encode memory manager state: %w", err)
-	}
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64(), nil
+	return checksum.Of(cp)
 }
 
 // EncodeState is the checkpoint of s under policy.
