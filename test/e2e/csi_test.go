@@ -83,7 +83,7 @@ func startCSIDriver(t *testing.T, n *agentNode, name string, args ...string) *cs
 		"--csi-socket", d.socket, "--registration-dir", reg, "--registration-socket-name", filepath.Base(regSocket)}, args...)...)
 	d.cmd.Stdout, d.cmd.Stderr = log, log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := d.cmd.Start(); err != nil {
+	if err := env.Start(d.cmd); err != nil {
 		t.Fatal(err)
 	}
 	d.exited = make(chan error, 1)

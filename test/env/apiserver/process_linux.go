@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kernelet/kernelet/test/env"
 )
 
 // process is etcd or kube-apiserver, either started here (cmd set) or known
@@ -32,7 +34,7 @@ const gracePeriod = 15 * time.Second
 // records its PID in <dir>/<name>.pid. A detached process gets its own
 // session and outlives the caller; otherwise it is in its own process group
 // and receives SIGKILL when the caller dies.
-func startProcess(name, bin string, args, env []string, dir string, detach bool) (*process, error) {
+func startProcess(name, bin string, args, environ []string, dir string, detach bool) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -40,7 +42,7 @@ func startProcess(name, bin string, args, env []string, dir string, detach bool)
 	}
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(bin, args...)
-	cmd.Env = env
+	cmd.Env = environ
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if detach {
@@ -48,7 +50,7 @@ func startProcess(name, bin string, args, env []string, dir string, detach bool)
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
-	if err := cmd.Start(); err != nil {
+	if err := env.Start(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{name: name, pid: cmd.Process.Pid, logPath: logPath, cmd: cmd, done: make(chan struct{})}

@@ -15,7 +15,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -615,11 +614,9 @@ func boot(ctx context.Context, qemu string, args []string, dir, nonce string, op
 	cmd.WaitDelay = 5 * time.Second
 
 	// The parent-death signal fires when the thread that forked qemu
-	// exits: keep this goroutine on its thread until qemu is reaped.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// exits: env.Start forks from a thread that lives as long as we do.
 	start := time.Now()
-	err = cmd.Start()
+	err = env.Start(cmd)
 	pw.Close()
 	if err != nil {
 		return nil, fmt.Errorf("vm: start %s: %w", QEMU, err)

@@ -8,13 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/kernelet/kernelet/test/env"
 	"github.com/kernelet/kernelet/test/env/vm"
 )
 
@@ -55,14 +55,13 @@ func (q *qemuProc) kill() {
 
 // startQemu starts qemu with args in dir, its serial console (stdout)
 // handed to line one line at a time. qemu gets SIGKILL when the thread that
-// forked it dies: that thread is locked to a goroutine that waits for
-// qemu, so the signal comes only when this process dies. The pid goes to
+// forked it dies: env.Start forks from a thread that lives as long as this
+// process, so the signal comes only when this process dies. The pid goes to
 // dir/qemu.pid for Down.
 func startQemu(args []string, dir string, line func(string)) (*qemuProc, error) {
 	q := &qemuProc{exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with qemu
 		pr, pw, err := os.Pipe()
 		if err != nil {
 			started <- err
@@ -73,7 +72,7 @@ func startQemu(args []string, dir string, line func(string)) (*qemuProc, error) 
 		cmd.Stdout = pw
 		cmd.Stderr = q
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		err = cmd.Start()
+		err = env.Start(cmd)
 		pw.Close()
 		if err != nil {
 			pr.Close()
@@ -132,7 +131,7 @@ func (n *Node) ForwardUnix(ctx context.Context, guestPath string) (hostPath stri
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := env.Start(cmd); err != nil {
 		return "", nil, fmt.Errorf("vmnode: forward %s: %w", guestPath, err)
 	}
 	exited := make(chan struct{})
