@@ -25,7 +25,8 @@ func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error
 // servePodResources serves the podresources API on
 // <root-dir>/pod-resources until ctx ends.
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
-	srv := podresources.New(podresources.WorkerPods(p.workers.Pods), p.devices, a.metrics.podResources).WithCPUs(podresources.CPUManager(p.cpus))
+	srv := podresources.New(podresources.WorkerPods(p.workers.Pods), p.devices, a.metrics.podResources).
+		WithCPUs(podresources.CPUManager(p.cpus)).WithMemory(podresources.MemoryManager(p.mem))
 	dir := filepath.Join(a.opts.RootDir, podresources.DirName)
 	if err := srv.Serve(ctx, dir, podresources.DefaultQPS, podresources.DefaultBurst); err != nil {
 		klog.FromContext(ctx).Error(err, "The podresources API stopped")

@@ -29,7 +29,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"PodLogsQuerySplitStreams":             yes("/containerLogs takes the stream parameter (Stdout, Stderr, All)", "agent/logs.TestParseOptions"),
 	"KubeletTracing":                       no("no OpenTelemetry traces"),
 	"SystemdWatchdog":                      no("kernelet does not ping systemd's watchdog"),
-	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices and CPUs; no memory nor DRA yet)", "agent/podresources.TestServer"),
+	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices, CPUs and memory; no DRA claims yet)", "agent/podresources.TestServer"),
 	"KubeletPodResourcesListUseActivePods": yes("podresources List reports the active pods (admitted, not finished)", "test/e2e.TestDevicePlugins"),
 	"KubeletPodResourcesDynamicResources":  no("no DRA claims in the podresources API (no dynamic resource allocation, issue 27)"),
 	"KubeletInUserNamespace":               no("kernelet does not run in a user namespace (rootless)"),

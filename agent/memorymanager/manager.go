@@ -101,6 +101,27 @@ func (m *Manager) MemoryNodes(podUID, name string) string {
 	return strings.Join(out, ",")
 }
 
+// Blocks are the memory blocks of container name of the pod with podUID
+// (none under the None policy or when it has none of its own).
+func (m *Manager) Blocks(podUID, name string) []Block {
+	if m.policy == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := State{Assignments: map[string]map[string][]Block{podUID: {name: m.state.Assignments[podUID][name]}}}
+	return st.Clone().Assignments[podUID][name]
+}
+
+// Allocatable is what the Static policy can give per node and memory
+// resource (none under the None policy).
+func (m *Manager) Allocatable() []Block {
+	if m.policy == nil {
+		return nil
+	}
+	return m.policy.Allocatable()
+}
+
 // Snapshot is a copy of the state.
 func (m *Manager) Snapshot() State {
 	m.mu.Lock()

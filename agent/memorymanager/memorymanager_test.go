@@ -132,6 +132,12 @@ func TestManagerAdmission(t *testing.T) {
 	if r := admit(tm.PolicyNone, a); !r.Admit || m.MemoryNodes("a", "c") != "0" {
 		t.Fatalf("a: %+v, nodes %q", r, m.MemoryNodes("a", "c"))
 	}
+	if bs := m.Blocks("a", "c"); len(bs) != 1 || bs[0].Type != v1.ResourceMemory || bs[0].Size != 2*gi || len(bs[0].NUMA) != 1 {
+		t.Errorf("blocks of a/c = %+v, want 2Gi of memory on node 0", bs)
+	}
+	if bs := m.Allocatable(); len(bs) != 1 || bs[0].Size != 3*gi || bs[0].NUMA[0] != 0 {
+		t.Errorf("allocatable = %+v, want 3Gi on node 0 (4Gi less 1Gi reserved)", bs)
+	}
 	b := guaranteed("b", nil, ctr("c", "2Gi"))
 	if r := admit(tm.PolicyNone, b, a); r.Admit || r.Reason != "UnexpectedAdmissionError" ||
 		r.Message != "Allocate failed due to [memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available, which is unexpected" {
@@ -150,6 +156,9 @@ func TestManagerAdmission(t *testing.T) {
 	be := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "be"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 	if r := admit(tm.PolicyRestricted, be, b); !r.Admit || m.MemoryNodes("be", "c") != "" {
 		t.Fatalf("besteffort: %+v", r)
+	}
+	if none, err := New(Config{Policy: PolicyNone}); err != nil || none.Allocatable() != nil || none.Blocks("a", "c") != nil {
+		t.Errorf("None policy: %v, allocatable %v", err, none.Allocatable())
 	}
 	if _, err := New(Config{Policy: "Dynamic"}); err == nil {
 		t.Fatal("unknown policy accepted")

@@ -3,6 +3,8 @@ package memorymanager
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,6 +104,21 @@ func NewStatic(nodes []Node, reserved Reserved) (*Static, error) {
 		}
 	}
 	return p, nil
+}
+
+// Allocatable is what each node can give, one block per node and memory
+// resource with something to give, by node then resource (kubelet's
+// allocatable memory of the podresources API).
+func (p *Static) Allocatable() []Block {
+	var out []Block
+	for _, n := range p.nodes {
+		for _, r := range slices.Sorted(maps.Keys(p.allocatable[n.ID])) {
+			if v := p.allocatable[n.ID][r]; v > 0 {
+				out = append(out, Block{NUMA: []int{n.ID}, Type: r, Size: v})
+			}
+		}
+	}
+	return out
 }
 
 // Start checks a restored state against the nodes: every block on known

@@ -8,11 +8,12 @@
 // What it reports: the active pods (kubelet's default,
 // KubeletPodResourcesListUseActivePods) with, per container (regular ones
 // and restartable init containers, as kubelet), the devices of device
-// plugins (agent/devicemanager) and the CPUs it has of its own (the CPU
-// manager's static policy; none in the shared pool), and the node's
-// allocatable devices and CPUs. The memory blocks and DRA claims are
-// always empty: the memory manager's assignments are not wired here yet
-// and kernelet has no DRA (issue 27). The server never changes anything.
-// sources.go adapts the pod workers (WorkerPods) and the CPU manager
-// (CPUManager) to what it reads.
+// plugins (agent/devicemanager), the CPUs it has of its own (the CPU
+// manager's static policy; none in the shared pool) and its memory blocks
+// (the memory manager's Static policy: type, size, NUMA nodes), and the
+// node's allocatable devices, CPUs and memory per NUMA node. The DRA claims
+// are always empty: kernelet has no DRA yet (issue 27). The server never
+// changes anything.
+// sources.go adapts the pod workers (WorkerPods), the CPU manager
+// (CPUManager) and the memory manager (MemoryManager) to what it reads.
 package podresources

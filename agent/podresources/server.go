@@ -19,6 +19,7 @@ import (
 	"k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 )
 
 // ErrLimitExceeded is kubelet's answer beyond the rate limit.
@@ -29,6 +30,7 @@ type Server struct {
 	pods    Pods
 	devices Devices
 	cpus    CPUs
+	memory  Memory
 	metrics *Metrics
 }
 
@@ -41,6 +43,12 @@ func New(pods Pods, devices Devices, metrics *Metrics) *Server {
 // WithCPUs reports the CPU manager's assignments too.
 func (s *Server) WithCPUs(c CPUs) *Server {
 	s.cpus = c
+	return s
+}
+
+// WithMemory reports the memory manager's assignments too.
+func (s *Server) WithMemory(m Memory) *Server {
+	s.memory = m
 	return s
 }
 
@@ -130,12 +138,32 @@ func ContainerDevices(rds []devicemanager.ResourceDevices) []*podresourcesv1.Con
 	return out
 }
 
+// ContainerMemory converts memory manager blocks to the v1 API: one entry
+// per block with its type, size and NUMA nodes.
+func ContainerMemory(bs []memorymanager.Block) []*podresourcesv1.ContainerMemory {
+	var out []*podresourcesv1.ContainerMemory
+	for _, b := range bs {
+		cm := &podresourcesv1.ContainerMemory{MemoryType: string(b.Type), Size: b.Size}
+		if len(b.NUMA) > 0 {
+			cm.Topology = &podresourcesv1.TopologyInfo{}
+			for _, n := range b.NUMA {
+				cm.Topology.Nodes = append(cm.Topology.Nodes, &podresourcesv1.NUMANode{ID: int64(n)})
+			}
+		}
+		out = append(out, cm)
+	}
+	return out
+}
+
 func (s *Server) podResources(pod *v1.Pod) *podresourcesv1.PodResources {
 	pr := &podresourcesv1.PodResources{Name: pod.Name, Namespace: pod.Namespace}
 	for _, name := range PodContainers(pod) {
 		cr := &podresourcesv1.ContainerResources{Name: name, Devices: ContainerDevices(s.devices.Devices(pod.UID, name))}
 		if s.cpus != nil {
 			cr.CpuIds = s.cpus.ContainerCPUs(pod.UID, name)
+		}
+		if s.memory != nil {
+			cr.Memory = ContainerMemory(s.memory.ContainerMemory(pod.UID, name))
 		}
 		pr.Containers = append(pr.Containers, cr)
 	}
@@ -161,6 +189,9 @@ func (v v1Server) GetAllocatableResources(context.Context, *podresourcesv1.Alloc
 	resp := &podresourcesv1.AllocatableResourcesResponse{Devices: ContainerDevices(v.s.devices.Allocatable())}
 	if v.s.cpus != nil {
 		resp.CpuIds = v.s.cpus.AllocatableCPUs()
+	}
+	if v.s.memory != nil {
+		resp.Memory = ContainerMemory(v.s.memory.AllocatableMemory())
 	}
 	return resp, nil
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 )
 
 type fakePods []*v1.Pod
@@ -44,6 +45,19 @@ func (fakeCPUs) ContainerCPUs(uid types.UID, c string) []int64 {
 }
 func (fakeCPUs) AllocatableCPUs() []int64 { return []int64{1, 2, 3} }
 
+type fakeMemory struct{}
+
+func (fakeMemory) ContainerMemory(uid types.UID, c string) []memorymanager.Block {
+	if uid == "u1" && c == "app" {
+		return []memorymanager.Block{{NUMA: []int{0}, Type: v1.ResourceMemory, Size: 1 << 30},
+			{NUMA: []int{0, 1}, Type: "hugepages-2Mi", Size: 4 << 20}}
+	}
+	return nil
+}
+func (fakeMemory) AllocatableMemory() []memorymanager.Block {
+	return []memorymanager.Block{{NUMA: []int{0}, Type: v1.ResourceMemory, Size: 20 << 30}}
+}
+
 type fakeDevices map[string][]devicemanager.ResourceDevices // uid/container →
 
 func (f fakeDevices) Devices(uid types.UID, c string) []devicemanager.ResourceDevices {
@@ -65,7 +79,9 @@ func testServer(t *testing.T, qps, burst int, metrics *Metrics) *grpc.ClientConn
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- New(fakePods{pod}, devs, metrics).WithCPUs(fakeCPUs{}).Serve(ctx, dir, qps, burst) }()
+	go func() {
+		done <- New(fakePods{pod}, devs, metrics).WithCPUs(fakeCPUs{}).WithMemory(fakeMemory{}).Serve(ctx, dir, qps, burst)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -100,8 +116,8 @@ func TestServer(t *testing.T) {
 	var names []string
 	for _, cr := range pr.Containers {
 		names = append(names, cr.Name)
-		if len(cr.Memory) != 0 || len(cr.DynamicResources) != 0 {
-			t.Errorf("container %s: memory or DRA claims reported without their providers", cr.Name)
+		if len(cr.DynamicResources) != 0 {
+			t.Errorf("container %s: DRA claims reported without their provider", cr.Name)
 		}
 	}
 	if !reflect.DeepEqual(names, []string{"sidecar", "app"}) {
@@ -109,6 +125,14 @@ func TestServer(t *testing.T) {
 	}
 	if !reflect.DeepEqual(pr.Containers[1].CpuIds, []int64{1}) || len(pr.Containers[0].CpuIds) != 0 {
 		t.Errorf("CPU IDs: app %v, sidecar %v; want [1] and none (shared pool)", pr.Containers[1].CpuIds, pr.Containers[0].CpuIds)
+	}
+	if m := pr.Containers[1].Memory; len(m) != 2 || m[0].MemoryType != "memory" || m[0].Size != 1<<30 ||
+		len(m[0].Topology.Nodes) != 1 || m[0].Topology.Nodes[0].ID != 0 ||
+		m[1].MemoryType != "hugepages-2Mi" || m[1].Size != 4<<20 || len(m[1].Topology.Nodes) != 2 || m[1].Topology.Nodes[1].ID != 1 {
+		t.Errorf("app memory = %v, want its two blocks with their NUMA nodes", m)
+	}
+	if m := pr.Containers[0].Memory; len(m) != 0 {
+		t.Errorf("sidecar memory = %v, want none (no blocks of its own)", m)
 	}
 	sc := pr.Containers[0].Devices
 	if len(sc) != 2 || !reflect.DeepEqual(sc[0].DeviceIds, []string{"d1"}) || sc[0].Topology != nil ||
@@ -123,7 +147,8 @@ func TestServer(t *testing.T) {
 		t.Errorf("Get of a missing pod: %v", err)
 	}
 	alloc, err := c.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{})
-	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 4 || !reflect.DeepEqual(alloc.CpuIds, []int64{1, 2, 3}) {
+	if err != nil || len(alloc.Devices) != 1 || len(alloc.Devices[0].DeviceIds) != 4 || !reflect.DeepEqual(alloc.CpuIds, []int64{1, 2, 3}) ||
+		len(alloc.Memory) != 1 || alloc.Memory[0].Size != 20<<30 || alloc.Memory[0].Topology.Nodes[0].ID != 0 {
 		t.Errorf("GetAllocatableResources = %v, %v", alloc, err)
 	}
 	old, err := v1alpha1.NewPodResourcesListerClient(conn).List(ctx, &v1alpha1.ListPodResourcesRequest{})

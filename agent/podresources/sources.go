@@ -6,6 +6,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/kernelet/kernelet/agent/cpumanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
@@ -61,6 +62,26 @@ func (c cpuManager) AllocatableCPUs() []int64 {
 		}
 	}
 	return cpuIDs(all.Difference(c.m.Reserved()))
+}
+
+// MemoryManager is the memory manager's assignments as the API reports
+// them (kubelet's): a container's blocks, and what each NUMA node can give.
+func MemoryManager(m *memorymanager.Manager) Memory { return memoryManager{m} }
+
+type memoryManager struct{ m *memorymanager.Manager }
+
+func (mm memoryManager) ContainerMemory(uid types.UID, container string) []memorymanager.Block {
+	if mm.m == nil {
+		return nil
+	}
+	return mm.m.Blocks(string(uid), container)
+}
+
+func (mm memoryManager) AllocatableMemory() []memorymanager.Block {
+	if mm.m == nil {
+		return nil
+	}
+	return mm.m.Allocatable()
 }
 
 func cpuIDs(s cpuset.CPUSet) []int64 {

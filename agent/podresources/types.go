@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/memorymanager"
 )
 
 // Kubelet's socket name and rate limit (pkg/kubelet/apis/podresources).
@@ -37,4 +38,15 @@ type CPUs interface {
 	ContainerCPUs(uid types.UID, container string) []int64
 	// AllocatableCPUs are the CPUs containers may get for their own.
 	AllocatableCPUs() []int64
+}
+
+// Memory is the memory manager's assignments (nil: the memory fields stay
+// empty).
+type Memory interface {
+	// ContainerMemory is the memory the container has of its own (the
+	// Static policy's blocks; none under None).
+	ContainerMemory(uid types.UID, container string) []memorymanager.Block
+	// AllocatableMemory is what the Static policy can give, per NUMA node
+	// and memory resource.
+	AllocatableMemory() []memorymanager.Block
 }

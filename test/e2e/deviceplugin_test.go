@@ -136,7 +136,14 @@ func devicePod(name string, n int64) *v1.Pod {
 // with a context bounding its calls; done closes both.
 func (c *clusterNode) podResourcesClient(t *testing.T) (podresourcesv1.PodResourcesListerClient, context.Context, func()) {
 	t.Helper()
-	sock := filepath.Join(c.root, podresources.DirName, podresources.SocketName)
+	return podResourcesClientAt(t, c.root)
+}
+
+// podResourcesClientAt is a podresources v1 client on the socket of the
+// agent whose root dir is root.
+func podResourcesClientAt(t *testing.T, root string) (podresourcesv1.PodResourcesListerClient, context.Context, func()) {
+	t.Helper()
+	sock := filepath.Join(root, podresources.DirName, podresources.SocketName)
 	conn, err := grpc.NewClient("unix:"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	internalapi "k8s.io/cri-api/pkg/apis"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/kernelet/kernelet/test/env/containerd"
 )
@@ -68,6 +70,24 @@ func TestAgentMemoryManagerStatic(t *testing.T) {
 	if err != nil || !strings.Contains(string(state), fmt.Sprintf(`"%s":{"app":[{"numaAffinity":[0],"type":"memory","size":33554432`, pinned.UID)) {
 		t.Fatalf("checkpoint %s (%v) lacks the pinned pod's 32Mi", state, err)
 	}
+	// The podresources API reports the pinned container's block and what
+	// node 0 can give.
+	cli, ctx, done := podResourcesClientAt(t, n.root)
+	list, err := cli.List(ctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
+	alloc, aerr := cli.GetAllocatableResources(ctx, &podresourcesv1.AllocatableResourcesRequest{}, grpc.WaitForReady(true))
+	done()
+	if err != nil || aerr != nil {
+		t.Fatalf("podresources: %v, %v", err, aerr)
+	}
+	if got := podResourcesMemory(list, "pinned"); got != "memory 33554432 on [0]" {
+		t.Errorf("podresources memory of pinned/app %q, want its 32Mi block on node 0", got)
+	}
+	if got := podResourcesMemory(list, "be"); got != "" {
+		t.Errorf("podresources memory of be/app %q, want none", got)
+	}
+	if len(alloc.Memory) == 0 || alloc.Memory[0].MemoryType != "memory" || alloc.Memory[0].Size == 0 {
+		t.Errorf("podresources allocatable memory %v, want node 0's memory", alloc.Memory)
+	}
 	const want = "Allocate failed due to [memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available, which is unexpected"
 	waitFor(t, 60*time.Second, "huge pod rejected", func() (bool, error) {
 		pod, ok := n.podStatus(t, "huge")
@@ -82,4 +102,28 @@ func TestAgentMemoryManagerStatic(t *testing.T) {
 	if state2, _ := os.ReadFile(filepath.Join(n.root, "memory_manager_state")); !strings.Contains(string(state2), string(pinned.UID)) {
 		t.Fatalf("after a restart the checkpoint %s lost the pinned pod", state2)
 	}
+}
+
+// podResourcesMemory is the memory of the app container of the pod whose
+// name starts with prefix in a podresources List, as "type size on [nodes]".
+func podResourcesMemory(list *podresourcesv1.ListPodResourcesResponse, prefix string) string {
+	var out []string
+	for _, pr := range list.PodResources {
+		if !strings.HasPrefix(pr.Name, prefix) {
+			continue
+		}
+		for _, cr := range pr.Containers {
+			for _, m := range cr.Memory {
+				if cr.Name != "app" {
+					continue
+				}
+				var nodes []int64
+				for _, nd := range m.GetTopology().GetNodes() {
+					nodes = append(nodes, nd.ID)
+				}
+				out = append(out, fmt.Sprintf("%s %d on %v", m.MemoryType, m.Size, nodes))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }
