@@ -12,11 +12,10 @@ func TestDeclaredFeatures(t *testing.T) {
 		gates map[string]bool
 		want  []string
 	}{
-		// Kubelet v1.37.2 by default declares these three and
-		// InPlacePodVerticalScalingInitContainers, which kernelet lacks.
-		"defaults": {want: []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}},
+		// Kubelet v1.37.2 declares these four by default.
+		"defaults": {want: []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}},
 		"a gate turned off is not declared": {gates: map[string]bool{"ExtendWebSocketsToKubelet": false, "InPlacePodLevelResourcesVerticalScaling": false},
-			want: []string{"RestartAllContainersOnContainerExits"}},
+			want: []string{"InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -79,7 +79,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"TopologyManagerPolicyBetaOptions":             na("kubelet v1.37.2 has no beta topology manager option"),
 	"WindowsCPUAndMemoryAffinity":                  na("Windows nodes only"),
 	"InPlacePodVerticalScaling":                    yes("the resize subresource's cpu and memory are admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to running containers (UpdateContainerResources, decreases first; resizePolicy RestartContainer restarts) and the pod cgroup, with containerStatuses[].resources/allocatedResources and PodResizeInProgress", "test/e2e.TestClusterResize"),
-	"InPlacePodVerticalScalingInitContainers":      no("a running regular init container is not resized in place (sidecars are; kernelet does not declare that node feature, so the API server refuses it)"),
+	"InPlacePodVerticalScalingInitContainers":      yes("a running regular (non-sidecar) init container of a pod not yet initialized is resized in place like the others (allocated, UpdateContainerResources, the pod cgroup, initContainerStatuses[].resources/allocatedResources); the node declares the feature, so the API server accepts the resize", "test/e2e.TestClusterResize"),
 	"InPlacePodVerticalScalingExclusiveCPUs":       no("under the static CPU manager policy a CPU resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingExclusiveMemory":     no("under the Static memory manager policy a memory resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingMemoryBackedVolumes": no("an emptyDir sizeLimit is not resized"),

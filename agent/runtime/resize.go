@@ -105,7 +105,8 @@ const KillReasonResize = "Resize"
 
 // ComputeResize adds the in-place resize of pod (at its allocated
 // requirements) to the actions a of a sync from its runtime status st:
-// each running regular or sidecar container of the current sandbox that a
+// each running app or sidecar container of the current sandbox, and the
+// running regular init container of a pod not yet initialized, that a
 // does not already kill is compared with what it was given (actuated; a
 // container without a record counts as given nothing, so it is updated in
 // place, never restarted);
@@ -156,8 +157,9 @@ func ComputeResize(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1.Re
 		}
 		plan.Pod = true
 	}
+	initialized := appCreated(pod, st, sb.ID)
 	for i := range pod.Spec.InitContainers {
-		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) {
+		if resizableInit(&pod.Spec.InitContainers[i], initialized) {
 			consider(&pod.Spec.InitContainers[i], i, true)
 		}
 	}
@@ -165,6 +167,28 @@ func ComputeResize(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1.Re
 		consider(&pod.Spec.Containers[i], i, false)
 	}
 	return plan
+}
+
+// resizableInit tells whether a running init container c is resized in
+// place (InPlacePodVerticalScalingInitContainers, GA and locked on in
+// v1.37): a sidecar always, a regular init container while it holds the
+// pod's initialization — kubelet leaves a regular init container alone
+// once an app container of the pod exists (initialized).
+func resizableInit(c *v1.Container, initialized bool) bool {
+	return qos.IsRestartableInit(c) || !initialized
+}
+
+// appCreated tells whether an app container of pod exists in sandbox
+// sandboxID: the pod was initialized there.
+func appCreated(pod *v1.Pod, st *PodStatus, sandboxID string) bool {
+	for i := range pod.Spec.Containers {
+		for _, cs := range st.containersOf(pod.Spec.Containers[i].Name) {
+			if cs.SandboxID == sandboxID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // podLevelValues are the pod-level cpu and memory requests and limits of
@@ -233,8 +257,10 @@ func insertOrdered(list []ContainerResize, u ContainerResize, cur, want [2]int64
 	return append([]ContainerResize{u}, list...)
 }
 
-// ResizeInProgress tells whether a running regular or sidecar container of
-// pod (at its allocated requirements) was not given what it is allocated:
+// ResizeInProgress tells whether a running container of pod (at its
+// allocated requirements) that ComputeResize resizes (an app or sidecar
+// container, a regular init container before the pod was initialized) was
+// not given what it is allocated:
 // the PodResizeInProgress condition stays until it was.
 func ResizeInProgress(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1.ResourceRequirements, bool)) bool {
 	check := func(c *v1.Container) bool {
@@ -245,8 +271,12 @@ func ResizeInProgress(pod *v1.Pod, st *PodStatus, actuated func(name string) (v1
 		cur, _ := actuated(c.Name)
 		return valuesOf(cur) != valuesOf(ActuatedRequirements(pod, c))
 	}
+	initialized := true
+	if sb := st.Sandbox(); sb != nil {
+		initialized = appCreated(pod, st, sb.ID)
+	}
 	for i := range pod.Spec.InitContainers {
-		if qos.IsRestartableInit(&pod.Spec.InitContainers[i]) && check(&pod.Spec.InitContainers[i]) {
+		if resizableInit(&pod.Spec.InitContainers[i], initialized) && check(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -208,5 +209,74 @@ func TestPodStatusResources(t *testing.T) {
 	plain.Status.Phase = v1.PodPending
 	if got := PodStatusResources(plain, s); got.Requests.Cpu().MilliValue() != 300 {
 		t.Errorf("containers' requests %v, want 300m", got.Requests)
+	}
+}
+
+// TestComputeResizeInitContainer: a running regular init container is
+// resized in place while it holds the pod's initialization
+// (InPlacePodVerticalScalingInitContainers), and left alone once an app
+// container of the sandbox exists; a sidecar is resized either way.
+func TestComputeResizeInitContainer(t *testing.T) {
+	q := resource.MustParse
+	res := func(cpu, mem string) v1.ResourceRequirements {
+		l := v1.ResourceList{v1.ResourceCPU: q(cpu), v1.ResourceMemory: q(mem)}
+		return v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{
+			{Name: "sidecar", RestartPolicy: &always, Resources: res("200m", "64Mi")},
+			{Name: "init", Resources: res("200m", "64Mi")},
+		},
+		Containers: []v1.Container{{Name: "app", Resources: res("100m", "32Mi")}},
+	}}
+	given := map[string]v1.ResourceRequirements{"sidecar": res("100m", "32Mi"), "init": res("100m", "32Mi"), "app": res("100m", "32Mi")}
+	look := func(n string) (v1.ResourceRequirements, bool) { r, ok := given[n]; return r, ok }
+	running := func(names ...string) *PodStatus {
+		st := &PodStatus{Sandboxes: []*SandboxStatus{{ID: "sb", Ready: true}}}
+		for _, n := range names {
+			st.Containers = append(st.Containers, &ContainerStatus{ID: "id-" + n, SandboxID: "sb", Name: n, State: ContainerRunning})
+		}
+		return st
+	}
+	names := func(us []ContainerResize) (out []string) {
+		for _, u := range us {
+			out = append(out, u.Name)
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		st   *PodStatus
+		want []string
+	}{
+		"initializing: the regular init container and the sidecar": {running("sidecar", "init"), []string{"sidecar", "init"}},
+		"initialized: the sidecar only":                             {running("sidecar", "init", "app"), []string{"sidecar"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := PodActions{ContainersToKill: map[string]KillInfo{}}
+			plan := ComputeResize(pod, tc.st, look, &a)
+			if got := names(plan.Memory); !slices.Equal(got, tc.want) {
+				t.Errorf("memory updates %v, want %v", got, tc.want)
+			}
+			if got := names(plan.CPU); !slices.Equal(got, tc.want) {
+				t.Errorf("cpu updates %v, want %v", got, tc.want)
+			}
+			if !plan.Pod || len(a.ContainersToKill) > 0 || len(a.InitContainersToStart) > 0 {
+				t.Errorf("plan %+v, actions %+v: want in place, the pod cgroup resized", plan, a)
+			}
+		})
+	}
+	// Only the regular init container is behind its allocation: in progress
+	// while the pod initializes, not once it is initialized.
+	given["sidecar"] = res("200m", "64Mi")
+	if !ResizeInProgress(pod, running("sidecar", "init"), look) {
+		t.Error("an initializing pod's init container behind its allocation: not in progress")
+	}
+	if ResizeInProgress(pod, running("sidecar", "init", "app"), look) {
+		t.Error("an initialized pod: in progress for its regular init container")
+	}
+	given["init"] = res("200m", "64Mi")
+	if ResizeInProgress(pod, running("sidecar", "init"), look) {
+		t.Error("in progress once the init container has its allocation")
 	}
 }
