@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,7 +35,9 @@ import (
 //     message, allocated once the pod taking the room is deleted;
 //   - more cpu than the node's allocatable: refused by the API server;
 //   - a resize sent while the agent is down completes after it restarts,
-//     from the allocation checkpoint.
+//     from the allocation checkpoint;
+//   - a running regular init container is resized in place
+//     (resizeInitContainer).
 //
 // Pod-level resources are resized in TestClusterResizePodLevel.
 func TestClusterResize(t *testing.T) {
@@ -175,6 +178,63 @@ func TestClusterResize(t *testing.T) {
 	}
 	expectCgroup(t, appCg, 25000, 128<<20)
 
+	resizeInitContainer(t, c)
+}
+
+// resizeInitContainer: a running regular (non-sidecar) init container is
+// resized in place, up then back down (InPlacePodVerticalScalingInitContainers,
+// upstream's "should support resizing a non-sidecar init container"): the
+// node declares the feature, so the API server takes the resize; the same
+// container gets the new CFS quota and memory limit, the Guaranteed pod's
+// cgroup follows (its init container is the largest), and
+// initContainerStatuses[].resources/allocatedResources report them.
+func resizeInitContainer(t *testing.T, c *clusterNode) {
+	start := time.Now()
+	defer func() { t.Logf("init container step: %v", time.Since(start).Round(time.Millisecond)) }()
+	node, err := c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(node.Status.DeclaredFeatures, "InPlacePodVerticalScalingInitContainers") {
+		t.Errorf("declaredFeatures %v lacks InPlacePodVerticalScalingInitContainers", node.Status.DeclaredFeatures)
+	}
+	q := resource.MustParse
+	res := func(cpu, mem string) v1.ResourceRequirements {
+		l := v1.ResourceList{v1.ResourceCPU: q(cpu), v1.ResourceMemory: q(mem)}
+		return v1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	pod := apiTestPod("initresize", 1, "sleep")
+	pod.Spec.Containers[0].Resources = res("100m", "32Mi")
+	init := pod.Spec.Containers[0]
+	init.Name = "init"
+	pod.Spec.InitContainers = []v1.Container{init}
+	c.createPod(t, pod)
+	running := c.waitStatus(t, "initresize", "init container running", 60*time.Second, func(p *v1.Pod) bool {
+		return len(p.Status.InitContainerStatuses) == 1 && p.Status.InitContainerStatuses[0].State.Running != nil
+	})
+	id := ctrID(running.Status.InitContainerStatuses[0])
+	podCg := c.cgroupRoot + "/kubepods/pod" + string(running.UID)
+	for _, step := range []struct {
+		r          v1.ResourceRequirements
+		quota, mem int64
+	}{{res("200m", "64Mi"), 20000, 64 << 20}, {res("100m", "32Mi"), 10000, 32 << 20}} {
+		resized := c.resize(t, "initresize", func(p *v1.Pod) { p.Spec.InitContainers[0].Resources = step.r })
+		done := c.waitStatus(t, "initresize", "init container resized", 60*time.Second, func(p *v1.Pod) bool {
+			if podCondition(p, v1.PodResizePending) != nil || podCondition(p, v1.PodResizeInProgress) != nil ||
+				p.Status.ObservedGeneration < resized.Generation || len(p.Status.InitContainerStatuses) != 1 {
+				return false
+			}
+			cs := p.Status.InitContainerStatuses[0]
+			return cs.Resources != nil && quantitiesEqual(cs.Resources.Limits, step.r.Limits) &&
+				quantitiesEqual(cs.Resources.Requests, step.r.Requests) && quantitiesEqual(cs.AllocatedResources, step.r.Requests)
+		})
+		if cs := done.Status.InitContainerStatuses[0]; ctrID(cs) != id || cs.RestartCount != 0 || cs.State.Running == nil {
+			t.Errorf("init container after an in-place resize: id %s (was %s), restarts %d, %+v", ctrID(cs), id, cs.RestartCount, cs.State)
+		}
+		expectCgroup(t, podCg+"/"+id, step.quota, step.mem)
+		expectCgroup(t, podCg, step.quota, step.mem)
+		c.waitEvents(t, done, "ResizeStarted", "ResizeCompleted")
+	}
 }
 
 // waitResizeError waits for the named pod's PodResizeInProgress with
