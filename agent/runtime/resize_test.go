@@ -250,7 +250,7 @@ func TestComputeResizeInitContainer(t *testing.T) {
 		want []string
 	}{
 		"initializing: the regular init container and the sidecar": {running("sidecar", "init"), []string{"sidecar", "init"}},
-		"initialized: the sidecar only":                             {running("sidecar", "init", "app"), []string{"sidecar"}},
+		"initialized: the sidecar only":                            {running("sidecar", "init", "app"), []string{"sidecar"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := PodActions{ContainersToKill: map[string]KillInfo{}}
