@@ -15,8 +15,9 @@ import (
 
 // TestClusterRestartAllContainers: the Node declares the features of
 // kubelet's registry kernelet has (status.declaredFeatures: RestartAll-
-// ContainersOnContainerExits and ExtendWebSocketsToKubelet, not the
-// in-place resize ones), so the real kube-scheduler v1.37 — whose
+// ContainersOnContainerExits, ExtendWebSocketsToKubelet and the in-place
+// resize ones of pod-level resources and init containers — the four
+// kubelet v1.37.2 declares by default), so the real kube-scheduler v1.37 — whose
 // NodeDeclaredFeatures filter places a pod with a RestartAllContainers
 // rule only on a node declaring it — schedules such a pod onto it; there
 // the rule's exit restarts both containers in place, as upstream's
@@ -37,7 +38,7 @@ func TestClusterRestartAllContainers(t *testing.T) {
 		}
 		return false, errors.New("no Ready condition")
 	})
-	if want := []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "RestartAllContainersOnContainerExits"}; !slices.Equal(node.Status.DeclaredFeatures, want) {
+	if want := []string{"ExtendWebSocketsToKubelet", "InPlacePodLevelResourcesVerticalScaling", "InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits"}; !slices.Equal(node.Status.DeclaredFeatures, want) {
 		t.Errorf("declaredFeatures = %q, want %q", node.Status.DeclaredFeatures, want)
 	}
 
