@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -14,8 +15,12 @@ import (
 // startDevices starts the device plugin manager on
 // <root-dir>/device-plugins (it serves until ctx ends; Wait after).
 func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error) {
+	nodes, err := a.numaNodes()
+	if err != nil {
+		return nil, fmt.Errorf("device manager: %w", err)
+	}
 	dm := devicemanager.New(devicemanager.Config{Dir: filepath.Join(a.opts.RootDir, devicemanager.DirName), Now: a.deps.Now,
-		Metrics: a.metrics.devices})
+		Metrics: a.metrics.devices, NUMANodes: nodes.Nodes()})
 	if err := dm.Start(ctx); err != nil {
 		return nil, err
 	}

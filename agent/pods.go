@@ -123,7 +123,7 @@ type pods struct {
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
-	killing map[types.UID]bool
+	reaper  *runtime.Reaper
 }
 
 // podEnv is what the pod side is built on: the cgroup hierarchies, the
@@ -230,10 +230,11 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
-		waiting: map[types.UID]map[string]runtime.Waiting{}, killing: map[types.UID]bool{}, deadlines: runtime.NewDeadlines(),
+		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		devices: dm}
+	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
@@ -289,7 +290,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	p.evictions = p.pressure.Manager()
-	topology, err := a.newTopologyManager(p.cpus, p.mem)
+	topology, err := a.newTopologyManager(p.devices, p.cpus, p.mem)
 	if err != nil {
 		return err
 	}
@@ -458,9 +459,10 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
 }
 
 // housekeeping collects expired back-off entries (as kubelet's) and,
-// once every source has delivered its pods, kills every pod the runtime
-// holds that no source wants (nor a worker runs): pods removed while the
-// agent was down.
+// once every source has delivered its pods, releases what pods no source
+// wants held (volumes, allocations, user namespaces) and reaps the pods
+// the runtime holds that no source wants nor a worker runs (removed while
+// the agent was down) and the leftovers of interrupted kills.
 func (p *pods) housekeeping(ctx context.Context) {
 	p.mgr.Backoff().GC()
 	p.qos.update(ctx, p, false) // rewritten once a minute
@@ -471,69 +473,14 @@ func (p *pods) housekeeping(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	log := klog.FromContext(ctx)
 	wanted := map[types.UID]bool{}
 	for _, pod := range p.sources.Pods() {
 		wanted[pod.UID] = true
 	}
 	p.cleanupVolumes(ctx, wanted, listed)
-	p.cleanupLeftovers(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
 	p.cleanupUserNamespaces(ctx, wanted, listed)
-	for _, st := range runtime.Orphans(listed, wanted) {
-		if p.workers.Known(st.UID) {
-			continue
-		}
-		p.mu.Lock()
-		busy := p.killing[st.UID]
-		p.killing[st.UID] = true
-		p.mu.Unlock()
-		if busy {
-			continue
-		}
-		go func() {
-			defer func() {
-				p.mu.Lock()
-				delete(p.killing, st.UID)
-				p.mu.Unlock()
-			}()
-			full, err := p.mgr.GetPodStatus(ctx, st.UID, st.Name, st.Namespace)
-			if err != nil {
-				full = st
-			}
-			log.Info("Killing orphaned pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
-			if err := p.mgr.KillPod(ctx, nil, full, nil).Err(); err != nil {
-				log.Error(err, "Kill orphaned pod", "podUID", st.UID)
-			}
-		}()
-	}
-}
-
-// cleanupLeftovers removes what remains of pods that no source wants, no
-// worker runs and the runtime does not hold: the cgroup, volumes, log and
-// pod directories an agent that died in the middle of a kill left.
-func (p *pods) cleanupLeftovers(ctx context.Context, wanted map[types.UID]bool, listed []*runtime.PodStatus) {
-	inRuntime := map[types.UID]bool{}
-	for _, st := range listed {
-		inRuntime[st.UID] = true
-	}
-	keep := func(uid types.UID) bool {
-		p.mu.Lock()
-		busy := p.killing[uid]
-		p.mu.Unlock()
-		return wanted[uid] || inRuntime[uid] || busy || p.workers.Known(uid)
-	}
-	left, err := p.mgr.Leftovers(keep)
-	log := klog.FromContext(ctx)
-	if err != nil {
-		log.Error(err, "Listing what is left of removed pods")
-	}
-	for _, st := range left {
-		log.Info("Removing what is left of a removed pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
-		if err := p.mgr.KillPod(ctx, nil, st, nil).Err(); err != nil {
-			log.Error(err, "Removing what is left of a removed pod", "podUID", st.UID)
-		}
-	}
+	p.reaper.Reap(ctx, listed, wanted)
 }
 
 func (p *pods) forget(uid types.UID) {
@@ -691,8 +638,8 @@ func (p *pods) PodList() *v1.PodList {
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
 // first rejection wins): sysctls, the topology manager's alignment and
-// allocation of CPUs and memory (allocate), the device plugins'
-// allocation, the pod's OS, resources (extended ones too), node affinity,
+// allocation of devices, CPUs and memory (allocate: kubelet's resource
+// allocation handler), the pod's OS, resources (extended ones too), node affinity,
 // node name, host ports, NoExecute taints, then what the runtime cannot
 // run, then the extra handlers of Deps.
 func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable, allocate podworkers.AdmitHandler, devices *devicemanager.Manager) ([]podworkers.AdmitHandler, error) {
@@ -703,7 +650,6 @@ func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable,
 	hs := []podworkers.AdmitHandler{
 		sysctls,
 		allocate,
-		devices.AdmitHandler(ctx), // with allocate: kubelet's resource allocation handler
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),
 		podworkers.ExtendedFit(devices.ExtendedOffered(a.node)),

@@ -77,23 +77,20 @@ func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi
 
 // newTopologyManager builds the topology manager of topologyManagerPolicy
 // and topologyManagerScope over the NUMA nodes of the node's CPUs, with
-// the CPU and memory managers as its hint providers.
-func (a *Agent) newTopologyManager(cpus *cpumanager.Manager, mem *memorymanager.Manager) (*topologymanager.Manager, error) {
+// the device, CPU and memory managers as its hint providers (kubelet's
+// order).
+func (a *Agent) newTopologyManager(devices *devicemanager.Manager, cpus *cpumanager.Manager, mem *memorymanager.Manager) (*topologymanager.Manager, error) {
 	kc := &a.opts.Config.Kubelet
 	opts, err := topologymanager.ParseOptions(kc.TopologyManagerPolicyOptions)
 	if err != nil {
 		return nil, fmt.Errorf("topology manager: %w", err)
 	}
-	nodes := topologymanager.NewMask(0)
-	if kc.TopologyManagerPolicy != topologymanager.PolicyNone {
-		topo, err := cpumanager.ReadTopology(os.DirFS("/sys"))
-		if err != nil {
-			return nil, fmt.Errorf("topology manager: %w", err)
-		}
-		nodes = topo.NUMANodes()
+	nodes, err := a.numaNodes()
+	if err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
 	}
 	m, err := topologymanager.New(topologymanager.Config{Policy: kc.TopologyManagerPolicy, Scope: kc.TopologyManagerScope,
-		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{cpus, mem}})
+		Nodes: nodes, Options: opts, Providers: []topologymanager.Provider{devices, cpus, mem}})
 	if err != nil {
 		return nil, fmt.Errorf("topology manager: %w", err)
 	}
@@ -141,4 +138,17 @@ func (p *pods) runningContainers() []cpumanager.RunningContainer {
 		}
 	}
 	return out
+}
+
+// numaNodes are the NUMA nodes of the node's CPUs under a topology manager
+// policy (sysfs), node 0 alone under none (no hint is asked for).
+func (a *Agent) numaNodes() (topologymanager.Mask, error) {
+	if a.opts.Config.Kubelet.TopologyManagerPolicy == topologymanager.PolicyNone {
+		return topologymanager.NewMask(0), nil
+	}
+	topo, err := cpumanager.ReadTopology(os.DirFS("/sys"))
+	if err != nil {
+		return 0, err
+	}
+	return topo.NUMANodes(), nil
 }

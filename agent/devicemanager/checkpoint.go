@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -148,6 +149,28 @@ func (a allocations) set(pod, container, resource string, ca *ContainerAllocatio
 
 func (a allocations) get(pod, container, resource string) *ContainerAllocation {
 	return a[pod][container][resource]
+}
+
+// podDevices are the devices of resource the pod's containers hold, sorted
+// and each once.
+func (a allocations) podDevices(pod, resource string) []string {
+	seen := map[string]bool{}
+	for _, rs := range a[pod] {
+		if ca := rs[resource]; ca != nil {
+			for _, id := range ca.DeviceIDs {
+				seen[id] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// ids are the devices of ca (none for nil).
+func (ca *ContainerAllocation) ids() []string {
+	if ca == nil {
+		return nil
+	}
+	return ca.DeviceIDs
 }
 
 // inUse are the devices of resource any container holds.

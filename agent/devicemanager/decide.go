@@ -73,46 +73,6 @@ func FromReusable(need int, reusable []string) []string {
 	return r[:min(need, len(r))]
 }
 
-// Choose picks need devices of resource for a container: first the
-// reusable ones (FromReusable), then the plugin's preferred ones among
-// available, then the rest of available in order. Too few available is
-// kubelet's error.
-func Choose(resource string, need int, reusable, available, preferred []string) ([]string, error) {
-	picked := FromReusable(need, reusable)
-	if len(picked) == need {
-		return picked, nil
-	}
-	rest := need - len(picked)
-	if len(available) < rest {
-		return nil, fmt.Errorf(errUnavailable, resource, rest, len(available))
-	}
-	taken := map[string]bool{}
-	for _, id := range picked {
-		taken[id] = true
-	}
-	isAvailable := map[string]bool{}
-	for _, id := range available {
-		isAvailable[id] = true
-	}
-	add := func(ids []string) {
-		for _, id := range ids {
-			if len(picked) == need {
-				return
-			}
-			if isAvailable[id] && !taken[id] {
-				taken[id] = true
-				picked = append(picked, id)
-			}
-		}
-	}
-	add(preferred)
-	add(available)
-	if len(picked) < need {
-		return nil, fmt.Errorf(errLessAllocated, need, len(picked))
-	}
-	return picked, nil
-}
-
 // MergeResponses merges the allocate responses of a container's resources
 // (in order) into its run options: a container path, env or annotation
 // already set keeps its first value, and each conflict is returned as a

@@ -66,7 +66,7 @@ func TestChoose(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := Choose("example.com/r", tc.need, tc.reusable, tc.available, tc.preferred)
+			got, err := Choose("example.com/r", tc.need, tc.reusable, SplitByAffinity(tc.available, nil, 0), tc.preferred)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

@@ -15,27 +15,34 @@
 //   - decide.go: the pure parts — the node's capacity and allocatable per
 //     resource (unhealthy devices counted in capacity only; a resource
 //     whose last plugin went away keeps its capacity with 0 allocatable for
-//     kubelet's 5 min grace, then is reported at 0), the choice of devices
-//     for a container, and the merge of the plugins' allocate responses
+//     kubelet's 5 min grace, then is reported at 0) and the merge of the plugins' allocate responses
 //     into the container's run options (devices, mounts, envs, annotations,
 //     CDI device names; the first one wins a conflict, as kubelet).
+//   - topology.go: the pure topology parts — kubelet's NUMA hints for a
+//     request (Hints), the free devices split by a container's affinity
+//     (SplitByAffinity) and the choice of devices (Choose: reusable ones,
+//     then aligned, preferred, unaligned, without topology, in kubelet's
+//     order).
+//   - admit.go: the Manager as the topology manager's first hint provider
+//     (Admission: container and pod hints, allocation within the affinity,
+//     devices of finished init containers reused, nothing kept by a pod
+//     not admitted) and ReleaseOnReject for the checks after it.
 //   - checkpoint.go: <root-dir>/device-plugins/kubelet_internal_checkpoint,
 //     the allocations (device IDs and each plugin's allocate response) and
 //     the registered resources, JSON with a checksum in kubelet's shape
 //     (PodDeviceEntries, RegisteredDevices). kernelet's checksum is a
 //     CRC-32 of the data's JSON, not kubelet's hash: the two agents do not
 //     read each other's file.
-//   - manager.go: Manager, which allocates at admission (Admit: kubelet's
-//     UnexpectedAdmissionError "Allocate failed due to ..., which is
-//     unexpected" when devices are short or a plugin fails), keeps the
+//   - manager.go: Manager, which allocates a container's devices (an
+//     error rejects the pod with kubelet's UnexpectedAdmissionError
+//     "Allocate failed due to ..., which is unexpected"), keeps the
 //     allocations across agent restarts, gives a container's run options at
 //     its creation (ContainerDevices, calling PreStartContainer first),
 //     releases a pod's devices when it is gone (Release, Keep), and says
 //     what the node offers (Capacity) and what each container holds
 //     (Devices, Allocatable: the podresources API).
 //
-// Not done (issue 27): topology hints (a single NUMA node here: the
-// topology manager is not implemented), device health in pod status
+// Not done (issue 27): device health in pod status
 // (ResourceHealthStatus), DRA-backed extended resources, and the
 // registration through the plugin watcher (pluginregistration.v1 under
 // plugins_registry), which kubelet deprecates for device plugins.

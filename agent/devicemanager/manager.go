@@ -14,6 +14,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
+	tm "github.com/kernelet/kernelet/agent/topologymanager"
 	"github.com/kernelet/kernelet/internal/atomicfile"
 )
 
@@ -39,6 +40,20 @@ func (r *resource) healthy() []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// numa is the NUMA nodes of every device the plugin listed.
+func (r *resource) numa() NUMA {
+	out := NUMA{}
+	for id, d := range r.devices {
+		out[id] = nil
+		if d.Topology != nil {
+			for _, n := range d.Topology.Nodes {
+				out[id] = append(out[id], n.ID)
+			}
+		}
+	}
 	return out
 }
 
@@ -206,14 +221,10 @@ func (m *Manager) writeCheckpoint() {
 
 func (m *Manager) numaLocked(name, id string) []int64 {
 	r := m.resources[name]
-	if r == nil || r.devices[id] == nil || r.devices[id].Topology == nil {
+	if r == nil {
 		return nil
 	}
-	var out []int64
-	for _, n := range r.devices[id].Topology.Nodes {
-		out = append(out, n.ID)
-	}
-	return out
+	return r.numa()[id]
 }
 
 // Capacity is what the node offers of the device plugin resources
@@ -380,38 +391,6 @@ func (m *Manager) resourceDevicesLocked(name string, ids []string) ResourceDevic
 	return rd
 }
 
-// Admit allocates the devices every container of pod asks for (init
-// containers first; the devices of a finished init container are reused
-// by the next containers, as kubelet). On failure the pod keeps nothing.
-func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) error {
-	m.allocMu.Lock()
-	defer m.allocMu.Unlock()
-	before := m.holds(pod.UID)
-	fail := func(err error) error {
-		if !before { // a pod admitted again (a resize) keeps what it holds
-			m.Release(pod.UID)
-		}
-		return err
-	}
-	reuse := map[string][]string{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if err := m.allocateContainer(ctx, pod, c, reuse); err != nil {
-			return fail(err)
-		}
-		restartable := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		m.updateReuse(pod.UID, c.Name, reuse, !restartable)
-	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		if err := m.allocateContainer(ctx, pod, c, reuse); err != nil {
-			return fail(err)
-		}
-		m.updateReuse(pod.UID, c.Name, reuse, false)
-	}
-	return nil
-}
-
 // updateReuse adds the container's devices to reuse (add) or takes them
 // out.
 func (m *Manager) updateReuse(uid types.UID, container string, reuse map[string][]string, add bool) {
@@ -432,10 +411,10 @@ func (m *Manager) updateReuse(uid types.UID, container string, reuse map[string]
 
 // allocateContainer allocates each device plugin resource container c
 // asks for in its limits and not yet holds.
-func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, reuse map[string][]string) error {
+func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, reuse map[string][]string, affinity tm.Mask) error {
 	for _, name := range sortedResourceNames(c.Resources.Limits) {
 		q := c.Resources.Limits[v1.ResourceName(name)]
-		if err := m.allocateResource(ctx, pod, c.Name, name, int(q.Value()), reuse[name]); err != nil {
+		if err := m.allocateResource(ctx, pod, c.Name, name, int(q.Value()), reuse[name], affinity); err != nil {
 			return err
 		}
 	}
@@ -452,8 +431,8 @@ func sortedResourceNames(l v1.ResourceList) []string {
 }
 
 // allocateResource allocates need devices of resource name to one
-// container, with kubelet's checks and errors.
-func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, name string, need int, reusable []string) error {
+// container within affinity (0: any), with kubelet's checks and errors.
+func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, name string, need int, reusable []string, affinity tm.Mask) error {
 	uid := string(pod.UID)
 	m.mu.Lock()
 	if !m.isPluginResourceLocked(name) {
@@ -481,19 +460,19 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 		m.mu.Unlock()
 		return nil
 	}
-	available := Available(healthy, m.alloc.inUse(name))
+	split := SplitByAffinity(Available(healthy, m.alloc.inUse(name)), r.numa(), affinity)
 	ep := r.ep
 	m.mu.Unlock()
 	var preferred []string
 	fromReuse := FromReusable(need, reusable)
-	if len(fromReuse) < need && ep.preferredAvailable() {
+	if rest := need - len(fromReuse); rest > 0 && ep.preferredAvailable() {
 		var err error
-		preferred, err = ep.preferred(ctx, append(slices.Clone(available), fromReuse...), fromReuse, need)
+		preferred, err = ep.preferred(ctx, append(slices.Clone(split.Candidates(rest)), fromReuse...), fromReuse, need)
 		if err != nil {
 			return fmt.Errorf(errPreferred, err)
 		}
 	}
-	ids, err := Choose(name, need, reusable, available, preferred)
+	ids, err := Choose(name, need, reusable, split, preferred)
 	if err != nil {
 		return err
 	}
@@ -538,7 +517,7 @@ func (m *Manager) ContainerDevices(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if missing {
 		klog.FromContext(ctx).V(2).Info("Needs to re-allocate device plugin resources for pod", "pod", klog.KObj(pod), "containerName", c.Name)
 		m.allocMu.Lock()
-		err := m.allocateContainer(ctx, pod, c, nil)
+		err := m.allocateContainer(ctx, pod, c, nil, 0)
 		m.allocMu.Unlock()
 		if err != nil {
 			return podconfig.ContainerDevices{}, err

@@ -18,6 +18,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
+	tm "github.com/kernelet/kernelet/agent/topologymanager"
 )
 
 // testPlugin is a device plugin served in the test process.
@@ -103,6 +104,23 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
+// topologyAdmit is the topology manager's admission (policy none, one
+// NUMA node) with m as its provider, as the agent wires it.
+func topologyAdmit(t *testing.T, m *Manager) podworkers.AdmitHandler {
+	t.Helper()
+	tmgr, err := tm.New(tm.Config{Policy: tm.PolicyNone, Scope: tm.ScopeContainer, Nodes: tm.NewMask(0), Providers: []tm.Provider{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return podworkers.AdmitFunc(tmgr.Admit)
+}
+
+// admit admits pod through topologyAdmit.
+func admit(t *testing.T, m *Manager, pod *v1.Pod) podworkers.AdmitResult {
+	t.Helper()
+	return topologyAdmit(t, m).Admit(podworkers.AdmitAttributes{Pod: pod})
+}
+
 func devicePod(uid, name string, n int64) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metavGen(uid, name),
@@ -140,8 +158,8 @@ func TestManagerLifecycle(t *testing.T) {
 	})
 
 	pod1 := devicePod("uid-1", "one", 1)
-	if err := m.Admit(ctx, pod1); err != nil {
-		t.Fatal(err)
+	if r := admit(t, m, pod1); !r.Admit {
+		t.Fatal(r)
 	}
 	if got := m.Devices("uid-1", "app"); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"d1"}) {
 		t.Errorf("pod one holds %+v, want the preferred d1", got)
@@ -163,10 +181,10 @@ func TestManagerLifecycle(t *testing.T) {
 		t.Errorf("offered at admission = %d, want the 2 healthy devices", o)
 	}
 	pod2 := devicePod("uid-2", "two", 2)
-	err = m.Admit(ctx, pod2)
+	r := admit(t, m, pod2)
 	want := "Allocate failed due to requested number of devices unavailable for example.com/r. Requested: 2, Available: 1, which is unexpected"
-	if err == nil || AdmitMessage(err) != want {
-		t.Errorf("admitting two: %v, want %q", err, want)
+	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != want {
+		t.Errorf("admitting two: %+v, want %q", r, want)
 	}
 	if got := m.Devices("uid-2", "app"); len(got) != 0 {
 		t.Errorf("rejected pod holds %+v", got)
@@ -195,8 +213,8 @@ func TestManagerLifecycle(t *testing.T) {
 	if got := m2.Devices("uid-1", "app"); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"d1"}) {
 		t.Errorf("after a restart pod one holds %+v", got)
 	}
-	if err := m2.Admit(ctx2, pod1); err != nil {
-		t.Errorf("admitting pod one again after a restart: %v", err)
+	if r := admit(t, m2, pod1); !r.Admit {
+		t.Errorf("admitting pod one again after a restart: %+v", r)
 	}
 	if c, a := m2.Capacity(); c["example.com/r"] != 0 || a["example.com/r"] != 0 {
 		t.Errorf("before the plugin registers again: capacity %v allocatable %v", c, a)
@@ -221,8 +239,8 @@ func TestManagerLifecycle(t *testing.T) {
 		t.Errorf("allocatable = %+v", got)
 	}
 	m2.Release("uid-1")
-	if err := m2.Admit(ctx2, devicePod("uid-3", "three", 2)); err != nil {
-		t.Errorf("two devices after pod one released them: %v", err)
+	if r := admit(t, m2, devicePod("uid-3", "three", 2)); !r.Admit {
+		t.Errorf("two devices after pod one released them: %+v", r)
 	}
 }
 
@@ -251,9 +269,9 @@ func TestReleaseOnReject(t *testing.T) {
 		wantAdmit bool
 		wantHeld  int
 	}{
-		{"rejected after the allocation: released", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 0},
-		{"admitted: held", []podworkers.AdmitHandler{m.AdmitHandler(ctx), pass}, true, 1},
-		{"held before, rejected again (a resize): kept", []podworkers.AdmitHandler{m.AdmitHandler(ctx), reject}, false, 1},
+		{"rejected after the allocation: released", []podworkers.AdmitHandler{topologyAdmit(t, m), reject}, false, 0},
+		{"admitted: held", []podworkers.AdmitHandler{topologyAdmit(t, m), pass}, true, 1},
+		{"held before, rejected again (a resize): kept", []podworkers.AdmitHandler{topologyAdmit(t, m), reject}, false, 1},
 	}
 	pod := devicePod("uid-1", "one", 1)
 	for _, tc := range tests {

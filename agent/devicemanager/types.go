@@ -54,6 +54,9 @@ type Config struct {
 	SocketCheckPeriod time.Duration
 	// Metrics counts registrations and Allocate calls (nil: not counted).
 	Metrics *Metrics
+	// NUMANodes are the machine's NUMA nodes, for the topology hints (only
+	// asked for under a topology manager policy other than none).
+	NUMANodes []int
 }
 
 // ContainerAllocation is what one container holds of one resource: the

@@ -28,7 +28,8 @@
 //     hooks, grace periods (KillPodWithin: bounded by a deadline a
 //     shorter grace brings forward, internal/grace) and sidecars stopped
 //     last; leftovers.go: the directories a kill cut short by a crash
-//     left behind);
+//     left behind; reaper.go: the housekeeping's Reaper, killing the
+//     runtime's pods no source wants and removing those leftovers);
 //   - image pulls per imagePullPolicy with kubelet's reasons, a bound on
 //     parallel pulls and pull secrets (images.go, pullsecrets.go), and the
 //     CrashLoopBackOff and image pull back-off (backoff.go);

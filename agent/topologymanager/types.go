@@ -48,15 +48,24 @@ func (m Mask) Count() int { return bits.OnesCount64(uint64(m)) }
 // Has tells whether node n is in m.
 func (m Mask) Has(n int) bool { return m&(1<<uint(n)) != 0 }
 
+// Nodes are the nodes of m in order.
+func (m Mask) Nodes() []int {
+	var out []int
+	for n := 0; n < 64; n++ {
+		if m.Has(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func (m Mask) String() string {
 	if m == 0 {
 		return "any"
 	}
 	var out []string
-	for n := 0; n < 64; n++ {
-		if m.Has(n) {
-			out = append(out, strconv.Itoa(n))
-		}
+	for _, n := range m.Nodes() {
+		out = append(out, strconv.Itoa(n))
 	}
 	return strings.Join(out, ",")
 }
