@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/certificates"
@@ -25,6 +23,7 @@ import (
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtimeconn"
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
 	"github.com/kernelet/kernelet/agent/stats"
@@ -45,14 +44,13 @@ type Agent struct {
 	regs    registries
 	metrics podMetrics
 
-	mu         sync.Mutex
-	rt         Runtime
-	rtErr      error
-	listeners  []*server.Listener
-	runtimeUp  chan struct{}
-	runtimeSet sync.Once
-	pods       *pods
-	podsErr    error
+	// rtc is the connection to the container runtime.
+	rtc *runtimeconn.Conn
+
+	mu        sync.Mutex
+	listeners []*server.Listener
+	pods      *pods
+	podsErr   error
 	// clients are the API server clients (nil: standalone); cluster is
 	// the API server side once Run started it.
 	clients  *kubeclient.Clients
@@ -100,7 +98,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
 	}
-	a := &Agent{opts: opts, deps: deps, runtimeUp: make(chan struct{})}
+	a := &Agent{opts: opts, deps: deps, rtc: runtimeconn.New(deps.ConnectRuntime)}
 	var err error
 	if a.regs, a.metrics, err = a.newRegistries(); err != nil {
 		return nil, err
@@ -198,10 +196,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error { a.runLive(gctx); return nil })
 	g.Go(func() error {
-		a.connectRuntime(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
-		a.mu.Lock()
-		rt := a.rt
-		a.mu.Unlock()
+		a.rtc.Connect(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
+		rt, _ := a.rtc.Get()
 		rs, ok := rt.(runtimeServicer)
 		if !ok || gctx.Err() != nil {
 			return nil
@@ -218,10 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	})
 	err := g.Wait()
 
-	a.mu.Lock()
-	rt := a.rt
-	a.mu.Unlock()
-	if rt != nil {
+	if rt, _ := a.rtc.Get(); rt != nil {
 		err = errors.Join(err, rt.Close(context.WithoutCancel(ctx)))
 	}
 	log.Info("Agent stopped")
@@ -232,7 +225,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) bind(ctx context.Context) error {
 	checks := []server.HealthCheck{
 		{Name: "ping", Check: func(*http.Request) error { return nil }},
-		{Name: "runtime", Check: func(r *http.Request) error { return a.runtimeHealthy(r.Context()) }},
+		{Name: "runtime", Check: func(r *http.Request) error { return a.rtc.Healthy(r.Context()) }},
 		{Name: "pleg", Check: func(*http.Request) error { return a.plegHealthy() }},
 	}
 	ls, err := a.kubeletListeners(ctx, checks)
@@ -260,69 +253,6 @@ func (a *Agent) Addrs() map[string]string {
 		out[l.Name] = l.Addr()
 	}
 	return out
-}
-
-// connectRuntime dials the runtime until it answers, backing off from 1 s
-// to 10 s, logging the first failure and every 10th after it.
-func (a *Agent) connectRuntime(ctx context.Context, endpoint string, timeout time.Duration) {
-	log := klog.FromContext(ctx).WithValues("endpoint", endpoint)
-	retry := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 10 * time.Second, Steps: math.MaxInt32}
-	attempt := 0
-	_ = retry.DelayFunc().Until(ctx, true, true, func(ctx context.Context) (bool, error) {
-		err := a.dialRuntime(ctx, endpoint, timeout)
-		if err == nil {
-			return true, nil
-		}
-		a.mu.Lock()
-		a.rtErr = err
-		a.mu.Unlock()
-		if attempt%10 == 0 {
-			log.Error(err, "Container runtime not reachable; retrying", "attempt", attempt+1)
-		}
-		attempt++
-		return false, nil
-	})
-}
-
-// dialRuntime connects to the runtime once and, when it answers Info,
-// makes it the agent's runtime.
-func (a *Agent) dialRuntime(ctx context.Context, endpoint string, timeout time.Duration) error {
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rt, err := a.deps.ConnectRuntime(cctx, endpoint, timeout)
-	if err != nil {
-		return err
-	}
-	info, err := rt.Info(cctx)
-	if info == nil {
-		_ = rt.Close(ctx)
-		if err == nil {
-			err = errors.New("the runtime answered no version")
-		}
-		return err
-	}
-	klog.FromContext(ctx).Info("Connected to container runtime", "endpoint", endpoint, "runtime", info.RuntimeName,
-		"version", info.RuntimeVersion, "conditions", info.Conditions)
-	a.mu.Lock()
-	a.rt, a.rtErr = rt, nil
-	a.mu.Unlock()
-	a.runtimeSet.Do(func() { close(a.runtimeUp) })
-	return nil
-}
-
-func (a *Agent) runtimeHealthy(ctx context.Context) error {
-	a.mu.Lock()
-	rt, rtErr := a.rt, a.rtErr
-	a.mu.Unlock()
-	if rt == nil {
-		if rtErr != nil {
-			return fmt.Errorf("not connected to the container runtime: %w", rtErr)
-		}
-		return errors.New("not connected to the container runtime yet")
-	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return rt.Ready(cctx)
 }
 
 // Status summarizes the agent for /status.
@@ -355,8 +285,9 @@ func (a *Agent) Status(ctx context.Context) Status {
 	}
 	slices.Sort(st.Endpoints)
 	a.mu.Lock()
-	rt, rtErr, p, podsErr, nc, ow := a.rt, a.rtErr, a.pods, a.podsErr, a.nodeCtl, a.oom
+	p, podsErr, nc, ow := a.pods, a.podsErr, a.nodeCtl, a.oom
 	a.mu.Unlock()
+	rt, rtErr := a.rtc.Get()
 	if ow != nil {
 		oomSt := ow.Status()
 		st.OOM = &oomSt
@@ -429,4 +360,4 @@ func (a *Agent) currentPods() *pods {
 }
 
 // RuntimeConnected is closed once the runtime has answered.
-func (a *Agent) RuntimeConnected() <-chan struct{} { return a.runtimeUp }
+func (a *Agent) RuntimeConnected() <-chan struct{} { return a.rtc.Up() }

@@ -106,9 +106,7 @@ func (a *Agent) servingCertificates(ctx context.Context) (func() *tls.Certificat
 
 // runtimeService is the CRI runtime service once connected, else nil.
 func (a *Agent) runtimeService() internalapi.RuntimeService {
-	a.mu.Lock()
-	rt := a.rt
-	a.mu.Unlock()
+	rt, _ := a.rtc.Get()
 	if rs, ok := rt.(runtimeServicer); ok {
 		return rs.Service()
 	}
@@ -150,7 +148,7 @@ func (a *Agent) rotateLogs(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 		return
-	case <-a.runtimeUp:
+	case <-a.rtc.Up():
 	}
 	rs := a.runtimeService()
 	if rs == nil {

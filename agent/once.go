@@ -37,11 +37,9 @@ func (a *Agent) RunOnce(ctx context.Context, timeout time.Duration) ([]runonce.R
 
 	deadline := time.Now().Add(timeout)
 	cctx, cancel := context.WithDeadline(ctx, deadline)
-	a.connectRuntime(cctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
+	a.rtc.Connect(cctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 	cancel()
-	a.mu.Lock()
-	rt, rtErr := a.rt, a.rtErr
-	a.mu.Unlock()
+	rt, rtErr := a.rtc.Get()
 	if rt == nil {
 		return nil, fmt.Errorf("run once: container runtime: %w", errors.Join(rtErr, ctx.Err(), errors.New("not reachable in time")))
 	}

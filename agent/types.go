@@ -14,6 +14,7 @@ import (
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/agent/runtimeconn"
 	"github.com/kernelet/kernelet/agent/sources"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
@@ -87,11 +88,7 @@ type Deps struct {
 }
 
 // Runtime is what the agent needs from the CRI runtime today.
-type Runtime interface {
-	Info(ctx context.Context) (*runtime.Info, error)
-	Ready(ctx context.Context) error
-	Close(ctx context.Context) error
-}
+type Runtime = runtimeconn.Runtime
 
 // Status is what /status serves and `kernelet status` prints.
 type Status struct {
