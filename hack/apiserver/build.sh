@@ -7,6 +7,7 @@
 #   $CACHE/kubernetes/<KUBE_VERSION>/kube-scheduler
 #   $CACHE/etcd/<ETCD_VERSION>/etcd
 #   $CACHE/kubernetes/<KUBE_VERSION>/kubelet        (only with KUBELET=1)
+#   $CACHE/kubernetes/<KUBE_VERSION>/kubeadm        (only with KUBEADM=1)
 #
 # with CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet} ($XDG_CACHE_HOME is
 # honoured like Go's os.UserCacheDir, so this matches env.CacheDir()).
@@ -24,6 +25,8 @@
 #                 module, for benchmarks against it (bench-eviction); a
 #                 separate go build after the control plane, so a run
 #                 without it (make components, CI) does no extra work
+#   KUBEADM=1     also build (or find) kubeadm from the same scratch module,
+#                 for the kubeadm join test in the cgroup v2 node
 #   SAMPLE_DEVICE_PLUGIN=1
 #                 also build (or find) the upstream sample device plugin
 #                 (k8s.io/kubernetes/test/images/sample-device-plugin, the
@@ -39,6 +42,8 @@
 #   ETCD=<path>
 # and with KUBELET=1 a fifth:
 #   KUBELET=<path>
+# with KUBEADM=1:
+#   KUBEADM=<path>
 # and with SAMPLE_DEVICE_PLUGIN=1:
 #   SAMPLE_DEVICE_PLUGIN=<path>
 set -euo pipefail
@@ -103,6 +108,7 @@ CONTROLLER_MANAGER_BIN="$kube_dir/kube-controller-manager"
 SCHEDULER_BIN="$kube_dir/kube-scheduler"
 ETCD_BIN="$CACHE/etcd/$ETCD_VERSION/etcd"
 KUBELET_BIN="$kube_dir/kubelet"
+KUBEADM_BIN="$kube_dir/kubeadm"
 SAMPLE_DEVICE_PLUGIN_BIN="$kube_dir/sample-device-plugin"
 
 # ------------------------------------------------- the Kubernetes components
@@ -167,21 +173,23 @@ build_kube() {
   exec 8>&-
 }
 
-# ---------------------------------------------------------------- kubelet
-# build_kubelet builds cmd/kubelet in the scratch module of build_kube
-# (written again if it is gone), with the same version stamps.
-build_kubelet() {
+# ------------------------------------------------------- kubelet, kubeadm
+# build_cmd NAME BIN builds k8s.io/kubernetes/cmd/NAME into BIN in the
+# scratch module of build_kube (written again if it is gone), with the same
+# version stamps (kubeadm names the kubelet-config and images after them).
+build_cmd() {
+  local name=$1 bin=$2
   exec 8>"$kube_dir/.lock"
   flock 8
-  if [ -x "$KUBELET_BIN" ]; then log "cached: kubelet $KUBE_VERSION in $kube_dir"; exec 8>&-; return; fi
+  if [ -x "$bin" ]; then log "cached: $name $KUBE_VERSION in $kube_dir"; exec 8>&-; return; fi
   grep -q '^require k8s.io/kubernetes' "$kube_src/go.mod" 2>/dev/null || kube_module
-  log "building kubelet $KUBE_VERSION (cold: several minutes) in $kube_src"
+  log "building $name $KUBE_VERSION (cold: several minutes) in $kube_src"
   local start=$SECONDS pkg=k8s.io/component-base/version
-  (cd "$kube_src" && go build -trimpath -o "$KUBELET_BIN.tmp.$$" \
+  (cd "$kube_src" && go build -trimpath -o "$bin.tmp.$$" \
     -ldflags "-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$kube_minor -X $pkg.gitTreeState=clean" \
-    k8s.io/kubernetes/cmd/kubelet) || { rm -f "$KUBELET_BIN.tmp.$$"; exit 1; }
-  mv "$KUBELET_BIN.tmp.$$" "$KUBELET_BIN"
-  log "built kubelet $KUBE_VERSION in $((SECONDS - start)) s"
+    "k8s.io/kubernetes/cmd/$name") || { rm -f "$bin.tmp.$$"; exit 1; }
+  mv "$bin.tmp.$$" "$bin"
+  log "built $name $KUBE_VERSION in $((SECONDS - start)) s"
   exec 8>&-
 }
 
@@ -233,7 +241,8 @@ EOF
 
 build_etcd
 build_kube
-if [ "${KUBELET:-}" = 1 ]; then build_kubelet; fi
+if [ "${KUBELET:-}" = 1 ]; then build_cmd kubelet "$KUBELET_BIN"; fi
+if [ "${KUBEADM:-}" = 1 ]; then build_cmd kubeadm "$KUBEADM_BIN"; fi
 if [ "${SAMPLE_DEVICE_PLUGIN:-}" = 1 ]; then build_sample_device_plugin; fi
 
 for c in "${KUBE_COMPONENTS[@]}"; do
@@ -247,6 +256,10 @@ echo "ETCD=$ETCD_BIN"
 if [ "${KUBELET:-}" = 1 ]; then
   echo "kubelet: $("$KUBELET_BIN" --version 2>&1 | head -1)"
   echo "KUBELET=$KUBELET_BIN"
+fi
+if [ "${KUBEADM:-}" = 1 ]; then
+  echo "kubeadm: $("$KUBEADM_BIN" version -o short 2>&1 | head -1)"
+  echo "KUBEADM=$KUBEADM_BIN"
 fi
 if [ "${SAMPLE_DEVICE_PLUGIN:-}" = 1 ]; then
   echo "SAMPLE_DEVICE_PLUGIN=$SAMPLE_DEVICE_PLUGIN_BIN"

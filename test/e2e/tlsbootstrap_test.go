@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -175,14 +176,45 @@ func (b *bootstrapNode) waitReady(t *testing.T, timeout time.Duration) time.Dura
 	})
 }
 
+// The client certificate rotation of TestTLSBootstrap: CI waits for one
+// renewal (0.6–2.2 min); rotationRenewalsEnv asks for more and
+// rotationRunEnv keeps the pods churning for at least that long (`make
+// e2e-rotation`: 2 renewals in a 10-minute run, the issue's acceptance).
+const (
+	rotationRenewalsEnv = "KERNELET_TLS_RENEWALS"
+	rotationRunEnv      = "KERNELET_TLS_ROTATION_RUN"
+)
+
+// rotationPlan is how many renewals testClientRotation waits for and the
+// least time it runs, from the environment.
+func rotationPlan(t *testing.T) (renewals int, run time.Duration) {
+	t.Helper()
+	renewals = 1
+	if v := os.Getenv(rotationRenewalsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive count", rotationRenewalsEnv, v)
+		}
+		renewals = n
+	}
+	if v := os.Getenv(rotationRunEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			t.Fatalf("%s=%q: want a duration such as 10m", rotationRunEnv, v)
+		}
+		run = d
+	}
+	return renewals, run
+}
+
 // TestTLSBootstrap joins a node with only a bootstrap token: its CSR is
 // approved by kube-controller-manager (csrapproving, as kubeadm's RBAC
 // allows), the node goes Ready and runs an API pod with a client
 // certificate of the cluster CA for system:node:<name>, stored as
 // kubelet stores it. With rotateCertificates and 3-minute certificates,
-// the client certificate is renewed at least twice while pods are
-// created and deleted, without a restart of the agent. Restarted with an
-// expired certificate, the node bootstraps again.
+// the client certificate is renewed (once in CI, see rotationRenewalsEnv)
+// while pods are created and deleted, without a restart of the agent.
+// Restarted with an expired certificate, the node bootstraps again.
 func TestTLSBootstrap(t *testing.T) {
 	srv := startBootstrapControlPlane(t, "tlsbootstrap", false)
 	b := newBootstrapNode(t, srv, "127.0.0.1", "--rotate-certificates")
@@ -294,17 +326,21 @@ func (b *bootstrapNode) writeExpiredClientCert(t *testing.T) *x509.Certificate {
 	return c
 }
 
-// testClientRotation waits for two renewals of the client certificate
-// while pods come and go; the agent runs on (same process) and every pod
-// gets its status.
+// testClientRotation waits for the renewals of the client certificate
+// rotationPlan asks for while pods come and go (for at least its run
+// time); the agent runs on (same process) and every pod gets its status.
 func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate) {
+	renewals, run := rotationPlan(t)
 	pid := b.cmd.Process.Pid
 	logBefore := len(b.log(t))
 	seen := []*x509.Certificate{first}
-	deadline := time.Now().Add(3*signingDuration + 2*time.Minute)
-	for i := 0; len(seen) < 3; i++ {
+	start := time.Now()
+	// A renewal comes at most 2.2 min after the previous one.
+	deadline := start.Add(max(run, time.Duration(renewals)*signingDuration) + 2*time.Minute)
+	pods := 0
+	for i := 0; len(seen) <= renewals || time.Since(start) < run; i++ {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d client certificates by %v, want 3 (two renewals)", len(seen), deadline)
+			t.Fatalf("%d client certificates by %v, want %d (%d renewals)", len(seen), deadline, renewals+1, renewals)
 		}
 		name := fmt.Sprintf("churn%d", i)
 		pod := b.createPod(t, apiTestPod(name, 1, "sleep"))
@@ -314,6 +350,7 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 			t.Fatal(err)
 		}
 		b.waitGone(t, name, pod.UID, time.Minute)
+		pods++
 		if c := b.clientCert(t); !c.Equal(seen[len(seen)-1]) {
 			if c.Subject.CommonName != first.Subject.CommonName || !c.NotAfter.After(seen[len(seen)-1].NotAfter) {
 				t.Errorf("renewed certificate %v until %v", c.Subject, c.NotAfter)
@@ -333,6 +370,7 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 		}
 		time.Sleep(5 * time.Second)
 	}
+	t.Logf("%d renewals in %v, %d pods created, Running, deleted and gone meanwhile", len(seen)-1, time.Since(start).Round(time.Second), pods)
 	if b.cmd.Process.Pid != pid || b.cmd.ProcessState != nil {
 		t.Errorf("the agent restarted")
 	}
@@ -343,7 +381,7 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 	}
 	b.waitReady(t, 30*time.Second)
 	logged := b.log(t)[logBefore:]
-	if n := strings.Count(logged, "Certificate rotated"); n < 2 {
+	if n := strings.Count(logged, "Certificate rotated"); n < len(seen)-1 {
 		t.Errorf("the log shows %d rotations", n)
 	}
 	// No request was refused (an old certificate after its expiry) and no
