@@ -110,7 +110,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 			return nil, err
 		}
 		if opts.Config.Kubelet.RotateCertificates {
-			rot, err := certificates.NewClientRotation(base, a.certDir(), opts.NodeName)
+			rot, err := certificates.NewClientRotation(base, a.certDir(), opts.NodeName, a.regs.main)
 			if err != nil {
 				return nil, err
 			}

@@ -91,7 +91,7 @@ func (a *Agent) servingCertificates(ctx context.Context) (func() *tls.Certificat
 	}
 	r, err := certificates.NewServingRotator(certificates.ServingOptions{
 		Client: a.clients.Config, CertDir: a.certDir(), NodeName: a.opts.NodeName,
-		CertFile: kc.TLSCertFile, KeyFile: kc.TLSPrivateKeyFile,
+		CertFile: kc.TLSCertFile, KeyFile: kc.TLSPrivateKeyFile, Metrics: a.regs.main,
 		Addresses: func() ([]string, []net.IP) {
 			ips, _ := nodeip.Detect(ctx, a.opts.NodeIPs, a.opts.NodeName, a.deps.NodeIPSources)
 			return []string{a.opts.NodeName}, nodeip.IPs(ips)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/allocation"
 	"github.com/kernelet/kernelet/agent/buildinfo"
+	"github.com/kernelet/kernelet/agent/certificates"
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
@@ -140,8 +141,10 @@ func MetricNames() (map[string][]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	main := append(describe(a.regs.main), describe(certificates.MetricsDescription())...) // with rotation only
+	slices.Sort(main)
 	return map[string][]string{
-		"/metrics":          describe(a.regs.main),
+		"/metrics":          main,
 		"/metrics/cadvisor": describe(a.regs.cadvisor),
 		"/metrics/resource": describe(a.regs.resource),
 		"/metrics/probes":   describe(a.regs.probes),

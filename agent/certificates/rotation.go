@@ -8,10 +8,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kernelet/kernelet/internal/clientset"
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // ClientRotation is rotateCertificates: a Rotator renewing the node's
@@ -28,8 +30,9 @@ type ClientRotation struct {
 // NewClientRotation starts from base, the kubeconfig's configuration:
 // the cert dir's current certificate, else the kubeconfig's client
 // certificate (files, or data stored into the cert dir first). The
-// rotator is not running.
-func NewClientRotation(base *rest.Config, certDir, nodeName string) (*ClientRotation, error) {
+// rotator is not running; its metrics (ClientMetrics) are registered
+// with reg.
+func NewClientRotation(base *rest.Config, certDir, nodeName string, reg prometheus.Registerer) (*ClientRotation, error) {
 	if base.CertFile == "" && len(base.CertData) == 0 {
 		return nil, errors.New("rotateCertificates: the kubeconfig has no client certificate to renew (use --bootstrap-kubeconfig or a client certificate)")
 	}
@@ -74,6 +77,9 @@ func NewClientRotation(base *rest.Config, certDir, nodeName string) (*ClientRota
 	}
 	if r.Current() == nil {
 		return nil, fmt.Errorf("rotateCertificates: no client certificate in the kubeconfig or in %s", certDir)
+	}
+	if err := promreg.Register(reg, ClientMetrics(r)...); err != nil {
+		return nil, err
 	}
 	return &ClientRotation{Rotator: r, Config: cfg}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/keyutil"
@@ -84,6 +85,11 @@ type Rotator struct {
 	uniform  func() float64
 	// exitAfter: see Run (0: never give up).
 	exitAfter time.Duration
+	// renewFailures counts failed renewals and rotationAge observes how
+	// long a replaced certificate lived (ClientMetrics, ServingMetrics;
+	// nil: not measured).
+	renewFailures prometheus.Counter
+	rotationAge   prometheus.Observer
 
 	mu  sync.RWMutex
 	cur *tls.Certificate
@@ -190,8 +196,15 @@ func nextWake(now time.Time, cur *tls.Certificate, deadline time.Time, tmpl *x50
 }
 
 // renew requests a certificate for a new key, stores it and makes it
-// current.
-func (r *Rotator) renew(ctx context.Context, tmpl *x509.CertificateRequest) error {
+// current. A failure is counted unless ctx ended; the certificate it
+// replaces has its age (from its NotBefore) observed.
+func (r *Rotator) renew(ctx context.Context, tmpl *x509.CertificateRequest) (err error) {
+	parent := ctx // a CSR that timed out (renewalWait) counts
+	defer func() {
+		if err != nil && parent.Err() == nil && r.renewFailures != nil {
+			r.renewFailures.Inc()
+		}
+	}()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("key: %w", err)
@@ -219,6 +232,9 @@ func (r *Rotator) renew(ctx context.Context, tmpl *x509.CertificateRequest) erro
 		return err
 	}
 	klog.FromContext(ctx).WithName(r.name).Info("Certificate rotated", "expiration", c.Leaf.NotAfter, "path", r.store.CurrentPath())
+	if old := r.Current(); old != nil && r.rotationAge != nil {
+		r.rotationAge.Observe(r.now().Sub(old.Leaf.NotBefore).Seconds())
+	}
 	r.set(c)
 	return nil
 }

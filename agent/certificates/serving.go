@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kernelet/kernelet/internal/clientset"
+	"github.com/kernelet/kernelet/internal/promreg"
 )
 
 // ServingOptions configure serverTLSBootstrap's rotator.
@@ -29,6 +31,8 @@ type ServingOptions struct {
 	// CertFile and KeyFile are tlsCertFile and tlsPrivateKeyFile: served
 	// until the first certificate is issued when set (kubelet's).
 	CertFile, KeyFile string
+	// Metrics gets the rotator's metrics (ServingMetrics).
+	Metrics prometheus.Registerer
 }
 
 // NewServingRotator is serverTLSBootstrap's rotator: the serving
@@ -57,6 +61,9 @@ func NewServingRotator(o ServingOptions) (*Rotator, error) {
 	}
 	if err := r.load(); err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	if err := promreg.Register(o.Metrics, ServingMetrics(r)...); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -380,6 +380,10 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 		t.Errorf("pod first restarted %d times", p.Status.ContainerStatuses[0].RestartCount)
 	}
 	b.waitReady(t, 30*time.Second)
+	metrics := b.checkCertMetrics(t, "kubelet_certificate_manager_client_ttl_seconds", "kubelet_certificate_manager_client_expiration_renew_errors", seen[len(seen)-1])
+	if strings.Contains(metrics, "kubelet_certificate_manager_server_") {
+		t.Error("/metrics has the serving certificate's metrics without serverTLSBootstrap")
+	}
 	logged := b.log(t)[logBefore:]
 	if n := strings.Count(logged, "Certificate rotated"); n < len(seen)-1 {
 		t.Errorf("the log shows %d rotations", n)
@@ -391,6 +395,30 @@ func testClientRotation(t *testing.T, b *bootstrapNode, first *x509.Certificate)
 			t.Errorf("the log during the renewals has %q", bad)
 		}
 	}
+}
+
+// checkCertMetrics reads the agent's /metrics: kubelet's TTL gauge of a
+// certificate (the seconds left of cur, the one in use) and its renewal
+// error counter (no failed renewal), typed as kubelet types them. It
+// returns the exposition.
+func (b *bootstrapNode) checkCertMetrics(t *testing.T, ttlName, errorsName string, cur *x509.Certificate) string {
+	t.Helper()
+	text := agentGet(t, b.url("/metrics"))
+	for name, typ := range map[string]string{ttlName: "gauge", errorsName: "counter"} {
+		if !strings.Contains(text, "# TYPE "+name+" "+typ+"\n") {
+			t.Errorf("/metrics has no %s %s", typ, name)
+		}
+	}
+	left := time.Until(cur.NotAfter).Seconds()
+	if ttl := metricValue(text, ttlName); ttl < left-30 || ttl > left+1 {
+		t.Errorf("%s = %v, want the %.0f s left of the certificate in use", ttlName, ttl, left)
+	} else {
+		t.Logf("%s = %v (%.0f s left)", ttlName, ttl, left)
+	}
+	if n := metricValue(text, errorsName); n != 0 {
+		t.Errorf("%s = %v, want 0", errorsName, n)
+	}
+	return text
 }
 
 // TestTLSBootstrapServing requests the serving certificate through a
@@ -442,6 +470,16 @@ func TestTLSBootstrapServing(t *testing.T) {
 		renewed := waitServingCert(t, b, first)
 		b.verifyByCA(t, renewed, x509.ExtKeyUsageServerAuth)
 		check(t)
+		// kubelet's metrics of the serving certificate: the replaced one
+		// lived from its NotBefore (backdated 5 min) to its renewal.
+		text := b.checkCertMetrics(t, "kubelet_certificate_manager_server_ttl_seconds", "kubelet_server_expiration_renew_errors", renewed)
+		age := "kubelet_certificate_manager_server_rotation_seconds"
+		n, sum := metricValue(text, age+"_count"), metricValue(text, age+"_sum")
+		if !strings.Contains(text, "# TYPE "+age+" histogram\n") || n < 1 || sum/n < 300 || sum/n > first.NotAfter.Sub(first.NotBefore).Seconds() {
+			t.Errorf("%s: %v rotations, %v s in all", age, n, sum)
+		} else {
+			t.Logf("%s: %v rotations, %.0f s in all", age, n, sum)
+		}
 	})
 	if n := served(); n < 2 {
 		t.Errorf("%d serving CSRs approved, want the first and a renewal", n)
