@@ -31,10 +31,10 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pleg e2e-containerd2 demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pleg e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/kernelet, bin/testbox and the test tools
 	@mkdir -p $(BIN)
@@ -53,9 +53,10 @@ deps: ## install the Debian packages the tests and demo need (only missing ones)
 # as its own step so that no test hides it (tests still build as a fallback).
 # metrics-server (TestKubectlTop) is cheap cold (~3 min with downloads); the
 # sample device plugin (TestDevicePlugins) ~10 s once the control plane is.
-components: ## build or find etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the upstream sample device plugin (hack/apiserver/build.sh), metrics-server (hack/metrics-server/build.sh)
-	@echo "== components: SAMPLE_DEVICE_PLUGIN=1 hack/apiserver/build.sh"
-	@time SAMPLE_DEVICE_PLUGIN=1 hack/apiserver/build.sh
+# kubeadm (TestKubeadmJoin) ~1 min once the control plane's modules are there.
+components: ## build or find etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubeadm and the upstream sample device plugin (hack/apiserver/build.sh), metrics-server (hack/metrics-server/build.sh)
+	@echo "== components: SAMPLE_DEVICE_PLUGIN=1 KUBEADM=1 hack/apiserver/build.sh"
+	@time SAMPLE_DEVICE_PLUGIN=1 KUBEADM=1 hack/apiserver/build.sh
 	@echo "== components: hack/metrics-server/build.sh"
 	@time hack/metrics-server/build.sh
 
@@ -178,6 +179,21 @@ e2e: deps build components containerd2 vm-node-image ## only the end-to-end test
 e2e-containerd2: deps build components containerd2 vm-node-image ## the e2e tests of E2E_CONTAINERD2_RUN (default: all) against containerd 2
 	@$(BIN)/testenv reap
 	KERNELET_TEST_RUNTIME=containerd2 $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -run '$(if $(filter command line environment,$(origin E2E_CONTAINERD2_RUN)),$(E2E_CONTAINERD2_RUN),.)' ./test/e2e/...
+
+# Not in `make test` (CI joins kernelet alone, ~2 min): TestKubeadmJoin with
+# the real kubelet v1.37.2 joined after kernelet in the same v2 node, for
+# both join-to-Ready times (built here from the module proxy, cached).
+e2e-kubeadm: deps build components vm-node-image ## kubeadm join in the cgroup v2 node: kernelet, then the real kubelet v1.37.2 (~5 min)
+	@KUBELET=1 hack/apiserver/build.sh >/dev/null
+	@$(BIN)/testenv reap
+	KERNELET_KUBEADM_UPSTREAM=1 $(GO) test -count=1 -v -timeout 20m -run '^TestKubeadmJoin$$' ./test/e2e/
+
+# Not in `make test` (CI waits for one renewal): TestTLSBootstrap for 10
+# minutes of pod churn with at least two client certificate renewals (3-minute
+# certificates), the issue's acceptance run.
+e2e-rotation: build components ## TestTLSBootstrap's rotation for 10 minutes, at least 2 client certificate renewals
+	@$(BIN)/testenv reap
+	KERNELET_TLS_RENEWALS=2 KERNELET_TLS_ROTATION_RUN=10m $(GO) test -count=1 -v -timeout 30m -run '^TestTLSBootstrap$$' ./test/e2e/
 
 # TestSoak: 110 pods created and deleted in waves for $(SOAK) per variant (API
 # pods, then static pods), goroutines/fds/RSS/cgroup dirs back to their start
