@@ -55,22 +55,52 @@ func startBootstrapControlPlane(t *testing.T, name string, verifyServing bool) *
 // stopped at the end of the test.
 func startControlPlane(t *testing.T, name string, opts apiserver.Options) *apiserver.Server {
 	t.Helper()
+	return startControlPlaneAsync(t, name, opts)()
+}
+
+// startControlPlaneAsync is startControlPlane in the background: the
+// returned function waits for the control plane (failing the test if it
+// did not start); it is stopped at the end of the test, waited for or not.
+func startControlPlaneAsync(t *testing.T, name string, opts apiserver.Options) func() *apiserver.Server {
+	t.Helper()
 	bins := apiserver.CachedBinaries("", "")
 	m := bins.Missing()
 	env.Require(t, len(m) == 0, "the cached control plane binaries (make components): missing "+strings.Join(m, ", "))
 	opts.StateDir, opts.Binaries, opts.Logf = env.StateDir(fmt.Sprintf("%s-%d", name, os.Getpid())), bins, t.Logf
-	srv, err := apiserver.Start(t.Context(), opts)
-	if err != nil {
-		t.Fatalf("start the control plane: %v", err)
+	type result struct {
+		srv *apiserver.Server
+		err error
+	}
+	started := make(chan result, 1)
+	go func() {
+		srv, err := apiserver.Start(t.Context(), opts)
+		started <- result{srv, err}
+	}()
+	var res *result
+	wait := func() result {
+		if res == nil {
+			r := <-started
+			res = &r
+		}
+		return *res
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("cleanup: %v", err)
+		if srv := wait().srv; srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := srv.Stop(ctx); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
 		}
 	})
-	return srv
+	return func() *apiserver.Server {
+		t.Helper()
+		r := wait()
+		if r.err != nil {
+			t.Fatalf("start the control plane: %v", r.err)
+		}
+		return r.srv
+	}
 }
 
 // newBootstrapNode is an agent (not started) with --bootstrap-kubeconfig

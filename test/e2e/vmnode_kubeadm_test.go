@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,9 +78,9 @@ cgroupDriver: systemd
 // the bootstrapsigner and tokencleaner controllers as kubeadm enables
 // them) and boots the node with kubeadm, kernelet, the real kubelet (when
 // upstream) and deploy/kubeadm's unit and drop-in, kubelet.service
-// enabled and /usr/bin/kubelet linked to kernelet. The kubeadm
-// configuration and an admin kubeconfig for kubeadm's init phases are in
-// /root.
+// enabled and /usr/bin/kubelet linked to kernelet; the control plane
+// starts meanwhile. The kubeadm configuration and an admin kubeconfig for
+// kubeadm's init phases are written to /root.
 func newKubeadmNode(t *testing.T, upstream bool) *kubeadmNode {
 	t.Helper()
 	env.RequireRoot(t)
@@ -98,49 +97,31 @@ func newKubeadmNode(t *testing.T, upstream bool) *kubeadmNode {
 	if err != nil {
 		env.Require(t, false, fmt.Sprintf("the node image (%s; make vm-node-image): %v", vmnode.BuildScriptPath, err))
 	}
-	srv := startControlPlane(t, "kubeadm", apiserver.Options{BootstrapTokenAuth: true,
+	// The control plane starts while the node boots.
+	controlPlane := startControlPlaneAsync(t, "kubeadm", apiserver.Options{BootstrapTokenAuth: true,
 		Controllers: append(append([]string{}, apiserver.DefaultControllers...), "bootstrapsigner", "tokencleaner")})
-	admin, err := srv.AdminClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := srv.URL()[strings.LastIndex(srv.URL(), ":")+1:]
-	k := &kubeadmNode{srv: srv, admin: admin, endpoint: vmnode.HostAddr + ":" + port,
-		token: randomID(6) + "." + randomID(16), caHash: caCertHash(t, srv.CAFile())}
-	adminConf, err := os.ReadFile(rewriteServer(t, srv.AdminKubeconfig(), "https://"+k.endpoint))
-	if err != nil {
-		t.Fatal(err)
-	}
 	files, err := vmnode.KubeadmNode{Kubeadm: kubeadm, Kernelet: filepath.Join(binaries(t), "kernelet"), Kubelet: kubelet,
 		CgroupDriver: "systemd"}.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, vmnode.File{Path: "/root/admin.conf", Data: adminConf, Mode: 0o600},
-		vmnode.File{Path: "/root/kubeadm.yaml", Data: []byte(kubeadmConfig(k.endpoint, k.token))})
-	console, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
+	node := bootV2Node(t, vmnode.Options{Image: img, Hostname: strings.ToLower(env.RunID()) + "-kubeadm", Files: files,
+		Enable: []string{vmnode.KubeletUnit}},
+		"systemctl --no-pager status containerd kubelet; cat /var/lib/kubelet/kubeadm-flags.env; journalctl --no-pager -u kubelet | tail -60")
+	srv := controlPlane()
+	admin, err := srv.AdminClient()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { console.Close() })
-	start := time.Now()
-	k.Node, err = vmnode.Start(ctx, vmnode.Options{Image: img, Hostname: strings.ToLower(env.RunID()) + "-kubeadm", Files: files,
-		Enable: []string{vmnode.KubeletUnit}, Console: console})
+	port := srv.URL()[strings.LastIndex(srv.URL(), ":")+1:]
+	k := &kubeadmNode{Node: node, srv: srv, admin: admin, endpoint: vmnode.HostAddr + ":" + port,
+		token: randomID(6) + "." + randomID(16), caHash: caCertHash(t, srv.CAFile())}
+	adminConf, err := os.ReadFile(rewriteServer(t, srv.AdminKubeconfig(), "https://"+k.endpoint))
 	if err != nil {
-		t.Fatalf("the v2 node did not boot: %v", err)
+		t.Fatal(err)
 	}
-	t.Logf("v2 node: sshd answered %v after qemu started (%v with the start)", k.Boot.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := k.Stop(); err != nil {
-			t.Errorf("stop the v2 node: %v", err)
-		}
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := k.Run(context.Background(), "systemctl --no-pager status containerd kubelet; cat /var/lib/kubelet/kubeadm-flags.env; journalctl --no-pager -u kubelet | tail -60")
-			t.Logf("guest state:\n%s\n--- console tail ---\n%s", out, k.ConsoleTail(30))
-		}
-	})
+	k.guest(t, time.Minute, "umask 077 && cat > /root/admin.conf <<'KERNELET_EOF'\n"+string(adminConf)+"\nKERNELET_EOF\n"+
+		"cat > /root/kubeadm.yaml <<'KERNELET_EOF'\n"+kubeadmConfig(k.endpoint, k.token)+"\nKERNELET_EOF")
 	k.guest(t, time.Minute, vmnode.UseKubelet(false))
 	return k
 }
@@ -166,15 +147,7 @@ func caCertHash(t *testing.T, caFile string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, _ := pem.Decode(data)
-	if block == nil {
-		t.Fatalf("no PEM in %s", caFile)
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(c.RawSubjectPublicKeyInfo)
+	sum := sha256.Sum256(parseCert(t, data).RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 

@@ -93,21 +93,34 @@ func newV2Node(t *testing.T) *v2Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consoleLog := filepath.Join(t.TempDir(), "console.log")
-	console, err := os.Create(consoleLog)
+	n := &v2Node{admin: admin, name: name, ns: name + "-ns", booted: time.Now()}
+	n.Node = bootV2Node(t, vmnode.Options{Image: img, Hostname: name, Files: files, Enable: []string{vmnode.KerneletUnit}},
+		"systemctl --no-pager status containerd kernelet; journalctl --no-pager -u kernelet | tail -80")
+	t.Cleanup(func() { n.cleanupAPI(t) })
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// bootV2Node starts the v2 node with opts (its console to a file of the
+// test's), stopped at the end of the test; when the test failed, the
+// output of the guest script dump and the console's tail are logged first.
+func bootV2Node(t *testing.T, opts vmnode.Options, dump string) *vmnode.Node {
+	t.Helper()
+	console, err := os.Create(filepath.Join(t.TempDir(), "console.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { console.Close() })
-	n := &v2Node{admin: admin, name: name, ns: name + "-ns", booted: time.Now()}
-	n.Node, err = vmnode.Start(ctx, vmnode.Options{
-		Image: img, Hostname: name, Files: files, Enable: []string{vmnode.KerneletUnit}, Console: console,
-	})
+	opts.Console = console
+	start := time.Now()
+	n, err := vmnode.Start(t.Context(), opts)
 	if err != nil {
 		// Under CI=true this is a failure like any other: the node must boot.
 		t.Fatalf("the v2 node did not boot: %v", err)
 	}
-	t.Logf("v2 node: sshd answered %v after qemu started", n.Boot.Round(time.Millisecond))
+	t.Logf("v2 node: sshd answered %v after qemu started (%v with the start)", n.Boot.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if err := n.Stop(); err != nil {
 			t.Errorf("stop the v2 node: %v", err)
@@ -115,14 +128,10 @@ func newV2Node(t *testing.T) *v2Node {
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			out, _ := n.Run(context.Background(), "systemctl --no-pager status containerd kernelet; journalctl --no-pager -u kernelet | tail -80")
+			out, _ := n.Run(context.Background(), dump)
 			t.Logf("guest state:\n%s\n--- console tail ---\n%s", out, n.ConsoleTail(40))
 		}
 	})
-	t.Cleanup(func() { n.cleanupAPI(t) })
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	return n
 }
 

@@ -96,3 +96,43 @@ func staticELF() []byte {
 	le.PutUint16(h[58:], 64) // e_shentsize
 	return h
 }
+
+func TestKubeadmNodeFiles(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "static")
+	if err := os.WriteFile(bin, staticELF(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := KubeadmNode{Kubeadm: bin, Kernelet: bin, CgroupDriver: "systemd"}.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]File{}
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	for _, p := range []string{KubeadmBinary, KerneletBinary} {
+		if byPath[p].Host != bin {
+			t.Errorf("%s: %+v", p, byPath[p])
+		}
+	}
+	if _, ok := byPath[UpstreamKubelet]; ok {
+		t.Error("the real kubelet installed without one given")
+	}
+	if !strings.Contains(string(byPath[kubeletDropIn].Data), "ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS") ||
+		!strings.Contains(string(byPath["/etc/systemd/system/"+KubeletUnit].Data), "ExecStart=/usr/bin/kubelet") {
+		t.Error("the unit and drop-in are not deploy/kubeadm's")
+	}
+	if c := string(byPath[ContainerdConfigPath].Data); !strings.Contains(c, "SystemdCgroup = true\n") {
+		t.Errorf("containerd config of the systemd node:\n%s", c)
+	}
+	dyn := filepath.Join(t.TempDir(), "dynamic")
+	if err := os.WriteFile(dyn, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (KubeadmNode{Kubeadm: bin, Kernelet: bin, Kubelet: dyn}).Files(); err == nil || !strings.Contains(err.Error(), UpstreamKubelet) {
+		t.Errorf("a kubelet that is not a static binary: %v, want an error naming it", err)
+	}
+	if UseKubelet(false) != "ln -sfn /usr/local/bin/kernelet /usr/bin/kubelet" || UseKubelet(true) != "ln -sfn /usr/local/bin/kubelet-upstream /usr/bin/kubelet" {
+		t.Errorf("UseKubelet: %q %q", UseKubelet(false), UseKubelet(true))
+	}
+}
