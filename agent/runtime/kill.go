@@ -94,6 +94,7 @@ func (m *Manager) KillPodWithin(ctx context.Context, pod *v1.Pod, st *PodStatus,
 	log := klog.FromContext(ctx).WithValues("podUID", st.UID)
 	ctx = klog.NewContext(ctx, log)
 	m.stopPod(ctx, pod, st, gracePeriodOverride, deadline, r)
+	m.unprepareResources(ctx, pod, r)
 	if pod != nil {
 		if after, err := m.GetPodStatus(ctx, st.UID, st.Name, st.Namespace); err == nil {
 			r.Stopped = after
@@ -169,6 +170,7 @@ func killFailedMessage(steps []Step, ctxErr error) (string, bool) {
 func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, st *PodStatus) *SyncResult {
 	r := newResult()
 	m.stopPod(ctx, pod, st, nil, nil, r)
+	m.unprepareResources(ctx, pod, r)
 	r.step(ActionRemoveCgroup, string(st.UID), m.removeCgroup(ctx, st), "")
 	if m.vols != nil && r.Err() == nil {
 		// Nothing of the pod runs any more: its volumes go, as kubelet

@@ -98,6 +98,11 @@ type ManagerConfig struct {
 	// CPUs are the CPU and memory managers' assignments (nil: none;
 	// containers run on every CPU and memory node with their CFS quota).
 	CPUs Pinning
+	// Claims prepares the pods' DRA ResourceClaims before their sandbox
+	// is created, unprepares them once their containers stopped, and
+	// gives each container its claims' CDI devices (agent/dra.Manager);
+	// nil: pods with resource claims never get there (refused).
+	Claims DynamicResources
 }
 
 // Pinning is where the CPU and memory managers put the containers of a
@@ -193,6 +198,7 @@ type Manager struct {
 	thermal  []string
 	devices  func(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error)
 	cpus     Pinning
+	claims   DynamicResources
 
 	// netErr is the last NetworkReady answer.
 	netMu  sync.Mutex
@@ -207,7 +213,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{rs: cfg.Runtime, is: cfg.Images, cg: cfg.Cgroups, logs: cfg.PodLogsDir, pods: cfg.PodsDir,
 		handler: cfg.RuntimeHandler, clock: cfg.Clock, backoff: cfg.Backoff, hc: cfg.HTTPClient,
 		rmWait: cfg.RemoveCgroupTimeout, proc: cfg.ProcRoot, vols: cfg.Volumes, objs: cfg.Objects, hosts: cfg.EtcHosts, svcs: cfg.Services, rcs: cfg.RuntimeClasses, pulls: newPullSlots(cfg.ParallelPulls), act: cfg.Actuated,
-		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, devices: cfg.Devices, cpus: cfg.CPUs}
+		userns: cfg.UserNamespaces, thermal: cfg.ThermalThrottlePaths, devices: cfg.Devices, cpus: cfg.CPUs, claims: cfg.Claims}
 	if m.logs == "" {
 		m.logs = podconfig.DefaultPodLogsDir
 	}
@@ -287,6 +293,8 @@ const (
 	ActionRemoveLogs       = "RemoveLogs"
 	ActionSetUpVolumes     = "SetUpVolumes"
 	ActionTearDownVolumes  = "TearDownVolumes"
+	ActionPrepareResources = "PrepareDynamicResources"
+	ActionUnprepare        = "UnprepareDynamicResources"
 )
 
 // SyncResult is everything a sync or kill did.
@@ -415,6 +423,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 	if a.CreateSandbox {
 		sbOpts.Attempt = a.Attempt
 		var ok bool
+		if !m.prepareResources(ctx, pod, r) {
+			return r
+		}
 		if sandboxID, ok = m.runSandbox(ctx, pod, sbOpts, handler, r); !ok {
 			return r
 		}
@@ -732,6 +743,14 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
 			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 		}
+	}
+	if m.claims != nil && len(c.Resources.Claims) > 0 {
+		cdi, err := m.claims.CDIDevices(pod, c)
+		if err != nil {
+			r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
+			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
+		}
+		opts.Devices.CDIDevices = append(opts.Devices.CDIDevices, cdi...) // after the device plugins' (kubelet's order)
 	}
 	cfg, err := podconfig.ContainerConfig(pod, c, opts)
 	if err != nil {

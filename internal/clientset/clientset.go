@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,6 +56,7 @@ type (
 	CSIDriverClient           = Resource[*storagev1.CSIDriver, *storagev1.CSIDriverList]
 	VolumeAttachmentClient    = Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
 	CSRClient                 = Resource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList]
+	ResourceClaimClient       = Resource[*resourcev1.ResourceClaim, *resourcev1.ResourceClaimList]
 	TokenReviewClient         = Creator[*authenticationv1.TokenReview]
 	SubjectAccessReviewClient = Creator[*authorizationv1.SubjectAccessReview]
 )
@@ -64,6 +66,13 @@ type (
 type ServiceAccountClient interface {
 	Resource[*v1.ServiceAccount, *v1.ServiceAccountList]
 	CreateToken(ctx context.Context, serviceAccountName string, tr *authenticationv1.TokenRequest, opts metav1.CreateOptions) (*authenticationv1.TokenRequest, error)
+}
+
+// ResourceSliceClient is the ResourceSlices' client with the collection
+// delete kubelet removes a node's (or a DRA driver's) slices with.
+type ResourceSliceClient interface {
+	Resource[*resourcev1.ResourceSlice, *resourcev1.ResourceSliceList]
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
 }
 
 // Interface is what kernelet asks of the API server, resource by
@@ -87,6 +96,8 @@ type Interface interface {
 	TokenReviews() TokenReviewClient
 	SubjectAccessReviews() SubjectAccessReviewClient
 	CertificateSigningRequests() CSRClient
+	ResourceClaims(namespace string) ResourceClaimClient
+	ResourceSlices() ResourceSliceClient
 }
 
 // Clientset implements Interface over one HTTP client and one client-side
@@ -248,4 +259,16 @@ func (c serviceAccounts) CreateToken(ctx context.Context, name string, tr *authe
 		Namespace(c.GetNamespace()).Resource("serviceaccounts").Name(name).SubResource("token").
 		VersionedParams(&opts, ParameterCodec).Body(tr).Do(ctx).Into(out)
 	return out, err
+}
+
+// ResourceClaims is the DRA ResourceClaims of namespace.
+func (cs *Clientset) ResourceClaims(namespace string) ResourceClaimClient {
+	return newResource(cs, resourcev1.SchemeGroupVersion, "resourceclaims", namespace,
+		func() *resourcev1.ResourceClaim { return &resourcev1.ResourceClaim{} }, func() *resourcev1.ResourceClaimList { return &resourcev1.ResourceClaimList{} })
+}
+
+// ResourceSlices is the DRA ResourceSlices.
+func (cs *Clientset) ResourceSlices() ResourceSliceClient {
+	return newResource(cs, resourcev1.SchemeGroupVersion, "resourceslices", "",
+		func() *resourcev1.ResourceSlice { return &resourcev1.ResourceSlice{} }, func() *resourcev1.ResourceSliceList { return &resourcev1.ResourceSliceList{} })
 }

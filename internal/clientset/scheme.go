@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +18,7 @@ import (
 
 // Scheme knows the API groups kernelet talks to, and nothing else:
 // core/v1, coordination/v1, authentication/v1, authorization/v1,
-// node/v1, storage/v1 and certificates/v1.
+// node/v1, storage/v1, certificates/v1 and resource/v1 (DRA).
 var Scheme = runtime.NewScheme()
 
 // Codecs encodes and decodes Scheme's types (JSON, YAML, protobuf).
@@ -40,6 +41,7 @@ var groups = []struct {
 	{nodev1.SchemeGroupVersion, "/apis", nodev1.AddToScheme},
 	{storagev1.SchemeGroupVersion, "/apis", storagev1.AddToScheme},
 	{certificatesv1.SchemeGroupVersion, "/apis", certificatesv1.AddToScheme},
+	{resourcev1.SchemeGroupVersion, "/apis", resourcev1.AddToScheme},
 }
 
 func init() {

@@ -46,3 +46,7 @@ func (a adapter) CertificateSigningRequests() clientset.CSRClient {
 func (a adapter) SubjectAccessReviews() clientset.SubjectAccessReviewClient {
 	return a.cs.AuthorizationV1().SubjectAccessReviews()
 }
+func (a adapter) ResourceClaims(ns string) clientset.ResourceClaimClient {
+	return a.cs.ResourceV1().ResourceClaims(ns)
+}
+func (a adapter) ResourceSlices() clientset.ResourceSliceClient { return a.cs.ResourceV1().ResourceSlices() }

@@ -1,0 +1,40 @@
+// Package dra is the node side of Dynamic Resource Allocation
+// (resource.k8s.io/v1) as kubelet v1.37.2's DRA manager behaves:
+//
+//   - plugins.go: the handler of the "DRAPlugin" type for
+//     agent/pluginmanager. A DRA driver's kubelet plugin registers under
+//     its driver name and lists the gRPC services it serves; kubelet
+//     v1.37.2 speaks v1.DRAPlugin (k8s.io/kubelet/pkg/apis/dra/v1) and
+//     v1beta1.DRAPlugin, the newest both sides have wins, with kubelet's
+//     errors otherwise. Calls time out after 45 s. When the last plugin of
+//     a driver goes away, the driver's ResourceSlices of this node are
+//     deleted 30 s later unless a plugin came back; at start every
+//     ResourceSlice of the node is deleted (kubelet's wiping).
+//   - claims.go: the pure parts — the drivers of an allocated claim, a
+//     pod's claim names (resourceclaim.Name), the CDI devices of a
+//     container's claims and requests.
+//   - state.go: the claim cache (claim, its pods, each driver's prepared
+//     devices with their CDI device IDs) and its checkpoint
+//     <root-dir>/dra_manager_state in kubelet's format (the JSON of a
+//     DRACheckpoint in Data, its CRC-32 in Checksum).
+//   - manager.go: Manager. PrepareResources (before a pod's sandbox is
+//     created) fetches the pod's ResourceClaims, checks they are allocated
+//     and reserved for the pod, records the pod in the cache and calls
+//     NodePrepareResources once per driver for the claims not yet
+//     prepared; UnprepareResources (once the pod's containers stopped)
+//     drops the pod from its claims and calls NodeUnprepareResources for
+//     a claim whose last pod went; CDIDevices gives a container the CDI
+//     device IDs of the claims (and requests) it names, passed to the
+//     runtime as CRI CDIDevices. Run reconciles every 60 s: claims of pods
+//     the agent no longer knows are unprepared. The errors are kubelet's
+//     (the runtime records FailedPrepareDynamicResources with them).
+//
+// Not done: extended resources backed by DRA (status.
+// extendedResourceClaimStatus is refused at admission), optional node
+// operations (skipNodeOperations is refused, as kubelet with
+// DRAOptionalNodeOperations off), the resource health stream
+// (allocatedResourcesStatus), DRA metrics, and the podresources API's
+// dynamic resources. A Manager needs the API server (standalone nodes
+// cannot fetch ResourceClaims: their pods with claims fail to prepare).
+// A nil *Manager (no node plugins: --runonce) fails every preparation.
+package dra
