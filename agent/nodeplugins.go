@@ -11,6 +11,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/kernelet/kernelet/agent/csi"
+	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/pluginmanager"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/volume"
@@ -20,14 +21,15 @@ import (
 // nodePlugins are the node plugins and what they serve: the registration
 // watcher of <root-dir>/plugins_registry (agent/pluginmanager) with the
 // CSI drivers' handler (agent/csi; the CSINode and the node's CSI
-// annotation with the API server) and the CSI volume manager
+// annotation with the API server), the CSI volume manager
 // (agent/volumemanager), whose state is reconstructed from disk here,
-// before the pod side starts.
+// before the pod side starts, and the DRA drivers' (agent/dra).
 type nodePlugins struct {
 	registry *csi.Registry
 	nodeInfo *csi.NodeInfo
 	watcher  *pluginmanager.Manager
 	volumes  *volumemanager.Manager
+	dra      *dra.Manager
 }
 
 // newNodePlugins builds the node plugins' side and reconstructs the CSI
@@ -44,9 +46,10 @@ func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 		n.registry = csi.NewRegistry(nil)
 	}
 	vcfg.Drivers = n.registry
+	n.dra = dra.New(dra.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName, Client: vcfg.Client})
 	n.watcher = pluginmanager.New(pluginmanager.Config{
 		Dir:      filepath.Join(a.opts.RootDir, "plugins_registry"),
-		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: n.registry},
+		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: n.registry, registerapi.DRAPlugin: n.dra},
 	})
 	n.volumes = volumemanager.New(vcfg)
 	if err := n.volumes.Reconstruct(ctx); err != nil {
@@ -83,11 +86,11 @@ func (a *Agent) podVolumes(inTree *volume.Manager) runtime.PodVolumes {
 	return volumemanager.PodVolumes{InTree: inTree, CSI: a.plugins.volumes}
 }
 
-// csiVolumes is the CSI volume manager (nil when the node plugins do not
-// run: runonce).
-func (a *Agent) csiVolumes() *volumemanager.Manager {
+// podPlugins are the CSI volume manager and the DRA manager (nil when the
+// node plugins do not run: runonce).
+func (a *Agent) podPlugins() (*volumemanager.Manager, *dra.Manager) {
 	if a.plugins == nil {
-		return nil
+		return nil, nil
 	}
-	return a.plugins.volumes
+	return a.plugins.volumes, a.plugins.dra
 }

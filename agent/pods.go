@@ -22,6 +22,7 @@ import (
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/memorymanager"
@@ -118,8 +119,10 @@ type pods struct {
 	resizeMetrics *allocation.Metrics
 	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
 	qos *qosCgroups
-	// devices is the device plugin manager (agent/devices.go).
+	// devices is the device plugin manager (agent/devices.go); claims
+	// the DRA manager (agent/nodeplugins.go).
 	devices *devicemanager.Manager
+	claims  *dra.Manager
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
@@ -212,7 +215,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpumanager.Pinning{CPUs: cpus, Memory: mem}, Devices: dm.ContainerDevices,
+	csiVols, claims := a.podPlugins()
+	mcfg := runtime.ManagerConfig{Runtime: rs, Images: is, CPUs: cpumanager.Pinning{CPUs: cpus, Memory: mem}, Devices: dm.ContainerDevices, Claims: claims,
 		Cgroups: runtime.CgroupsAdapter{Manager: cm, Config: setup.QoS, Reader: reader, CPUs: cpumanager.Pinning{CPUs: cpus, Memory: mem}}, Actuated: actuated,
 		PodLogsDir: kc.PodLogsDir, PodsDir: env.podsDir, Volumes: a.podVolumes(vols), Objects: objs, Services: services,
 		RuntimeClasses: runtimeClasses, ParallelPulls: config.ParallelImagePulls(kc),
@@ -229,7 +233,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	if err != nil {
 		return nil, env, err
 	}
-	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: a.csiVolumes(),
+	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
@@ -378,6 +382,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.evictions.Run(ctx) })
 	wg.Go(func() { p.alloc.Run(ctx) })
 	wg.Go(func() { a.servePodResources(ctx, p) })
+	wg.Go(func() { p.claims.Run(ctx, p.workerPods, p.sources.SeenAllSources) })
 	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
 	oomwatch.ReleaseStartupMemory()

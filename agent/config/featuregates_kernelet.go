@@ -31,7 +31,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"SystemdWatchdog":                      no("kernelet does not ping systemd's watchdog"),
 	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices, CPUs and memory; no DRA claims yet)", "agent/podresources.TestServer"),
 	"KubeletPodResourcesListUseActivePods": yes("podresources List reports the active pods (admitted, not finished)", "test/e2e.TestDevicePlugins"),
-	"KubeletPodResourcesDynamicResources":  no("no DRA claims in the podresources API (no dynamic resource allocation, issue 27)"),
+	"KubeletPodResourcesDynamicResources":  no("the podresources API does not list DRA claims yet (issue 27)"),
 	"KubeletInUserNamespace":               no("kernelet does not run in a user namespace (rootless)"),
 	"KubeletCgroupDriverFromCRI":           yes("the cgroup driver the runtime reports over CRI RuntimeConfig wins; a cgroupDriver set to another one is an error naming both; without RuntimeConfig (containerd 1.6) cgroupDriver applies", "agent/podsetup.TestCgroupDriver"),
 
@@ -88,13 +88,13 @@ var kerneletGates = map[string]kerneletDecision{
 	"KubeletAllocatedPodsEndpoint":                 no("no /allocatedPods endpoint"),
 
 	// Devices and dynamic resource allocation.
-	"DynamicResourceAllocation":   no("no dynamic resource allocation (resource claims are refused at admission, issue 27)"),
-	"DRAExtendedResource":         no("no dynamic resource allocation (status.extendedResourceClaimStatus is refused at admission)"),
-	"DRANodeAllocatableResources": no("no dynamic resource allocation (status.nodeAllocatableResourceClaimStatuses is refused at admission)"),
-	"DRAOptionalNodeOperations":   no("no dynamic resource allocation"),
-	"DRAWorkloadResourceClaims":   no("no dynamic resource allocation"),
-	"ResourceHealthStatus":        no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; no DRA"),
-	"ResourceHealthStatusMessage": no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; no DRA"),
+	"DynamicResourceAllocation":   yes("the ResourceClaims of a pod are prepared by their DRA drivers' kubelet plugins (plugin registration, dra v1 and v1beta1 gRPC) before its sandbox is created and unprepared once its containers stopped and no other pod uses them, checkpointed in dra_manager_state; their CDI devices go to the runtime through CRI; the ResourceSlices of a driver whose plugins went are deleted after 30 s, all of the node's at start", "test/e2e.TestDRA"),
+	"DRAExtendedResource":         no("extended resources backed by DRA (status.extendedResourceClaimStatus) are refused at admission"),
+	"DRANodeAllocatableResources": no("node resources allocated by DRA (status.nodeAllocatableResourceClaimStatuses) are refused at admission"),
+	"DRAOptionalNodeOperations":   no("a claim whose allocation skips node operations fails to prepare with kubelet's error for the gate off"),
+	"DRAWorkloadResourceClaims":   no("claims owned by or reserved for a PodGroup are not accepted for a pod (kubelet's behaviour with the gate off)"),
+	"ResourceHealthStatus":        no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; the DRA resource health service is not watched"),
+	"ResourceHealthStatusMessage": no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; the DRA resource health service is not watched"),
 
 	// Volumes, mounts and security.
 	"ImageVolume":                                      yes("volumes[].image is pulled with the volume's pullPolicy and the pod's pull secrets and mounted read-only by the runtime, subPath as the image sub path (containerd 2.1 and later; refused at admission on older containerd)", "test/e2e.TestImageVolume"),

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 )
 
 // DynamicResources is what the pod side asks of dynamic resource
@@ -46,4 +48,25 @@ func (m *Manager) unprepareResources(ctx context.Context, pod *v1.Pod, r *SyncRe
 	if err := m.claims.UnprepareResources(ctx, pod); err != nil {
 		r.step(ActionUnprepare, string(pod.UID), err, "")
 	}
+}
+
+// containerDevices are what the device plugins allocated to c and the CDI
+// devices of its claims after theirs (kubelet's order); an error holds c
+// back (CreateContainerConfigError).
+func (m *Manager) containerDevices(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error) {
+	var d podconfig.ContainerDevices
+	var err error
+	if m.devices != nil {
+		if d, err = m.devices(ctx, pod, c); err != nil {
+			return d, err
+		}
+	}
+	if m.claims != nil && len(c.Resources.Claims) > 0 {
+		cdi, err := m.claims.CDIDevices(pod, c)
+		if err != nil {
+			return d, err
+		}
+		d.CDIDevices = append(d.CDIDevices, cdi...)
+	}
+	return d, nil
 }

@@ -738,19 +738,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	opts.TerminationMessageHostPath = termFile
-	if m.devices != nil {
-		if opts.Devices, err = m.devices(ctx, pod, c); err != nil {
-			r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
-			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
-		}
-	}
-	if m.claims != nil && len(c.Resources.Claims) > 0 {
-		cdi, err := m.claims.CDIDevices(pod, c)
-		if err != nil {
-			r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
-			return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
-		}
-		opts.Devices.CDIDevices = append(opts.Devices.CDIDevices, cdi...) // after the device plugins' (kubelet's order)
+	if opts.Devices, err = m.containerDevices(ctx, pod, c); err != nil {
+		r.warnFor(c.Name, EventFailed, "Error: "+err.Error())
+		return &Waiting{Reason: ReasonCreateContainerConfig, Message: err.Error()}, err
 	}
 	cfg, err := podconfig.ContainerConfig(pod, c, opts)
 	if err != nil {

@@ -138,7 +138,6 @@ func envFieldRef(path string) bool {
 // why. Checked:
 //   - spec.os.name windows; hostNetwork, hostPID or hostIPC with
 //     hostUsers: false (the API server's rule, for static pods);
-//     spec.resourceClaims;
 //     pod-level or container hugepages; supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
@@ -148,7 +147,7 @@ func envFieldRef(path string) bool {
 //     files owned by a user (defaultUser, items[].user);
 //   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
-//     resource claims; procMount Unmasked without hostUsers: false (the
+//     procMount Unmasked without hostUsers: false (the
 //     API server's rule, for static pods); lifecycle.stopSignal;
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
 //     other than Restart (RestartAllContainers: kubelet's
@@ -176,9 +175,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 				add(h.path, "forbidden when `hostUsers` is false")
 			}
 		}
-	}
-	if len(spec.ResourceClaims) > 0 {
-		add("spec.resourceClaims", "dynamic resource allocation is not supported")
 	}
 	if spec.Resources != nil {
 		if hp := hugePages(*spec.Resources); len(hp) > 0 {
@@ -297,9 +293,6 @@ func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []Un
 	}
 	if len(c.VolumeDevices) > 0 {
 		add(".volumeDevices", "block volumes are not supported yet")
-	}
-	if len(c.Resources.Claims) > 0 {
-		add(".resources.claims", "dynamic resource allocation is not supported")
 	}
 	if hp := hugePages(c.Resources); len(hp) > 0 {
 		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))

@@ -92,14 +92,14 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 	}
 	want := []string{
 		"spec.os.name", "spec.hostNetwork", "spec.hostIPC",
-		"spec.resourceClaims", "spec.resources",
+		"spec.resources",
 		"spec.securityContext.supplementalGroupsPolicy",
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
 		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]", "spec.volumes[3]",
 		"spec.initContainers[0].restartPolicyRules[2].action",
 		"spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
-		"spec.containers[0].volumeDevices", "spec.containers[0].resources.claims", "spec.containers[0].resources",
+		"spec.containers[0].volumeDevices", "spec.containers[0].resources",
 		"spec.containers[0].lifecycle.stopSignal",
 	}
 	if !slices.Equal(paths, want) {

@@ -49,4 +49,6 @@ func (a adapter) SubjectAccessReviews() clientset.SubjectAccessReviewClient {
 func (a adapter) ResourceClaims(ns string) clientset.ResourceClaimClient {
 	return a.cs.ResourceV1().ResourceClaims(ns)
 }
-func (a adapter) ResourceSlices() clientset.ResourceSliceClient { return a.cs.ResourceV1().ResourceSlices() }
+func (a adapter) ResourceSlices() clientset.ResourceSliceClient {
+	return a.cs.ResourceV1().ResourceSlices()
+}

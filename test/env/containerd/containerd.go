@@ -178,6 +178,14 @@ func (c *Instance) Flavor() Flavor {
 // Pid is the process id of containerd.
 func (c *Instance) Pid() int { return c.pid }
 
+// cdiDir is the CDI spec directory of a containerd 2 instance, in its
+// state dir.
+const cdiDir = "cdi"
+
+// CDIDir is the directory containerd 2 reads CDI specs from (CRI
+// CDIDevices); containerd 1.6 has no CDI.
+func (c *Instance) CDIDir() string { return filepath.Join(c.state.StateDir, cdiDir) }
+
 // LogPath is containerd's log file.
 func (c *Instance) LogPath() string { return filepath.Join(c.state.StateDir, logFileName) }
 

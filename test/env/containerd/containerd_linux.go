@@ -160,7 +160,7 @@ func Start(ctx context.Context, opts Options) (_ *Instance, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{"root", "state", "runc", "cni/net.d", "cni/networks"} {
+	for _, dir := range []string{"root", "state", "runc", "cni/net.d", "cni/networks", cdiDir} {
 		mode := os.FileMode(0o700)
 		if dir == "state" {
 			mode = 0o711 // see the state dir's mode above

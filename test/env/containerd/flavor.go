@@ -154,9 +154,9 @@ func isExecutable(path string) bool {
 // renderConfig3 renders containerd 2's config.toml (version 3): the CRI
 // plugins split into images and runtime, runc from Binaries2.Runc, the
 // cgroupfs driver (this host's hybrid cgroups), CRI pulls through its own
-// registry config (the mirror in certs.d), NRI and CDI off (they would
-// create /var/run/nri and watch /etc/cdi), everything else under the state
-// directory.
+// registry config (the mirror in certs.d), NRI off (it would create
+// /var/run/nri), CDI reading only the instance's own spec dir (CDIDir),
+// everything else under the state directory.
 func renderConfig3(st *instanceState) string {
 	q := strconv.Quote
 	return `version = 3
@@ -201,7 +201,8 @@ disabled_plugins = [
     netns_mounts_under_state_dir = true
     disable_apparmor = true
     enable_selinux = false
-    enable_cdi = false
+    enable_cdi = true
+    cdi_spec_dirs = [` + q(st.path(cdiDir)) + `]
     [plugins."io.containerd.cri.v1.runtime".containerd]
       default_runtime_name = "runc"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]

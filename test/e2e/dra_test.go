@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kernelet/kernelet/agent/dra"
+	"github.com/kernelet/kernelet/test/dradriver"
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/apiserver"
+	"github.com/kernelet/kernelet/test/env/containerd"
+)
+
+// startDRADriver runs the tests' DRA driver (test/dradriver, on the
+// kubeletplugin library) in this process for node c: registered through
+// c's plugins_registry, its CDI specs in cdiDir; stopped at the end.
+func startDRADriver(t *testing.T, c *clusterNode, name, cdiDir string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dra") // short: Unix socket paths
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	d, err := dradriver.Start(t.Context(), dradriver.Config{Name: name, NodeName: c.node, Client: c.admin, Devices: 2,
+		RegistryDir: filepath.Join(c.root, "plugins_registry"), PluginDir: filepath.Join(dir, "plugin"),
+		CDIDir: cdiDir, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.admin.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorDriver + "=" + name})
+	})
+	return filepath.Join(dir, "state")
+}
+
+// TestDRA: a DRA driver's kubelet plugin (the kubeletplugin library)
+// registers with kernelet and publishes its devices; a pod with a claim
+// from a ResourceClaimTemplate is scheduled by kube-scheduler, which
+// allocates the claim; kernelet prepares it (NodePrepareResources) before
+// the sandbox and the container sees the CDI device's environment through
+// containerd 2's CDI; the claim survives an agent restart in
+// dra_manager_state and is unprepared when the pod is deleted; a pod whose
+// claim does not exist gets kubelet's FailedPrepareDynamicResources.
+func TestDRA(t *testing.T) {
+	start := time.Now()
+	cd := containerd.Shared2(t) // containerd 1.6 has no CDI
+	c := newClusterNodeOn(t, cd, apiserver.Shared(t))
+	ctx := t.Context()
+	driver := strings.ToLower(env.RunID()) + ".dra.kernelet.test"
+	c.start(t)
+	c.waitReady(t, 30*time.Second, nil)
+	state := startDRADriver(t, c, driver, cd.CDIDir())
+	o := apiObjects{t: t, admin: c.admin}
+	took := waitFor(t, time.Minute, "the driver's ResourceSlice", func() (bool, error) {
+		l, err := c.admin.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+			FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + c.node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + driver})
+		if err != nil || len(l.Items) != 1 {
+			return false, fmt.Errorf("%d slices (%v)", len(l.Items), err)
+		}
+		return len(l.Items[0].Spec.Devices) == 2, nil
+	})
+	t.Logf("plugin registered and ResourceSlice published %v after the driver started", took.Round(time.Millisecond))
+
+	classes := c.admin.ResourceV1().DeviceClasses()
+	if _, err := classes.Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("deviceclass", func(ctx context.Context) error { return classes.Delete(ctx, driver, metav1.DeleteOptions{}) })
+	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "one-device", Namespace: c.ns},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "dev", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: driver}}}}}}}
+	if _, err := c.admin.ResourceV1().ResourceClaimTemplates(c.ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Scheduled (not bound by the test): kube-scheduler allocates.
+	pod := apiTestPod("dra", 1, "sleep")
+	pod.Namespace = c.ns
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.node}
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl.Name}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	if _, err := c.admin.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := c.waitPhase(t, "dra", v1.PodRunning, 2*time.Minute)
+	if len(running.Status.ResourceClaimStatuses) != 1 || running.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("resourceClaimStatuses %+v", running.Status.ResourceClaimStatuses)
+	}
+	claim := *running.Status.ResourceClaimStatuses[0].ResourceClaimName
+	rc, err := c.admin.ResourceV1().ResourceClaims(c.ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil || rc.Status.Allocation == nil {
+		t.Fatalf("claim %s: %v", claim, err)
+	}
+	device := rc.Status.Allocation.Devices.Results[0].Device
+	waitExec(t, c.rs, running, `echo "$DRA_CLAIM $DRA_DEVICE_0"`, c.ns+"/"+claim+" "+device, 10*time.Second)
+	checkpointHas(t, c, claim, true)
+	t.Logf("pod with claim %s (device %s) running %v after the test started", claim, device, time.Since(start).Round(time.Millisecond))
+
+	// A restart keeps the claim (the checkpoint): the deletion after it
+	// unprepares it.
+	c.stop(t, syscall.SIGKILL)
+	c.start(t)
+	c.waitReady(t, 30*time.Second, nil)
+	grace := int64(1)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, "dra", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, "dra", running.UID, time.Minute)
+	calls, err := dradriver.ReadCallLog(state)
+	if want := []string{"Prepare " + c.ns + "/" + claim, "Unprepare " + c.ns + "/" + claim}; err != nil || !slices.Equal(calls, want) {
+		t.Errorf("driver calls %v (%v), want %v", calls, err, want)
+	}
+	checkpointHas(t, c, claim, false)
+	if left, _ := filepath.Glob(filepath.Join(cd.CDIDir(), "*")); len(left) != 0 {
+		t.Errorf("CDI specs left after the unprepare: %v", left)
+	}
+
+	// A claim that does not exist: kubelet's event, no sandbox.
+	missing := apiTestPod("dra-missing", 1, "sleep")
+	name := "nonexistent"
+	missing.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	missing = c.createPod(t, missing)
+	c.waitEventMessage(t, missing, "FailedPrepareDynamicResources",
+		"Failed to prepare dynamic resources: prepare dynamic resources: fetch ResourceClaim nonexistent: ")
+	if ctrs, sbs := podObjects(t, c.rs, missing.UID); len(ctrs)+len(sbs) > 0 {
+		t.Errorf("the pod whose claim is missing has %d containers, %d sandboxes", len(ctrs), len(sbs))
+	}
+	t.Logf("TestDRA took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkpointHas tells whether the agent's dra_manager_state names claim.
+func checkpointHas(t *testing.T, c *clusterNode, claim string, want bool) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.root, dra.StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(string(b), `\"ClaimName\":\"`+claim+`\"`); got != want {
+		t.Errorf("checkpoint names claim %s: %v, want %v: %s", claim, got, want, b)
+	}
+}
