@@ -31,7 +31,7 @@ func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error
 // <root-dir>/pod-resources until ctx ends.
 func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	srv := podresources.New(podresources.WorkerPods(p.workers.Pods), p.devices, a.metrics.podResources).
-		WithCPUs(podresources.CPUManager(p.cpus)).WithMemory(podresources.MemoryManager(p.mem))
+		WithCPUs(podresources.CPUManager(p.cpus)).WithMemory(podresources.MemoryManager(p.mem)).WithClaims(p.claims)
 	dir := filepath.Join(a.opts.RootDir, podresources.DirName)
 	if err := srv.Serve(ctx, dir, podresources.DefaultQPS, podresources.DefaultBurst); err != nil {
 		klog.FromContext(ctx).Error(err, "The podresources API stopped")

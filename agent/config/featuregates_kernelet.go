@@ -29,9 +29,9 @@ var kerneletGates = map[string]kerneletDecision{
 	"PodLogsQuerySplitStreams":             yes("/containerLogs takes the stream parameter (Stdout, Stderr, All)", "agent/logs.TestParseOptions"),
 	"KubeletTracing":                       no("no OpenTelemetry traces"),
 	"SystemdWatchdog":                      no("kernelet does not ping systemd's watchdog"),
-	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices, CPUs and memory; no DRA claims yet)", "agent/podresources.TestServer"),
+	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices, CPUs, memory and DRA claims)", "agent/podresources.TestServer"),
 	"KubeletPodResourcesListUseActivePods": yes("podresources List reports the active pods (admitted, not finished)", "test/e2e.TestDevicePlugins"),
-	"KubeletPodResourcesDynamicResources":  no("the podresources API does not list DRA claims yet (issue 27)"),
+	"KubeletPodResourcesDynamicResources":  yes("podresources List and Get list each container's prepared DRA claims (driver, pool, device, CDI devices) as kubelet does", "test/e2e.TestDRA"),
 	"KubeletInUserNamespace":               no("kernelet does not run in a user namespace (rootless)"),
 	"KubeletCgroupDriverFromCRI":           yes("the cgroup driver the runtime reports over CRI RuntimeConfig wins; a cgroupDriver set to another one is an error naming both; without RuntimeConfig (containerd 1.6) cgroupDriver applies", "agent/podsetup.TestCgroupDriver"),
 

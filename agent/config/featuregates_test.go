@@ -28,7 +28,7 @@ func TestFeatureGatesValidation(t *testing.T) {
 			[]string{`featureGates[CRIListStreaming]: Invalid value: true: kernelet does not implement CRIListStreaming (ALPHA, default false in kubelet v1.37.2): the runtime is listed with the unary List RPCs; remove it or set it to false`}},
 		"implemented alpha, EventedPLEG on": {"EventedPLEG: true", nil},
 		"locked GA kernelet lacks": {"DRAExtendedResource: true",
-			[]string{`featureGates[DRAExtendedResource]: Invalid value: true: kernelet does not implement DRAExtendedResource (GA in kubelet v1.37.2): no dynamic resource allocation (status.extendedResourceClaimStatus is refused at admission); remove it`}},
+			[]string{`featureGates[DRAExtendedResource]: Invalid value: true: kernelet does not implement DRAExtendedResource (GA in kubelet v1.37.2): extended resources backed by DRA (status.extendedResourceClaimStatus) are refused at admission; remove it`}},
 		"implemented, off": {"ReloadKubeletClientCAFile: false",
 			[]string{`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true (BETA, default true in kubelet v1.37.2): authentication.x509.clientCAFile is loaded again when it changes; remove it or set it to true`}},
 		"implemented, on":       {"ReloadKubeletClientCAFile: true\nImageMaximumGCAge: true", nil},

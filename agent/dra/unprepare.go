@@ -135,10 +135,7 @@ func (m *Manager) Claims(uid types.UID) []ClaimState {
 	var out []ClaimState
 	for _, ci := range m.claims.claims {
 		if ci.PodUIDs.Has(string(uid)) {
-			cp := ci.ClaimState
-			cp.PodUIDs = ci.PodUIDs.Clone()
-			cp.DriverState = maps.Clone(ci.DriverState)
-			out = append(out, cp)
+			out = append(out, ci.copyState())
 		}
 	}
 	return out
@@ -151,4 +148,33 @@ func sortedKeys(m map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ContainerClaims are copies of the cache's claims c names (kubelet's
+// GetContainerClaimInfos, for the podresources API); an error when one is
+// not in the cache.
+func (m *Manager) ContainerClaims(pod *v1.Pod, c *v1.Container) ([]ClaimState, error) {
+	reqs, err := containerRequests(pod, c)
+	if err != nil || len(reqs) == 0 || m == nil {
+		return nil, err
+	}
+	m.claimsMu.Lock()
+	defer m.claimsMu.Unlock()
+	var out []ClaimState
+	for _, name := range sortedKeys(reqs) {
+		ci := m.claims.claims[claimKey(pod.Namespace, name)]
+		if ci == nil {
+			return nil, fmt.Errorf("unable to get information for ResourceClaim %s", name)
+		}
+		out = append(out, ci.copyState())
+	}
+	return out, nil
+}
+
+// copyState is the claim's state, its maps copied.
+func (ci *claimInfo) copyState() ClaimState {
+	cp := ci.ClaimState
+	cp.PodUIDs = ci.PodUIDs.Clone()
+	cp.DriverState = maps.Clone(ci.DriverState)
+	return cp
 }

@@ -11,8 +11,9 @@
 // plugins (agent/devicemanager), the CPUs it has of its own (the CPU
 // manager's static policy; none in the shared pool) and its memory blocks
 // (the memory manager's Static policy: type, size, NUMA nodes), and the
-// node's allocatable devices, CPUs and memory per NUMA node. The DRA claims
-// are always empty: kernelet has no DRA yet (issue 27). The server never
+// node's allocatable devices, CPUs and memory per NUMA node, and the DRA
+// claims it names as the DRA manager prepared them (agent/dra; kubelet's
+// DynamicResources, KubeletPodResourcesDynamicResources). The server never
 // changes anything.
 // sources.go adapts the pod workers (WorkerPods), the CPU manager
 // (CPUManager) and the memory manager (MemoryManager) to what it reads.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
@@ -31,6 +32,7 @@ type Server struct {
 	devices Devices
 	cpus    CPUs
 	memory  Memory
+	claims  Claims
 	metrics *Metrics
 }
 
@@ -49,6 +51,12 @@ func (s *Server) WithCPUs(c CPUs) *Server {
 // WithMemory reports the memory manager's assignments too.
 func (s *Server) WithMemory(m Memory) *Server {
 	s.memory = m
+	return s
+}
+
+// WithClaims reports the DRA claims too.
+func (s *Server) WithClaims(c Claims) *Server {
+	s.claims = c
 	return s
 }
 
@@ -165,6 +173,9 @@ func (s *Server) podResources(pod *v1.Pod) *podresourcesv1.PodResources {
 		if s.memory != nil {
 			cr.Memory = ContainerMemory(s.memory.ContainerMemory(pod.UID, name))
 		}
+		if s.claims != nil {
+			cr.DynamicResources = s.dynamicResources(pod, name)
+		}
 		pr.Containers = append(pr.Containers, cr)
 	}
 	return pr
@@ -226,4 +237,52 @@ func (v v1alpha1Server) List(context.Context, *v1alpha1.ListPodResourcesRequest)
 		resp.PodResources = append(resp.PodResources, pr)
 	}
 	return resp, nil
+}
+
+// dynamicResources are the DRA claims of the container name in the v1
+// API, as kubelet lists them: per claim and driver, one ClaimResource per
+// prepared device whose CDI devices are those of the driver's devices so
+// far (kubelet accumulates them); none when a claim is not prepared.
+func (s *Server) dynamicResources(pod *v1.Pod, name string) []*podresourcesv1.DynamicResource {
+	c := podContainer(pod, name)
+	if c == nil {
+		return nil
+	}
+	claims, err := s.claims.ContainerClaims(pod, c)
+	if err != nil {
+		return nil
+	}
+	var out []*podresourcesv1.DynamicResource
+	for _, cl := range claims {
+		dr := &podresourcesv1.DynamicResource{ClaimName: cl.ClaimName, ClaimNamespace: cl.Namespace}
+		drivers := make([]string, 0, len(cl.DriverState))
+		for d := range cl.DriverState {
+			drivers = append(drivers, d)
+		}
+		sort.Strings(drivers)
+		for _, driver := range drivers {
+			var cdi []*podresourcesv1.CDIDevice
+			for _, dev := range cl.DriverState[driver].Devices {
+				for _, id := range dev.CDIDeviceIDs {
+					cdi = append(cdi, &podresourcesv1.CDIDevice{Name: id})
+				}
+				dr.ClaimResources = append(dr.ClaimResources, &podresourcesv1.ClaimResource{CdiDevices: cdi, DriverName: driver,
+					PoolName: dev.PoolName, DeviceName: dev.DeviceName, ShareId: (*string)(dev.ShareID)})
+			}
+		}
+		out = append(out, dr)
+	}
+	return out
+}
+
+// podContainer is the regular or init container name of pod.
+func podContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return &cs[i]
+			}
+		}
+	}
+	return nil
 }

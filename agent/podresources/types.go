@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/memorymanager"
 )
 
@@ -49,4 +50,11 @@ type Memory interface {
 	// AllocatableMemory is what the Static policy can give, per NUMA node
 	// and memory resource.
 	AllocatableMemory() []memorymanager.Block
+}
+
+// Claims are the DRA manager's prepared claims (agent/dra.Manager; nil:
+// no DRA, the dynamic resources stay empty).
+type Claims interface {
+	// ContainerClaims are the claims the container names.
+	ContainerClaims(pod *v1.Pod, c *v1.Container) ([]dra.ClaimState, error)
 }

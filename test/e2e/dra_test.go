@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/test/dradriver"
@@ -53,7 +55,7 @@ func startDRADriver(t *testing.T, c *clusterNode, name, cdiDir string) string {
 // from a ResourceClaimTemplate is scheduled by kube-scheduler, which
 // allocates the claim; kernelet prepares it (NodePrepareResources) before
 // the sandbox and the container sees the CDI device's environment through
-// containerd 2's CDI; the claim survives an agent restart in
+// containerd 2's CDI; the podresources API lists the claim; the claim survives an agent restart in
 // dra_manager_state and is unprepared when the pod is deleted; a pod whose
 // claim does not exist gets kubelet's FailedPrepareDynamicResources.
 func TestDRA(t *testing.T) {
@@ -111,6 +113,17 @@ func TestDRA(t *testing.T) {
 	device := rc.Status.Allocation.Devices.Results[0].Device
 	waitExec(t, c.rs, running, `echo "$DRA_CLAIM $DRA_DEVICE_0"`, c.ns+"/"+claim+" "+device, 10*time.Second)
 	checkpointHas(t, c, claim, true)
+	cli, pctx, done := c.podResourcesClient(t)
+	get, err := cli.Get(pctx, &podresourcesv1.GetPodResourcesRequest{PodName: "dra", PodNamespace: c.ns}, grpc.WaitForReady(true))
+	done()
+	if err != nil || len(get.PodResources.Containers) != 1 || len(get.PodResources.Containers[0].DynamicResources) != 1 {
+		t.Fatalf("podresources Get: %v, %v", get, err)
+	}
+	if dr := get.PodResources.Containers[0].DynamicResources[0]; dr.ClaimName != claim || len(dr.ClaimResources) != 1 ||
+		dr.ClaimResources[0].DeviceName != device || dr.ClaimResources[0].DriverName != driver ||
+		len(dr.ClaimResources[0].CdiDevices) != 1 || dr.ClaimResources[0].CdiDevices[0].Name != dradriver.CDIKind+"="+string(rc.UID)+"-"+device {
+		t.Errorf("podresources dynamic resources: %v", dr)
+	}
 	t.Logf("pod with claim %s (device %s) running %v after the test started", claim, device, time.Since(start).Round(time.Millisecond))
 
 	// A restart keeps the claim (the checkpoint): the deletion after it
