@@ -13,7 +13,9 @@
 // allocation manager of in-place resize between the workers and each
 // sync; qoscgroups.go: the QoS cgroups sized for the pods; nodeplugins.go:
 // the plugin registration watcher, the CSI drivers' registry and CSINode,
-// and the CSI volume manager beside agent/volume; deviceplugins.go: the
+// the CSI volume manager beside agent/volume, and the DRA manager
+// (agent/dra: claims prepared through the runtime manager, its reconcile
+// over the workers' pods); deviceplugins.go: the
 // device plugin manager between admission, the runtime's container
 // creation, the node status and housekeeping, and the podresources API
 // over the workers' pods). Anything a
