@@ -252,18 +252,15 @@ func (m *Manager) callPrepare(ctx context.Context, batches map[*plugin][]*drapb.
 		if err != nil {
 			return fmt.Errorf("NodePrepareResources: %w", err)
 		}
+		errs := map[string]string{}
 		for uid, res := range resp.GetClaims() {
-			req := findClaim(reqs, uid)
-			if req == nil {
-				return fmt.Errorf("NodePrepareResources returned result for unknown claim UID %s", uid)
-			}
-			if res.GetError() != "" {
-				return fmt.Errorf("NodePrepareResources failed for ResourceClaim %s: %s", req.Name, res.GetError())
-			}
-			m.setDevices(byUID[uid], p.driver, res.GetDevices())
+			errs[uid] = res.GetError()
 		}
-		if n := len(reqs) - len(resp.GetClaims()); n != 0 {
-			return fmt.Errorf("NodePrepareResources skipped %d ResourceClaims", n)
+		if err := checkResults("NodePrepareResources", reqs, errs); err != nil {
+			return err
+		}
+		for uid, res := range resp.GetClaims() {
+			m.setDevices(byUID[uid], p.driver, res.GetDevices())
 		}
 	}
 	return nil
@@ -283,6 +280,25 @@ func (m *Manager) setDevices(key, driver string, devs []*drapb.Device) {
 			RequestNames: d.GetRequestNames(), CDIDeviceIDs: d.GetCdiDeviceIds()})
 	}
 	ci.DriverState[driver] = ds
+}
+
+// checkResults is kubelet's check of a plugin's answer for reqs (errs:
+// each claim's error by UID): no unknown claim, no claim failed, none
+// skipped.
+func checkResults(call string, reqs []*drapb.Claim, errs map[string]string) error {
+	for uid, msg := range errs {
+		req := findClaim(reqs, uid)
+		if req == nil {
+			return fmt.Errorf("%s returned result for unknown claim UID %s", call, uid)
+		}
+		if msg != "" {
+			return fmt.Errorf("%s failed for ResourceClaim %s: %s", call, req.Name, msg)
+		}
+	}
+	if n := len(reqs) - len(errs); n != 0 {
+		return fmt.Errorf("%s skipped %d ResourceClaims", call, n)
+	}
+	return nil
 }
 
 func findClaim(reqs []*drapb.Claim, uid string) *drapb.Claim {

@@ -84,19 +84,11 @@ func (m *Manager) callUnprepare(ctx context.Context, driver string, reqs []*drap
 	if err != nil {
 		return fmt.Errorf("NodeUnprepareResources: %w", err)
 	}
+	errs := map[string]string{}
 	for uid, res := range resp.GetClaims() {
-		req := findClaim(reqs, uid)
-		if req == nil {
-			return fmt.Errorf("NodeUnprepareResources returned result for unknown claim UID %s", uid)
-		}
-		if res.GetError() != "" {
-			return fmt.Errorf("NodeUnprepareResources failed for ResourceClaim %s: %s", req.Name, res.GetError())
-		}
+		errs[uid] = res.GetError()
 	}
-	if n := len(reqs) - len(resp.GetClaims()); n != 0 {
-		return fmt.Errorf("NodeUnprepareResources skipped %d ResourceClaims", n)
-	}
-	return nil
+	return checkResults("NodeUnprepareResources", reqs, errs)
 }
 
 // CDIDevices are the CDI device IDs of the claims c names (kubelet's
