@@ -48,6 +48,12 @@ type PodActions struct {
 	// RetryAt is when the earliest BackOff hold expires (zero: none): the
 	// pod's next sync is due then.
 	RetryAt time.Time
+	// NeverRan lists, with CreateSandbox, the IDs of the instances to
+	// remove before the new sandbox's containers are created: the newest
+	// of each name when its start failed in a sandbox that is no longer
+	// ready (neverRanInDeadSandbox). Its replacement takes its name and
+	// restart count.
+	NeverRan []string
 }
 
 // KillInfo says which container is killed and why.
@@ -94,7 +100,9 @@ type BackoffChecker interface {
 //     namespace (host or pod) no longer matches the pod; everything is
 //     killed first. A pod whose containers already ran and none of whose
 //     regular containers may ever restart (podutil.MayRestart: restart
-//     policy Never, no Restart rule) gets no new sandbox.
+//     policy Never, no Restart rule) gets no new sandbox. The newest
+//     instance of a container whose start failed in the sandbox that is
+//     gone never ran: it is removed (NeverRan) and not counted.
 //   - Init containers in order: a sidecar (restartPolicy Always) is started
 //     when absent and restarted when it exited; a regular one is started
 //     when absent, waited for while running, passed when it succeeded and
@@ -149,6 +157,9 @@ func computePodActions(pod *v1.Pod, st *PodStatus, backoff BackoffChecker) PodAc
 			a.CreateSandbox = false
 			return a
 		}
+		if sb != nil {
+			a.NeverRan = neverRanInDeadSandbox(st)
+		}
 		computeContainers(pod, st, nil, backoff, &a)
 		return a
 	}
@@ -172,6 +183,35 @@ func computePodActions(pod *v1.Pod, st *PodStatus, backoff BackoffChecker) PodAc
 	}
 	a.EphemeralContainersToStart = ephemeralToStart(pod, st)
 	return a
+}
+
+// neverRanInDeadSandbox lists the newest instance of each container name
+// when it exited without ever starting (its StartContainer failed) and its
+// sandbox is not ready or gone. The runtime stops a pod's containers
+// before its sandbox (CRI StopPodSandbox) and reports each stop while the
+// sandbox still reads ready, so a container killed that way is restarted
+// in place and that start fails as the sandbox goes; no status read can
+// tell that in time, but the sync that re-creates the sandbox can. Such an
+// instance never ran: like one left created (nextRestartCount), it does
+// not count as a restart. The same holds for one whose own start failed
+// just before its sandbox died (kubelet would count that one).
+func neverRanInDeadSandbox(st *PodStatus) []string {
+	ready := map[string]bool{}
+	for _, sb := range st.Sandboxes {
+		ready[sb.ID] = sb.Ready
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range st.Containers { // newest first
+		if seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if c.State == ContainerExited && c.StartedAt.IsZero() && !ready[c.SandboxID] {
+			out = append(out, c.ID)
+		}
+	}
+	return out
 }
 
 // ephemeralToStart lists the ephemeral containers of pod that never ran.

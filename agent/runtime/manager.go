@@ -385,6 +385,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		if r.Err() != nil {
 			return r
 		}
+		if st = m.removeNeverRan(ctx, st, a.NeverRan, r); r.Err() != nil {
+			return r
+		}
 	} else {
 		m.killContainers(ctx, pod, a.ContainersToKill, nil, nil, r)
 		if resetFailed(a, r) {
@@ -459,6 +462,33 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, st *PodStatus, opts 
 		return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, ivs, r)
 	}
 	return m.startAll(ctx, pod, st, a, sandboxID, sbCfg, podIPs, opts.Container, nil, r)
+}
+
+// removeNeverRan removes the instances ids (PodActions.NeverRan), which
+// never ran, and returns st without them, so that their replacements take
+// their names and restart counts (nextRestartCount).
+func (m *Manager) removeNeverRan(ctx context.Context, st *PodStatus, ids []string, r *SyncResult) *PodStatus {
+	if len(ids) == 0 {
+		return st
+	}
+	gone := map[string]bool{}
+	for _, id := range ids {
+		err := m.rs.RemoveContainer(ctx, id)
+		if isNotFound(err) {
+			err = nil
+		}
+		r.step(ActionRemoveContainer, id, err, "")
+		gone[id] = err == nil
+	}
+	klog.FromContext(ctx).V(2).Info("Removed the containers whose start failed in the stopped sandbox; they never ran", "containerIDs", ids)
+	out := *st
+	out.Containers = nil
+	for _, c := range st.Containers {
+		if !gone[c.ID] {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return &out
 }
 
 // computeSync is what a sync of pod does: the actions (with unhealthy

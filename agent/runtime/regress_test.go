@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,109 @@ func TestKillPodFailureReported(t *testing.T) {
 				t.Errorf("kill error %v does not wrap the StopPodSandbox error", r.Err())
 			}
 		})
+	}
+}
+
+// stoppingSandboxCRI is a runtime whose sandbox is being stopped (CRI
+// StopPodSandbox: the containers first, then the sandbox) when a start is
+// asked: with armed set, StartContainer finds the sandbox gone — it is
+// NOTREADY from then on — and fails as containerd 2 does (the container
+// exited with StartError, never started; "ttrpc: closed").
+type stoppingSandboxCRI struct {
+	*fakeCRI
+	armed bool
+}
+
+func (s *stoppingSandboxCRI) StartContainer(ctx context.Context, id string) error {
+	if !s.armed {
+		return s.fakeCRI.StartContainer(ctx, id)
+	}
+	s.armed = false
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.call("StartContainer")
+	s.sbs[s.ctrPod[id]].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	c := s.ctrs[id]
+	c.State, c.FinishedAt, c.ExitCode, c.Reason = runtimeapi.ContainerState_CONTAINER_EXITED, time.Now().UnixNano(), 128, "StartError"
+	return errors.New("failed to create containerd task: failed to create shim task: ttrpc: closed")
+}
+
+// The sandbox of a pod with an init container is stopped behind the
+// agent's back: the runtime stops the app first and the agent sees its
+// exit while the sandbox still reads ready, so it restarts the app in
+// place, and that start fails as the sandbox goes. The failed instance,
+// which never ran, must not count: in the new sandbox the init container
+// runs again and the app comes back with restart count 1 (issue 24: it
+// was 2 on containerd 2, whose events show the app's exit at once).
+func TestSandboxStoppedUnderRestart(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeCRI()
+	s := &stoppingSandboxCRI{fakeCRI: f}
+	m, err := NewManager(ManagerConfig{Runtime: s, Images: f, Cgroups: &fakeCgroups{pods: map[types.UID]bool{}},
+		PodLogsDir: t.TempDir(), PodsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod(v1.RestartPolicyAlways, []string{"init1"}, nil, "app")
+	pod.Spec.InitContainers[0].ImagePullPolicy = v1.PullIfNotPresent
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullIfNotPresent
+	f.images["img:1"] = true
+	sync := func(what string) *SyncResult {
+		t.Helper()
+		st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := m.SyncPod(ctx, pod, st, SyncOptions{Container: podconfig.ContainerOptions{HostIPs: []string{"10.0.0.1"}}})
+		t.Logf("%s: createSandbox=%v started=%v err=%v", what, r.Actions.CreateSandbox, r.Started, r.Err())
+		return r
+	}
+	f.exit(sync("first").Started["init1"], 0)
+	app := sync("init done").Started["app"]
+	f.exit(app, 137) // StopPodSandbox killed it; the sandbox still reads ready
+	s.armed = true
+	if r := sync("app exited"); r.Err() == nil {
+		t.Fatal("the start in the stopping sandbox did not fail")
+	}
+	f.exit(sync("sandbox not ready").Started["init1"], 0)
+	if sync("init done again").Started["app"] == "" {
+		t.Fatal("app not started in the new sandbox")
+	}
+	st, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	api := ToAPIStatus(pod, st, t0, StatusInputs{})
+	if cs := api.ContainerStatuses; len(cs) != 1 || cs[0].State.Running == nil || cs[0].RestartCount != 1 {
+		t.Fatalf("app after the new sandbox: %+v, want running with restartCount 1", cs)
+	}
+	for _, c := range st.Containers {
+		if c.Name == "app" && c.StartedAt.IsZero() {
+			t.Errorf("the instance started in the stopping sandbox is left: %+v", c)
+		}
+	}
+}
+
+// Only the newest instance whose start failed in a sandbox that is not
+// ready is dropped when the sandbox is re-created: not one that ran, not
+// one in a ready sandbox (re-created for its network), not an older one.
+func TestNeverRanInDeadSandbox(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app", "aux")
+	never := func(id, name string, created time.Time) *ContainerStatus {
+		c := ctr(pod, id, name, ContainerExited, 128, created)
+		c.StartedAt, c.Reason = time.Time{}, "StartError"
+		return c
+	}
+	dead := &PodStatus{UID: pod.UID, Sandboxes: []*SandboxStatus{{ID: "sb1", HostNetwork: true}}, Containers: []*ContainerStatus{
+		never("a2", "app", t0), never("x3", "aux", t0), ctr(pod, "x2", "aux", ContainerExited, 137, t0.Add(-time.Minute)),
+		never("a1", "app", t0.Add(-2*time.Minute)), ctr(pod, "a0", "app", ContainerExited, 137, t0.Add(-3*time.Minute))}}
+	if a := ComputePodActions(pod, dead, t0, nil); !a.CreateSandbox || !slices.Equal(a.NeverRan, []string{"a2", "x3"}) {
+		t.Errorf("dead sandbox: createSandbox=%v neverRan=%v, want [a2 x3]", a.CreateSandbox, a.NeverRan)
+	}
+	dead.Containers[1] = ctr(pod, "x3", "aux", ContainerExited, 137, t0)
+	if a := ComputePodActions(pod, dead, t0, nil); !slices.Equal(a.NeverRan, []string{"a2"}) {
+		t.Errorf("the other container ran: neverRan=%v, want [a2]", a.NeverRan)
+	}
+	pod.Spec.HostNetwork = false // a ready sandbox re-created for its network
+	dead.Sandboxes[0].Ready = true
+	if a := ComputePodActions(pod, dead, t0, nil); !a.CreateSandbox || len(a.NeverRan) != 0 {
+		t.Errorf("ready sandbox re-created: createSandbox=%v neverRan=%v, want none", a.CreateSandbox, a.NeverRan)
 	}
 }
