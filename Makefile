@@ -18,10 +18,8 @@ E2E_TIMEOUT ?= 30m
 # (KERNELET_TEST_RUNTIME=containerd2): 20 tests, 355 s on the 2-core machine
 # under load 20 (2026-11-29), within the 8 minutes it may add; `make
 # e2e-containerd2` runs the whole package against containerd 2
-# (E2E_CONTAINERD2_RUN=. by default there). TestAgentPodEndings is left out
-# while its last step fails against containerd 2 (docs/testing.md: a known
-# defect, the sandbox stopped under a pod with an init container).
-E2E_CONTAINERD2_RUN ?= ^(TestCRISmoke|TestCRIPodNetwork|TestAgentPods|TestPodLifecycle|TestAgentRestartRules|TestAgentRestartAllContainers|TestProbes|TestAgentVolumes|TestAgentEnvFiles|TestAgentHostnames|TestAgentRefusesUnimplementedPodFields|TestPodConfig|TestRunOnce|TestContainerGCCrashLoop|TestImageGCThresholds|TestContainerLogRotation|TestContainerdDownAfterCrash|TestKubeletAPI|TestClusterNode)$$
+# (E2E_CONTAINERD2_RUN=. by default there).
+E2E_CONTAINERD2_RUN ?= ^(TestCRISmoke|TestCRIPodNetwork|TestAgentPods|TestAgentPodEndings|TestPodLifecycle|TestAgentRestartRules|TestAgentRestartAllContainers|TestProbes|TestAgentVolumes|TestAgentEnvFiles|TestAgentHostnames|TestAgentRefusesUnimplementedPodFields|TestPodConfig|TestRunOnce|TestContainerGCCrashLoop|TestImageGCThresholds|TestContainerLogRotation|TestContainerdDownAfterCrash|TestKubeletAPI|TestClusterNode)$$
 # One id for every process of a test run: names of cgroups, links, state dirs.
 KERNELET_TEST_RUN ?= kltest$(shell od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
 export KERNELET_TEST_RUN
