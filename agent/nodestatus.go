@@ -82,6 +82,9 @@ func (n *nodeInputs) gather(ctx context.Context) node.Inputs {
 	if p != nil && p.evictions != nil {
 		in.SetPressure(p.evictions.Conditions(), a.opts.Config.Kernelet.PSINodeCondition)
 	}
+	if p != nil && p.pressure != nil {
+		in.Contention = p.pressure.Contention(ctx, a.opts.Config.Contention)
+	}
 	if p != nil && p.devices != nil {
 		in.DeviceCapacity, in.DeviceAllocatable = p.devices.Capacity()
 	}

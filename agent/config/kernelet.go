@@ -130,7 +130,9 @@ func ValidateKernelet(cfg *Config) field.ErrorList {
 		Hard: kc.EvictionHard, Soft: kc.EvictionSoft, SoftGracePeriod: kc.EvictionSoftGracePeriod, MinimumReclaim: kc.EvictionMinimumReclaim})
 	errs = append(errs, terrs...)
 	cfg.Thresholds = append(cfg.Thresholds, th...)
-	return errs
+	cs, cerrs := eviction.ParseContentionThresholds(kc.PSIContentionThresholds, p.Child("psiContentionThresholds"))
+	cfg.Contention = cs
+	return append(errs, cerrs...)
 }
 
 // kubeletFirst is the error for a file whose first document is the

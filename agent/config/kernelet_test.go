@@ -22,6 +22,10 @@ func TestLoadKerneletSecondDocument(t *testing.T) {
 	if k.EvictionMode != "kubelet" || !k.EvictionDryRun || k.EvictionCooldown.Duration != 5*time.Second || !k.PSINodeCondition || k.PLEGMode != PLEGRelist {
 		t.Errorf("kernelet document not kept: %+v", k)
 	}
+	if c := cfg.Contention; len(c) != 2 || c[0].Type != eviction.ConditionSystemMemoryContentionPressure || c[0].Threshold != 10 ||
+		c[1].Type != eviction.ConditionKubepodsMemoryContentionPressure || c[1].Threshold != 15 {
+		t.Errorf("contention thresholds %+v", c)
+	}
 	if k.EvictionTick.Duration != eviction.KubeletModeTick {
 		t.Errorf("kubelet mode's default tick %v", k.EvictionTick.Duration)
 	}
@@ -53,7 +57,8 @@ func TestLoadKerneletErrors(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"testdata/kernelet-bad.yaml: 8 invalid value(s):",
+		"testdata/kernelet-bad.yaml: 9 invalid value(s):",
+		`testdata/kernelet-bad.yaml: KerneletConfiguration.psiContentionThresholds[MemoryContentionPressure]: Unsupported value: "MemoryContentionPressure": supported values: "SystemMemoryContentionPressure", "SystemDiskContentionPressure", "KubepodsMemoryContentionPressure", "KubepodsDiskContentionPressure"`,
 		`testdata/kernelet-bad.yaml: KerneletConfiguration.plegMode: Unsupported value: "fast": supported values: "evented", "relist"`,
 		`testdata/kernelet-bad.yaml: evictionHard[memory.pressure.some.avg10]: Invalid value: "memory.pressure.some.avg10": a PSI signal: set it in the KerneletConfiguration (kernelet.io/v1alpha1); kubelet rejects it here`,
 		`testdata/kernelet-bad.yaml: KerneletConfiguration.evictionDryRun: Invalid value: "yes please": wrong type or format`,

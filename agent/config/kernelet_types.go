@@ -51,6 +51,14 @@ type KerneletConfiguration struct {
 	// while a PSI threshold is met; admission then treats it as
 	// MemoryPressure. Off by default.
 	PSINodeCondition bool `json:"psiNodeCondition,omitempty"`
+	// PSIContentionThresholds turns on KEP-5394's PSI node conditions
+	// (SystemMemoryContentionPressure, SystemDiskContentionPressure,
+	// KubepodsMemoryContentionPressure, KubepodsDiskContentionPressure),
+	// each with its threshold in percent of stalled time ("10%") against
+	// the "full" line of its PSI file: True once avg60 and avg10 reach it,
+	// False once avg60 is below. Conditions not named are not reported
+	// (kubelet v1.37.2 reports none). Empty by default.
+	PSIContentionThresholds map[string]string `json:"psiContentionThresholds,omitempty"`
 
 	// PLEGMode is "evented" (default: when the runtime streams container
 	// events, containerd 2, each event updates the pod cache and wakes the

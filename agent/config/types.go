@@ -55,6 +55,9 @@ type Config struct {
 	// Thresholds are the eviction thresholds parsed from Kubelet, then the
 	// PSI thresholds of Kernelet.
 	Thresholds []eviction.Threshold
+	// Contention are the KEP-5394 PSI node conditions to report, parsed
+	// from Kernelet's psiContentionThresholds (the PSI values unset).
+	Contention []eviction.ContentionSample
 	// Warnings are the non-fatal problems found while loading.
 	Warnings []Warning
 }

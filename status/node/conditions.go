@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,7 +134,9 @@ func runtimeCondition(cs []RuntimeCondition, typ string) RuntimeCondition {
 
 // Conditions sets the MemoryPressure, DiskPressure, PIDPressure and Ready
 // conditions of status from the Inputs at now (appended in that order, as
-// kubelet lists them), keeping every other condition, and returns the
+// kubelet lists them; kernelet.io/PSIPressure and the KEP-5394 contention
+// conditions, when configured, before Ready), keeping every other
+// condition, and returns the
 // event reasons of the transitions, in the same order. A condition's lastHeartbeatTime is now; its lastTransitionTime
 // changes only with its status (a condition seen for the first time
 // transitions from Unknown). The Ready message follows ReadyError while
@@ -167,6 +170,7 @@ func Conditions(status *v1.NodeStatus, in Inputs, now time.Time) []string {
 			events = append(events, txt.event)
 		}
 	}
+	events = append(events, contentionConditions(status, in.Contention, t)...)
 	if setCondition(status, ready, t) {
 		events = append(events, map[bool]string{true: EventNodeReady, false: EventNodeNotReady}[ready.Status == v1.ConditionTrue])
 	}
@@ -191,4 +195,32 @@ func setCondition(status *v1.NodeStatus, c v1.NodeCondition, t metav1.Time) bool
 	}
 	status.Conditions = append(status.Conditions, c)
 	return true
+}
+
+// contentionConditions sets the KEP-5394 conditions of samples
+// (eviction.ContentionPressure from each one's current status) and
+// returns their transition events, named after the new reason. A
+// contention condition no sample names (its threshold was removed) is
+// dropped from the status, so no stale condition keeps a taint.
+func contentionConditions(status *v1.NodeStatus, samples []eviction.ContentionSample, t metav1.Time) []string {
+	status.Conditions = slices.DeleteFunc(status.Conditions, func(c v1.NodeCondition) bool {
+		return slices.Contains(eviction.ContentionConditions, c.Type) &&
+			!slices.ContainsFunc(samples, func(s eviction.ContentionSample) bool { return s.Type == c.Type })
+	})
+	var events []string
+	for _, s := range samples {
+		was := false
+		for _, c := range status.Conditions {
+			if c.Type == s.Type {
+				was = c.Status == v1.ConditionTrue
+			}
+		}
+		now := eviction.ContentionPressure(was, s)
+		st := map[bool]v1.ConditionStatus{true: v1.ConditionTrue, false: v1.ConditionFalse}[now]
+		reason, msg := eviction.ContentionText(s.Type, now)
+		if setCondition(status, v1.NodeCondition{Type: s.Type, Status: st, Reason: reason, Message: msg}, t) {
+			events = append(events, reason)
+		}
+	}
+	return events
 }

@@ -107,6 +107,11 @@ type Inputs struct {
 	// (a PSI eviction threshold met); nil leaves the condition out (the
 	// KerneletConfiguration's psiNodeCondition is off).
 	PSIPressure *bool
+	// Contention are the KEP-5394 PSI conditions to report
+	// (SystemMemoryContentionPressure, …; the KerneletConfiguration's
+	// psiContentionThresholds), each with its threshold and the PSI just
+	// read; empty leaves them out.
+	Contention []eviction.ContentionSample
 	// DeviceCapacity and DeviceAllocatable are the device plugin
 	// resources by name (agent/devicemanager): capacity counts every
 	// device, allocatable the healthy ones; a resource whose plugin is gone

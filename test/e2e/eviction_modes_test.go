@@ -71,11 +71,15 @@ func (e errorString) Error() string { return string(e) }
 // decisions, with no Evicted event and no kubelet_evictions. The same
 // document sets a PSI threshold on kubepods (99%, never met here) and
 // psiNodeCondition: the agent observes kubepods' PSI and the Node gets
-// kernelet.io/PSIPressure=False.
+// kernelet.io/PSIPressure=False; and two KEP-5394 contention thresholds
+// (99%): their conditions are False, the other two absent; the PSI
+// metrics of KEP-4205 cover the node, the pod and its container
+// (checkContention).
 func TestEvictionDryRun(t *testing.T) {
 	c := newEvictionNode(t)
 	c.appendConfig(t, "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nevictionDryRun: true\n"+
-		"evictionHard: {kubepods.memory.pressure.some.avg10: \"99%\"}\npsiNodeCondition: true\n")
+		"evictionHard: {kubepods.memory.pressure.some.avg10: \"99%\"}\npsiNodeCondition: true\n"+
+		"psiContentionThresholds: {SystemMemoryContentionPressure: \"99%\", KubepodsMemoryContentionPressure: \"99%\"}\n")
 	c.start(t)
 	c.waitNodeReady(t)
 	ooms := watchKubepodsOOM(t, c)
@@ -144,6 +148,52 @@ func TestEvictionDryRun(t *testing.T) {
 	cd := c.waitCondition(t, eviction.ConditionPSIPressure, v1.ConditionFalse, 10*time.Second)
 	if cd.Reason != eviction.ReasonNoPSIPressure || cd.Message != eviction.MessageNoPSIPressure {
 		t.Errorf("PSI condition %+v", cd)
+	}
+	checkContention(t, c, "hog")
+}
+
+// checkContention: the KEP-5394 conditions psiContentionThresholds names
+// (99%, never met here) are on the Node, False with their reasons, and
+// no other is; KEP-4205's PSI metrics are on /metrics/cadvisor with
+// kubelet's names for the node (id="/"), the pod and its container.
+func checkContention(t *testing.T, c *clusterNode, pod string) {
+	t.Helper()
+	for _, typ := range []v1.NodeConditionType{eviction.ConditionSystemMemoryContentionPressure, eviction.ConditionKubepodsMemoryContentionPressure} {
+		cd := c.waitCondition(t, typ, v1.ConditionFalse, 10*time.Second)
+		if reason, msg := eviction.ContentionText(typ, false); cd.Reason != reason || cd.Message != msg {
+			t.Errorf("%s condition %+v", typ, cd)
+		}
+	}
+	n, err := c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cd := range n.Status.Conditions {
+		if cd.Type == eviction.ConditionSystemDiskContentionPressure || cd.Type == eviction.ConditionKubepodsDiskContentionPressure {
+			t.Errorf("condition %s reported without a threshold", cd.Type)
+		}
+	}
+	mf, err := scrape(c.url("/metrics/cadvisor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []string{"cpu", "memory", "io"} {
+		for _, kind := range []string{"waiting", "stalled"} {
+			name := "container_pressure_" + res + "_" + kind + "_seconds_total"
+			node, podLevel, ctr := false, false, false
+			for _, m := range mf[name].GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				node = node || l["id"] == "/"
+				podLevel = podLevel || (l["pod"] == pod && l["container"] == "")
+				ctr = ctr || (l["pod"] == pod && l["container"] != "")
+			}
+			if !node || !podLevel || !ctr {
+				t.Errorf("%s: node %v, pod %v, container %v", name, node, podLevel, ctr)
+			}
+		}
 	}
 }
 
