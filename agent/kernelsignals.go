@@ -36,7 +36,7 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriod:        int64(kc.EvictionMaxPodGracePeriod),
 		Tick:                     tick, Cooldown: kern.EvictionCooldown.Duration,
-		Mode: eviction.Mode(kern.EvictionMode), DryRun: kern.EvictionDryRun,
+		Mode: eviction.Mode(kern.EvictionMode), DryRun: kern.EvictionDryRun, PageCache: kern.MemoryPageCache,
 		LocalStorageCapacityIsolation: kc.LocalStorageCapacityIsolation == nil || *kc.LocalStorageCapacityIsolation,
 		Runtime:                       rs, Images: p.images, Volumes: p.vols, Metrics: a.metrics.eviction,
 	}, pressure.Effects{ActivePods: p.activePods, Evict: p.evict, PodStatus: p.podStatus,

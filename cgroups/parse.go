@@ -241,6 +241,10 @@ func (s *MemoryStat) field(key []byte) (*Value, uint32) {
 		return &s.PgFaults, 1 << 12
 	case "pgmajfault":
 		return &s.PgMajFaults, 1 << 13
+	case "workingset_refault_file", "workingset_refault":
+		return &s.WorkingsetRefaultFile, 1 << 14
+	case "workingset_activate_file", "workingset_activate":
+		return &s.WorkingsetActivateFile, 1 << 15
 	}
 	return nil, 0
 }

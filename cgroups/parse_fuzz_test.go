@@ -98,6 +98,8 @@ func FuzzParseMemoryStat(f *testing.F) {
 			"file_writeback": &want.FileWritebackBytes, "writeback": &want.FileWritebackBytes,
 			"unevictable": &want.UnevictableBytes, "swap": &want.SwapBytes,
 			"pgfault": &want.PgFaults, "pgmajfault": &want.PgMajFaults,
+			"workingset_refault_file": &want.WorkingsetRefaultFile, "workingset_refault": &want.WorkingsetRefaultFile,
+			"workingset_activate_file": &want.WorkingsetActivateFile, "workingset_activate": &want.WorkingsetActivateFile,
 		}
 		fromTotal := map[*Value]bool{}
 		keys := map[string]func(uint64){}

@@ -68,7 +68,7 @@ func v1PodMemory(dir string) MemoryStats {
 		MemoryStat: MemoryStat{AnonBytes: v(26992640), FileBytes: v(25788416), InactiveFileBytes: v(25165824), ActiveFileBytes: v(622592),
 			InactiveAnonBytes: v(26988544), ActiveAnonBytes: v(4096), ShmemBytes: v(0), FileMappedBytes: v(466944),
 			FileDirtyBytes: v(25165824), FileWritebackBytes: v(0), UnevictableBytes: v(0), SwapBytes: v(0),
-			PgFaults: v(8076), PgMajFaults: v(7)}, LimitBytes: v(67108864), PeakBytes: v(56360960), Failcnt: v(0),
+			PgFaults: v(8076), PgMajFaults: v(7), WorkingsetRefaultFile: v(152)}, LimitBytes: v(67108864), PeakBytes: v(56360960), Failcnt: v(0),
 		UnderOOM: v(0), Events: MemoryEvents{OOMKill: v(0)},
 	}
 }
@@ -121,7 +121,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 					UsageBytes: v(380928), WorkingSetBytes: v(380928), MemoryStat: MemoryStat{AnonBytes: v(0), FileBytes: v(0), InactiveFileBytes: v(0),
 						ActiveFileBytes: v(0), InactiveAnonBytes: v(0), ActiveAnonBytes: v(0), ShmemBytes: v(0), FileMappedBytes: v(0),
 						FileDirtyBytes: v(0), FileWritebackBytes: v(0), UnevictableBytes: v(0), SwapBytes: v(0), PgFaults: v(16492),
-						PgMajFaults: v(0)}, LimitBytes: v(67108864), PeakBytes: v(67108864), Failcnt: v(48), UnderOOM: v(0),
+						PgMajFaults: v(0), WorkingsetRefaultFile: v(0)}, LimitBytes: v(67108864), PeakBytes: v(67108864), Failcnt: v(48), UnderOOM: v(0),
 					Events: MemoryEvents{OOMKill: v(1)}},
 				cpu: &CPUStats{}, io: &IOStats{}, pids: &PIDStats{},
 			}
@@ -133,7 +133,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 					MemoryStat: MemoryStat{AnonBytes: v(69890048), FileBytes: v(492871680), InactiveFileBytes: v(230281216), ActiveFileBytes: v(253489152),
 						InactiveAnonBytes: v(62828544), ActiveAnonBytes: v(1576960), ShmemBytes: v(9084928), FileMappedBytes: v(31506432),
 						FileDirtyBytes: v(33099776), FileWritebackBytes: v(0), UnevictableBytes: v(14458880), SwapBytes: v(0),
-						PgFaults: v(155866326), PgMajFaults: v(52823)}, LimitBytes: v(Unlimited), PeakBytes: v(7166689280),
+						PgFaults: v(155866326), PgMajFaults: v(52823), WorkingsetRefaultFile: v(7244481)}, LimitBytes: v(Unlimited), PeakBytes: v(7166689280),
 					Failcnt: v(0), UnderOOM: v(0), Events: MemoryEvents{OOMKill: v(0)}},
 				pids: &PIDStats{},
 			}
@@ -145,7 +145,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 				memory: &MemoryStats{Source: src(2, dir), UsageBytes: v(31965184), WorkingSetBytes: v(31965184),
 					MemoryStat: MemoryStat{AnonBytes: v(27250688), FileBytes: v(4194304), InactiveFileBytes: z, ActiveFileBytes: z,
 						InactiveAnonBytes: v(31440896), ActiveAnonBytes: v(4096), ShmemBytes: v(4194304), FileMappedBytes: z,
-						FileDirtyBytes: z, FileWritebackBytes: z, UnevictableBytes: z, SwapBytes: z, PgFaults: v(6796), PgMajFaults: z},
+						FileDirtyBytes: z, FileWritebackBytes: z, UnevictableBytes: z, SwapBytes: z, PgFaults: v(6796), PgMajFaults: z, WorkingsetRefaultFile: z, WorkingsetActivateFile: z},
 					LimitBytes: v(67108864), HighBytes: v(58720256), PeakBytes: v(31965184),
 					Events: MemoryEvents{Low: z, High: z, Max: z, OOM: z, OOMKill: z, OOMGroupKill: z}},
 				cpu: &CPUStats{Source: src(2, dir), UsageNs: v(345333000), UserNs: v(52036000), SystemNs: v(293296000),
@@ -164,7 +164,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 			return want{memory: &MemoryStats{Source: src(2, dir), UsageBytes: v(4308992), WorkingSetBytes: v(4308992),
 				MemoryStat: MemoryStat{AnonBytes: z, FileBytes: v(4194304), InactiveFileBytes: z, ActiveFileBytes: z, InactiveAnonBytes: v(4194304),
 					ActiveAnonBytes: z, ShmemBytes: v(4194304), FileMappedBytes: z, FileDirtyBytes: z, FileWritebackBytes: z,
-					UnevictableBytes: z, SwapBytes: z, PgFaults: v(22192), PgMajFaults: z}, LimitBytes: v(67108864),
+					UnevictableBytes: z, SwapBytes: z, PgFaults: v(22192), PgMajFaults: z, WorkingsetRefaultFile: z, WorkingsetActivateFile: z}, LimitBytes: v(67108864),
 				HighBytes: v(58720256), PeakBytes: v(67108864),
 				Events: MemoryEvents{Low: z, High: v(1262), Max: v(19), OOM: v(1), OOMKill: v(1), OOMGroupKill: z}}}
 		}},
@@ -175,7 +175,7 @@ func TestReaderCgroupFixtures(t *testing.T) {
 				memory: &MemoryStats{Source: src(2, dir), UsageBytes: v(1888256 + 9441280), WorkingSetBytes: v(1888256 + 9441280),
 					MemoryStat: MemoryStat{AnonBytes: v(1888256), FileBytes: v(9441280), InactiveFileBytes: z, ActiveFileBytes: z,
 						InactiveAnonBytes: v(3510272), ActiveAnonBytes: v(7786496), ShmemBytes: v(9441280), FileMappedBytes: v(8032256),
-						FileDirtyBytes: z, FileWritebackBytes: z, UnevictableBytes: z, PgFaults: v(23604), PgMajFaults: z}},
+						FileDirtyBytes: z, FileWritebackBytes: z, UnevictableBytes: z, PgFaults: v(23604), PgMajFaults: z, WorkingsetRefaultFile: z, WorkingsetActivateFile: z}},
 				cpu: &CPUStats{Source: src(2, dir), UsageNs: v(3880000000), UserNs: v(404000000), SystemNs: v(3476000000),
 					ThrottleSource: src(2, dir), Periods: z, ThrottledPeriods: z, ThrottledNs: z},
 				pids: &PIDStats{},

@@ -357,6 +357,14 @@ type MemoryStat struct {
 	SwapBytes          Value // v1 swap/total_swap only
 	PgFaults           Value
 	PgMajFaults        Value
+	// WorkingsetRefaultFile counts file pages faulted back in soon after
+	// reclaim (pages, cumulative): v2 and v1 (hierarchical total_ on v1)
+	// workingset_refault_file, before kernel 5.9 workingset_refault.
+	WorkingsetRefaultFile Value
+	// WorkingsetActivateFile counts the refaults of pages that were part
+	// of the working set (activated at once): v2 workingset_activate_file
+	// (workingset_activate before 5.9); unknown on v1.
+	WorkingsetActivateFile Value
 }
 
 // OOMControl is cgroup v1 memory.oom_control.

@@ -48,6 +48,10 @@ type MemoryStats struct {
 	// Available is what the signal observes: Capacity − WorkingSet (plus
 	// the unused swap for the node), floored at 0.
 	Available int64
+	// PageCache is the refaults mode's verdict (memoryPageCache:
+	// refaults): WorkingSet is then usage − inactive_file −
+	// PageCache.Reclaimable. nil in kubelet's mode.
+	PageCache *PageCacheVerdict
 }
 
 // PIDStats are pid.available's inputs: Capacity = min(pid_max,
@@ -80,6 +84,9 @@ type Observation struct {
 	Available int64
 	Capacity  int64
 	Time      time.Time
+	// PageCache: a memory signal's refaults-mode verdict (nil: kubelet's
+	// working set).
+	PageCache *PageCacheVerdict
 }
 
 // Observations are the observed signals.
@@ -89,10 +96,10 @@ type Observations map[Signal]Observation
 func Observe(s Stats) Observations {
 	obs := Observations{}
 	if m := s.Memory; m != nil {
-		obs[SignalMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time}
+		obs[SignalMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time, PageCache: m.PageCache}
 	}
 	if m := s.Allocatable; m != nil {
-		obs[SignalAllocatableMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time}
+		obs[SignalAllocatableMemoryAvailable] = Observation{Available: m.Available, Capacity: m.Capacity, Time: s.Time, PageCache: m.PageCache}
 	}
 	if p := s.PIDs; p != nil {
 		obs[SignalPIDAvailable] = Observation{Available: p.Available, Capacity: p.Capacity, Time: s.Time}

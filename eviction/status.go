@@ -42,6 +42,9 @@ type ThresholdStatus struct {
 	ObservedAt time.Time `json:"observedAt,omitempty"`
 	// PSI: Available and Quantity are stalls in hundredths of a percent.
 	PSI bool `json:"psi,omitempty"`
+	// PageCache is a memory signal's refaults-mode verdict (the
+	// KerneletConfiguration's memoryPageCache: refaults), nil otherwise.
+	PageCache *PageCacheVerdict `json:"pageCache,omitempty"`
 }
 
 // Status returns the manager's state.
@@ -54,7 +57,7 @@ func (m *Manager) Status() Status {
 		ts := ThresholdStatus{Signal: t.Signal, Threshold: t.Value.String(), Soft: !t.Hard(), Met: containsThreshold(m.met, t),
 			PSI: t.Operator == OpGreaterThan}
 		if o, ok := m.observations[t.Signal]; ok {
-			ts.Observed, ts.Available, ts.Quantity, ts.ObservedAt = true, o.Available, ThresholdQuantity(t, o), o.Time
+			ts.Observed, ts.Available, ts.Quantity, ts.ObservedAt, ts.PageCache = true, o.Available, ThresholdQuantity(t, o), o.Time, o.PageCache
 		}
 		st.Thresholds = append(st.Thresholds, ts)
 	}

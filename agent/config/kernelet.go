@@ -103,6 +103,9 @@ func SetKerneletDefaults(kc *KerneletConfiguration) {
 	if kc.PLEGMode == "" {
 		kc.PLEGMode = PLEGEvented
 	}
+	if kc.MemoryPageCache == "" {
+		kc.MemoryPageCache = eviction.PageCacheKubelet
+	}
 }
 
 // ValidateKernelet checks cfg.Kernelet (defaults applied) and appends its
@@ -117,6 +120,10 @@ func ValidateKernelet(cfg *Config) field.ErrorList {
 	}
 	if kc.PLEGMode != PLEGEvented && kc.PLEGMode != PLEGRelist {
 		errs = append(errs, field.NotSupported(p.Child("plegMode"), kc.PLEGMode, []string{PLEGEvented, PLEGRelist}))
+	}
+	if kc.MemoryPageCache != eviction.PageCacheKubelet && kc.MemoryPageCache != eviction.PageCacheRefaults {
+		errs = append(errs, field.NotSupported(p.Child("memoryPageCache"), kc.MemoryPageCache,
+			[]string{eviction.PageCacheKubelet, eviction.PageCacheRefaults}))
 	}
 	for _, d := range []struct {
 		name string

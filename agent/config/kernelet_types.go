@@ -60,6 +60,19 @@ type KerneletConfiguration struct {
 	// (kubelet v1.37.2 reports none). Empty by default.
 	PSIContentionThresholds map[string]string `json:"psiContentionThresholds,omitempty"`
 
+	// MemoryPageCache is how the memory signals (memory.available,
+	// allocatableMemory.available) count active page cache: "kubelet"
+	// (default: working set = usage − inactive_file, kubelet's formula)
+	// or "refaults": active file pages count only while they refault
+	// (workingset_activate_file on v2, workingset_refault_file on v1, at
+	// 256 pages/s or more over 10 s) with memory PSI confirming (some
+	// avg10 ≥ 1 %); otherwise they are treated as inactive. A pod whose
+	// "working set" is a file it re-reads is then not evicted; the
+	// trade-off: the signal crosses later by the active cache the kernel
+	// must reclaim first, and a workload that needs its cache only shows
+	// it once it refaults.
+	MemoryPageCache string `json:"memoryPageCache,omitempty"`
+
 	// PLEGMode is "evented" (default: when the runtime streams container
 	// events, containerd 2, each event updates the pod cache and wakes the
 	// pod's worker at once, and the relist runs every minute as the

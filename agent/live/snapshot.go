@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -62,9 +63,13 @@ func BuildSnapshot(in SnapshotInput) Snapshot {
 		}
 	}
 	met := map[eviction.Signal]bool{}
+	pageCache := map[eviction.Signal]string{}
 	for _, ts := range in.Eviction.Thresholds {
 		if ts.Met {
 			met[ts.Signal] = true
+		}
+		if pc := ts.PageCache; pc != nil {
+			pageCache[ts.Signal] = fmt.Sprintf("%d MiB of active file not counted: %s", pc.Reclaimable>>20, pc.Why)
 		}
 	}
 	for _, t := range in.Thresholds {
@@ -76,7 +81,7 @@ func BuildSnapshot(in SnapshotInput) Snapshot {
 			capacity = in.KubepodsCapacity
 		}
 		s.Thresholds = append(s.Thresholds, Threshold{Signal: string(t.Signal), Value: t.Value.String(),
-			QuantityBytes: eviction.Quantity(t.Value, capacity), Soft: !t.Hard(), Met: met[t.Signal]})
+			QuantityBytes: eviction.Quantity(t.Value, capacity), Soft: !t.Hard(), Met: met[t.Signal], PageCache: pageCache[t.Signal]})
 	}
 	for _, c := range in.Eviction.Conditions {
 		s.Conditions = append(s.Conditions, string(c))

@@ -43,7 +43,8 @@ func TestBuildSnapshot(t *testing.T) {
 	s := BuildSnapshot(SnapshotInput{Time: now, NodeName: "n", Node: node, Kubepods: &kp, KubepodsCapacity: 800 * mi,
 		Thresholds: thresholds,
 		Eviction: eviction.Status{Conditions: []v1.NodeConditionType{v1.NodeMemoryPressure},
-			Thresholds: []eviction.ThresholdStatus{{Signal: eviction.SignalAllocatableMemoryAvailable, Met: true}}},
+			Thresholds: []eviction.ThresholdStatus{{Signal: eviction.SignalAllocatableMemoryAvailable, Met: true,
+				PageCache: &eviction.PageCacheVerdict{Known: true, Reclaimable: 235 * mi, Why: "active file not refaulting"}}}},
 		Pods: []PodInput{{Pod: burstable, Phase: v1.PodRunning, Cgroup: &pc, OOMKills: 2}, {Pod: bestEffort}}})
 
 	if s.Node != (Memory{CapacityBytes: 1000 * mi, WorkingSetBytes: 700 * mi, AvailableBytes: 300 * mi}) {
@@ -57,7 +58,8 @@ func TestBuildSnapshot(t *testing.T) {
 	}
 	wantTh := []Threshold{
 		{Signal: "memory.available", Value: "100Mi", QuantityBytes: 100 * mi},
-		{Signal: "allocatableMemory.available", Value: "25%", QuantityBytes: 200 * mi, Met: true},
+		{Signal: "allocatableMemory.available", Value: "25%", QuantityBytes: 200 * mi, Met: true,
+			PageCache: "235 MiB of active file not counted: active file not refaulting"},
 	}
 	if len(s.Thresholds) != 2 || s.Thresholds[0] != wantTh[0] || s.Thresholds[1] != wantTh[1] {
 		t.Errorf("thresholds = %+v, want %+v", s.Thresholds, wantTh)

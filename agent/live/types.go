@@ -130,6 +130,10 @@ type Threshold struct {
 	Soft          bool  `json:"soft,omitempty"`
 	// Met: the threshold is met (for its grace period).
 	Met bool `json:"met,omitempty"`
+	// PageCache tells, with the KerneletConfiguration's memoryPageCache:
+	// refaults, how much active file the signal does not count and why
+	// ("" in kubelet's mode).
+	PageCache string `json:"pageCache,omitempty"`
 }
 
 // Pod is one pod's memory.

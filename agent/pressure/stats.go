@@ -27,6 +27,8 @@ type nodeStats struct {
 	psi    bool // PSI thresholds exist: read the node's and kubepods' PSI
 	// storage measures the image filesystem and the pods' local storage.
 	storage *localStorage
+	// pageCache is the memory signals' refaults mode (nil: kubelet's).
+	pageCache *pageCache
 }
 
 // newNodeStats reads the cgroups of cfg.Hierarchies for the thresholds of
@@ -36,8 +38,12 @@ func newNodeStats(cfg Config, status PodStatusFunc) (*nodeStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eviction stats: %w", err)
 	}
-	return &nodeStats{r: r, kubepods: cfg.Layout.Kubepods(), layout: cfg.Layout,
-		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, status: status, psi: hasPSIThresholds(cfg.Thresholds)}, nil
+	ns := &nodeStats{r: r, kubepods: cfg.Layout.Kubepods(), layout: cfg.Layout,
+		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, status: status, psi: hasPSIThresholds(cfg.Thresholds)}
+	if cfg.PageCache == eviction.PageCacheRefaults {
+		ns.pageCache = newPageCache(eviction.DefaultPageCachePolicy)
+	}
+	return ns, nil
 }
 
 // read is the stats of the node, kubepods and the filesystems now, and of
@@ -54,9 +60,13 @@ func (s *nodeStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, e
 		ws := int64(m.WorkingSetBytes.V)
 		out.Memory = &eviction.MemoryStats{Capacity: capacity, WorkingSet: ws, InactiveFile: int64(m.InactiveFileBytes.Or(0)),
 			Available: eviction.MemoryAvailable(capacity, ws, int64(m.SwapFreeBytes.Or(0)))}
+		s.nodePageCache(ctx, out.Memory, out.Time, &ns)
 	}
 	var cs cgroups.CgroupStats
 	mask := cgroups.StatMemory
+	if s.pageCache != nil {
+		mask |= cgroups.StatPressure
+	}
 	if s.psi {
 		mask |= cgroups.StatPressure
 		out.NodePressure = psiStats(ns.Pressure)
@@ -66,6 +76,9 @@ func (s *nodeStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, e
 		ws := int64(cs.Memory.WorkingSetBytes.V)
 		out.Allocatable = &eviction.MemoryStats{Capacity: limit, WorkingSet: ws, InactiveFile: int64(cs.Memory.InactiveFileBytes.Or(0)),
 			Available: eviction.MemoryAvailable(limit, ws, 0)}
+		if s.pageCache != nil {
+			s.pageCache.apply(&s.pageCache.kubepods, out.Allocatable, out.Time, &cs.Memory, cs.Pressure.Memory.Some, 0)
+		}
 	}
 	if s.psi {
 		out.KubepodsPressure = psiStats(cs.Pressure)
@@ -151,4 +164,18 @@ func (s *nodeStats) pod(ctx context.Context, pod *v1.Pod) (eviction.PodStats, bo
 		}
 	}
 	return ps, true
+}
+
+// nodePageCache applies the refaults mode to memory.available: the root
+// memcg's active file and refaults, the node's memory PSI.
+func (s *nodeStats) nodePageCache(ctx context.Context, ms *eviction.MemoryStats, t time.Time, ns *cgroups.NodeStats) {
+	if s.pageCache == nil {
+		return
+	}
+	var root cgroups.CgroupStats
+	if err := s.r.Cgroup(ctx, "/", cgroups.StatMemory, &root); err != nil {
+		ms.PageCache = &eviction.PageCacheVerdict{Why: "root memcg unreadable: active file counts"}
+		return
+	}
+	s.pageCache.apply(&s.pageCache.node, ms, t, &root.Memory, ns.Pressure.Memory.Some, int64(ns.Memory.SwapFreeBytes.Or(0)))
 }

@@ -43,6 +43,9 @@ type Config struct {
 	Cooldown time.Duration
 	Mode     eviction.Mode
 	DryRun   bool
+	// PageCache is the memory signals' page-cache mode:
+	// eviction.PageCacheKubelet ("" too) or eviction.PageCacheRefaults.
+	PageCache string
 	// LocalStorageCapacityIsolation is kubelet's
 	// localStorageCapacityIsolation.
 	LocalStorageCapacityIsolation bool

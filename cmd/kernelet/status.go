@@ -357,6 +357,9 @@ func printEviction(w io.Writer, e *eviction.Status) {
 	}
 	for _, t := range e.Thresholds {
 		fmt.Fprintf(w, "  %s\n", thresholdLine(t))
+		if pc := t.PageCache; pc != nil {
+			fmt.Fprintf(w, "    page cache (memoryPageCache: refaults): %s of active file not counted; %s\n", humanBytes(pc.Reclaimable), pc.Why)
+		}
 	}
 	for _, r := range e.Evictions {
 		fmt.Fprintf(w, "  evicted %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)

@@ -18,7 +18,8 @@ func TestPrintEviction(t *testing.T) {
 		Conditions:   []v1.NodeConditionType{v1.NodeMemoryPressure},
 		LastDecision: time.Now(),
 		Thresholds: []eviction.ThresholdStatus{
-			{Signal: eviction.SignalAllocatableMemoryAvailable, Threshold: "64Mi", Observed: true, Available: 1000, Quantity: 67108864, Met: true},
+			{Signal: eviction.SignalAllocatableMemoryAvailable, Threshold: "64Mi", Observed: true, Available: 1000, Quantity: 67108864, Met: true,
+				PageCache: &eviction.PageCacheVerdict{Known: true, Reclaimable: 235 << 20, Why: "active file not refaulting (0/s < 256/s): reclaimable"}},
 			{Signal: eviction.SignalPIDAvailable, Threshold: "10%"},
 			{Signal: eviction.SignalKubepodsMemoryPressureSome, Threshold: "20%", PSI: true, Observed: true, Available: 3520, Quantity: 2000,
 				Met: true, ObservedAt: time.Now()},
@@ -33,6 +34,7 @@ func TestPrintEviction(t *testing.T) {
 	for _, want := range []string{
 		"Pressure:    [MemoryPressure] (decided ",
 		"  allocatableMemory.available<64Mi: available 1000, threshold 64Mi MET\n",
+		"    page cache (memoryPageCache: refaults): 235Mi of active file not counted; active file not refaulting (0/s < 256/s): reclaimable\n",
 		"  pid.available<10%: not observed\n",
 		"  mode: kubelet (one pod per decision, no kernel wake-ups), dry run (nothing is evicted)\n",
 		"  kubepods.memory.pressure.some.avg10>20%: stalled 35.2%, threshold 20% (read ",

@@ -44,7 +44,7 @@ function render(s) {
   const th = $("thresholds");
   th.replaceChildren();
   for (const t of s.thresholds || []) {
-    th.append(el("span", t.met ? "met" : "", t.signal + " < " + t.value + " (" + mib(t.quantityBytes) + ")" + (t.soft ? " soft" : "") + (t.met ? " MET" : "")));
+    th.append(el("span", t.met ? "met" : "", t.signal + " < " + t.value + " (" + mib(t.quantityBytes) + ")" + (t.soft ? " soft" : "") + (t.met ? " MET" : "") + (t.pageCache ? " · page cache (refaults mode): " + t.pageCache : "")));
   }
 
   $("psi-node-some").textContent = s.nodePSI ? pct(s.nodePSI.someAvg10) : "n/a";
