@@ -13,15 +13,7 @@ import (
 // PSI files; a missing file leaves its samples unknown.
 func TestContentionReadsFullLines(t *testing.T) {
 	root, proc := t.TempDir(), t.TempDir()
-	write := func(dir, name, body string) {
-		t.Helper()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(dir, name, body string) { writeFixture(t, dir, name, body) }
 	psi := func(some10, full10, full60 string) string {
 		return "some avg10=" + some10 + " avg60=0.00 avg300=0.00 total=1\nfull avg10=" + full10 + " avg60=" + full60 + " avg300=0.00 total=1\n"
 	}
@@ -59,5 +51,16 @@ func TestContentionReadsFullLines(t *testing.T) {
 	}
 	if in[0].Known {
 		t.Error("the thresholds handed in were changed")
+	}
+}
+
+// writeFixture writes dir/name (making dir) for a fixture tree.
+func writeFixture(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

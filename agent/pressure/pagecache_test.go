@@ -1,7 +1,6 @@
 package pressure
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,15 +14,7 @@ import (
 // and count it again once it refaults with memory stall.
 func TestReadPageCacheRefaults(t *testing.T) {
 	root, proc := t.TempDir(), t.TempDir()
-	write := func(dir, name, body string) {
-		t.Helper()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(dir, name, body string) { writeFixture(t, dir, name, body) }
 	stat := func(activate string) string {
 		return "anon 104857600\nfile 314572800\ninactive_file 10485760\nactive_file 304087040\nworkingset_refault_file " + activate +
 			"\nworkingset_activate_file " + activate + "\n"
