@@ -38,6 +38,21 @@ func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	}
 }
 
+// dispatchDeviceHealth wakes the workers of the pods whose devices changed
+// health, for their status, until ctx ends (kubelet's resource updates).
+func (p *pods) dispatchDeviceHealth(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case uids := <-p.devices.HealthUpdates():
+			for _, uid := range uids {
+				p.workers.Wake(uid)
+			}
+		}
+	}
+}
+
 // releaseDevices forgets the devices of a pod whose containers are gone.
 func (p *pods) releaseDevices(uid types.UID) {
 	if p.devices != nil {

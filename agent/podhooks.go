@@ -72,6 +72,9 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 		Started: func(_ types.UID, name, id string) bool { return p.probes.Started(pod, name, id) },
 		Ready:   func(_ types.UID, name, id string) bool { return p.probes.Ready(pod, name, id) },
 	}
+	if p.devices != nil {
+		in.ResourcesStatus = func(name string) []v1.ResourceStatus { return p.devices.HealthStatus(pod.UID, name) }
+	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }
 		in.PodCgroup = func() cgroups.CgroupSettings { return p.mgr.PodCgroupSettings(pod) }

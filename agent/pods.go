@@ -383,6 +383,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.alloc.Run(ctx) })
 	wg.Go(func() { a.servePodResources(ctx, p) })
 	wg.Go(func() { p.claims.Run(ctx, p.workerPods, p.sources.SeenAllSources) })
+	wg.Go(func() { p.dispatchDeviceHealth(ctx) })
 	p.pressure.Watch(ctx, &wg)
 	a.startOOMWatch(ctx, p, rs)
 	oomwatch.ReleaseStartupMemory()

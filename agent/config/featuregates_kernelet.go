@@ -93,8 +93,8 @@ var kerneletGates = map[string]kerneletDecision{
 	"DRANodeAllocatableResources": no("node resources allocated by DRA (status.nodeAllocatableResourceClaimStatuses) are refused at admission"),
 	"DRAOptionalNodeOperations":   no("a claim whose allocation skips node operations fails to prepare with kubelet's error for the gate off"),
 	"DRAWorkloadResourceClaims":   no("claims owned by or reserved for a PodGroup are not accepted for a pod (kubelet's behaviour with the gate off)"),
-	"ResourceHealthStatus":        no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; the DRA resource health service is not watched"),
-	"ResourceHealthStatusMessage": no("no device health in pod status (allocatedResourcesStatus): device plugins report health only to the node's allocatable; the DRA resource health service is not watched"),
+	"ResourceHealthStatus":        yes("containerStatuses[].allocatedResourcesStatus reports each device plugin device a container holds, Healthy or Unhealthy as its plugin last listed it, and a health change refreshes the holder's status (device plugins only: the DRA resource health service is not watched)", "agent/devicemanager.TestHealthStatus"),
+	"ResourceHealthStatusMessage": no("no health messages: they come from DRA drivers' health reports (the DRA resource health service), which kernelet does not watch"),
 
 	// Volumes, mounts and security.
 	"ImageVolume":                                      yes("volumes[].image is pulled with the volume's pullPolicy and the pod's pull secrets and mounted read-only by the runtime, subPath as the image sub path (containerd 2.1 and later; refused at admission on older containerd)", "test/e2e.TestImageVolume"),

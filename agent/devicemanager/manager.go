@@ -62,6 +62,8 @@ type Manager struct {
 	cfg Config
 	now func() time.Time
 	ctx context.Context
+	// healthUpdates carries the pods whose devices changed health.
+	healthUpdates chan []types.UID
 
 	// allocMu serializes allocations (admission, re-allocation at
 	// container creation); mu guards the state below.
@@ -83,7 +85,7 @@ func New(cfg Config) *Manager {
 		now = time.Now
 	}
 	return &Manager{cfg: cfg, now: now, ctx: context.Background(), resources: map[string]*resource{},
-		alloc: allocations{}, removed: map[string]bool{}}
+		alloc: allocations{}, removed: map[string]bool{}, healthUpdates: make(chan []types.UID, healthUpdatesCap)}
 }
 
 func (m *Manager) checkpointPath() string { return filepath.Join(m.cfg.Dir, CheckpointName) }
@@ -120,8 +122,8 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wait waits for the registration server to stop (after Start's ctx
-// ended) and disconnects the plugins.
+// Wait waits for the registration server and the plugins' streams to
+// stop (after Start's ctx ended) and disconnects the plugins.
 func (m *Manager) Wait() {
 	m.wg.Wait()
 	m.mu.Lock()
@@ -154,10 +156,10 @@ func (m *Manager) connect(ctx context.Context, name, socket string) error {
 	}
 	klog.FromContext(m.ctx).Info("Device plugin connected", "resourceName", name, "socket", socket,
 		"preStartRequired", ep.preStartRequired(), "getPreferredAllocationAvailable", ep.preferredAvailable())
-	go func() {
+	m.wg.Go(func() {
 		ep.run(m.ctx, func(devs []*pluginapi.Device) { m.devicesUpdated(name, ep, devs) })
 		m.disconnected(name, ep)
-	}()
+	})
 	return nil
 }
 
@@ -169,6 +171,7 @@ func (m *Manager) devicesUpdated(name string, ep *endpoint, devs []*pluginapi.De
 		m.mu.Unlock()
 		return
 	}
+	old := r.devices
 	r.devices = map[string]*pluginapi.Device{}
 	healthy := 0
 	for _, d := range devs {
@@ -177,7 +180,9 @@ func (m *Manager) devicesUpdated(name string, ep *endpoint, devs []*pluginapi.De
 			healthy++
 		}
 	}
+	changed := m.changedHoldersLocked(name, old, r.devices)
 	m.mu.Unlock()
+	m.sendHealthUpdate(changed)
 	klog.FromContext(m.ctx).V(2).Info("Processed device updates for resource", "resourceName", name, "totalCount", len(devs), "healthyCount", healthy)
 	m.writeCheckpoint()
 }

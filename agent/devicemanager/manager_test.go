@@ -26,6 +26,8 @@ type testPlugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 	devs      []*pluginapi.Device
 	preferred []string
+	// updates are device lists sent after the first one.
+	updates chan []*pluginapi.Device
 
 	mu       sync.Mutex
 	preStart [][]string
@@ -40,8 +42,16 @@ func (p *testPlugin) ListAndWatch(_ *pluginapi.Empty, s pluginapi.DevicePlugin_L
 	if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: p.devs}); err != nil {
 		return err
 	}
-	<-s.Context().Done()
-	return nil
+	for {
+		select {
+		case <-s.Context().Done():
+			return nil
+		case devs := <-p.updates:
+			if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 func (p *testPlugin) GetPreferredAllocation(context.Context, *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {

@@ -39,6 +39,10 @@ type StatusInputs struct {
 	// does not report them); nil: no resources and allocatedResources are
 	// reported (a node that does not resize in place).
 	Actuated func(name string) (v1.ResourceRequirements, bool)
+	// ResourcesStatus gives the health of the devices a regular container
+	// holds (its allocatedResourcesStatus, ResourceHealthStatus); nil:
+	// none reported.
+	ResourcesStatus func(container string) []v1.ResourceStatus
 	// PodCgroup gives the settings the pod cgroup was given (the
 	// Manager's PodCgroupSettings), for the pod-level status.resources and
 	// status.allocatedResources (InPlacePodLevelResourcesVerticalScaling);
@@ -84,7 +88,11 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		pending = ReasonPodInitializing
 	}
 	for i := range pod.Spec.Containers {
-		out.ContainerStatuses = append(out.ContainerStatuses, containerStatus(pod, &pod.Spec.Containers[i], st, in, pending, reset[pod.Spec.Containers[i].Name]))
+		cs := containerStatus(pod, &pod.Spec.Containers[i], st, in, pending, reset[pod.Spec.Containers[i].Name])
+		if in.ResourcesStatus != nil {
+			cs.AllocatedResourcesStatus = in.ResourcesStatus(cs.Name)
+		}
+		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
 	// Ephemeral containers: reported, never ready, no part of the phase
 	// or of the conditions.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,7 +244,20 @@ func TestDevicePlugins(t *testing.T) {
 	if got := c.podResourcesDevices(t, one); len(got) != 1 || got[0] != files {
 		t.Errorf("podresources lists %v for the pod, want [%s]", got, files)
 	}
-	t.Logf("pod asking for 1 runs with %s (mounted, listed by podresources)", files)
+	// The device's health in the pod's status (ResourceHealthStatus).
+	waitFor(t, 30*time.Second, "the device's health in the pod status", func() (bool, error) {
+		pod, err := c.getPod(t, one.Name)
+		if err != nil {
+			return false, err
+		}
+		var got []v1.ResourceStatus
+		if len(pod.Status.ContainerStatuses) == 1 {
+			got = pod.Status.ContainerStatuses[0].AllocatedResourcesStatus
+		}
+		want := []v1.ResourceStatus{{Name: sampleResource, Resources: []v1.ResourceHealth{{ResourceID: v1.ResourceID(files), Health: v1.ResourceHealthStatusHealthy}}}}
+		return reflect.DeepEqual(got, want), fmt.Errorf("allocatedResourcesStatus %+v", got)
+	})
+	t.Logf("pod asking for 1 runs with %s (mounted, listed by podresources, Healthy in its status)", files)
 
 	tooMany := c.createPod(t, devicePod("device-three", 3))
 	rejected := c.waitPhase(t, tooMany.Name, v1.PodFailed, 60*time.Second)
