@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/kernelet/kernelet/agent/apiobjects"
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/pluginmanager"
@@ -42,6 +43,7 @@ func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
 		n.registry = csi.NewRegistry(n.nodeInfo)
 		vcfg.Client = a.clients.Main
+		vcfg.Tokens = apiobjects.NewTokenManager(a.clients.Main, nil)
 	} else {
 		n.registry = csi.NewRegistry(nil)
 	}

@@ -76,6 +76,14 @@ func ServiceAccountName(pod *v1.Pod) string {
 // Token implements volume.Tokens. When a refresh fails the cached token is
 // returned while it has not expired.
 func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (string, error) {
+	st, err := m.TokenStatus(ctx, pod, audience, expirationSeconds)
+	return st.Token, err
+}
+
+// TokenStatus is Token with the token's expiry (volumemanager.Tokens);
+// expirationSeconds 0 leaves the expiry to the API server (its default,
+// one hour).
+func (m *TokenManager) TokenStatus(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (authenticationv1.TokenRequestStatus, error) {
 	key := tokenKey{namespace: pod.Namespace, serviceAccount: ServiceAccountName(pod), audience: audience,
 		expirationSeconds: expirationSeconds, podName: pod.Name, podUID: pod.UID}
 	now := m.clock.Now()
@@ -83,12 +91,14 @@ func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, 
 	c, ok := m.cache[key]
 	m.mu.Unlock()
 	if ok && !NeedsRefresh(now, c.issued, c.expires) {
-		return c.token, nil
+		return c.status(), nil
 	}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: &expirationSeconds,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+		BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
 	}}
+	if expirationSeconds > 0 {
+		tr.Spec.ExpirationSeconds = &expirationSeconds
+	}
 	if audience != "" {
 		tr.Spec.Audiences = []string{audience}
 	}
@@ -96,18 +106,29 @@ func (m *TokenManager) Token(ctx context.Context, pod *v1.Pod, audience string, 
 	if err != nil {
 		if ok && now.Before(c.expires) {
 			klog.FromContext(ctx).Error(err, "Token refresh failed; using the cached token", "pod", klog.KObj(pod), "serviceAccount", key.serviceAccount)
-			return c.token, nil
+			return c.status(), nil
 		}
-		return "", fmt.Errorf("token for service account %s/%s: %w", key.namespace, key.serviceAccount, err)
+		return authenticationv1.TokenRequestStatus{}, fmt.Errorf("token for service account %s/%s: %w", key.namespace, key.serviceAccount, err)
 	}
 	c = cachedToken{token: got.Status.Token, issued: now, expires: got.Status.ExpirationTimestamp.Time}
 	if c.expires.IsZero() || !c.expires.After(now) {
-		c.expires = now.Add(time.Duration(expirationSeconds) * time.Second)
+		life := expirationSeconds
+		if life == 0 {
+			life = defaultExpirationSeconds
+		}
+		c.expires = now.Add(time.Duration(life) * time.Second)
 	}
 	m.mu.Lock()
 	m.cache[key] = c
 	m.mu.Unlock()
-	return c.token, nil
+	return c.status(), nil
+}
+
+// defaultExpirationSeconds is the API server's default token lifetime.
+const defaultExpirationSeconds = 3600
+
+func (c cachedToken) status() authenticationv1.TokenRequestStatus {
+	return authenticationv1.TokenRequestStatus{Token: c.token, ExpirationTimestamp: metav1.NewTime(c.expires)}
 }
 
 // Forget implements volume.Tokens.

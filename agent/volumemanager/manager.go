@@ -40,6 +40,9 @@ type Manager struct {
 // stagedVol is a volume's global mount.
 type stagedVol struct {
 	driver, handle string
+	// pvName and block: a block volume's paths are named by its PV.
+	pvName string
+	block  bool
 	// mounted: the staging path is a mount point (false: a leftover
 	// found at reconstruction, staged again before use).
 	mounted bool
@@ -50,6 +53,10 @@ type publishedVol struct {
 	pvName, driver, handle string
 	target                 string
 	mounted                bool
+	// block: mapped to the pod's device link; inline: a CSI ephemeral
+	// inline volume (never staged, not in volumesInUse); republish: its
+	// driver requiresRepublish.
+	block, inline, republish bool
 }
 
 // New returns a Manager; call Reconstruct before the first SetUp.
@@ -108,7 +115,9 @@ func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
 	}
 	for _, vols := range m.published {
 		for _, p := range vols {
-			set[UniqueVolumeName(p.driver, p.handle)] = true
+			if !p.inline {
+				set[UniqueVolumeName(p.driver, p.handle)] = true
+			}
 		}
 	}
 	for _, us := range m.desired {
@@ -125,14 +134,15 @@ func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
 }
 
 // Handles tells whether a pod has volumes this manager mounts.
-func Handles(pod *v1.Pod) bool { return len(pvcVolumes(pod)) > 0 }
+func Handles(pod *v1.Pod) bool { return len(csiVolumes(pod)) > 0 }
 
-// SetUp makes pod's PVC volumes ready and returns each one's host path
-// by volume name, waiting for them up to WaitTimeout. On failure the
+// SetUp makes pod's PVC and CSI inline volumes ready and returns each
+// one's host path by volume name (a block volume's: the pod's device
+// link), waiting for them up to WaitTimeout. On failure the
 // error joins each pending volume's last error and, once the wait is
 // over, kubelet's "Unable to attach or mount volumes: …".
 func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, error) {
-	vols := pvcVolumes(pod)
+	vols := csiVolumes(pod)
 	if len(vols) == 0 {
 		return nil, nil
 	}
@@ -140,6 +150,7 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 		var errs []error
 		for _, v := range vols {
 			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, ErrNoAPIServer))
+			// CSI inline volumes too: the CSIDriver object decides them.
 		}
 		return nil, errors.Join(errs...)
 	}

@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/csi"
@@ -21,21 +22,27 @@ import (
 	"github.com/kernelet/kernelet/internal/mountinfo"
 )
 
-// ensure gets one PVC volume of pod published and returns its path.
+// ensure gets one volume of pod published and returns its path: the
+// mount for a filesystem volume, the pod's device link for a block one.
+// A published volume whose driver requires republishing is published
+// again (kubelet's remount on every pod sync).
 func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (string, volumeError) {
 	spec, err := m.resolveVolume(ctx, pod, vol)
 	if err != nil {
 		return "", volumeError{err: err, unprocessed: true}
 	}
 	m.mu.Lock()
-	if m.desired[pod.UID] == nil {
-		m.desired[pod.UID] = map[v1.UniqueVolumeName]bool{}
+	if !spec.Inline {
+		if m.desired[pod.UID] == nil {
+			m.desired[pod.UID] = map[v1.UniqueVolumeName]bool{}
+		}
+		m.desired[pod.UID][spec.Unique()] = true
 	}
-	m.desired[pod.UID][spec.Unique()] = true
 	pub := m.published[pod.UID][spec.PVName]
 	m.mu.Unlock()
-	if pub != nil && pub.mounted {
-		return pub.target, volumeError{}
+	paths := pathsOf(m.cfg.RootDir, m.cfg.PodsDir, pod.UID, spec)
+	if pub != nil && pub.mounted && !pub.republish {
+		return paths.podPath, volumeError{}
 	}
 
 	l := m.volumeLock(spec.Unique())
@@ -45,18 +52,15 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	if err != nil {
 		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
 	}
-	if err := checkDriver(cd); err != nil {
-		return "", volumeError{err: err}
-	}
 	var publishContext map[string]string
-	if attachRequired(cd) {
+	if !spec.Inline && attachRequired(cd) {
 		if publishContext, err = m.attachment(ctx, spec); err != nil {
 			return "", volumeError{err: err, unattached: true}
 		}
 	}
 	driver, err := m.cfg.Drivers.Lookup(spec.Driver)
 	if err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", spec.PVName, err)}
+		return "", volumeError{err: driverError(spec, err)}
 	}
 	c, err := m.cfg.Dial(driver.Endpoint)
 	if err != nil {
@@ -67,20 +71,44 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	defer cancel()
 	caps, err := c.NodeGetCapabilities(callCtx)
 	if err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
+		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
 	}
-	staging := ""
-	if caps.StageUnstage {
-		staging = StagingPath(m.cfg.RootDir, spec.Driver, spec.Handle)
-		if err := m.stage(callCtx, c, spec, staging, publishContext); err != nil {
-			return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
-		}
+	if !caps.StageUnstage || spec.Inline {
+		paths.staging = ""
+	} else if err := m.stage(callCtx, c, spec, paths, publishContext); err != nil {
+		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
 	}
-	target, err := m.publish(callCtx, c, pod, spec, cd, caps, staging, publishContext)
-	if err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", spec.PVName, err)}
+	if err := checkLifecycle(cd, spec.Driver, spec.Lifecycle()); err != nil {
+		return "", volumeError{err: fmt.Errorf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %w", spec.PVName, err)}
 	}
-	return target, volumeError{}
+	if err := m.publish(callCtx, c, pod, spec, cd, caps, paths, publishContext); err != nil {
+		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", publishOp(spec), spec.PVName, err)}
+	}
+	return paths.podPath, volumeError{}
+}
+
+// driverError is kubelet's error for a volume whose driver is not
+// registered.
+func driverError(spec volumeSpec, err error) error {
+	if spec.Inline {
+		return fmt.Errorf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %w", spec.PVName, err)
+	}
+	return fmt.Errorf("%s failed for volume %q : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: %w", stageOp(spec), spec.PVName, err)
+}
+
+// stageOp and publishOp name kubelet's operations in its messages.
+func stageOp(spec volumeSpec) string {
+	if spec.Block {
+		return "MapVolume.SetUpDevice"
+	}
+	return "MountVolume.MountDevice"
+}
+
+func publishOp(spec volumeSpec) string {
+	if spec.Block {
+		return "MapVolume.MapPodDevice"
+	}
+	return "MountVolume.SetUp"
 }
 
 // resolveVolume reads the volume's PVC and PV (once per pod volume).
@@ -90,6 +118,13 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 	m.mu.Unlock()
 	if ok {
 		return spec, nil
+	}
+	if vol.CSI != nil {
+		spec, err := resolveInline(pod, vol)
+		if err == nil {
+			m.remember(pod.UID, vol.Name, spec)
+		}
+		return spec, err
 	}
 	claim, _, ephemeral := claimOf(pod, vol)
 	wrap := func(err error) error { return fmt.Errorf("error processing PVC %s/%s: %w", pod.Namespace, claim, err) }
@@ -116,13 +151,18 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 		}
 		return volumeSpec{}, wrap(err)
 	}
-	m.mu.Lock()
-	if m.resolved[pod.UID] == nil {
-		m.resolved[pod.UID] = map[string]volumeSpec{}
-	}
-	m.resolved[pod.UID][vol.Name] = spec
-	m.mu.Unlock()
+	m.remember(pod.UID, vol.Name, spec)
 	return spec, nil
+}
+
+// remember caches a pod volume's spec.
+func (m *Manager) remember(uid types.UID, name string, spec volumeSpec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.resolved[uid] == nil {
+		m.resolved[uid] = map[string]volumeSpec{}
+	}
+	m.resolved[uid][name] = spec
 }
 
 // csiDriver reads the CSIDriver object; nil when there is none.
@@ -168,8 +208,9 @@ func (m *Manager) secret(ctx context.Context, ref *v1.SecretReference) (map[stri
 	return out, nil
 }
 
-// stage stages the volume unless it is staged; the caller holds its lock.
-func (m *Manager) stage(ctx context.Context, c *csi.Client, spec volumeSpec, staging string, publishContext map[string]string) error {
+// stage stages the volume at paths.staging unless it is staged; the
+// caller holds its lock.
+func (m *Manager) stage(ctx context.Context, c *csi.Client, spec volumeSpec, paths volumePaths, publishContext map[string]string) error {
 	u := spec.Unique()
 	m.mu.Lock()
 	st := m.staged[u]
@@ -181,17 +222,21 @@ func (m *Manager) stage(ctx context.Context, c *csi.Client, spec volumeSpec, sta
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(staging, 0o750); err != nil {
-		return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to create dir %q: %w", staging, err)
+	// A block volume's staging path is a directory of the driver's; a
+	// filesystem volume's is the mount point under its data directory.
+	for _, dir := range []string{paths.staging, paths.stagingData} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("kubernetes.io/csi: attacher.MountDevice failed to create dir %q: %w", dir, err)
+		}
 	}
-	if err := writeVolData(filepath.Dir(staging), stagingVolData(spec.Driver, spec.Handle)); err != nil {
+	if err := writeVolData(paths.stagingData, stagingVolData(spec, m.cfg.NodeName)); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.staged[u] = &stagedVol{driver: spec.Driver, handle: spec.Handle} // uncertain until it answers
+	m.staged[u] = &stagedVol{driver: spec.Driver, handle: spec.Handle, pvName: spec.PVName, block: spec.Block} // uncertain until it answers
 	m.mu.Unlock()
 	_, err = c.Node().NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
-		VolumeId: spec.Handle, PublishContext: publishContext, StagingTargetPath: staging,
+		VolumeId: spec.Handle, PublishContext: publishContext, StagingTargetPath: paths.staging,
 		VolumeCapability: capability(spec, spec.MountOptions, ""), Secrets: secrets, VolumeContext: spec.Attributes,
 	})
 	if err != nil {
@@ -200,38 +245,42 @@ func (m *Manager) stage(ctx context.Context, c *csi.Client, spec volumeSpec, sta
 	m.mu.Lock()
 	m.staged[u].mounted = true
 	m.mu.Unlock()
-	klog.FromContext(ctx).Info("Volume staged", "volume", u, "stagingPath", staging)
+	klog.FromContext(ctx).Info("Volume staged", "volume", u, "stagingPath", paths.staging, "block", spec.Block)
 	return nil
 }
 
-// publish publishes the volume for pod and applies its fsGroup; the caller
-// holds the volume's lock.
+// publish publishes the volume for pod (a block volume: mapped to the
+// pod's device link too) and applies its fsGroup; the caller holds the
+// volume's lock.
 func (m *Manager) publish(ctx context.Context, c *csi.Client, pod *v1.Pod, spec volumeSpec, cd *storagev1.CSIDriver,
-	caps csi.NodeCapabilities, staging string, publishContext map[string]string) (string, error) {
-	dir := PodVolumeDir(m.cfg.PodsDir, pod.UID, spec.PVName)
-	target := filepath.Join(dir, "mount")
+	caps csi.NodeCapabilities, paths volumePaths, publishContext map[string]string) error {
 	secrets, err := m.secret(ctx, spec.PublishSecretRef)
 	if err != nil {
-		return "", err
+		return err
 	}
 	attrs := spec.Attributes
 	if podInfoOnMount(cd) {
-		attrs = merge(attrs, podInfoAttrs(pod))
+		attrs = merge(attrs, podInfoAttrs(pod, spec.Inline))
+	}
+	tokens, err := m.tokenAttrs(ctx, pod, cd)
+	if err != nil {
+		return fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: %w", err)
+	}
+	if tokensInSecrets(cd) {
+		secrets = merge(secrets, tokens)
+	} else {
+		attrs = merge(attrs, tokens)
 	}
 	var fsGroup *int64
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		fsGroup = sc.FSGroup
 	}
-	policy := fsGroupPolicy(cd)
 	mountGroup := ""
-	if caps.VolumeMountGroup && fsGroup != nil {
+	if caps.VolumeMountGroup && fsGroup != nil && !spec.Block {
 		mountGroup = strconv.FormatInt(*fsGroup, 10)
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to create dir %q: %w", dir, err)
-	}
-	if err := writeVolData(dir, podVolData(spec.PVName, spec.Driver, spec.Handle, m.cfg.NodeName)); err != nil {
-		return "", err
+	if err := m.prepareTarget(spec, paths); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	if m.published[pod.UID] == nil {
@@ -239,30 +288,53 @@ func (m *Manager) publish(ctx context.Context, c *csi.Client, pod *v1.Pod, spec 
 	}
 	// Recorded before the call: a failed or uncertain publish is
 	// unpublished at teardown.
-	m.published[pod.UID][spec.PVName] = &publishedVol{pvName: spec.PVName, driver: spec.Driver, handle: spec.Handle, target: target}
+	pub := &publishedVol{pvName: spec.PVName, driver: spec.Driver, handle: spec.Handle, target: paths.target,
+		block: spec.Block, inline: spec.Inline, republish: requiresRepublish(cd)}
+	m.published[pod.UID][spec.PVName] = pub
 	m.mu.Unlock()
 	_, err = c.Node().NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
-		VolumeId: spec.Handle, PublishContext: publishContext, StagingTargetPath: staging, TargetPath: target,
+		VolumeId: spec.Handle, PublishContext: publishContext, StagingTargetPath: paths.staging, TargetPath: paths.target,
 		VolumeCapability: capability(spec, spec.MountOptions, mountGroup), Readonly: spec.ReadOnly,
 		Secrets: secrets, VolumeContext: attrs,
 	})
 	if err != nil {
-		return "", fmt.Errorf("rpc error: %w", err)
+		return fmt.Errorf("rpc error: %w", err)
 	}
-	if mountGroup == "" && appliesFSGroup(policy, spec, fsGroup) {
+	if spec.Block {
+		if err := mapDevice(paths); err != nil {
+			return fmt.Errorf("blkUtil.MapDevice failed for volume %q: %w", spec.PVName, err)
+		}
+	} else if mountGroup == "" && appliesFSGroup(fsGroupPolicy(cd), spec, fsGroup) {
 		var change *v1.PodFSGroupChangePolicy
 		if sc := pod.Spec.SecurityContext; sc != nil {
 			change = sc.FSGroupChangePolicy
 		}
-		if err := volume.SetOwnership(target, *fsGroup, spec.ReadOnly, change); err != nil {
-			return "", fmt.Errorf("applyFSGroup failed for vol %s: %w", spec.Handle, err)
+		if err := volume.SetOwnership(paths.target, *fsGroup, spec.ReadOnly, change); err != nil {
+			return fmt.Errorf("applyFSGroup failed for vol %s: %w", spec.Handle, err)
 		}
 	}
 	m.mu.Lock()
-	m.published[pod.UID][spec.PVName].mounted = true
+	pub.mounted = true
 	m.mu.Unlock()
-	klog.FromContext(ctx).Info("Volume published", "pod", klog.KObj(pod), "volume", spec.Unique(), "target", target)
-	return target, nil
+	klog.FromContext(ctx).Info("Volume published", "pod", klog.KObj(pod), "volume", spec.Unique(), "target", paths.target, "block", spec.Block)
+	return nil
+}
+
+// prepareTarget makes what kubelet makes before NodePublishVolume: the
+// pod's volume directory and vol_data.json, or a block volume's publish
+// directory (the driver makes the file).
+func (m *Manager) prepareTarget(spec volumeSpec, paths volumePaths) error {
+	dir := paths.targetData
+	if spec.Block {
+		dir = filepath.Dir(paths.target)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to create dir %q: %w", dir, err)
+	}
+	if spec.Block {
+		return nil
+	}
+	return writeVolData(paths.targetData, podVolData(spec, m.cfg.NodeName))
 }
 
 // writeVolData writes dir/vol_data.json.

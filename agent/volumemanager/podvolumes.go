@@ -20,7 +20,7 @@ type InTree interface {
 }
 
 // PodVolumes sets up a pod's volumes with both managers: the in-tree ones
-// first (the pod handed without its PVC and generic ephemeral volumes),
+// first (the pod handed without its PVC, generic ephemeral and CSI inline volumes),
 // then the CSI ones; it
 // tears them down in the other order of dependence: the in-tree side
 // first (its subPath bind mounts pin the CSI volumes' files), then the
@@ -38,7 +38,7 @@ func (p PodVolumes) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, 
 	inTree := *pod
 	inTree.Spec.Volumes = nil
 	for _, v := range pod.Spec.Volumes {
-		if !IsClaimVolume(v) {
+		if !IsCSIVolume(v) {
 			inTree.Spec.Volumes = append(inTree.Spec.Volumes, v)
 		}
 	}

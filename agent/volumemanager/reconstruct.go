@@ -26,6 +26,9 @@ func (m *Manager) Reconstruct(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	for _, d := range drivers {
+		if d.Name() == filepath.Base(volumeDevicesDir(m.cfg.RootDir)) {
+			continue // the block volumes' (reconstructBlock)
+		}
 		vols, err := os.ReadDir(filepath.Join(csiPluginsDir(m.cfg.RootDir), d.Name()))
 		if err != nil {
 			errs = append(errs, err)
@@ -50,6 +53,9 @@ func (m *Manager) Reconstruct(ctx context.Context) error {
 			log.Info("Reconstructed a staged volume", "volume", u, "mounted", mounted)
 		}
 	}
+	if err := m.reconstructBlock(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	pods, err := os.ReadDir(m.cfg.PodsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
@@ -73,6 +79,43 @@ func (m *Manager) Reconstruct(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// reconstructBlock rebuilds the staged block volumes from
+// <root>/plugins/kubernetes.io/csi/volumeDevices/<pv>/data/vol_data.json:
+// staged when their staging directory is there (the driver's, not a
+// mount point).
+func (m *Manager) reconstructBlock(ctx context.Context) error {
+	root := volumeDevicesDir(m.cfg.RootDir)
+	pvs, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range pvs {
+		if e.Name() == "staging" || e.Name() == "publish" {
+			continue
+		}
+		data, err := readVolData(blockDataDir(m.cfg.RootDir, e.Name()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pv := data[keySpecVolID]
+		_, statErr := os.Stat(BlockStagingPath(m.cfg.RootDir, pv))
+		u := UniqueVolumeName(data[keyDriverName], data[keyVolHandle])
+		m.mu.Lock()
+		m.staged[u] = &stagedVol{driver: data[keyDriverName], handle: data[keyVolHandle], pvName: pv, block: true, mounted: statErr == nil}
+		m.mu.Unlock()
+		klog.FromContext(ctx).Info("Reconstructed a staged block volume", "volume", u, "staged", statErr == nil)
+	}
+	return errors.Join(errs...)
+}
+
 // CleanupOrphans tears down the CSI volumes of the pods keep does not
 // want (pods deleted while the agent was down, teardowns that failed)
 // and unstages the staged volumes no pod uses.
@@ -87,7 +130,9 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 		if !e.IsDir() || keep(uid) {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumes", PluginDir)); err != nil {
+		_, fsErr := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumes", PluginDir))
+		_, blockErr := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumeDevices", PluginDir))
+		if fsErr != nil && blockErr != nil {
 			continue
 		}
 		klog.FromContext(ctx).Info("Tearing down the CSI volumes of an orphaned pod", "podUID", uid)
@@ -99,7 +144,7 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 	var unused []stagedRef
 	var names []v1.UniqueVolumeName
 	for u, s := range m.staged {
-		unused = append(unused, stagedRef{s.driver, s.handle})
+		unused = append(unused, stagedRef{s.driver, s.handle, s.pvName, s.block})
 		names = append(names, u)
 	}
 	m.mu.Unlock()

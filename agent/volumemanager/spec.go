@@ -1,13 +1,18 @@
 package volumemanager
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // volumeSpec is a pod's PVC volume resolved to its CSI persistent volume.
@@ -22,10 +27,22 @@ type volumeSpec struct {
 	// ReadOnly: the pod's claim or the PV's CSI source says so.
 	ReadOnly                         bool
 	StageSecretRef, PublishSecretRef *v1.SecretReference
+	// Block: the PV's volumeMode is Block (a raw device for the pod's
+	// volumeDevices). Inline: a CSI ephemeral inline volume of the pod
+	// (pod.spec.volumes[].csi; PVName is then the pod's volume name).
+	Block, Inline bool
 }
 
 // Unique is the volume's unique name.
 func (s volumeSpec) Unique() v1.UniqueVolumeName { return UniqueVolumeName(s.Driver, s.Handle) }
+
+// Lifecycle is the volume's CSI lifecycle mode.
+func (s volumeSpec) Lifecycle() storagev1.VolumeLifecycleMode {
+	if s.Inline {
+		return storagev1.VolumeLifecycleEphemeral
+	}
+	return storagev1.VolumeLifecyclePersistent
+}
 
 // pvcVolumes are the pod's PVC volumes: persistentVolumeClaim and
 // generic ephemeral ones.
@@ -37,6 +54,70 @@ func pvcVolumes(pod *v1.Pod) []v1.Volume {
 		}
 	}
 	return out
+}
+
+// csiVolumes are the pod's volumes this package mounts: the PVC ones and
+// the CSI inline ones.
+func csiVolumes(pod *v1.Pod) []v1.Volume {
+	var out []v1.Volume
+	for _, v := range pod.Spec.Volumes {
+		if IsCSIVolume(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// IsCSIVolume tells whether this package mounts v: a PVC-backed volume
+// (IsClaimVolume) or a CSI ephemeral inline volume.
+func IsCSIVolume(v v1.Volume) bool { return IsClaimVolume(v) || v.CSI != nil }
+
+// InlineHandle is the volume handle of a pod's CSI inline volume,
+// kubelet's csi-<sha256(pod UID + volume name)>.
+func InlineHandle(uid types.UID, volume string) string {
+	sum := sha256.Sum256([]byte(string(uid) + volume))
+	return "csi-" + hex.EncodeToString(sum[:])
+}
+
+// resolveInline is the spec of a pod's CSI inline volume; its publish
+// secret is in the pod's namespace.
+func resolveInline(pod *v1.Pod, vol v1.Volume) (volumeSpec, error) {
+	src := vol.CSI
+	if usesDevice(pod, vol.Name) {
+		return volumeSpec{}, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", vol.Name, v1.PersistentVolumeFilesystem)
+	}
+	s := volumeSpec{
+		Name: vol.Name, PVName: vol.Name, Driver: src.Driver, Handle: InlineHandle(pod.UID, vol.Name),
+		Attributes: src.VolumeAttributes, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		ReadOnly: src.ReadOnly != nil && *src.ReadOnly, Inline: true,
+	}
+	if src.FSType != nil {
+		s.FSType = *src.FSType
+	}
+	if ref := src.NodePublishSecretRef; ref != nil {
+		s.PublishSecretRef = &v1.SecretReference{Name: ref.Name, Namespace: pod.Namespace}
+	}
+	return s, nil
+}
+
+// checkLifecycle is kubelet's check that the CSIDriver supports a
+// volume's lifecycle mode (no object: persistent volumes only; no modes
+// listed: Persistent, the API server's default).
+func checkLifecycle(d *storagev1.CSIDriver, driver string, mode storagev1.VolumeLifecycleMode) error {
+	if d == nil {
+		if mode == storagev1.VolumeLifecyclePersistent {
+			return nil
+		}
+		return fmt.Errorf("volume mode %q not supported by driver %s (no CSIDriver object)", mode, driver)
+	}
+	modes := d.Spec.VolumeLifecycleModes
+	if len(modes) == 0 {
+		modes = []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}
+	}
+	if slices.Contains(modes, mode) {
+		return nil
+	}
+	return fmt.Errorf("volume mode %q not supported by driver %s (only supports %q)", mode, driver, modes)
 }
 
 // IsClaimVolume tells whether v is backed by a PVC: a persistentVolumeClaim
@@ -87,11 +168,8 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 	case pv.Spec.ClaimRef.UID != pvc.UID:
 		return volumeSpec{}, fmt.Errorf("found PV object %s but its pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", pv.Name, pv.Spec.ClaimRef.UID, pvc.UID)
 	}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
-		return volumeSpec{}, fmt.Errorf("%w: PV %s: volumeMode Block", ErrUnsupported, pv.Name)
-	}
-	if usesDevice(pod, vol.Name) {
-		return volumeSpec{}, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", vol.Name, v1.PersistentVolumeFilesystem)
+	if err := checkVolumeMode(pod, vol.Name, pv); err != nil {
+		return volumeSpec{}, err
 	}
 	src := pv.Spec.CSI
 	if src == nil {
@@ -105,7 +183,39 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 		MountOptions: pv.Spec.MountOptions, Attributes: src.VolumeAttributes, AccessModes: pv.Spec.AccessModes,
 		ReadOnly:       readOnly || src.ReadOnly,
 		StageSecretRef: src.NodeStageSecretRef, PublishSecretRef: src.NodePublishSecretRef,
+		Block: pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock,
 	}, nil
+}
+
+// checkVolumeMode is kubelet's check that a pod uses a Block volume in
+// volumeDevices only and a Filesystem one in volumeMounts only.
+func checkVolumeMode(pod *v1.Pod, name string, pv *v1.PersistentVolume) error {
+	mode := v1.PersistentVolumeFilesystem
+	if pv.Spec.VolumeMode != nil {
+		mode = *pv.Spec.VolumeMode
+	}
+	if usesMount(pod, name) && mode != v1.PersistentVolumeFilesystem {
+		return fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", name, mode)
+	}
+	if usesDevice(pod, name) && mode != v1.PersistentVolumeBlock {
+		return fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", name, mode)
+	}
+	return nil
+}
+
+// usesMount tells whether a container of pod has volume name in its
+// volumeMounts.
+func usesMount(pod *v1.Pod, name string) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			for _, m := range c.VolumeMounts {
+				if m.Name == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // usesDevice tells whether a container of pod has volume name in its
@@ -123,18 +233,16 @@ func usesDevice(pod *v1.Pod, name string) bool {
 	return false
 }
 
-// checkDriver refuses what a CSIDriver asks that kernelet does not do.
-func checkDriver(d *storagev1.CSIDriver) error {
-	if d == nil {
-		return nil
-	}
-	if len(d.Spec.TokenRequests) > 0 {
-		return fmt.Errorf("%w: CSIDriver %s: tokenRequests", ErrUnsupported, d.Name)
-	}
-	if d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish {
-		return fmt.Errorf("%w: CSIDriver %s: requiresRepublish", ErrUnsupported, d.Name)
-	}
-	return nil
+// requiresRepublish is the CSIDriver's requiresRepublish: its volumes are
+// published again on every pod sync.
+func requiresRepublish(d *storagev1.CSIDriver) bool {
+	return d != nil && d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
+}
+
+// tokensInSecrets is the CSIDriver's serviceAccountTokenInSecrets: the
+// tokens go in NodePublishVolume's secrets rather than its volume context.
+func tokensInSecrets(d *storagev1.CSIDriver) bool {
+	return d != nil && d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets
 }
 
 // attachRequired is the CSIDriver's attachRequired; without the object a
@@ -150,13 +258,13 @@ func podInfoOnMount(d *storagev1.CSIDriver) bool {
 }
 
 // podInfoAttrs are the volume attributes of podInfoOnMount (kubelet's keys).
-func podInfoAttrs(pod *v1.Pod) map[string]string {
+func podInfoAttrs(pod *v1.Pod, inline bool) map[string]string {
 	return map[string]string{
 		"csi.storage.k8s.io/pod.name":            pod.Name,
 		"csi.storage.k8s.io/pod.namespace":       pod.Namespace,
 		"csi.storage.k8s.io/pod.uid":             string(pod.UID),
 		"csi.storage.k8s.io/serviceAccount.name": pod.Spec.ServiceAccountName,
-		"csi.storage.k8s.io/ephemeral":           "false",
+		"csi.storage.k8s.io/ephemeral":           strconv.FormatBool(inline),
 	}
 }
 
@@ -203,8 +311,15 @@ func csiAccessMode(modes []v1.PersistentVolumeAccessMode) csipb.VolumeCapability
 	}
 }
 
-// capability is a volume's CSI mount capability.
+// capability is a volume's CSI capability: block access, or mount access
+// with its fsType, flags and mount group.
 func capability(s volumeSpec, mountFlags []string, volumeMountGroup string) *csipb.VolumeCapability {
+	if s.Block {
+		return &csipb.VolumeCapability{
+			AccessType: &csipb.VolumeCapability_Block{Block: &csipb.VolumeCapability_BlockVolume{}},
+			AccessMode: &csipb.VolumeCapability_AccessMode{Mode: csiAccessMode(s.AccessModes)},
+		}
+	}
 	return &csipb.VolumeCapability{
 		AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{
 			FsType: s.FSType, MountFlags: mountFlags, VolumeMountGroup: volumeMountGroup}},

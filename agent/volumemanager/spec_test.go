@@ -78,7 +78,6 @@ func TestResolve(t *testing.T) {
 	}{
 		"no claimRef":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }, want: "found PV object pv-1 but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"},
 		"other claim":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "x" }, want: "found PV object pv-1 but its pv.Spec.ClaimRef.UID x does not point to claim.UID claim-uid"},
-		"block":          {mut: func(pv *v1.PersistentVolume) { pv.Spec.VolumeMode = ptr.To(v1.PersistentVolumeBlock) }, unsupported: true},
 		"not csi":        {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.HostPath = &v1.HostPathVolumeSource{} }, unsupported: true},
 		"gid annotation": {mut: func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "5"} }, unsupported: true},
 	} {
@@ -126,11 +125,11 @@ func TestDriverDecisions(t *testing.T) {
 	if fsGroupPolicy(nil) != storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy {
 		t.Error("default fsGroupPolicy")
 	}
-	if err := checkDriver(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{TokenRequests: []storagev1.TokenRequest{{}}}}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("tokenRequests: %v", err)
+	if requiresRepublish(nil) || !requiresRepublish(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{RequiresRepublish: ptr.To(true)}}) {
+		t.Error("requiresRepublish")
 	}
-	if err := checkDriver(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{RequiresRepublish: ptr.To(true)}}); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("requiresRepublish: %v", err)
+	if tokensInSecrets(nil) || !tokensInSecrets(&storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{ServiceAccountTokenInSecrets: ptr.To(true)}}) {
+		t.Error("serviceAccountTokenInSecrets")
 	}
 	for modes, want := range map[v1.PersistentVolumeAccessMode]csipb.VolumeCapability_AccessMode_Mode{
 		v1.ReadWriteOnce: csipb.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
@@ -156,5 +155,94 @@ func TestWaitError(t *testing.T) {
 	}
 	if got := waitError(vols, pending, context.Canceled, true, true).Error(); strings.Contains(got, "Unable to attach") {
 		t.Errorf("a permanent refusal is not a timeout: %q", got)
+	}
+}
+
+func TestBlockSpec(t *testing.T) {
+	block := ptr.To(v1.PersistentVolumeBlock)
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{UID: "claim-uid"}}
+	vol := v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}
+	pv := func(mode *v1.PersistentVolumeMode) *v1.PersistentVolume {
+		return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: v1.PersistentVolumeSpec{
+			VolumeMode: mode, ClaimRef: &v1.ObjectReference{UID: "claim-uid"},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "d.csi", VolumeHandle: "h1"}}}}
+	}
+	podWith := func(c v1.Container) *v1.Pod { return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}} }
+	asDevice := podWith(v1.Container{VolumeDevices: []v1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}})
+	asMount := podWith(v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}})
+	got, err := resolve(asDevice, vol, pvc, pv(block))
+	if err != nil || !got.Block {
+		t.Fatalf("block device: %+v, %v", got, err)
+	}
+	if c := capability(got, nil, ""); c.GetBlock() == nil || c.GetMount() != nil {
+		t.Errorf("block capability %v", c)
+	}
+	for name, tc := range map[string]struct {
+		pod  *v1.Pod
+		mode *v1.PersistentVolumeMode
+		want string
+	}{
+		"block in volumeMounts":       {asMount, block, "volume data has volumeMode Block, but is specified in volumeMounts"},
+		"filesystem in volumeDevices": {asDevice, nil, "volume data has volumeMode Filesystem, but is specified in volumeDevices"},
+	} {
+		if _, err := resolve(tc.pod, vol, pvc, pv(tc.mode)); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+	p := pathsOf("/var/lib/kubelet", "/var/lib/kubelet/pods", "uid-1", got)
+	want := volumePaths{
+		staging:     "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1",
+		stagingData: "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pv-1/data",
+		target:      "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/uid-1",
+		podPath:     "/var/lib/kubelet/pods/uid-1/volumeDevices/kubernetes.io~csi/pv-1",
+		globalMap:   "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pv-1/dev/uid-1",
+	}
+	if p != want {
+		t.Errorf("block paths\n %+v\nwant\n %+v", p, want)
+	}
+}
+
+func TestInlineSpec(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}}
+	vol := v1.Volume{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "d.csi", ReadOnly: ptr.To(true),
+		FSType: ptr.To("ext4"), VolumeAttributes: map[string]string{"a": "b"}, NodePublishSecretRef: &v1.LocalObjectReference{Name: "s"}}}}
+	got, err := resolveInline(pod, vol)
+	// sha256("uid-1scratch") from sha256sum(1).
+	const handle = "csi-a919eb5a57ed1bf8c61a802fc713b36e9bfa4fbf009dfb5f4206d253a3a3dc32"
+	if err != nil || !got.Inline || got.PVName != "scratch" || got.Handle != handle || !got.ReadOnly ||
+		got.FSType != "ext4" || got.PublishSecretRef.Namespace != "ns" || got.Lifecycle() != storagev1.VolumeLifecycleEphemeral {
+		t.Errorf("resolveInline = %+v, %v", got, err)
+	}
+	p := pathsOf("/r", "/r/pods", "uid-1", got)
+	if p.staging != "" || p.target != "/r/pods/uid-1/volumes/kubernetes.io~csi/scratch/mount" || p.podPath != p.target {
+		t.Errorf("inline paths %+v", p)
+	}
+	if podInfoAttrs(pod, true)["csi.storage.k8s.io/ephemeral"] != "true" || podInfoAttrs(pod, false)["csi.storage.k8s.io/ephemeral"] != "false" {
+		t.Error("podInfoAttrs ephemeral key")
+	}
+}
+
+func TestCheckLifecycle(t *testing.T) {
+	eph, pers := storagev1.VolumeLifecycleEphemeral, storagev1.VolumeLifecyclePersistent
+	only := func(m ...storagev1.VolumeLifecycleMode) *storagev1.CSIDriver {
+		return &storagev1.CSIDriver{Spec: storagev1.CSIDriverSpec{VolumeLifecycleModes: m}}
+	}
+	for name, tc := range map[string]struct {
+		d    *storagev1.CSIDriver
+		mode storagev1.VolumeLifecycleMode
+		want string
+	}{
+		"no object, persistent":  {nil, pers, ""},
+		"no object, ephemeral":   {nil, eph, `volume mode "Ephemeral" not supported by driver d.csi (no CSIDriver object)`},
+		"persistent only":        {only(pers), eph, `volume mode "Ephemeral" not supported by driver d.csi (only supports ["Persistent"])`},
+		"default modes":          {only(), eph, `volume mode "Ephemeral" not supported by driver d.csi (only supports ["Persistent"])`},
+		"ephemeral only":         {only(eph), pers, `volume mode "Persistent" not supported by driver d.csi (only supports ["Ephemeral"])`},
+		"both":                   {only(pers, eph), eph, ""},
+		"default modes, persist": {only(), pers, ""},
+	} {
+		err := checkLifecycle(tc.d, "d.csi", tc.mode)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || err.Error() != tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -43,7 +44,9 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 				p.pvName, UniqueVolumeName(p.driver, p.handle), uid, uid, err))
 			continue
 		}
-		touched[UniqueVolumeName(p.driver, p.handle)] = stagedRef{p.driver, p.handle}
+		if !p.inline {
+			touched[UniqueVolumeName(p.driver, p.handle)] = stagedRef{p.driver, p.handle, p.pvName, p.block}
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -69,8 +72,16 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	return errors.Join(errs...)
 }
 
-// stagedRef names a volume.
-type stagedRef struct{ driver, handle string }
+// stagedRef names a staged volume.
+type stagedRef struct {
+	driver, handle, pvName string
+	block                  bool
+}
+
+// paths are a published volume's paths.
+func (m *Manager) paths(uid types.UID, p *publishedVol) volumePaths {
+	return pathsOf(m.cfg.RootDir, m.cfg.PodsDir, uid, volumeSpec{PVName: p.pvName, Driver: p.driver, Handle: p.handle, Block: p.block, Inline: p.inline})
+}
 
 // podVolumesOnDisk reads the vol_data.json files of pod uid's CSI volumes.
 func (m *Manager) podVolumesOnDisk(uid types.UID) (map[string]*publishedVol, error) {
@@ -78,12 +89,12 @@ func (m *Manager) podVolumesOnDisk(uid types.UID) (map[string]*publishedVol, err
 	root := filepath.Join(m.cfg.PodsDir, string(uid), "volumes", PluginDir)
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return out, m.podDevicesOnDisk(uid, out)
 	}
 	if err != nil {
 		return out, err
 	}
-	var errs []error
+	errs := []error{m.podDevicesOnDisk(uid, out)}
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
 		data, err := readVolData(dir)
@@ -97,34 +108,77 @@ func (m *Manager) podVolumesOnDisk(uid types.UID) (map[string]*publishedVol, err
 			errs = append(errs, err)
 			continue
 		}
-		out[data[keySpecVolID]] = &publishedVol{pvName: data[keySpecVolID], driver: data[keyDriverName], handle: data[keyVolHandle], target: target, mounted: mounted}
+		out[data[keySpecVolID]] = &publishedVol{pvName: data[keySpecVolID], driver: data[keyDriverName], handle: data[keyVolHandle], target: target, mounted: mounted,
+			inline: data[keyLifecycle] == string(storagev1.VolumeLifecycleEphemeral)}
 	}
 	return out, errors.Join(errs...)
 }
 
-// unpublish calls NodeUnpublishVolume for one of pod uid's volumes and
-// removes its directory.
+// podDevicesOnDisk reads pod uid's block volumes: its device links, each
+// named by its PV, whose vol_data.json is in the PV's block data dir.
+func (m *Manager) podDevicesOnDisk(uid types.UID, out map[string]*publishedVol) error {
+	root := filepath.Join(m.cfg.PodsDir, string(uid), "volumeDevices", PluginDir)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		dataDir := blockDataDir(m.cfg.RootDir, e.Name())
+		data, err := readVolData(dataDir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kubernetes.io/csi: unmapper failed to load volume data file [%s]: %w", dataDir, err))
+			continue
+		}
+		p := &publishedVol{pvName: data[keySpecVolID], driver: data[keyDriverName], handle: data[keyVolHandle], block: true}
+		paths := m.paths(uid, p)
+		p.target = paths.target
+		if p.mounted, err = isMountPoint(paths.globalMap); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[p.pvName] = p
+	}
+	return errors.Join(errs...)
+}
+
+// unpublish calls NodeUnpublishVolume for one of pod uid's volumes (a
+// block volume unmapped first) and removes what kubelet made for it.
 func (m *Manager) unpublish(ctx context.Context, uid types.UID, p *publishedVol) error {
 	l := m.volumeLock(UniqueVolumeName(p.driver, p.handle))
 	l.Lock()
 	defer l.Unlock()
+	paths := m.paths(uid, p)
+	if p.block {
+		if err := unmapDevice(paths); err != nil {
+			return err
+		}
+	}
 	if err := m.call(ctx, p.driver, func(ctx context.Context, c *csi.Client) error {
-		_, err := c.Node().NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.handle, TargetPath: p.target})
+		_, err := c.Node().NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: p.handle, TargetPath: paths.target})
 		return err
 	}); err != nil {
 		return err
 	}
-	if mounted, err := isMountPoint(p.target); err != nil || mounted {
-		return fmt.Errorf("%s still mounted after NodeUnpublishVolume (%v)", p.target, err)
+	if mounted, err := isMountPoint(paths.target); err != nil || mounted {
+		return fmt.Errorf("%s still mounted after NodeUnpublishVolume (%v)", paths.target, err)
 	}
-	dir := filepath.Dir(p.target)
-	if err := errors.Join(removeIfExists(p.target), removeIfExists(filepath.Join(dir, volDataFile)), removeIfExists(dir)); err != nil {
+	var err error
+	if p.block {
+		err = errors.Join(removeIfExists(paths.target), removeEmpty(filepath.Dir(paths.target)))
+	} else {
+		err = errors.Join(removeIfExists(paths.target), removeIfExists(filepath.Join(paths.targetData, volDataFile)), removeIfExists(paths.targetData))
+	}
+	if err != nil {
 		return err
 	}
 	m.mu.Lock()
 	delete(m.published[uid], p.pvName)
 	m.mu.Unlock()
-	klog.FromContext(ctx).Info("Volume unpublished", "podUID", uid, "volume", UniqueVolumeName(p.driver, p.handle), "target", p.target)
+	klog.FromContext(ctx).Info("Volume unpublished", "podUID", uid, "volume", UniqueVolumeName(p.driver, p.handle), "target", paths.target)
 	return nil
 }
 
@@ -136,32 +190,44 @@ func (m *Manager) unstageIfUnused(ctx context.Context, u v1.UniqueVolumeName, r 
 	if m.inUseByPods(u) {
 		return nil
 	}
-	staging := StagingPath(m.cfg.RootDir, r.driver, r.handle)
-	dir := filepath.Dir(staging)
-	if _, err := os.Stat(filepath.Join(dir, volDataFile)); errors.Is(err, os.ErrNotExist) {
+	paths := pathsOf(m.cfg.RootDir, m.cfg.PodsDir, "", volumeSpec{PVName: r.pvName, Driver: r.driver, Handle: r.handle, Block: r.block})
+	if _, err := os.Stat(filepath.Join(paths.stagingData, volDataFile)); errors.Is(err, os.ErrNotExist) {
 		m.mu.Lock()
 		delete(m.staged, u)
 		m.mu.Unlock()
 		return nil // never staged (a driver without STAGE_UNSTAGE_VOLUME)
 	}
 	if err := m.call(ctx, r.driver, func(ctx context.Context, c *csi.Client) error {
-		_, err := c.Node().NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: r.handle, StagingTargetPath: staging})
+		_, err := c.Node().NodeUnstageVolume(ctx, &csipb.NodeUnstageVolumeRequest{VolumeId: r.handle, StagingTargetPath: paths.staging})
 		return err
 	}); err != nil {
-		return fmt.Errorf("UnmountDevice failed for volume %q : %w", u, err)
+		return fmt.Errorf("%s failed for volume %q : %w", unstageOp(r.block), u, err)
 	}
-	if mounted, err := isMountPoint(staging); err != nil || mounted {
-		return fmt.Errorf("%s still mounted after NodeUnstageVolume (%v)", staging, err)
+	if mounted, err := isMountPoint(paths.staging); err != nil || mounted {
+		return fmt.Errorf("%s still mounted after NodeUnstageVolume (%v)", paths.staging, err)
 	}
-	if err := errors.Join(removeIfExists(staging), removeIfExists(filepath.Join(dir, volDataFile)), removeIfExists(dir)); err != nil {
+	rmStaging := removeIfExists
+	if r.block {
+		rmStaging = os.RemoveAll // the driver's directory (kubelet's)
+	}
+	dir := paths.stagingData
+	if err := errors.Join(rmStaging(paths.staging), removeIfExists(filepath.Join(dir, volDataFile)), removeIfExists(dir)); err != nil {
 		return err
 	}
-	_ = os.Remove(filepath.Dir(dir)) // the driver's dir, when empty
+	_ = os.Remove(filepath.Dir(dir)) // the driver's dir (a block volume's PV dir), when empty
 	m.mu.Lock()
 	delete(m.staged, u)
 	m.mu.Unlock()
-	klog.FromContext(ctx).Info("Volume unstaged", "volume", u, "stagingPath", staging)
+	klog.FromContext(ctx).Info("Volume unstaged", "volume", u, "stagingPath", paths.staging)
 	return nil
+}
+
+// unstageOp names kubelet's unstage operation in its messages.
+func unstageOp(block bool) string {
+	if block {
+		return "UnmapDevice"
+	}
+	return "UnmountDevice"
 }
 
 // inUseByPods tells whether a pod has u published or wants it.

@@ -1,9 +1,11 @@
 package volumemanager
 
 import (
+	"context"
 	"errors"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kernelet/kernelet/agent/csi"
@@ -13,6 +15,13 @@ import (
 // Drivers finds registered CSI drivers (csi.Registry).
 type Drivers interface {
 	Lookup(name string) (csi.Driver, error)
+}
+
+// Tokens gets a service account token bound to a pod from the
+// TokenRequest API, with its expiry (expirationSeconds 0: the API
+// server's default).
+type Tokens interface {
+	TokenStatus(ctx context.Context, pod *v1.Pod, audience string, expirationSeconds int64) (authenticationv1.TokenRequestStatus, error)
 }
 
 // Config wires a Manager.
@@ -28,6 +37,9 @@ type Config struct {
 	Client clientset.Interface
 	// Drivers are the registered CSI drivers.
 	Drivers Drivers
+	// Tokens gets the service account tokens of CSIDriver tokenRequests
+	// (apiobjects.TokenManager); nil refuses such drivers' volumes.
+	Tokens Tokens
 	// Dial connects to a driver (default csi.Dial).
 	Dial func(endpoint string) (*csi.Client, error)
 	// Warn records a warning event on a pod (nil: none): each failed

@@ -6,8 +6,16 @@
 // NodeStage/NodePublish/NodeUnpublish/NodeUnstage. NodeStageVolume
 // bind-mounts the volume's directory on the staging path,
 // NodePublishVolume bind-mounts the staging path on the target (read-only
-// when asked). Only the mount access type is served: block volumes are
-// refused with InvalidArgument.
+// when asked). Block volumes (the block access type) are an image file in
+// the volume's directory (BlockImageSize, sparse): NodeStageVolume attaches
+// it to a loop device (recorded in <state>/meta/<id>.loop; DetachLoops
+// undoes what a failed test left), NodePublishVolume bind-mounts that
+// device on the target file it creates, NodeUnstageVolume detaches it.
+// CSI ephemeral inline volumes are served when the volume context says
+// csi.storage.k8s.io/ephemeral=true (a CSIDriver with podInfoOnMount): a
+// directory made at NodePublishVolume and deleted at
+// NodeUnpublishVolume. The log keeps NodePublishVolume's volume context
+// and secret names for the tests.
 //
 // Registrar serves the pluginregistration.v1 API on a socket in the
 // node's plugins_registry, as node-driver-registrar does. cmd/csidriver

@@ -40,6 +40,11 @@ type Call struct {
 	VolumeID string `json:"volumeID,omitempty"`
 	Path     string `json:"path,omitempty"`
 	ReadOnly bool   `json:"readOnly,omitempty"`
+	// Block: a block volume's call; Context is NodePublishVolume's volume
+	// context and SecretKeys the names of its secrets (tests only).
+	Block      bool              `json:"block,omitempty"`
+	Context    map[string]string `json:"context,omitempty"`
+	SecretKeys []string          `json:"secretKeys,omitempty"`
 	// Code is the gRPC status code of the answer ("OK" on success).
 	Code string `json:"code"`
 }
@@ -147,10 +152,7 @@ func checkCapability(c *csi.VolumeCapability) error {
 	if c == nil {
 		return status.Error(codes.InvalidArgument, "volume capability missing")
 	}
-	if c.GetBlock() != nil {
-		return status.Error(codes.InvalidArgument, "block access type not supported")
-	}
-	if c.GetMount() == nil {
+	if c.GetMount() == nil && c.GetBlock() == nil {
 		return status.Error(codes.InvalidArgument, "access type missing")
 	}
 	if c.GetAccessMode() == nil || c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_UNKNOWN {

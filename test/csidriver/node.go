@@ -3,7 +3,10 @@ package csidriver
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -53,6 +56,9 @@ func (d *Driver) stage(req *csi.NodeStageVolumeRequest) error {
 	if d.cfg.AttachRequired && req.GetPublishContext()["attachedTo"] != d.cfg.NodeID {
 		return errf(codes.FailedPrecondition, "volume %s not attached to %s", req.GetVolumeId(), d.cfg.NodeID)
 	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		return d.stageBlock(req.GetVolumeId())
+	}
 	return bindMount(VolumePath(d.cfg.StateDir, req.GetVolumeId()), req.GetStagingTargetPath(), false)
 }
 
@@ -67,7 +73,7 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	case req.GetStagingTargetPath() == "":
 		err = errf(codes.InvalidArgument, "staging target path missing")
 	default:
-		err = unmount(req.GetStagingTargetPath())
+		err = errors.Join(d.unstageBlock(req.GetVolumeId()), unmount(req.GetStagingTargetPath()))
 	}
 	return answer(d, Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
 		&csi.NodeUnstageVolumeResponse{}, err)
@@ -78,7 +84,8 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return answer(d, Call{Method: "NodePublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath(), ReadOnly: req.GetReadonly()},
+	return answer(d, Call{Method: "NodePublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath(), ReadOnly: req.GetReadonly(),
+		Block: req.GetVolumeCapability().GetBlock() != nil, Context: req.GetVolumeContext(), SecretKeys: slices.Sorted(maps.Keys(req.GetSecrets()))},
 		&csi.NodePublishVolumeResponse{}, d.publishNode(req))
 }
 
@@ -92,11 +99,17 @@ func (d *Driver) publishNode(req *csi.NodePublishVolumeRequest) error {
 	if err := checkCapability(req.GetVolumeCapability()); err != nil {
 		return err
 	}
+	if req.GetVolumeContext()[ephemeralKey] == "true" {
+		return d.publishEphemeral(req)
+	}
 	if req.GetStagingTargetPath() == "" {
 		return errf(codes.FailedPrecondition, "staging target path missing: the volume must be staged")
 	}
 	if !d.volumeExists(req.GetVolumeId()) {
 		return errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		return d.publishBlock(req.GetVolumeId(), req.GetTargetPath(), req.GetReadonly())
 	}
 	if ok, err := isMountPoint(req.GetStagingTargetPath()); err != nil || !ok {
 		return errf(codes.FailedPrecondition, "volume %s not staged at %s", req.GetVolumeId(), req.GetStagingTargetPath())
@@ -112,10 +125,10 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return answer(d, Call{Method: "NodeUnpublishVolume", VolumeID: req.GetVolumeId(), Path: req.GetTargetPath()},
-		&csi.NodeUnpublishVolumeResponse{}, unpublishNode(req))
+		&csi.NodeUnpublishVolumeResponse{}, d.unpublishNode(req))
 }
 
-func unpublishNode(req *csi.NodeUnpublishVolumeRequest) error {
+func (d *Driver) unpublishNode(req *csi.NodeUnpublishVolumeRequest) error {
 	switch {
 	case req.GetVolumeId() == "":
 		return errf(codes.InvalidArgument, "volume ID missing")
@@ -126,6 +139,45 @@ func unpublishNode(req *csi.NodeUnpublishVolumeRequest) error {
 		return err
 	}
 	if err := os.Remove(req.GetTargetPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return errf(codes.Internal, "%v", err)
+	}
+	return d.unpublishEphemeral(req.GetVolumeId())
+}
+
+// ephemeralKey is the volume context key kubelet sets with podInfoOnMount:
+// "true" for a CSI ephemeral inline volume, which this driver serves only
+// when told so.
+const ephemeralKey = "csi.storage.k8s.io/ephemeral"
+
+// ephemeralMark marks volume id as an inline volume the driver made.
+func (d *Driver) ephemeralMark(id string) string {
+	return filepath.Join(d.cfg.metaDir(), id+".ephemeral")
+}
+
+// publishEphemeral makes an inline volume's directory (once) and
+// bind-mounts it on the target.
+func (d *Driver) publishEphemeral(req *csi.NodePublishVolumeRequest) error {
+	if req.GetVolumeCapability().GetBlock() != nil {
+		return errf(codes.InvalidArgument, "inline volumes are filesystems")
+	}
+	dir := VolumePath(d.cfg.StateDir, req.GetVolumeId())
+	for _, p := range []string{dir, req.GetTargetPath()} {
+		if err := os.MkdirAll(p, 0o750); err != nil {
+			return errf(codes.Internal, "%v", err)
+		}
+	}
+	if err := os.WriteFile(d.ephemeralMark(req.GetVolumeId()), nil, 0o644); err != nil {
+		return errf(codes.Internal, "%v", err)
+	}
+	return bindMount(dir, req.GetTargetPath(), req.GetReadonly())
+}
+
+// unpublishEphemeral deletes an inline volume once unpublished.
+func (d *Driver) unpublishEphemeral(id string) error {
+	if _, err := os.Stat(d.ephemeralMark(id)); err != nil {
+		return nil // not an inline volume
+	}
+	if err := errors.Join(os.RemoveAll(VolumePath(d.cfg.StateDir, id)), os.Remove(d.ephemeralMark(id))); err != nil {
 		return errf(codes.Internal, "%v", err)
 	}
 	return nil
@@ -141,6 +193,9 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 	}
 	if !d.volumeExists(req.GetVolumeId()) {
 		return nil, errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	}
+	if size, ok := blockSize(req.GetVolumePath()); ok {
+		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: size}}}, nil
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(req.GetVolumePath(), &st); err != nil {

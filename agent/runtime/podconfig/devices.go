@@ -1,6 +1,10 @@
 package podconfig
 
 import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -71,4 +75,36 @@ func applyDevices(cfg *runtimeapi.ContainerConfig, d ContainerDevices) {
 		}
 		cfg.Annotations = merged
 	}
+}
+
+// blockDevices are container c's volumeDevices as CRI devices, as kubelet
+// hands them: the host path is the pod's link to the block volume's device
+// (in hostPaths by volume name), permissions "mrw", or "r" when the pod's
+// claim is read-only.
+func blockDevices(pod *v1.Pod, c *v1.Container, hostPaths map[string]string) ([]*runtimeapi.Device, error) {
+	var out []*runtimeapi.Device
+	var errs []error
+	for _, d := range c.VolumeDevices {
+		host := hostPaths[d.Name]
+		if host == "" {
+			errs = append(errs, fmt.Errorf("cannot find volume %q to pass into container %q", d.Name, c.Name))
+			continue
+		}
+		perm := "mrw"
+		if readOnlyClaim(pod, d.Name) {
+			perm = "r"
+		}
+		out = append(out, &runtimeapi.Device{ContainerPath: d.DevicePath, HostPath: host, Permissions: perm})
+	}
+	return out, errors.Join(errs...)
+}
+
+// readOnlyClaim tells whether the pod mounts claim volume name read-only.
+func readOnlyClaim(pod *v1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name && v.PersistentVolumeClaim != nil {
+			return v.PersistentVolumeClaim.ReadOnly
+		}
+	}
+	return false
 }

@@ -2,6 +2,8 @@ package podconfig
 
 import (
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestContainerConfigDevices(t *testing.T) {
@@ -53,5 +55,27 @@ func TestContainerConfigNoDevices(t *testing.T) {
 	}
 	if len(cfg.Devices) != 0 || len(cfg.CDIDevices) != 0 {
 		t.Errorf("devices without a device plugin: %v %v", cfg.Devices, cfg.CDIDevices)
+	}
+}
+
+func TestBlockDevices(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{
+		{Name: "rw", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "a"}}},
+		{Name: "ro", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "b", ReadOnly: true}}},
+	}}}
+	c := &v1.Container{Name: "c", VolumeDevices: []v1.VolumeDevice{{Name: "rw", DevicePath: "/dev/xvda"}, {Name: "ro", DevicePath: "/dev/xvdb"}}}
+	got, err := blockDevices(pod, c, map[string]string{"rw": "/pods/u/volumeDevices/kubernetes.io~csi/pv-a", "ro": "/pods/u/volumeDevices/kubernetes.io~csi/pv-b"})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("blockDevices = %v, %v", got, err)
+	}
+	if d := got[0]; d.ContainerPath != "/dev/xvda" || d.HostPath != "/pods/u/volumeDevices/kubernetes.io~csi/pv-a" || d.Permissions != "mrw" {
+		t.Errorf("rw device %v", d)
+	}
+	if d := got[1]; d.ContainerPath != "/dev/xvdb" || d.Permissions != "r" {
+		t.Errorf("read-only device %v", d)
+	}
+	_, err = blockDevices(pod, c, map[string]string{"rw": "/x"})
+	if err == nil || err.Error() != `cannot find volume "ro" to pass into container "c"` {
+		t.Errorf("missing volume: %v", err)
 	}
 }

@@ -431,6 +431,7 @@ func sandboxResources(pod *v1.Pod, o CPUOptions, exclusiveCPUs bool) *runtimeapi
 //     namespaces; runAsNonRoot is enforced here against runAsUser or the
 //     image user (opts.ImageUID, opts.ImageUsername), with kubelet's
 //     messages;
+//   - the block volumes of volumeDevices (blockDevices);
 //   - what device plugins allocated (opts.Devices, ContainerDevices):
 //     devices, CDI devices, mounts first, envs before the container's own,
 //     annotations under kernelet's.
@@ -449,6 +450,8 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	env, err := ContainerEnv(pod, c, opts)
 	errs = append(errs, err)
 	mounts, err := containerMounts(pod, c, opts, envMap(env))
+	errs = append(errs, err)
+	devices, err := blockDevices(pod, c, opts.VolumeHostPaths)
 	errs = append(errs, err)
 	sc, err := containerSecurityContext(pod, c, opts)
 	errs = append(errs, err)
@@ -483,6 +486,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 			SecurityContext: sc,
 		},
 	}
+	cfg.Devices = devices
 	applyDevices(cfg, opts.Devices)
 	return cfg, nil
 }

@@ -25,12 +25,12 @@ func volumeKind(v v1.Volume) string {
 }
 
 // supportedVolume tells whether kernelet can set up v's kind of volume
-// (persistentVolumeClaim and generic ephemeral: the CSI ones,
+// (persistentVolumeClaim, generic ephemeral and csi: the CSI ones,
 // agent/volumemanager, which refuses the others when it mounts).
 func supportedVolume(v v1.Volume) bool {
 	s := v.VolumeSource
 	return s.EmptyDir != nil || s.HostPath != nil || s.ConfigMap != nil || s.Secret != nil ||
-		s.DownwardAPI != nil || s.Projected != nil || s.PersistentVolumeClaim != nil || s.Ephemeral != nil
+		s.DownwardAPI != nil || s.Projected != nil || s.PersistentVolumeClaim != nil || s.Ephemeral != nil || s.CSI != nil
 }
 
 // Sysctl prefixes that live in the network and ipc namespaces: set on a pod
@@ -142,11 +142,11 @@ func envFieldRef(path string) bool {
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
 //   - volumes other than emptyDir, hostPath, configMap, secret,
-//     persistentVolumeClaim, ephemeral, downwardAPI and projected (configMap, secret, downwardAPI,
+//     persistentVolumeClaim, ephemeral, csi, downwardAPI and projected (configMap, secret, downwardAPI,
 //     serviceAccountToken sources), emptyDir on huge pages or with a mode,
 //     files owned by a user (defaultUser, items[].user);
 //   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;
-//     recursiveReadOnly Enabled; bindMountOptions; volumeDevices;
+//     recursiveReadOnly Enabled; bindMountOptions;
 //     procMount Unmasked without hostUsers: false (the
 //     API server's rule, for static pods); lifecycle.stopSignal;
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
@@ -290,9 +290,6 @@ func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []Un
 		case h.GRPC != nil && h.GRPC.Mode != nil && *h.GRPC.Mode == v1.GRPCProbeModeTLS:
 			add(pr.path+".grpc.mode", "gRPC probes over TLS are not supported yet")
 		}
-	}
-	if len(c.VolumeDevices) > 0 {
-		add(".volumeDevices", "block volumes are not supported yet")
 	}
 	if hp := hugePages(c.Resources); len(hp) > 0 {
 		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))

@@ -99,7 +99,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.initContainers[0].restartPolicyRules[2].action",
 		"spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
-		"spec.containers[0].volumeDevices", "spec.containers[0].resources",
+		"spec.containers[0].resources",
 		"spec.containers[0].lifecycle.stopSignal",
 	}
 	if !slices.Equal(paths, want) {
