@@ -204,10 +204,19 @@ func TestInlineVolume(t *testing.T) {
 	if got := m.VolumesInUse(); len(got) != 0 {
 		t.Errorf("VolumesInUse = %v, want none for inline volumes", got)
 	}
+	// A restarted agent republishes the reconstructed volume at its first
+	// sync too.
+	m = New(Config{RootDir: e.root, NodeName: testNode, Client: m.cfg.Client, Drivers: e.drivers, Tokens: tokens, WaitTimeout: time.Minute})
+	if err := m.Reconstruct(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.SetUp(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.TearDown(ctx, types.UID("pod-i")); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(e.calls(), " "); got != "NodePublishVolume NodePublishVolume NodeUnpublishVolume" {
+	if got := strings.Join(e.calls(), " "); got != "NodePublishVolume NodePublishVolume NodePublishVolume NodeUnpublishVolume" {
 		t.Errorf("calls %q", got)
 	}
 	if _, err := os.Stat(filepath.Dir(target)); !errors.Is(err, os.ErrNotExist) {

@@ -55,8 +55,9 @@ type publishedVol struct {
 	mounted                bool
 	// block: mapped to the pod's device link; inline: a CSI ephemeral
 	// inline volume (never staged, not in volumesInUse); republish: its
-	// driver requiresRepublish.
-	block, inline, republish bool
+	// driver requiresRepublish, which reconstructed volumes (checked
+	// false) learn at their first sync.
+	block, inline, republish, checked bool
 }
 
 // New returns a Manager; call Reconstruct before the first SetUp.

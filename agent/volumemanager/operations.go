@@ -41,7 +41,7 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	pub := m.published[pod.UID][spec.PVName]
 	m.mu.Unlock()
 	paths := pathsOf(m.cfg.RootDir, m.cfg.PodsDir, pod.UID, spec)
-	if pub != nil && pub.mounted && !pub.republish {
+	if pub != nil && pub.mounted && !m.republishes(ctx, pub) {
 		return paths.podPath, volumeError{}
 	}
 
@@ -85,6 +85,26 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", publishOp(spec), spec.PVName, err)}
 	}
 	return paths.podPath, volumeError{}
+}
+
+// republishes tells whether a published volume is published again at
+// this sync: its CSIDriver requiresRepublish (read once for a volume
+// found at reconstruction).
+func (m *Manager) republishes(ctx context.Context, pub *publishedVol) bool {
+	m.mu.Lock()
+	checked, republish := pub.checked, pub.republish
+	m.mu.Unlock()
+	if checked {
+		return republish
+	}
+	cd, err := m.csiDriver(ctx, pub.driver)
+	if err != nil {
+		return false // read again at the next sync
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pub.checked, pub.republish = true, requiresRepublish(cd)
+	return pub.republish
 }
 
 // driverError is kubelet's error for a volume whose driver is not
@@ -289,7 +309,7 @@ func (m *Manager) publish(ctx context.Context, c *csi.Client, pod *v1.Pod, spec 
 	// Recorded before the call: a failed or uncertain publish is
 	// unpublished at teardown.
 	pub := &publishedVol{pvName: spec.PVName, driver: spec.Driver, handle: spec.Handle, target: paths.target,
-		block: spec.Block, inline: spec.Inline, republish: requiresRepublish(cd)}
+		block: spec.Block, inline: spec.Inline, republish: requiresRepublish(cd), checked: true}
 	m.published[pod.UID][spec.PVName] = pub
 	m.mu.Unlock()
 	_, err = c.Node().NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
