@@ -96,6 +96,10 @@ func startCSIDriver(t *testing.T, n *agentNode, name string, args ...string) *cs
 			_ = d.cmd.Process.Kill()
 			<-d.exited
 		}
+		// The loop devices of block volumes a failed test left staged.
+		if left, err := csidriver.DetachLoops(d.stateDir); len(left) > 0 || err != nil {
+			t.Errorf("cleanup: loop devices of staged block volumes detached: %v, %v", left, err)
+		}
 	})
 	waitFor(t, 30*time.Second, "the driver's registration socket", func() (bool, error) {
 		select {
@@ -156,7 +160,9 @@ func unmountAllUnder(t *testing.T, dir string) {
 // reads it; the agent is SIGKILLed with two PVC pods running and started
 // again without unmounting or calling anything; the driver's log shows
 // NodeStage → NodePublish → NodeUnpublish → NodeUnstage per pod and volume
-// in CSI order, and nothing is left mounted.
+// in CSI order, and nothing is left mounted; a generic ephemeral and a CSI
+// inline volume (with the pod's information and a token of the CSIDriver's
+// tokenRequests) come and go with their pod.
 func TestCSIPersistentVolume(t *testing.T) {
 	c := newClusterNode(t)
 	unmountAllUnder(t, c.root) // registered first: runs after the agent's cleanups
@@ -167,11 +173,16 @@ func TestCSIPersistentVolume(t *testing.T) {
 	d := startCSIDriver(t, c.agentNode, driverName)
 	o := apiObjects{t: t, admin: c.admin}
 
-	// The CSIDriver object: no attach, fsGroup applied to any volume.
-	no, file := false, storagev1.FileFSGroupPolicy
+	// The CSIDriver object: no attach, fsGroup applied to any volume,
+	// persistent and inline volumes, the pod's information and a token
+	// for audience aud on mount.
+	no, yes, file := false, true, storagev1.FileFSGroupPolicy
+	aud := prefix + "-aud"
 	csiDrivers := c.admin.StorageV1().CSIDrivers()
 	if _, err := csiDrivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driverName},
-		Spec: storagev1.CSIDriverSpec{AttachRequired: &no, FSGroupPolicy: &file}}, metav1.CreateOptions{}); err != nil {
+		Spec: storagev1.CSIDriverSpec{AttachRequired: &no, FSGroupPolicy: &file, PodInfoOnMount: &yes,
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral},
+			TokenRequests:        []storagev1.TokenRequest{{Audience: aud}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o.cleanup("csidriver", func(ctx context.Context) error { return csiDrivers.Delete(ctx, driverName, metav1.DeleteOptions{}) })
@@ -342,17 +353,22 @@ func TestCSIPersistentVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.cleanup("pv "+ephPV, func(ctx context.Context) error { return pvs.Delete(ctx, ephPV, metav1.DeleteOptions{}) })
+	// The same pod has a CSI inline volume: published (never staged) with
+	// the pod's information and its token, unpublished when it goes.
 	empty := ""
 	eph := apiTestPod("eph", 1)
-	eph.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo eph > /scratch/f && exec sleep 3600"}
-	eph.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	eph.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "echo eph > /scratch/f && echo inl > /inline/f && exec sleep 3600"}
+	eph.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}, {Name: "inline", MountPath: "/inline"}}
 	eph.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
 		VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: v1.PersistentVolumeClaimSpec{
 			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: &empty,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}}}
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}}},
+		{Name: "inline", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: driverName, VolumeAttributes: map[string]string{"size": "1Mi"}}}}}
 	eph = c.createPod(t, eph)
 	c.waitPhase(t, eph.Name, v1.PodRunning, 3*time.Minute)
-	waitExec(t, c.rs, eph, "cat /scratch/f", "eph", 30*time.Second)
+	waitExec(t, c.rs, eph, "cat /scratch/f /inline/f", "eph\ninl", 30*time.Second)
+	inlineHandle := volumemanager.InlineHandle(eph.UID, "inline")
+	checkInlinePublish(t, d, inlineHandle, eph, aud)
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, eph.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +376,41 @@ func TestCSIPersistentVolume(t *testing.T) {
 	if got := d.nodeCalls(t, handle3); strings.Join(got, " ") != strings.Join(stageThenGone, " ") {
 		t.Errorf("driver calls for the ephemeral volume: %v", got)
 	}
+	if got := d.nodeCalls(t, inlineHandle); strings.Join(got, " ") != "NodePublishVolume NodeUnpublishVolume" {
+		t.Errorf("driver calls for the inline volume: %v", got)
+	}
+	if _, err := os.Stat(csidriver.VolumePath(d.stateDir, inlineHandle)); !os.IsNotExist(err) {
+		t.Errorf("the inline volume is left in the driver: %v", err)
+	}
+}
+
+// checkInlinePublish checks the volume context of the inline volume's
+// NodePublishVolume: the pod's information and a service account token
+// for aud from the TokenRequest API.
+func checkInlinePublish(t *testing.T, d *csiDriverProc, handle string, pod *v1.Pod, aud string) {
+	t.Helper()
+	calls, err := csidriver.ReadCallLog(d.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range calls {
+		if c.Method != "NodePublishVolume" || c.VolumeID != handle || c.Code != "OK" {
+			continue
+		}
+		vc := c.Context
+		if vc["csi.storage.k8s.io/ephemeral"] != "true" || vc["csi.storage.k8s.io/pod.uid"] != string(pod.UID) || vc["size"] != "1Mi" {
+			t.Errorf("inline volume context %v", vc)
+		}
+		var toks map[string]struct {
+			Token   string      `json:"token"`
+			Expires metav1.Time `json:"expirationTimestamp"`
+		}
+		if err := json.Unmarshal([]byte(vc[volumemanager.TokensKey]), &toks); err != nil || strings.Count(toks[aud].Token, ".") != 2 || !toks[aud].Expires.After(time.Now()) {
+			t.Errorf("%s = %q (%v), want a JWT for %s", volumemanager.TokensKey, vc[volumemanager.TokensKey], err, aud)
+		}
+		return
+	}
+	t.Errorf("no NodePublishVolume of the inline volume %s", handle)
 }
 
 // statefulSet is a one-replica StatefulSet of the test image on c's node
@@ -385,28 +436,33 @@ func statefulSet(c *clusterNode, name, template string, gid int64, script string
 }
 
 // staticCSIVolume makes a driver volume and a PV of it bound to a new
-// claim in the test's namespace; it returns the PV's name.
-func staticCSIVolume(t *testing.T, c *clusterNode, d *csiDriverProc, name, handle string) string {
+// claim in the test's namespace (volumeMode Filesystem, or the mode
+// given); it returns the PV's name.
+func staticCSIVolume(t *testing.T, c *clusterNode, d *csiDriverProc, name, handle string, mode ...v1.PersistentVolumeMode) string {
 	t.Helper()
 	ctx := t.Context()
 	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle), 0o777); err != nil {
 		t.Fatal(err)
 	}
 	pvName := strings.ToLower(env.RunID()) + "-" + name
+	var volumeMode *v1.PersistentVolumeMode
+	if len(mode) > 0 {
+		volumeMode = &mode[0]
+	}
 	pvs, pvcs := c.admin.CoreV1().PersistentVolumes(), c.admin.CoreV1().PersistentVolumeClaims(c.ns)
 	o := apiObjects{t: t, admin: c.admin}
 	if _, err := pvs.Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: v1.PersistentVolumeSpec{
 		Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
 		AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
-		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
-		PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle}},
+		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, VolumeMode: volumeMode,
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle}},
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o.cleanup("pv "+pvName, func(ctx context.Context) error { return pvs.Delete(ctx, pvName, metav1.DeleteOptions{}) })
 	empty := ""
 	if _, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.PersistentVolumeClaimSpec{
-		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: pvName, StorageClassName: &empty,
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: pvName, StorageClassName: &empty, VolumeMode: volumeMode,
 		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -493,9 +549,11 @@ func standInAttacher(t *testing.T, c *clusterNode, d *csiDriverProc, delay time.
 
 // TestCSIAttachAndMissingDriver: with attachRequired, a pod waits for the
 // VolumeAttachment the attach/detach controller creates and a stand-in
-// attacher marks attached after a delay, and starts after it; a pod whose
-// PV names a driver that is not registered gets kubelet's FailedMount and
-// keeps waiting, other pods unaffected.
+// attacher marks attached after a delay, and starts after it; a block
+// PVC's device reaches its container and is cleaned up after it; a CSI
+// inline volume of a driver that lists Persistent only, and a PV naming a
+// driver that is not registered, get kubelet's FailedMount and their pods
+// keep waiting, other pods unaffected.
 func TestCSIAttachAndMissingDriver(t *testing.T) {
 	c := newClusterNode(t)
 	unmountAllUnder(t, c.root)
@@ -538,6 +596,49 @@ func TestCSIAttachAndMissingDriver(t *testing.T) {
 	}
 	t.Logf("attached at %v, container started at %v (%s)", at.Format(time.RFC3339Nano), started.Format(time.RFC3339), pvName)
 
+	// A block PVC (attached too): the container gets the volume's device
+	// at /dev/xvda through the pod's device link and writes it; deleted,
+	// the device is unmapped, unpublished and unstaged.
+	const blockHandle = "vol-block-1"
+	blockPV := staticCSIVolume(t, c, d, "raw", blockHandle, v1.PersistentVolumeBlock)
+	blk := apiTestPod("block", 1)
+	blk.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "test -b /dev/xvda && printf blk-data | dd of=/dev/xvda conv=fsync && exec sleep 3600"}
+	blk.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "raw", DevicePath: "/dev/xvda"}}
+	blk.Spec.Volumes = []v1.Volume{{Name: "raw", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "raw"}}}}
+	blk = c.createPod(t, blk)
+	c.waitPhase(t, blk.Name, v1.PodRunning, 2*time.Minute)
+	waitExec(t, c.rs, blk, "dd if=/dev/xvda bs=8 count=1 2>/dev/null", "blk-data", 30*time.Second)
+	img, err := os.ReadFile(filepath.Join(csidriver.VolumePath(d.stateDir, blockHandle), "block.img"))
+	if err != nil || !strings.HasPrefix(string(img), "blk-data") {
+		t.Errorf("the container's write is not in the volume's image: %v", err)
+	}
+	link := volumemanager.PodDevicePath(filepath.Join(c.root, "pods"), blk.UID, blockPV)
+	if fi, err := os.Stat(link); err != nil || fi.Mode()&os.ModeDevice == 0 {
+		t.Errorf("the pod's device link %s: %v, %v", link, fi, err)
+	}
+	grace := int64(1)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, blk.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, blk.Name, blk.UID, 2*time.Minute)
+	if got := d.nodeCalls(t, blockHandle); strings.Join(got, " ") != "NodeStageVolume NodePublishVolume NodeUnpublishVolume NodeUnstageVolume" {
+		t.Errorf("driver calls for the block volume: %v", got)
+	}
+	if left, err := csidriver.DetachLoops(d.stateDir); len(left) > 0 || err != nil {
+		t.Errorf("the block volume's loop device was left attached: %v, %v", left, err)
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the pod's device link is left: %v", err)
+	}
+
+	// A CSI inline volume of a driver whose CSIDriver lists Persistent
+	// only: kubelet's FailedMount, the pod waits.
+	inline := apiTestPod("inline", 1, "sleep")
+	inline.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	inline.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: d.name}}}}
+	inline = c.createPod(t, inline)
+	c.waitEventMessage(t, inline, "FailedMount", `MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: volume mode "Ephemeral" not supported by driver `+d.name+` (only supports ["Persistent"])`)
+
 	// A PV of a driver that is not registered: FailedMount, the pod waits,
 	// another pod runs meanwhile.
 	ghost := &csiDriverProc{name: prefix + ".ghost.csi.kernelet.test", stateDir: t.TempDir()}
@@ -566,7 +667,9 @@ func TestCSIAttachAndMissingDriver(t *testing.T) {
 	})
 	other := c.createPod(t, apiTestPod("other", 1, "sleep"))
 	c.waitPhase(t, other.Name, v1.PodRunning, time.Minute)
-	if p, err := c.getPod(t, waiting.Name); err != nil || p.Status.Phase != v1.PodPending {
-		t.Errorf("the pod without its driver: %v, %v", p.Status.Phase, err)
+	for _, name := range []string{waiting.Name, inline.Name} {
+		if p, err := c.getPod(t, name); err != nil || p.Status.Phase != v1.PodPending {
+			t.Errorf("pod %s: %v, %v", name, p.Status.Phase, err)
+		}
 	}
 }
