@@ -217,15 +217,19 @@ func addPodStorage(ps *statsapi.PodStats, st *PodStorage, at time.Time, nodeFs *
 	}
 }
 
-// addClaims appends the stats of the pod's PVC volumes, with their pvcRef.
+// addClaims appends the stats of the pod's CSI volumes, the PVC ones with
+// their pvcRef.
 func addClaims(ps *statsapi.PodStats, namespace string, claims []ClaimUsage) {
 	count := func(v int64) *uint64 {
 		n := uint64(max(v, 0))
 		return &n
 	}
 	for _, c := range claims {
-		ps.VolumeStats = append(ps.VolumeStats, statsapi.VolumeStats{Name: c.Name,
-			PVCRef: &statsapi.PVCReference{Name: c.Claim, Namespace: namespace},
+		var ref *statsapi.PVCReference
+		if c.Claim != "" {
+			ref = &statsapi.PVCReference{Name: c.Claim, Namespace: namespace}
+		}
+		ps.VolumeStats = append(ps.VolumeStats, statsapi.VolumeStats{Name: c.Name, PVCRef: ref,
 			FsStats: statsapi.FsStats{Time: metav1.NewTime(c.Time), CapacityBytes: count(c.CapacityBytes),
 				AvailableBytes: count(c.AvailableBytes), UsedBytes: count(c.UsedBytes),
 				Inodes: count(c.Inodes), InodesFree: count(c.InodesFree), InodesUsed: count(c.InodesUsed)}})

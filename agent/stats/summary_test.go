@@ -93,14 +93,17 @@ func TestSummaryStorage(t *testing.T) {
 
 	// A PVC volume, as its CSI driver reports it: after the local ones, with its pvcRef.
 	s.Pods[0].Claims = []ClaimUsage{{Name: "db", Claim: "db-claim", Time: s.Time, CapacityBytes: 1 << 30, AvailableBytes: 1<<30 - 5<<20,
-		UsedBytes: 5 << 20, Inodes: 1000, InodesFree: 990, InodesUsed: 10}}
+		UsedBytes: 5 << 20, Inodes: 1000, InodesFree: 990, InodesUsed: 10}, {Name: "inline", Time: s.Time, UsedBytes: 7}}
 	p = Summary(s, false).Pods[0]
-	if len(p.VolumeStats) != 3 {
+	if len(p.VolumeStats) != 4 {
 		t.Fatalf("volume stats = %+v", p.VolumeStats)
 	}
 	v := p.VolumeStats[2]
 	if v.Name != "db" || v.PVCRef == nil || v.PVCRef.Name != "db-claim" || v.PVCRef.Namespace != p.PodRef.Namespace ||
 		*v.UsedBytes != 5<<20 || *v.CapacityBytes != 1<<30 || *v.InodesUsed != 10 || *v.InodesFree != 990 {
 		t.Errorf("PVC volume stats = %+v (pvcRef %+v)", v, v.PVCRef)
+	}
+	if v := p.VolumeStats[3]; v.Name != "inline" || v.PVCRef != nil || *v.UsedBytes != 7 {
+		t.Errorf("CSI inline volume stats = %+v (pvcRef %+v)", v, v.PVCRef)
 	}
 }

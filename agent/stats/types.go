@@ -29,14 +29,16 @@ type Pod struct {
 	// manager last measured it (emptyDirs, writable layers, logs; nil when
 	// not measured): the Summary API's ephemeral storage and volumes.
 	Storage *PodStorage
-	// Claims are the pod's PVC volumes as their CSI drivers report them
-	// (agent/volumemanager): the Summary API's volume stats with a pvcRef.
+	// Claims are the pod's CSI volumes as their drivers report them
+	// (agent/volumemanager): the Summary API's volume stats, with a
+	// pvcRef for the PVC ones.
 	Claims []ClaimUsage
 }
 
-// ClaimUsage is a PVC volume's usage as its driver reports it.
+// ClaimUsage is a CSI volume's usage as its driver reports it.
 type ClaimUsage struct {
-	// Name is the pod's volume, Claim its PVC in the pod's namespace.
+	// Name is the pod's volume, Claim its PVC in the pod's namespace
+	// ("" for a CSI inline volume: no pvcRef, no kubelet_volume_stats_*).
 	Name, Claim                              string
 	Time                                     time.Time
 	CapacityBytes, AvailableBytes, UsedBytes int64

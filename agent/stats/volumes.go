@@ -58,7 +58,7 @@ func (vc *VolumeStatsCollector) collect(s *Sweep, ch chan<- prometheus.Metric) {
 		p := &s.Pods[i]
 		for _, u := range p.Claims {
 			k := claim{p.Namespace, u.Claim}
-			if seen[k] {
+			if seen[k] || u.Claim == "" { // CSI inline volumes: no PVC to name
 				continue
 			}
 			seen[k] = true

@@ -19,6 +19,7 @@ func TestVolumeStatsGauges(t *testing.T) {
 		{Pod: Pod{Namespace: "ns", Name: "a", Claims: []ClaimUsage{claim}}},
 		{Pod: Pod{Namespace: "ns", Name: "b", Claims: []ClaimUsage{claim}}}, // the same claim: one series
 		{Pod: Pod{Namespace: "ns", Name: "c"}},
+		{Pod: Pod{Namespace: "ns", Name: "d", Claims: []ClaimUsage{{Name: "inline", UsedBytes: 7}}}}, // a CSI inline volume: no series
 	}}
 	vc := NewVolumeStatsCollector(sweepOf{s})
 	want := `

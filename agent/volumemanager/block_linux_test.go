@@ -94,6 +94,10 @@ func TestBlockVolume(t *testing.T) {
 		t.Errorf("NodePublishVolume with the block access type: %d calls", blockCalls)
 	}
 
+	if u := m.Usage(ctx, blockPod("pod-1", "claim"), time.Minute); len(u) != 1 || u[0].Claim != "claim" || u[0].CapacityBytes != csidriver.BlockImageSize {
+		t.Errorf("Usage = %+v, want the device's size", u)
+	}
+
 	// A restarted agent finds the volume staged and published.
 	m = e.manager(time.Minute)
 	if err := m.Reconstruct(ctx); err != nil {
@@ -203,6 +207,9 @@ func TestInlineVolume(t *testing.T) {
 	}
 	if got := m.VolumesInUse(); len(got) != 0 {
 		t.Errorf("VolumesInUse = %v, want none for inline volumes", got)
+	}
+	if u := m.Usage(ctx, pod, time.Minute); len(u) != 1 || u[0].Name != "scratch" || u[0].Claim != "" || u[0].CapacityBytes <= 0 {
+		t.Errorf("Usage = %+v, want the inline volume's without a claim", u)
 	}
 	// A restarted agent republishes the reconstructed volume at its first
 	// sync too.

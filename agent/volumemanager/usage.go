@@ -12,10 +12,12 @@ import (
 	"github.com/kernelet/kernelet/agent/csi"
 )
 
-// VolumeUsage is a published PVC volume's usage as its driver's
-// NodeGetVolumeStats reports it (kubelet's PVC volume stats).
+// VolumeUsage is a published volume's usage as its driver's
+// NodeGetVolumeStats reports it (kubelet's volume stats; a block volume's
+// capacity only, as the driver reports it).
 type VolumeUsage struct {
-	// Name is the pod's volume, Claim its PVC (in the pod's namespace).
+	// Name is the pod's volume, Claim its PVC (in the pod's namespace;
+	// "" for a CSI inline volume).
 	Name, Claim string
 	Time        time.Time
 	// The byte and inode counts; a count the driver did not report is 0.
@@ -26,7 +28,7 @@ type VolumeUsage struct {
 // usageTimeout bounds one NodeGetVolumeStats.
 const usageTimeout = 5 * time.Second
 
-// Usage returns the usage of pod's published PVC volumes whose drivers
+// Usage returns the usage of pod's published CSI volumes whose drivers
 // report it (GET_VOLUME_STATS), each read again once older than maxAge
 // (volumeStatsAggPeriod; 0: never read). A volume whose driver fails is
 // left out.
@@ -35,7 +37,7 @@ func (m *Manager) Usage(ctx context.Context, pod *v1.Pod, maxAge time.Duration) 
 		return nil
 	}
 	var out []VolumeUsage
-	for _, v := range pvcVolumes(pod) {
+	for _, v := range csiVolumes(pod) {
 		m.mu.Lock()
 		spec, ok := m.resolved[pod.UID][v.Name]
 		var pub *publishedVol
@@ -56,7 +58,10 @@ func (m *Manager) Usage(ctx context.Context, pod *v1.Pod, maxAge time.Duration) 
 			klog.FromContext(ctx).V(2).Info("Volume stats not read", "pod", klog.KObj(pod), "volume", v.Name, "err", err)
 			continue
 		}
-		claim, _, _ := claimOf(pod, v)
+		claim := ""
+		if IsClaimVolume(v) {
+			claim, _, _ = claimOf(pod, v)
+		}
 		u.Name, u.Claim, u.Time = v.Name, claim, m.now()
 		m.mu.Lock()
 		m.usage[usageKey{pod.UID, v.Name}] = u
