@@ -186,6 +186,19 @@ func TestInlineVolume(t *testing.T) {
 	if _, err := m.SetUp(ctx, pod); err != nil { // the next sync republishes
 		t.Fatal(err)
 	}
+	// A failed republish leaves the volume published and is reported.
+	var warned []string
+	m.cfg.Warn = func(_ *v1.Pod, reason, msg string) { warned = append(warned, reason+": "+msg) }
+	e.drivers.mu.Lock()
+	d := e.drivers.m[testDriver]
+	delete(e.drivers.m, testDriver)
+	e.drivers.mu.Unlock()
+	if got, err := m.SetUp(ctx, pod); err != nil || got["scratch"] != target || len(warned) != 1 || !strings.HasPrefix(warned[0], "FailedMount: MountVolume.SetUp failed for volume \"scratch\"") {
+		t.Errorf("SetUp without the driver: %v, %v; warnings %q", got, err, warned)
+	}
+	e.drivers.mu.Lock()
+	e.drivers.m[testDriver] = d
+	e.drivers.mu.Unlock()
 	var publishes []map[string]string
 	for _, c := range e.driver.Calls() {
 		if c.Method == "NodePublishVolume" && c.Code == "OK" {

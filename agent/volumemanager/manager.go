@@ -151,7 +151,6 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 		var errs []error
 		for _, v := range vols {
 			errs = append(errs, fmt.Errorf("volume %q: %w", v.Name, ErrNoAPIServer))
-			// CSI inline volumes too: the CSIDriver object decides them.
 		}
 		return nil, errors.Join(errs...)
 	}

@@ -41,50 +41,69 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	pub := m.published[pod.UID][spec.PVName]
 	m.mu.Unlock()
 	paths := pathsOf(m.cfg.RootDir, m.cfg.PodsDir, pod.UID, spec)
-	if pub != nil && pub.mounted && !m.republishes(ctx, pub) {
+	republishing := pub != nil && pub.mounted
+	if republishing && !m.republishes(ctx, pub) {
 		return paths.podPath, volumeError{}
 	}
+	verr := m.mount(ctx, pod, spec, paths)
+	if verr.err != nil && republishing {
+		// As kubelet's remount: the pod keeps its volume, the failure is
+		// reported and the next sync tries again.
+		klog.FromContext(ctx).Error(verr.err, "Republishing a volume failed; it stays published", "pod", klog.KObj(pod), "volume", spec.Unique())
+		if m.cfg.Warn != nil {
+			m.cfg.Warn(pod, EventFailedMount, verr.err.Error())
+		}
+		return paths.podPath, volumeError{}
+	}
+	if verr.err != nil {
+		return "", verr
+	}
+	return paths.podPath, volumeError{}
+}
 
+// mount attaches (waits for the attachment), stages and publishes one
+// volume of pod at paths.
+func (m *Manager) mount(ctx context.Context, pod *v1.Pod, spec volumeSpec, paths volumePaths) volumeError {
 	l := m.volumeLock(spec.Unique())
 	l.Lock()
 	defer l.Unlock()
 	cd, err := m.csiDriver(ctx, spec.Driver)
 	if err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
+		return volumeError{err: fmt.Errorf("MountVolume.MountDevice failed for volume %q : %w", spec.PVName, err)}
 	}
 	var publishContext map[string]string
 	if !spec.Inline && attachRequired(cd) {
 		if publishContext, err = m.attachment(ctx, spec); err != nil {
-			return "", volumeError{err: err, unattached: true}
+			return volumeError{err: err, unattached: true}
 		}
 	}
 	driver, err := m.cfg.Drivers.Lookup(spec.Driver)
 	if err != nil {
-		return "", volumeError{err: driverError(spec, err)}
+		return volumeError{err: driverError(spec, err)}
 	}
 	c, err := m.cfg.Dial(driver.Endpoint)
 	if err != nil {
-		return "", volumeError{err: err}
+		return volumeError{err: err}
 	}
 	defer func() { _ = c.Close() }()
 	callCtx, cancel := context.WithTimeout(ctx, csi.Timeout)
 	defer cancel()
 	caps, err := c.NodeGetCapabilities(callCtx)
 	if err != nil {
-		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
+		return volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
 	}
 	if !caps.StageUnstage || spec.Inline {
 		paths.staging = ""
 	} else if err := m.stage(callCtx, c, spec, paths, publishContext); err != nil {
-		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
+		return volumeError{err: fmt.Errorf("%s failed for volume %q : %w", stageOp(spec), spec.PVName, err)}
 	}
 	if err := checkLifecycle(cd, spec.Driver, spec.Lifecycle()); err != nil {
-		return "", volumeError{err: fmt.Errorf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %w", spec.PVName, err)}
+		return volumeError{err: fmt.Errorf("MountVolume.SetUp failed for volume %q : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: %w", spec.PVName, err)}
 	}
 	if err := m.publish(callCtx, c, pod, spec, cd, caps, paths, publishContext); err != nil {
-		return "", volumeError{err: fmt.Errorf("%s failed for volume %q : %w", publishOp(spec), spec.PVName, err)}
+		return volumeError{err: fmt.Errorf("%s failed for volume %q : %w", publishOp(spec), spec.PVName, err)}
 	}
-	return paths.podPath, volumeError{}
+	return volumeError{}
 }
 
 // republishes tells whether a published volume is published again at
@@ -308,8 +327,10 @@ func (m *Manager) publish(ctx context.Context, c *csi.Client, pod *v1.Pod, spec 
 	}
 	// Recorded before the call: a failed or uncertain publish is
 	// unpublished at teardown.
+	prev := m.published[pod.UID][spec.PVName]
 	pub := &publishedVol{pvName: spec.PVName, driver: spec.Driver, handle: spec.Handle, target: paths.target,
-		block: spec.Block, inline: spec.Inline, republish: requiresRepublish(cd), checked: true}
+		block: spec.Block, inline: spec.Inline, republish: requiresRepublish(cd), checked: true,
+		mounted: prev != nil && prev.mounted} // a republish keeps a published volume published
 	m.published[pod.UID][spec.PVName] = pub
 	m.mu.Unlock()
 	_, err = c.Node().NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{

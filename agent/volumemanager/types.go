@@ -71,8 +71,9 @@ const (
 // PluginDir is the plugin directory name under <pods>/<uid>/volumes.
 const PluginDir = "kubernetes.io~csi"
 
-// ErrNoAPIServer is matched by the errors of PVC volumes in standalone mode.
-var ErrNoAPIServer = errors.New("PersistentVolumeClaim volumes need the API server (standalone mode)")
+// ErrNoAPIServer is matched by the errors of PVC and CSI inline volumes in
+// standalone mode (their PVs and CSIDriver objects are in the API).
+var ErrNoAPIServer = errors.New("PersistentVolumeClaim and CSI volumes need the API server (standalone mode)")
 
 // ErrUnsupported is matched by the errors of volumes this package refuses.
 var ErrUnsupported = errors.New("not supported by kernelet")
