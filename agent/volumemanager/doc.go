@@ -1,14 +1,15 @@
-// Package volumemanager mounts the pods' PersistentVolumeClaim and generic
-// ephemeral volumes (the claim <pod>-<volume>, which the pod must control)
-// backed by CSI drivers, beside agent/volume (the in-tree volumes), as
+// Package volumemanager mounts the pods' CSI volumes — PersistentVolumeClaim
+// and generic ephemeral volumes (the claim <pod>-<volume>, which the pod
+// must control) backed by CSI drivers, and CSI ephemeral inline volumes
+// (pod.spec.volumes[].csi) — beside agent/volume (the in-tree volumes), as
 // kubelet's volume manager does for CSI:
 //
-//   - desired state: the admitted pods' PVC volumes, handed in by SetUp on
+//   - desired state: the admitted pods' CSI volumes, handed in by SetUp on
 //     every sync; actual state: what is staged and published, kept in
-//     memory and reconstructed at start from the vol_data.json files and
-//     the mount table (Reconstruct), so an agent restart unmounts nothing
-//     under a running pod;
-//   - per volume: the PVC bound to its PV (kubelet's messages), the
+//     memory and reconstructed at start from the vol_data.json files, the
+//     pods' device links and the mount table (Reconstruct), so an agent
+//     restart unmounts nothing under a running pod;
+//   - per PVC volume: the PVC bound to its PV (kubelet's messages), the
 //     CSIDriver object's attachRequired (no object: attach required) and
 //     then the VolumeAttachment csi-<sha256(handle+driver+node)> attached
 //     by the attach/detach controller and an external attacher;
@@ -18,11 +19,29 @@
 //     <pods>/<uid>/volumes/kubernetes.io~csi/<pv>/mount, with vol_data.json
 //     written as kubelet writes it; readOnly, the access mode, fsType,
 //     mount options, volume attributes, stage/publish secrets, the pod
-//     information of podInfoOnMount, and fsGroup as the CSIDriver's
+//     information of podInfoOnMount, the service account tokens of
+//     tokenRequests (in the volume context, or the secrets with
+//     serviceAccountTokenInSecrets), and fsGroup as the CSIDriver's
 //     fsGroupPolicy says (applied by kernelet, or handed to a driver with
-//     VOLUME_MOUNT_GROUP);
-//   - TearDown: NodeUnpublishVolume, and NodeUnstageVolume once the last
-//     pod is gone; CleanupOrphans does it for pods nobody wants any more;
+//     VOLUME_MOUNT_GROUP); a driver with requiresRepublish gets
+//     NodePublishVolume again on every sync;
+//   - a PV with volumeMode Block (the pod's volumeDevices; kubelet's
+//     volumeMode mismatch messages): the block access type, staged at
+//     <root>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv> and
+//     published at …/volumeDevices/publish/<pv>/<uid> (a file the driver
+//     makes), then mapped as kubelet maps it: the pod's link
+//     <pods>/<uid>/volumeDevices/kubernetes.io~csi/<pv> to the publish
+//     path (what the container gets as a device) and a bind mount of the
+//     device at …/volumeDevices/<pv>/dev/<uid> while the pod uses it
+//     (kubelet also holds a loop device on it as a lock; kernelet does
+//     not);
+//   - a CSI inline volume: the CSIDriver must list the Ephemeral lifecycle
+//     mode (kubelet's "volume mode … not supported by driver …"); never
+//     attached nor staged; NodePublishVolume with the handle
+//     csi-<sha256(pod UID + volume name)>; not in volumesInUse;
+//   - TearDown: NodeUnpublishVolume (a block volume unmapped first), and
+//     NodeUnstageVolume once the last pod is gone; CleanupOrphans does it
+//     for pods nobody wants any more;
 //   - SetUp waits for the volumes as kubelet's WaitForAttachAndMount
 //     (2m3s) and then fails with kubelet's "Unable to attach or mount
 //     volumes: unmounted volumes=[…], unattached volumes=[…], failed to
@@ -31,11 +50,10 @@
 //     NodeGetVolumeStats (cached for volumeStatsAggPeriod) for the Summary
 //     API and kubelet_volume_stats_*.
 //
-// It refuses, with an error naming them, what it does not do yet: block
-// volumes (volumeMode: Block), non-CSI persistent volumes, CSIDriver
-// tokenRequests and requiresRepublish, CSI inline volumes (refused at
-// admission). Which paths, names and requests a
-// volume gets are pure functions (paths.go, spec.go); the API reads, CSI
-// calls and mounts sit beside them. It never mounts itself: the drivers
-// do.
+// It refuses, with an error naming them, what it does not do yet: non-CSI
+// persistent volumes and the PV pv.beta.kubernetes.io/gid annotation.
+// Which paths, names and requests a volume gets are pure functions
+// (paths.go, spec.go); the API reads, CSI calls and the block volumes'
+// links and bind mounts sit beside them. Filesystems are mounted by the
+// drivers only.
 package volumemanager
