@@ -44,18 +44,6 @@ func (s volumeSpec) Lifecycle() storagev1.VolumeLifecycleMode {
 	return storagev1.VolumeLifecyclePersistent
 }
 
-// pvcVolumes are the pod's PVC volumes: persistentVolumeClaim and
-// generic ephemeral ones.
-func pvcVolumes(pod *v1.Pod) []v1.Volume {
-	var out []v1.Volume
-	for _, v := range pod.Spec.Volumes {
-		if IsClaimVolume(v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // csiVolumes are the pod's volumes this package mounts: the PVC ones and
 // the CSI inline ones.
 func csiVolumes(pod *v1.Pod) []v1.Volume {
