@@ -71,7 +71,7 @@ func InlineHandle(uid types.UID, volume string) string {
 // secret is in the pod's namespace.
 func resolveInline(pod *v1.Pod, vol v1.Volume) (volumeSpec, error) {
 	src := vol.CSI
-	if usesDevice(pod, vol.Name) {
+	if _, device := volumeUse(pod, vol.Name); device {
 		return volumeSpec{}, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", vol.Name, v1.PersistentVolumeFilesystem)
 	}
 	s := volumeSpec{
@@ -182,43 +182,33 @@ func checkVolumeMode(pod *v1.Pod, name string, pv *v1.PersistentVolume) error {
 	if pv.Spec.VolumeMode != nil {
 		mode = *pv.Spec.VolumeMode
 	}
-	if usesMount(pod, name) && mode != v1.PersistentVolumeFilesystem {
+	mount, device := volumeUse(pod, name)
+	if mount && mode != v1.PersistentVolumeFilesystem {
 		return fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", name, mode)
 	}
-	if usesDevice(pod, name) && mode != v1.PersistentVolumeBlock {
+	if device && mode != v1.PersistentVolumeBlock {
 		return fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", name, mode)
 	}
 	return nil
 }
 
-// usesMount tells whether a container of pod has volume name in its
-// volumeMounts.
-func usesMount(pod *v1.Pod, name string) bool {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for _, c := range cs {
-			for _, m := range c.VolumeMounts {
-				if m.Name == name {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// usesDevice tells whether a container of pod has volume name in its
+// volumeUse tells whether a container of pod (init, regular or
+// ephemeral) has volume name in its volumeMounts, and in its
 // volumeDevices.
-func usesDevice(pod *v1.Pod, name string) bool {
+func volumeUse(pod *v1.Pod, name string) (mount, device bool) {
+	check := func(mounts []v1.VolumeMount, devices []v1.VolumeDevice) {
+		mount = mount || slices.ContainsFunc(mounts, func(m v1.VolumeMount) bool { return m.Name == name })
+		device = device || slices.ContainsFunc(devices, func(d v1.VolumeDevice) bool { return d.Name == name })
+	}
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
-			for _, d := range c.VolumeDevices {
-				if d.Name == name {
-					return true
-				}
-			}
+			check(c.VolumeMounts, c.VolumeDevices)
 		}
 	}
-	return false
+	for _, c := range pod.Spec.EphemeralContainers {
+		check(c.VolumeMounts, c.VolumeDevices)
+	}
+	return mount, device
 }
 
 // requiresRepublish is the CSIDriver's requiresRepublish: its volumes are
