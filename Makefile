@@ -29,7 +29,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pleg e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -146,7 +146,7 @@ test: deps build components containerd2 vm-node-image lint generate-check ## eve
 	KERNELET_TEST_RUNTIME=containerd2 $(GO) test -count=1 -v -timeout 20m -run '$(E2E_CONTAINERD2_RUN)' ./test/e2e/ 2>&1 | tee $(BIN)/e2e-containerd2.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	grep -q 'containerd (containerd2): started' $(BIN)/e2e-containerd2.log || { echo "the containerd 2 pass did not run against containerd 2"; rc=1; }; \
 	$(FAULTS_TEST) 2>&1 | tee $(BIN)/faults.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
-	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|EventedPLEG)$$' -benchtime=1x ./... || rc=1; \
+	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|EventedPLEG|Density)$$' -benchtime=1x ./... || rc=1; \
 	hack/fuzz.sh || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
@@ -228,6 +228,29 @@ bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods be
 	echo "== footprint run $$KERNELET_TEST_RUN"; \
 	rc=0; \
 	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
+
+# Not in `make test`: it needs the real kubelet (as bench-footprint) and runs
+# each agent through a 30-pod burst and 2 pods/s for 2 minutes: ~10 minutes.
+# Root. KERNELET_DENSITY_BURSTS=30,110 adds the heavy 110-pod burst,
+# KERNELET_DENSITY_STEADY=30s (0: none) shortens the steady phase,
+# KERNELET_DENSITY_RUNS=3 repeats the pair, KERNELET_DENSITY_AGENTS=kernelet
+# runs one agent, KERNELET_DENSITY_PROFILE=DIR saves pprof CPU and block
+# profiles of each burst (bench/density_test.go).
+bench-density: build ## pod start, readiness and deletion at density, API requests per pod: kernelet vs the real kubelet
+	@echo "== reap: leftovers of killed runs (testenv reap)"
+	@$(BIN)/testenv reap
+	@kubelet="$$KERNELET_KUBELET_BIN"; \
+	if [ -z "$$kubelet" ]; then \
+		echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"; \
+		out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
+		kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
+	fi; \
+	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
+	echo "== density run $$KERNELET_TEST_RUN"; \
+	rc=0; \
+	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout 90m -run '^$$' -bench '^BenchmarkDensity$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 

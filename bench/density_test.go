@@ -1,0 +1,543 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/images"
+)
+
+// Density (issue 29): pod start, readiness and deletion at density, the
+// real kubelet v1.37.2 and then `kernelet run`, each as a node of its own
+// against the same kube-apiserver and containerd with the same
+// KubeletConfiguration (nodeAgent, as BenchmarkFootprint). Per agent, in
+// order:
+//
+//   - burst N: N API pods created at once (30; $KERNELET_DENSITY_BURSTS,
+//     e.g. "30,110", adds the heavy 110), the first of them with an init
+//     container and an exec readiness probe, until all are Ready; then all
+//     deleted at once, until all are gone;
+//   - steady: 2 pods/s for 2 minutes ($KERNELET_DENSITY_STEADY, 0 skips
+//     it), each deleted densityLifetime after its creation (the node stays
+//     below maxPods: ~60 pods live), the last ones deleted at the end.
+//
+// Measured from outside, as a user sees it: create → Running and
+// create → Ready as observed by a watch of the node's pods (from just
+// before the create request), delete → gone (the watch's DELETED event,
+// from just before the delete request); the agent's own
+// kubelet_pod_start_sli_duration_seconds (its delta over the phase,
+// quantiles interpolated within the histogram's buckets as PromQL's
+// histogram_quantile); the agent's CPU time (user+system) per phase and
+// for the whole run, its peak RSS (VmHWM); the API server's requests
+// (apiserver_request_total deltas by verb, resource and subresource, over
+// the agent's whole run, less the benchmark's own requests, counted by its
+// client) per pod created, the PATCHes of pods/status among them. Ratios
+// are kernelet/kubelet of the same run.
+//
+// Pods use the host network (the pod network's cost is CNI's, alike for
+// both) and the testbox image, present in containerd (no pull).
+// $KERNELET_DENSITY_AGENTS=kernelet measures one agent alone,
+// $KERNELET_DENSITY_RUNS repeats the pair (each run's ratios are printed),
+// $KERNELET_DENSITY_PROFILE=DIR saves each agent's pprof CPU and block
+// profiles over each burst (enableContentionProfiling on: it costs CPU, so
+// a profiled run's CPU figures are not comparable with an unprofiled one).
+// Not in `make test`: `make bench-density` runs it.
+const (
+	densityBurst    = 30
+	densityRate     = 2 // pods per second in the steady phase
+	densitySteady   = 2 * time.Minute
+	densityLifetime = 30 * time.Second
+	densityTimeout  = 10 * time.Minute
+	// densityProfileSeconds is the length of each burst's profiles.
+	densityProfileSeconds = 20
+)
+
+// densityPod is one pod's life as the benchmark saw it.
+type densityPod struct {
+	name                    string
+	created, running, ready time.Time // create request sent; watch saw Running, Ready
+	deleted, gone           time.Time // delete request sent; watch saw DELETED
+	probed                  bool      // the pod with an init container and a probe
+}
+
+// densityPhase is one phase of one agent's run.
+type densityPhase struct {
+	name string
+	pods []*densityPod
+	cpu  time.Duration // the agent's CPU time over the phase
+	sli  histogram     // kubelet_pod_start_sli_duration_seconds delta
+	took time.Duration
+}
+
+// densityRun is one agent's whole run.
+type densityRun struct {
+	agent   string
+	phases  []*densityPhase
+	cpu     time.Duration // from the agent's start to its last phase's end
+	peakRSS int64         // VmHWM, bytes
+	api     map[apiKey]float64
+	pods    int // pods created
+}
+
+func BenchmarkDensity(b *testing.B) {
+	env.RequireRoot(b)
+	agents := densityAgents(b)
+	kubelet, version := realKubelet(), ""
+	if slices.Contains(agents, "kubelet") {
+		if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() {
+			b.Skipf("no kubelet at %s (set KERNELET_KUBELET_BIN, or KUBELET=1 hack/apiserver/build.sh; make bench-density does)", kubelet)
+		}
+		version = kubeletVersion(kubelet)
+	}
+	cd, srv, _, rs := benchCluster(b)
+	counter := &requestCounter{}
+	admin := counter.client(b, srv.AdminRESTConfig())
+	ns := benchNamespace(b.Context(), b, admin, "density")
+	bursts := densityBursts(b)
+	steady := envDurationZero(b, "KERNELET_DENSITY_STEADY", densitySteady)
+	runs := envInt(b, "KERNELET_DENSITY_RUNS", 1)
+	profile := os.Getenv("KERNELET_DENSITY_PROFILE")
+	var all [][]*densityRun
+	for i := range runs {
+		var pair []*densityRun
+		for _, name := range agents {
+			a := &nodeAgent{
+				name: name, ns: ns, admin: admin, rs: rs, endpoint: cd.Endpoint(), srv: srv,
+				node:       strings.ToLower(env.RunID()) + "-dn-" + name,
+				cgroupRoot: "/" + env.RunID() + "-dn-" + name,
+				tag:        fmt.Sprintf("%s%d", name[:4], i),
+				bin:        kubelet,
+			}
+			a.podPrefix = "dn-" + a.tag + "-"
+			if name == "kernelet" {
+				a.bin = kerneletBinary(b)
+			}
+			if profile != "" {
+				a.extraConfig = "enableContentionProfiling: true\n"
+			}
+			r := runDensity(b, a, counter, bursts, steady, profile)
+			b.Logf("density run %d, %s: %s", i+1, name, r.summary())
+			pair = append(pair, r)
+		}
+		all = append(all, pair)
+		b.Logf("density run %d of %d (kubelet %s, kernelet %s; %s):\n%s", i+1, runs, version, kerneletRevision(), densityMachine(), densityTable(pair))
+	}
+	if runs > 1 && len(agents) == 2 {
+		b.Logf("density: kernelet/kubelet ratios of each run:\n%s", densityVariance(all))
+	}
+}
+
+// densityAgents is $KERNELET_DENSITY_AGENTS, "kubelet,kernelet" by
+// default: the kubelet first.
+func densityAgents(b *testing.B) []string {
+	s := os.Getenv("KERNELET_DENSITY_AGENTS")
+	if s == "" {
+		return []string{"kubelet", "kernelet"}
+	}
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if (f != "kubelet" && f != "kernelet") || slices.Contains(out, f) {
+			b.Fatalf("KERNELET_DENSITY_AGENTS=%q: want kubelet, kernelet or both", s)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// densityBursts is $KERNELET_DENSITY_BURSTS (pod counts, 1 to 110) or
+// densityBurst alone.
+func densityBursts(b *testing.B) []int {
+	s := os.Getenv("KERNELET_DENSITY_BURSTS")
+	if s == "" {
+		return []int{densityBurst}
+	}
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 110 {
+			b.Fatalf("KERNELET_DENSITY_BURSTS=%q: want pod counts from 1 to 110, e.g. 30,110", s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// envDurationZero is envDuration that also takes "0" (skip).
+func envDurationZero(b *testing.B, name string, def time.Duration) time.Duration {
+	if os.Getenv(name) == "0" {
+		return 0
+	}
+	return envDuration(b, name, def)
+}
+
+// realKubelet is $KERNELET_KUBELET_BIN, else the kubelet that
+// hack/apiserver/build.sh builds (KUBELET=1) at the API server's version.
+func realKubelet() string {
+	if p := os.Getenv("KERNELET_KUBELET_BIN"); p != "" {
+		return p
+	}
+	return filepath.Join(env.CacheDir(), "kubernetes", evictionKubeletVersion, "kubelet")
+}
+
+// runDensity runs one agent through every phase and removes everything.
+func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, bursts []int, steady time.Duration, profile string) *densityRun {
+	b.Helper()
+	ctx := b.Context()
+	api0, err := scrapeRequests(ctx, a.admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	own0 := counter.snapshot()
+	a.prepare(b)
+	a.start(b)
+	a.waitNodeReady(b)
+	w := watchNodePods(b, a)
+	r := &densityRun{agent: a.name}
+	for _, n := range bursts {
+		r.phases = append(r.phases, a.burst(b, w, n, profile))
+	}
+	if steady > 0 {
+		r.phases = append(r.phases, a.steady(b, w, steady))
+	}
+	r.cpu = procCPU(a.cmd.Process.Pid)
+	if st, err := procStatus(a.cmd.Process.Pid); err == nil {
+		r.peakRSS = st["VmHWM"]
+	}
+	w.stop()
+	a.cleanup(b)
+	time.Sleep(time.Second) // the API server counts a watch when it ends: let the agent's end
+	api1, err := scrapeRequests(ctx, a.admin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.api = subtractRequests(api1, api0, counter.snapshot(), own0)
+	for _, ph := range r.phases {
+		r.pods += len(ph.pods)
+	}
+	return r
+}
+
+// densityPodSpec is a host-network testbox pod on the agent's node; the
+// probed one has an init container and an exec readiness probe (period 1
+// s).
+func (a *nodeAgent) densityPodSpec(name string, probed bool) *v1.Pod {
+	no := false
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.ns},
+		Spec: v1.PodSpec{
+			NodeName:                     a.node,
+			HostNetwork:                  true,
+			DNSPolicy:                    v1.DNSDefault,
+			AutomountServiceAccountToken: &no,
+			Tolerations:                  []v1.Toleration{{Operator: v1.TolerationOpExists}},
+			Containers: []v1.Container{{
+				Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent, Args: []string{"sleep"},
+			}},
+		},
+	}
+	if probed {
+		exit0 := []string{"/testbox", "exit", "--code", "0"}
+		pod.Spec.InitContainers = []v1.Container{{
+			Name: "init", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent, Command: exit0,
+		}}
+		pod.Spec.Containers[0].ReadinessProbe = &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: exit0}},
+			PeriodSeconds: 1,
+		}
+	}
+	return pod
+}
+
+// create sends the pod's create request (retrying while the namespace's
+// default ServiceAccount does not exist yet) and records when.
+func (a *nodeAgent) create(ctx context.Context, w *podWatch, p *densityPod) error {
+	w.add(p)
+	pod := a.densityPodSpec(p.name, p.probed)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		w.locked(func() { p.created = time.Now() })
+		_, err := a.admin.CoreV1().Pods(a.ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil {
+			return nil
+		}
+		if apierrors.IsAlreadyExists(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("create pod %s: %w", p.name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// remove sends the pod's delete request (the pod's own grace period) and
+// records when.
+func (a *nodeAgent) remove(ctx context.Context, w *podWatch, p *densityPod) error {
+	w.locked(func() { p.deleted = time.Now() })
+	if err := a.admin.CoreV1().Pods(a.ns).Delete(ctx, p.name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("delete pod %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// burst creates n pods at once, waits until all are Ready, deletes them
+// all at once and waits until all are gone.
+func (a *nodeAgent) burst(b *testing.B, w *podWatch, n int, profile string) *densityPhase {
+	b.Helper()
+	ctx := b.Context()
+	ph := &densityPhase{name: fmt.Sprintf("burst %d", n)}
+	for i := range n {
+		ph.pods = append(ph.pods, &densityPod{name: fmt.Sprintf("%sb%d-%03d", a.podPrefix, n, i), probed: i == 0})
+	}
+	sli0 := a.scrapeSLI(b)
+	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
+	stopProfiles := a.profile(b, profile, fmt.Sprintf("burst%d", n))
+	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
+	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
+	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
+	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
+	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
+	ph.sli = a.scrapeSLI(b).sub(sli0)
+	stopProfiles()
+	return ph
+}
+
+// all runs f for every pod at once and fails on the first error.
+func (a *nodeAgent) all(b *testing.B, pods []*densityPod, f func(*densityPod) error) {
+	b.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := make(chan struct{})
+	for _, p := range pods {
+		wg.Go(func() {
+			<-start
+			if err := f(p); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		b.Fatalf("%s: %v (and %d more)", a.name, errs[0], len(errs)-1)
+	}
+}
+
+// steady creates densityRate pods per second for d, deletes each
+// densityLifetime after its creation (the last ones at the end, once
+// Ready) and waits until all are gone.
+func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration) *densityPhase {
+	b.Helper()
+	ctx := b.Context()
+	ph := &densityPhase{name: fmt.Sprintf("steady %d/s for %v", densityRate, d)}
+	sli0 := a.scrapeSLI(b)
+	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	tick := time.NewTicker(time.Second / densityRate)
+	defer tick.Stop()
+	for i := 0; time.Since(start) < d; i++ {
+		p := &densityPod{name: fmt.Sprintf("%ss-%04d", a.podPrefix, i)}
+		ph.pods = append(ph.pods, p)
+		wg.Go(func() {
+			if err := a.create(ctx, w, p); err != nil {
+				fail(err)
+				return
+			}
+			select {
+			case <-time.After(densityLifetime):
+			case <-ctx.Done():
+				return
+			}
+			// Not before the pod was Ready: a pod deleted before it
+			// started measures nothing.
+			if !w.until(ctx, densityTimeout, func() bool { return !p.ready.IsZero() }) {
+				fail(fmt.Errorf("pod %s not Ready within %v", p.name, densityTimeout))
+				return
+			}
+			if err := a.remove(ctx, w, p); err != nil {
+				fail(err)
+			}
+		})
+		<-tick.C
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		b.Fatalf("%s: %v (and %d more)\n%s", a.name, errs[0], len(errs)-1, a.logTail())
+	}
+	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
+	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
+	ph.sli = a.scrapeSLI(b).sub(sli0)
+	return ph
+}
+
+// podWatch follows the node's pods from one watch (re-opened from the
+// last resourceVersion when the API server ends it) and records when each
+// pod was first Running, first Ready and gone.
+type podWatch struct {
+	mu     sync.Mutex
+	pods   map[string]*densityPod
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func watchNodePods(b *testing.B, a *nodeAgent) *podWatch {
+	b.Helper()
+	ctx, cancel := context.WithCancel(b.Context())
+	w := &podWatch{pods: map[string]*densityPod{}, cancel: cancel, done: make(chan struct{})}
+	opts := metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.node}
+	l, err := a.admin.CoreV1().Pods(a.ns).List(ctx, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.ResourceVersion = l.ResourceVersion
+	go w.run(ctx, a.admin, a.ns, opts)
+	b.Cleanup(w.stop)
+	return w
+}
+
+func (w *podWatch) run(ctx context.Context, admin kubernetes.Interface, ns string, opts metav1.ListOptions) {
+	defer close(w.done)
+	for ctx.Err() == nil {
+		wi, err := admin.CoreV1().Pods(ns).Watch(ctx, opts)
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		for ev := range wi.ResultChan() {
+			if ev.Type == watch.Error {
+				w.fail(apierrors.FromObject(ev.Object))
+				wi.Stop()
+				return
+			}
+			pod, ok := ev.Object.(*v1.Pod)
+			if !ok {
+				continue
+			}
+			opts.ResourceVersion = pod.ResourceVersion
+			w.observe(ev.Type, pod, time.Now())
+		}
+		wi.Stop()
+	}
+}
+
+func (w *podWatch) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = fmt.Errorf("pod watch: %w", err)
+	}
+}
+
+func (w *podWatch) observe(t watch.EventType, pod *v1.Pod, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods[pod.Name]
+	if p == nil {
+		return
+	}
+	if t == watch.Deleted {
+		p.gone = now
+		return
+	}
+	if p.running.IsZero() && pod.Status.Phase == v1.PodRunning {
+		p.running = now
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue && p.ready.IsZero() {
+			p.ready = now
+		}
+	}
+}
+
+func (w *podWatch) add(p *densityPod) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pods[p.name] = p
+}
+
+// locked runs f (which reads or sets the times of pods) under the
+// watch's lock.
+func (w *podWatch) locked(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
+}
+
+// until polls cond (run under the watch's lock) every 50 ms until it
+// holds (true), or timeout or ctx (false).
+func (w *podWatch) until(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok := false
+		w.locked(func() { ok = cond() })
+		if ok {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitFor waits until done holds for every pod.
+func (w *podWatch) waitFor(b *testing.B, a *nodeAgent, pods []*densityPod, what string, done func(*densityPod) bool) {
+	b.Helper()
+	left := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		n := 0
+		for _, p := range pods {
+			if !done(p) {
+				n++
+			}
+		}
+		return n
+	}
+	a.wait(b, densityTimeout, fmt.Sprintf("%d pods %s", len(pods), what), func() (bool, error) {
+		w.mu.Lock()
+		err := w.err
+		w.mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := left()
+		return n == 0, fmt.Errorf("%d of %d pods not %s", n, len(pods), what)
+	})
+}
+
+func (w *podWatch) stop() {
+	w.cancel()
+	<-w.done
+}
