@@ -415,7 +415,14 @@ func (p *pods) dispatchUpdates(ctx context.Context) {
 				p.workers.Update(ctx, podworkers.Update{Type: podworkers.SyncPod, Pod: pod})
 			}
 		}
-		if p.status != nil {
+		switch {
+		case p.status == nil:
+		case u.Source == sources.SourceAPI:
+			// The static pods are unchanged: no copy of every source's
+			// pods per API update (O(n) each). The writer still looks
+			// again (an API pod's readiness gates may have changed).
+			p.status.Wake()
+		default:
 			p.status.SetStaticPods(staticPods(p.sources.Pods()))
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
@@ -20,8 +22,11 @@ func NodePodsSelector(node string) string {
 
 // APISource is the pods the API server binds to this node, from a pod
 // informer that selects them (NodePodsSelector). Mirror pods are left out.
-// It sends its first set once the informer has synced, then a new set
-// whenever the informer's store changes.
+// It sends its first set (OpSet) once the informer has synced, then only
+// the pods the informer's events named since its last send: an OpAdd
+// (add or replace) of those still in the store and an OpRemove of those
+// gone, so that one event costs one pod's copy, not the whole store's
+// (events that come while a send waits coalesce into the next).
 type APISource struct {
 	informer cache.SharedIndexInformer
 }
@@ -39,19 +44,46 @@ func (s *APISource) Name() string { return SourceAPI }
 // informer retries and logs its errors.
 func (s *APISource) Problems() []Problem { return nil }
 
+// changedKeys are the store keys (namespace/name) the informer's events
+// named since they were last taken.
+type changedKeys struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+	wake chan struct{}
+}
+
+func (c *changedKeys) note(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return // not an object with metadata: nothing to name
+	}
+	c.mu.Lock()
+	c.keys[key] = struct{}{}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *changedKeys) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.keys))
+	for k := range c.keys {
+		out = append(out, k)
+	}
+	clear(c.keys)
+	return out
+}
+
 // Run implements Source.
 func (s *APISource) Run(ctx context.Context, out chan<- Update) error {
-	wake := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
+	changed := &changedKeys{keys: map[string]struct{}{}, wake: make(chan struct{}, 1)}
 	reg, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
+		AddFunc:    changed.note,
+		UpdateFunc: func(_, obj any) { changed.note(obj) },
+		DeleteFunc: changed.note,
 	})
 	if err != nil {
 		return fmt.Errorf("pod informer: %w", err)
@@ -60,23 +92,61 @@ func (s *APISource) Run(ctx context.Context, out chan<- Update) error {
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return nil // ctx ended first
 	}
-	notify()
+	// The first set is the whole store; what changes from here on is sent
+	// again (events already in the set are sent twice: harmless).
+	changed.take()
+	if !send(ctx, out, SourceAPI, s.pods()) {
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
+		case <-changed.wake:
 		}
-		select {
-		case out <- Update{Op: OpSet, Source: SourceAPI, Pods: s.pods()}:
-		case <-ctx.Done():
-			return nil
+		for _, u := range s.changes(changed.take()) {
+			if !deliver(ctx, out, u) {
+				return nil
+			}
 		}
 	}
 }
 
-// pods are the informer's pods but mirror pods, each a copy with
-// kubernetes.io/config.source=api as kubelet annotates them.
+// deliver sends u, or gives up when ctx is done.
+func deliver(ctx context.Context, out chan<- Update, u Update) bool {
+	select {
+	case out <- u:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// changes are the updates for the store keys named: OpRemove of those
+// gone from the store (or mirror pods), then OpAdd of the others.
+func (s *APISource) changes(keys []string) []Update {
+	var gone, here []*v1.Pod
+	for _, key := range keys {
+		obj, exists, err := s.informer.GetStore().GetByKey(key)
+		pod, ok := obj.(*v1.Pod)
+		if err != nil || !exists || !ok || podutil.IsMirror(pod) {
+			ns, name, _ := cache.SplitMetaNamespaceKey(key)
+			gone = append(gone, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			continue
+		}
+		here = append(here, apiPod(pod))
+	}
+	var ups []Update
+	if len(gone) > 0 {
+		ups = append(ups, Update{Op: OpRemove, Source: SourceAPI, Pods: gone})
+	}
+	if len(here) > 0 {
+		ups = append(ups, Update{Op: OpAdd, Source: SourceAPI, Pods: here})
+	}
+	return ups
+}
+
+// pods are the informer's pods but mirror pods (apiPod of each).
 func (s *APISource) pods() []*v1.Pod {
 	objs := s.informer.GetStore().List()
 	out := make([]*v1.Pod, 0, len(objs))
@@ -85,13 +155,19 @@ func (s *APISource) pods() []*v1.Pod {
 		if !ok || podutil.IsMirror(pod) {
 			continue
 		}
-		c := pod.DeepCopy()
-		c.Annotations = maps.Clone(c.Annotations)
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[podutil.AnnotationConfigSource] = SourceAPI
-		out = append(out, c)
+		out = append(out, apiPod(pod))
 	}
 	return out
+}
+
+// apiPod is a copy of the informer's pod with
+// kubernetes.io/config.source=api as kubelet annotates them.
+func apiPod(pod *v1.Pod) *v1.Pod {
+	c := pod.DeepCopy()
+	c.Annotations = maps.Clone(c.Annotations)
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[podutil.AnnotationConfigSource] = SourceAPI
+	return c
 }

@@ -38,8 +38,13 @@ type Merger struct {
 type sourceState struct {
 	want    map[string]*v1.Pod // by full name, as the source last said
 	emitted map[string]*v1.Pod // as last emitted
-	gotSet  bool               // a full set arrived
-	seen    bool               // the first set is delivered
+	// changed are the full names of the pods of incremental updates since
+	// the last diff, which compares only those unless a full set came
+	// (all): a source that sends one pod's change costs one pod's diff.
+	changed map[string]struct{}
+	all     bool
+	gotSet  bool // a full set arrived
+	seen    bool // the first set is delivered
 	pending bool
 }
 
@@ -54,7 +59,7 @@ func NewMerger(sources ...string) *Merger {
 	}
 	for _, s := range sources {
 		m.inputs[s] = make(chan Update)
-		m.state[s] = &sourceState{want: map[string]*v1.Pod{}, emitted: map[string]*v1.Pod{}}
+		m.state[s] = &sourceState{want: map[string]*v1.Pod{}, emitted: map[string]*v1.Pod{}, changed: map[string]struct{}{}}
 	}
 	return m
 }
@@ -163,7 +168,8 @@ func (m *Merger) accept(ctx context.Context, src string, u Update) {
 	switch u.Op {
 	case OpSet:
 		st.want = map[string]*v1.Pod{}
-		st.gotSet = true
+		st.gotSet, st.all = true, true
+		clear(st.changed)
 		for _, p := range u.Pods {
 			fn := FullName(p)
 			if _, dup := st.want[fn]; dup {
@@ -174,11 +180,15 @@ func (m *Merger) accept(ctx context.Context, src string, u Update) {
 		}
 	case OpRemove:
 		for _, p := range u.Pods {
-			delete(st.want, FullName(p))
+			fn := FullName(p)
+			delete(st.want, fn)
+			st.changed[fn] = struct{}{}
 		}
 	default:
 		for _, p := range u.Pods {
-			st.want[FullName(p)] = p
+			fn := FullName(p)
+			st.want[fn] = p
+			st.changed[fn] = struct{}{}
 		}
 	}
 	if !st.pending {
@@ -214,7 +224,13 @@ func (m *Merger) next() (_ []Update, firstSet string) {
 	st := m.state[src]
 	st.pending = false
 	var ups []Update
-	ups, st.emitted = Diff(src, st.emitted, st.want)
+	if st.all {
+		ups, st.emitted = Diff(src, st.emitted, st.want)
+	} else {
+		ups = diffInto(src, st.emitted, st.want, slices.Collect(maps.Keys(st.changed)))
+	}
+	st.all = false
+	clear(st.changed)
 	if st.gotSet && !st.seen {
 		firstSet = src
 	}
@@ -228,39 +244,51 @@ func (m *Merger) next() (_ []Update, firstSet string) {
 // new status only. The pods of the updates are copies.
 func Diff(source string, had, want map[string]*v1.Pod) ([]Update, map[string]*v1.Pod) {
 	next := make(map[string]*v1.Pod, len(want))
-	var removes, adds, updates, deletes, reconciles []*v1.Pod
-	for fn, o := range had {
-		if _, ok := want[fn]; !ok {
-			removes = append(removes, o)
+	maps.Copy(next, had)
+	names := slices.Collect(maps.Keys(had))
+	for fn := range want {
+		if _, ok := had[fn]; !ok {
+			names = append(names, fn)
 		}
 	}
-	for fn, n := range want {
-		o, ok := had[fn]
+	return diffInto(source, next, want, names), next
+}
+
+// diffInto is Diff of the pods named only: it changes had (the source's
+// pods as emitted) into the pods after the updates it returns.
+func diffInto(source string, had, want map[string]*v1.Pod, names []string) []Update {
+	var removes, adds, updates, deletes, reconciles []*v1.Pod
+	for _, fn := range names {
+		o, was := had[fn]
+		n, ok := want[fn]
 		switch {
 		case !ok:
+			if was {
+				removes = append(removes, o)
+				delete(had, fn)
+			}
+		case !was:
 			adds = append(adds, n)
-			next[fn] = n
+			had[fn] = n
 		case o.UID != n.UID:
 			// Another pod under the same name (an edited static manifest,
 			// a deleted and re-created API pod): the old one goes, the new
 			// one comes — pods are identified by UID, as in kubelet.
 			removes = append(removes, o)
 			adds = append(adds, n)
-			next[fn] = n
+			had[fn] = n
 		case podsDiffer(o, n):
 			if n.DeletionTimestamp != nil {
 				deletes = append(deletes, n)
 			} else {
 				updates = append(updates, n)
 			}
-			next[fn] = n
+			had[fn] = n
 		case !equality.Semantic.DeepEqual(o.Status, n.Status):
 			c := o.DeepCopy()
 			n.Status.DeepCopyInto(&c.Status)
 			reconciles = append(reconciles, c)
-			next[fn] = c
-		default:
-			next[fn] = o
+			had[fn] = c
 		}
 	}
 	var ups []Update
@@ -272,7 +300,7 @@ func Diff(source string, had, want map[string]*v1.Pod) ([]Update, map[string]*v1
 			ups = append(ups, Update{Op: u.op, Source: source, Pods: copySorted(u.pods)})
 		}
 	}
-	return ups, next
+	return ups
 }
 
 // podsDiffer reports a change the pod's worker must act on: UID, spec,

@@ -328,3 +328,45 @@ func TestMergerClosedInput(t *testing.T) {
 		t.Error("a source that closed its input without a set is not seen")
 	}
 }
+
+// TestDiffIntoNamedOnly: an incremental diff compares the named pods only
+// and changes the emitted pods in place.
+func TestDiffIntoNamedOnly(t *testing.T) {
+	t.Parallel()
+	had := byName(pods("a+status=Pending", "c"))
+	want := byName(pods("a+status=Running", "b"))
+	ups := diffInto(SourceAPI, had, want, []string{"b_default", "c_default", "gone_default"})
+	if got := describe(ups); got != "REMOVE:c ADD:b" {
+		t.Errorf("updates %q, want REMOVE:c ADD:b (a not named: not compared)", got)
+	}
+	if len(had) != 2 || had["a_default"].Status.Phase != v1.PodPending || had["b_default"] == nil {
+		t.Errorf("emitted after the diff: %v", had)
+	}
+}
+
+// TestMergerIncrementalInput: incremental input ops give the same changes
+// as full sets would, and a full set after them is diffed whole.
+func TestMergerIncrementalInput(t *testing.T) {
+	m, _ := runMerger(t, SourceAPI)
+	in := m.Input(SourceAPI)
+	in <- Update{Op: OpSet, Pods: pods("a", "b", "c")}
+	collect(t, m.Updates(), "api/ADD:a,b,c")
+	in <- Update{Op: OpAdd, Pods: pods("b+status=Running")}
+	collect(t, m.Updates(), "api/RECONCILE:b")
+	in <- Update{Op: OpAdd, Pods: pods("b+status=Running")}
+	in <- Update{Op: OpAdd, Pods: pods("c:2")}
+	collect(t, m.Updates(), "api/REMOVE:c", "api/ADD:c")
+	in <- Update{Op: OpAdd, Pods: pods("a+deleting")}
+	collect(t, m.Updates(), "api/DELETE:a")
+	in <- Update{Op: OpRemove, Pods: pods("a", "never")}
+	collect(t, m.Updates(), "api/REMOVE:a")
+	in <- Update{Op: OpSet, Pods: pods("d")}
+	collect(t, m.Updates(), "api/REMOVE:b,c", "api/ADD:d")
+	var names []string
+	for _, p := range m.Pods() {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "d" {
+		t.Errorf("merged pods %s, want d", got)
+	}
+}

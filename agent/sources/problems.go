@@ -216,10 +216,5 @@ func contentDigest(p *v1.Pod) string {
 
 // send delivers a set, or gives up when ctx is done.
 func send(ctx context.Context, out chan<- Update, source string, pods []*v1.Pod) bool {
-	select {
-	case out <- Update{Op: OpSet, Source: source, Pods: pods}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return deliver(ctx, out, Update{Op: OpSet, Source: source, Pods: pods})
 }
