@@ -54,7 +54,8 @@ import (
 // $KERNELET_DENSITY_AGENTS=kernelet measures one agent alone,
 // $KERNELET_DENSITY_RUNS repeats the pair (each run's ratios are printed),
 // $KERNELET_DENSITY_PROFILE=DIR saves each agent's pprof CPU and block
-// profiles over each burst (enableContentionProfiling on: it costs CPU, so
+// profiles over the first densityProfileSeconds of each burst and of the
+// steady phase (enableContentionProfiling on: it costs CPU, so
 // a profiled run's CPU figures are not comparable with an unprofiled one).
 // Not in `make test`: `make bench-density` runs it.
 const (
@@ -108,6 +109,7 @@ func BenchmarkDensity(b *testing.B) {
 	counter := &requestCounter{}
 	admin := counter.client(b, srv.AdminRESTConfig())
 	ns := benchNamespace(b.Context(), b, admin, "density")
+	waitNamespaceSettled(b, admin, ns)
 	bursts := densityBursts(b)
 	steady := envDurationZero(b, "KERNELET_DENSITY_STEADY", densitySteady)
 	runs := envInt(b, "KERNELET_DENSITY_RUNS", 1)
@@ -186,6 +188,24 @@ func envDurationZero(b *testing.B, name string, def time.Duration) time.Duration
 	return envDuration(b, name, def)
 }
 
+// waitNamespaceSettled waits until the controllers have made the
+// namespace's default ServiceAccount and kube-root-ca.crt ConfigMap, so
+// that their requests are not counted in the first agent's window.
+func waitNamespaceSettled(b *testing.B, admin kubernetes.Interface, ns string) {
+	b.Helper()
+	ctx := b.Context()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		_, errSA := admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		_, errCM := admin.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if errSA == nil && errCM == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("namespace %s: no default ServiceAccount or kube-root-ca.crt after 1m: %v, %v", ns, errSA, errCM)
+		}
+	}
+}
+
 // realKubelet is $KERNELET_KUBELET_BIN, else the kubelet that
 // hack/apiserver/build.sh builds (KUBELET=1) at the API server's version.
 func realKubelet() string {
@@ -213,7 +233,7 @@ func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, bursts []in
 		r.phases = append(r.phases, a.burst(b, w, n, profile))
 	}
 	if steady > 0 {
-		r.phases = append(r.phases, a.steady(b, w, steady))
+		r.phases = append(r.phases, a.steady(b, w, steady, profile))
 	}
 	r.cpu = procCPU(a.cmd.Process.Pid)
 	if st, err := procStatus(a.cmd.Process.Pid); err == nil {
@@ -343,12 +363,13 @@ func (a *nodeAgent) all(b *testing.B, pods []*densityPod, f func(*densityPod) er
 // steady creates densityRate pods per second for d, deletes each
 // densityLifetime after its creation (the last ones at the end, once
 // Ready) and waits until all are gone.
-func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration) *densityPhase {
+func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile string) *densityPhase {
 	b.Helper()
 	ctx := b.Context()
 	ph := &densityPhase{name: fmt.Sprintf("steady %d/s for %v", densityRate, d)}
 	sli0 := a.scrapeSLI(b)
 	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
+	defer a.profile(b, profile, "steady")()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

@@ -4,7 +4,7 @@
 // real; `make test` runs each once (-benchtime=1x) as a smoke test, except
 // the long ones that need root, real components or the real kubelet
 // (Footprint, ObjectStrategies, Probes, CadvisorScrapeKubelet, Eviction,
-// EventedPLEG), which have make targets of their own (bench-footprint,
-// bench-objects, bench-probes, bench-scrape-kubelet, bench-eviction,
-// bench-pleg).
+// EventedPLEG, Density), which have make targets of their own
+// (bench-footprint, bench-objects, bench-probes, bench-scrape-kubelet,
+// bench-eviction, bench-pleg, bench-density).
 package bench
