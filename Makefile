@@ -210,12 +210,11 @@ soak: deps build components ## 110 pods in waves for SOAK (default 10m) per vari
 bench: build ## run the benchmarks for real (ratios against same-run baselines)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 
-# Not in `make test`: it needs a real kubelet: $KERNELET_KUBELET_BIN, else the one
-# hack/apiserver/build.sh builds or finds at the API server's version (KUBELET=1, cached,
-# as bench-eviction). Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
-# KERNELET_FOOTPRINT_SETTLE=30s are the defaults; KERNELET_FOOTPRINT_AGENTS=kernelet measures
-# kernelet alone, KERNELET_FOOTPRINT_DUMP=DIR saves smaps, heap profile and /metrics per level).
-bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's
+# bench_with_kubelet (name, benchmark, timeout) runs one benchmark of ./bench
+# against a real kubelet: KERNELET_KUBELET_BIN, else the one hack/apiserver/build.sh
+# builds or finds at the API server's version (KUBELET=1, cached); a reap before
+# and a leak check around it.
+define bench_with_kubelet
 	@echo "== reap: leftovers of killed runs (testenv reap)"
 	@$(BIN)/testenv reap
 	@kubelet="$$KERNELET_KUBELET_BIN"; \
@@ -225,11 +224,20 @@ bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods be
 		kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
 	fi; \
 	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
-	echo "== footprint run $$KERNELET_TEST_RUN"; \
+	echo "== $(1) run $$KERNELET_TEST_RUN"; \
 	rc=0; \
-	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime=1x ./bench/ || rc=1; \
+	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout $(3) -run '^$$' -bench '^$(2)$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
+endef
+
+# Not in `make test`: it needs a real kubelet: $KERNELET_KUBELET_BIN, else the one
+# hack/apiserver/build.sh builds or finds at the API server's version (KUBELET=1, cached,
+# as bench-eviction). Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
+# KERNELET_FOOTPRINT_SETTLE=30s are the defaults; KERNELET_FOOTPRINT_AGENTS=kernelet measures
+# kernelet alone, KERNELET_FOOTPRINT_DUMP=DIR saves smaps, heap profile and /metrics per level).
+bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's
+	$(call bench_with_kubelet,footprint,BenchmarkFootprint,60m)
 
 # Not in `make test`: it needs the real kubelet (as bench-footprint) and runs
 # each agent through a 30-pod burst and 2 pods/s for 2 minutes: ~10 minutes.
@@ -239,20 +247,7 @@ bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods be
 # runs one agent, KERNELET_DENSITY_PROFILE=DIR saves pprof CPU and block
 # profiles of each burst (bench/density_test.go).
 bench-density: build ## pod start, readiness and deletion at density, API requests per pod: kernelet vs the real kubelet
-	@echo "== reap: leftovers of killed runs (testenv reap)"
-	@$(BIN)/testenv reap
-	@kubelet="$$KERNELET_KUBELET_BIN"; \
-	if [ -z "$$kubelet" ]; then \
-		echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"; \
-		out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
-		kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
-	fi; \
-	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
-	echo "== density run $$KERNELET_TEST_RUN"; \
-	rc=0; \
-	KERNELET_KUBELET_BIN=$$kubelet $(GO) test -count=1 -v -timeout 90m -run '^$$' -bench '^BenchmarkDensity$$' -benchtime=1x ./bench/ || rc=1; \
-	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
-	exit $$rc
+	$(call bench_with_kubelet,density,BenchmarkDensity,90m)
 
 # Not in `make test`: it needs the conformance kit's kubelet (as bench-footprint)
 # and runs 110 API pods under each agent in turn (~3 min). Root.

@@ -97,7 +97,7 @@ type densityRun struct {
 
 func BenchmarkDensity(b *testing.B) {
 	env.RequireRoot(b)
-	agents := densityAgents(b)
+	agents := agentsFromEnv(b, "KERNELET_DENSITY_AGENTS")
 	kubelet, version := realKubelet(), ""
 	if slices.Contains(agents, "kubelet") {
 		if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() {
@@ -142,24 +142,6 @@ func BenchmarkDensity(b *testing.B) {
 	if runs > 1 && len(agents) == 2 {
 		b.Logf("density: kernelet/kubelet ratios of each run:\n%s", densityVariance(all))
 	}
-}
-
-// densityAgents is $KERNELET_DENSITY_AGENTS, "kubelet,kernelet" by
-// default: the kubelet first.
-func densityAgents(b *testing.B) []string {
-	s := os.Getenv("KERNELET_DENSITY_AGENTS")
-	if s == "" {
-		return []string{"kubelet", "kernelet"}
-	}
-	var out []string
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if (f != "kubelet" && f != "kernelet") || slices.Contains(out, f) {
-			b.Fatalf("KERNELET_DENSITY_AGENTS=%q: want kubelet, kernelet or both", s)
-		}
-		out = append(out, f)
-	}
-	return out
 }
 
 // densityBursts is $KERNELET_DENSITY_BURSTS (pod counts, 1 to 110) or

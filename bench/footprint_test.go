@@ -156,8 +156,12 @@ func BenchmarkFootprint(b *testing.B) {
 // footprintAgents is $KERNELET_FOOTPRINT_AGENTS ("kubelet,kernelet" by
 // default; one of them alone measures only that agent, e.g. while
 // changing kernelet, and reports no ratio).
-func footprintAgents(b *testing.B) []string {
-	s := os.Getenv("KERNELET_FOOTPRINT_AGENTS")
+func footprintAgents(b *testing.B) []string { return agentsFromEnv(b, "KERNELET_FOOTPRINT_AGENTS") }
+
+// agentsFromEnv is the comma-separated agents of $name: kubelet, kernelet
+// or both, in that order by default.
+func agentsFromEnv(b *testing.B, name string) []string {
+	s := os.Getenv(name)
 	if s == "" {
 		return []string{"kubelet", "kernelet"}
 	}
@@ -165,7 +169,7 @@ func footprintAgents(b *testing.B) []string {
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		if (f != "kubelet" && f != "kernelet") || slices.Contains(out, f) {
-			b.Fatalf("KERNELET_FOOTPRINT_AGENTS=%q: want kubelet, kernelet or both", s)
+			b.Fatalf("%s=%q: want kubelet, kernelet or both", name, s)
 		}
 		out = append(out, f)
 	}
