@@ -74,6 +74,7 @@ type densityPod struct {
 	created, running, ready time.Time // create request sent; watch saw Running, Ready
 	deleted, gone           time.Time // delete request sent; watch saw DELETED
 	probed                  bool      // the pod with an init container and a probe
+	failed                  string    // the reason the watch saw it Failed
 }
 
 // densityPhase is one phase of one agent's run.
@@ -126,6 +127,10 @@ func BenchmarkDensity(b *testing.B) {
 				bin:        kubelet,
 			}
 			a.podPrefix = "dn-" + a.tag + "-"
+			// The kit's eviction thresholds (1 %): kubelet's defaults (imagefs
+			// 15 %) put a shared machine's disk under pressure, and both
+			// agents then reject the pods.
+			a.evictionConfig = footprintEviction
 			if name == "kernelet" {
 				a.bin = kerneletBinary(b)
 			}
@@ -379,7 +384,12 @@ func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile s
 			}
 			// Not before the pod was Ready: a pod deleted before it
 			// started measures nothing.
-			if !w.until(ctx, densityTimeout, func() bool { return !p.ready.IsZero() }) {
+			ready := w.until(ctx, densityTimeout, func() bool { return !p.ready.IsZero() || p.failed != "" })
+			if f := w.failedPod([]*densityPod{p}); f != nil {
+				fail(fmt.Errorf("pod %s not Ready: %s", p.name, f.failed))
+				return
+			}
+			if !ready {
 				fail(fmt.Errorf("pod %s not Ready within %v", p.name, densityTimeout))
 				return
 			}
@@ -472,6 +482,9 @@ func (w *podWatch) observe(t watch.EventType, pod *v1.Pod, now time.Time) {
 	if p.running.IsZero() && pod.Status.Phase == v1.PodRunning {
 		p.running = now
 	}
+	if pod.Status.Phase == v1.PodFailed && p.failed == "" && p.deleted.IsZero() {
+		p.failed = fmt.Sprintf("Failed: %s: %s", pod.Status.Reason, pod.Status.Message)
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue && p.ready.IsZero() {
 			p.ready = now
@@ -535,9 +548,24 @@ func (w *podWatch) waitFor(b *testing.B, a *nodeAgent, pods []*densityPod, what 
 		if err != nil {
 			b.Fatal(err)
 		}
+		if p := w.failedPod(pods); p != nil {
+			b.Fatalf("%s: pod %s %s\n%s", a.name, p.name, p.failed, a.logTail())
+		}
 		n := left()
 		return n == 0, fmt.Errorf("%d of %d pods not %s", n, len(pods), what)
 	})
+}
+
+// failedPod is a pod of pods the watch saw Failed, nil when none.
+func (w *podWatch) failedPod(pods []*densityPod) *densityPod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range pods {
+		if p.failed != "" {
+			return p
+		}
+	}
+	return nil
 }
 
 func (w *podWatch) stop() {
