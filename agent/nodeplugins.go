@@ -48,7 +48,7 @@ func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 		n.registry = csi.NewRegistry(nil)
 	}
 	vcfg.Drivers = n.registry
-	n.dra = dra.New(dra.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName, Client: vcfg.Client})
+	n.dra = dra.New(dra.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName, Client: vcfg.Client, Metrics: a.metrics.dra})
 	n.watcher = pluginmanager.New(pluginmanager.Config{
 		Dir:      filepath.Join(a.opts.RootDir, "plugins_registry"),
 		Handlers: map[string]pluginmanager.Handler{registerapi.CSIPlugin: n.registry, registerapi.DRAPlugin: n.dra},

@@ -17,6 +17,7 @@ import (
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
 	"github.com/kernelet/kernelet/agent/devicemanager"
+	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/gc"
 	"github.com/kernelet/kernelet/agent/kubeclient"
 	"github.com/kernelet/kernelet/agent/oomwatch"
@@ -59,6 +60,7 @@ type podMetrics struct {
 	devices       *devicemanager.Metrics
 	podResources  *podresources.Metrics
 	cpu           *cpumanager.Metrics
+	dra           *dra.Metrics
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -71,7 +73,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
 		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics(),
-		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics()}
+		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics(), dra: dra.NewMetrics()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
@@ -84,6 +86,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		m.resize.Register(r.main, a.resizeConditions),
 		m.devices.Register(r.main),
 		m.podResources.Register(r.main),
+		m.dra.Register(r.main),
 		r.main.Register(m.oomScores),
 		r.main.Register(m.cpu),
 		r.main.Register(m.oomKills),

@@ -33,8 +33,8 @@
 // extendedResourceClaimStatus is refused at admission), optional node
 // operations (skipNodeOperations is refused, as kubelet with
 // DRAOptionalNodeOperations off), the resource health stream
-// (allocatedResourcesStatus), DRA metrics, and the podresources API's
-// dynamic resources. A Manager needs the API server (standalone nodes
+// (allocatedResourcesStatus). metrics.go has kubelet's DRA metrics;
+// ContainerClaims feeds the podresources API. A Manager needs the API server (standalone nodes
 // cannot fetch ResourceClaims: their pods with claims fail to prepare).
 // A nil *Manager (no node plugins: --runonce) fails every preparation.
 package dra

@@ -47,6 +47,7 @@ func New(cfg Config) *Manager {
 		m.wipingDelay = WipingDelay
 	}
 	m.bg, m.cancel = context.WithCancel(context.Background())
+	cfg.Metrics.use(m)
 	m.claims, m.loadErr = loadCache(filepath.Join(cfg.RootDir, StateFile))
 	if m.loadErr != nil {
 		m.loadErr = fmt.Errorf("DRA state file: %w (drain the node and remove the DRA state file)", m.loadErr)
@@ -124,7 +125,12 @@ func (m *Manager) Reconcile(ctx context.Context, known []*v1.Pod) {
 // PrepareDynamicResources): nothing changes in the cache until every claim
 // was fetched and checked and its drivers are registered.
 func (m *Manager) PrepareResources(ctx context.Context, pod *v1.Pod) error {
-	if err := m.prepare(ctx, pod); err != nil {
+	start := time.Now()
+	err := m.prepare(ctx, pod)
+	if m != nil {
+		m.cfg.Metrics.operation("PrepareResources", start, err)
+	}
+	if err != nil {
 		return fmt.Errorf("prepare dynamic resources: %w", err)
 	}
 	return nil
@@ -139,6 +145,8 @@ type fetched struct {
 
 func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
 	switch {
+	case len(pod.Spec.ResourceClaims) == 0:
+		return nil
 	case m == nil:
 		return errors.New("dynamic resource allocation needs the node plugins (not with --runonce)")
 	case m.loadErr != nil:

@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -319,5 +322,64 @@ func TestCheckpointCorrupt(t *testing.T) {
 	err := m.PrepareResources(t.Context(), podWith("a", "c", ""))
 	if err == nil || !strings.Contains(err.Error(), "checkpoint is corrupt") {
 		t.Errorf("preparing with a corrupt checkpoint: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	pod := podWith("a", "c", "")
+	f := &fakePlugin{}
+	startPlugin(t, f, false)
+	metrics := NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset(allocated("c", pod))
+	m := New(Config{RootDir: t.TempDir(), NodeName: "node", Client: clientsettest.FromClientset(cs), Metrics: metrics})
+	t.Cleanup(m.cancel)
+	register(t, m, f, drapb.DRAPluginService)
+	if err := m.PrepareResources(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP dra_resource_claims_in_use The number of ResourceClaims that are currently in use on the node, by driver name (driver_name label value) and across all drivers (special value <any> for driver_name). Note that the sum of all by-driver counts is not the total number of in-use ResourceClaims because the same ResourceClaim might use devices from different drivers. Instead, use the count for the <any> driver_name.
+# TYPE dra_resource_claims_in_use gauge
+dra_resource_claims_in_use{driver_name="<any>"} 1
+dra_resource_claims_in_use{driver_name="gpu.example.com"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "dra_resource_claims_in_use"); err != nil {
+		t.Error(err)
+	}
+	if err := m.UnprepareResources(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(metrics.ops, "dra_operations_duration_seconds"); n != 2 {
+		t.Errorf("%d operation series, want PrepareResources and UnprepareResources", n)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, f := range fams {
+		if f.GetName() != "dra_grpc_operations_duration_seconds" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range mt.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			calls = append(calls, fmt.Sprintf("%s %s %s %d", l["driver_name"], l["method_name"], l["grpc_status_code"], mt.GetHistogram().GetSampleCount()))
+		}
+	}
+	wantCalls := []string{testDriver + " /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources OK 1",
+		testDriver + " /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources OK 1"}
+	if !reflect.DeepEqual(calls, wantCalls) {
+		t.Errorf("gRPC calls observed: %q, want %q", calls, wantCalls)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(strings.Replace(strings.Replace(want, "} 1", "} 0", 1),
+		"dra_resource_claims_in_use{driver_name=\"gpu.example.com\"} 1\n", "", 1)), "dra_resource_claims_in_use"); err != nil {
+		t.Error(err)
 	}
 }

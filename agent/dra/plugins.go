@@ -83,7 +83,8 @@ func (m *Manager) RegisterPlugin(ctx context.Context, driver, endpoint string, v
 			return fmt.Errorf("endpoint %s already registered for DRA driver plugin %s", endpoint, driver)
 		}
 	}
-	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(m.cfg.Metrics.interceptor(driver)))
 	if err != nil {
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", driver, endpoint, err)
 	}

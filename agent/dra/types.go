@@ -36,4 +36,6 @@ type Config struct {
 	Client API
 	// WipingDelay overrides WipingDelay (tests; 0: kubelet's).
 	WipingDelay time.Duration
+	// Metrics are observed (nil: none).
+	Metrics *Metrics
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +29,10 @@ func (m *Manager) UnprepareResources(ctx context.Context, pod *v1.Pod) error {
 			return fmt.Errorf("unprepare dynamic resources: %w", err)
 		}
 	}
-	if err := m.unprepare(ctx, pod.UID, pod.Namespace, names); err != nil {
+	start := time.Now()
+	err := m.unprepare(ctx, pod.UID, pod.Namespace, names)
+	m.cfg.Metrics.operation("UnprepareResources", start, err)
+	if err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)
 	}
 	return nil

@@ -24,9 +24,10 @@ type DynamicResources interface {
 const EventFailedPrepareDynamicResources = "FailedPrepareDynamicResources"
 
 // prepareResources prepares pod's claims before its sandbox is created
-// (kubelet's order), recording kubelet's event when it fails; false then.
+// (kubelet's order; every pod, as kubelet, which counts each in its DRA
+// metrics), recording kubelet's event when it fails; false then.
 func (m *Manager) prepareResources(ctx context.Context, pod *v1.Pod, r *SyncResult) bool {
-	if m.claims == nil || len(pod.Spec.ResourceClaims) == 0 && pod.Status.ExtendedResourceClaimStatus == nil {
+	if m.claims == nil {
 		return true
 	}
 	err := m.claims.PrepareResources(ctx, pod)

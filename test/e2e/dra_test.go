@@ -55,7 +55,8 @@ func startDRADriver(t *testing.T, c *clusterNode, name, cdiDir string) string {
 // from a ResourceClaimTemplate is scheduled by kube-scheduler, which
 // allocates the claim; kernelet prepares it (NodePrepareResources) before
 // the sandbox and the container sees the CDI device's environment through
-// containerd 2's CDI; the podresources API lists the claim; the claim survives an agent restart in
+// containerd 2's CDI; the podresources API lists the claim, the DRA
+// metrics count it; the claim survives an agent restart in
 // dra_manager_state and is unprepared when the pod is deleted; a pod whose
 // claim does not exist gets kubelet's FailedPrepareDynamicResources.
 func TestDRA(t *testing.T) {
@@ -123,6 +124,10 @@ func TestDRA(t *testing.T) {
 		dr.ClaimResources[0].DeviceName != device || dr.ClaimResources[0].DriverName != driver ||
 		len(dr.ClaimResources[0].CdiDevices) != 1 || dr.ClaimResources[0].CdiDevices[0].Name != dradriver.CDIKind+"="+string(rc.UID)+"-"+device {
 		t.Errorf("podresources dynamic resources: %v", dr)
+	}
+	if m := c.metrics(t); !strings.Contains(m, `dra_resource_claims_in_use{driver_name="`+driver+`"} 1`) ||
+		!strings.Contains(m, `dra_operations_duration_seconds_count{is_error="false",operation_name="PrepareResources"}`) {
+		t.Errorf("DRA metrics missing:\n%s", grepLines(m, "dra_"))
 	}
 	t.Logf("pod with claim %s (device %s) running %v after the test started", claim, device, time.Since(start).Round(time.Millisecond))
 
