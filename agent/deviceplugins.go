@@ -38,17 +38,20 @@ func (a *Agent) servePodResources(ctx context.Context, p *pods) {
 	}
 }
 
-// dispatchDeviceHealth wakes the workers of the pods whose devices changed
-// health, for their status, until ctx ends (kubelet's resource updates).
+// dispatchDeviceHealth wakes the workers of the pods whose devices (of
+// device plugins or DRA claims) changed health, for their status, until
+// ctx ends (kubelet's resource updates).
 func (p *pods) dispatchDeviceHealth(ctx context.Context) {
 	for {
+		var uids []types.UID
 		select {
 		case <-ctx.Done():
 			return
-		case uids := <-p.devices.HealthUpdates():
-			for _, uid := range uids {
-				p.workers.Wake(uid)
-			}
+		case uids = <-p.devices.HealthUpdates():
+		case uids = <-p.claims.HealthUpdates():
+		}
+		for _, uid := range uids {
+			p.workers.Wake(uid)
 		}
 	}
 }

@@ -73,7 +73,9 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 		Ready:   func(_ types.UID, name, id string) bool { return p.probes.Ready(pod, name, id) },
 	}
 	if p.devices != nil {
-		in.ResourcesStatus = func(name string) []v1.ResourceStatus { return p.devices.HealthStatus(pod.UID, name) }
+		in.ResourcesStatus = func(name string) []v1.ResourceStatus {
+			return append(p.devices.HealthStatus(pod.UID, name), p.claims.HealthStatus(pod, name)...)
+		}
 	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }

@@ -93,8 +93,8 @@ var kerneletGates = map[string]kerneletDecision{
 	"DRANodeAllocatableResources": no("node resources allocated by DRA (status.nodeAllocatableResourceClaimStatuses) are refused at admission"),
 	"DRAOptionalNodeOperations":   no("a claim whose allocation skips node operations fails to prepare with kubelet's error for the gate off"),
 	"DRAWorkloadResourceClaims":   no("claims owned by or reserved for a PodGroup are not accepted for a pod (kubelet's behaviour with the gate off)"),
-	"ResourceHealthStatus":        yes("containerStatuses[].allocatedResourcesStatus reports each device plugin device a container holds, Healthy or Unhealthy as its plugin last listed it, and a health change refreshes the holder's status (device plugins only: the DRA resource health service is not watched)", "agent/devicemanager.TestHealthStatus"),
-	"ResourceHealthStatusMessage": no("no health messages: they come from DRA drivers' health reports (the DRA resource health service), which kernelet does not watch"),
+	"ResourceHealthStatus":        yes("containerStatuses[].allocatedResourcesStatus reports each device plugin device a container holds, Healthy or Unhealthy as its plugin last listed it, and each device of the DRA claims it names (claim:<name>[/<request>]) with the health its driver's DRAResourceHealth stream (v1, v1alpha1) reported, Unknown without a report or past its timeout; a health change refreshes the holders' status", "test/e2e.TestDRA"),
+	"ResourceHealthStatusMessage": yes("the DRA drivers' health messages (cut at 1024 bytes as kubelet) are in allocatedResourcesStatus", "agent/dra.TestHealthStatus"),
 
 	// Volumes, mounts and security.
 	"ImageVolume":                                      yes("volumes[].image is pulled with the volume's pullPolicy and the pod's pull secrets and mounted read-only by the runtime, subPath as the image sub path (containerd 2.1 and later; refused at admission on older containerd)", "test/e2e.TestImageVolume"),

@@ -10,13 +10,16 @@
 //     a driver goes away, the driver's ResourceSlices of this node are
 //     deleted 30 s later unless a plugin came back; at start every
 //     ResourceSlice of the node is deleted (kubelet's wiping).
+//
 //   - claims.go: the pure parts — the drivers of an allocated claim, a
 //     pod's claim names (resourceclaim.Name), the CDI devices of a
 //     container's claims and requests.
+//
 //   - state.go: the claim cache (claim, its pods, each driver's prepared
 //     devices with their CDI device IDs) and its checkpoint
 //     <root-dir>/dra_manager_state in kubelet's format (the JSON of a
 //     DRACheckpoint in Data, its CRC-32 in Checksum).
+//
 //   - manager.go: Manager. PrepareResources (before a pod's sandbox is
 //     created) fetches the pod's ResourceClaims, checks they are allocated
 //     and reserved for the pod, records the pod in the cache and calls
@@ -29,11 +32,15 @@
 //     the agent no longer knows are unprepared. The errors are kubelet's
 //     (the runtime records FailedPrepareDynamicResources with them).
 //
+//   - health.go: the DRAResourceHealth stream of a plugin that offers it
+//     (v1, v1alpha1), the devices' health (Unknown past the report's
+//     timeout; in memory only), the containers' allocatedResourcesStatus
+//     (claim:<name>[/<request>]) and the pods to refresh on a change.
+//
 // Not done: extended resources backed by DRA (status.
 // extendedResourceClaimStatus is refused at admission), optional node
 // operations (skipNodeOperations is refused, as kubelet with
-// DRAOptionalNodeOperations off), the resource health stream
-// (allocatedResourcesStatus). metrics.go has kubelet's DRA metrics;
+// DRAOptionalNodeOperations off). metrics.go has kubelet's DRA metrics;
 // ContainerClaims feeds the podresources API. A Manager needs the API server (standalone nodes
 // cannot fetch ResourceClaims: their pods with claims fail to prepare).
 // A nil *Manager (no node plugins: --runonce) fails every preparation.

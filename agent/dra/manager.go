@@ -38,11 +38,18 @@ type Manager struct {
 	claimsMu sync.Mutex
 	claims   *cache
 	loadErr  error
+
+	// healthMu guards health: each driver's devices' health by
+	// pool/device; healthUpdates the pods whose devices changed health.
+	healthMu      sync.Mutex
+	health        map[string]map[string]deviceHealth
+	healthUpdates chan []types.UID
 }
 
 // New makes a Manager and reads its checkpoint back.
 func New(cfg Config) *Manager {
-	m := &Manager{cfg: cfg, wipingDelay: cfg.WipingDelay, plugins: map[string][]*plugin{}, wipes: map[string]*time.Timer{}}
+	m := &Manager{cfg: cfg, wipingDelay: cfg.WipingDelay, plugins: map[string][]*plugin{}, wipes: map[string]*time.Timer{},
+		health: map[string]map[string]deviceHealth{}, healthUpdates: make(chan []types.UID, healthUpdatesCap)}
 	if m.wipingDelay <= 0 {
 		m.wipingDelay = WipingDelay
 	}

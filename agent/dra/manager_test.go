@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 
@@ -76,8 +77,8 @@ func (f *fakePlugin) calls() (prepared, unprepared []string) {
 }
 
 // startPlugin serves f on a socket of a temp dir (v1, or v1beta1 when
-// beta), stopped at the end of the test.
-func startPlugin(t *testing.T, f *fakePlugin, beta bool) {
+// beta) with the health servers given, stopped at the end of the test.
+func startPlugin(t *testing.T, f *fakePlugin, beta bool, health ...drahealthv1.DRAResourceHealthServer) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dra")
 	if err != nil {
@@ -94,6 +95,9 @@ func startPlugin(t *testing.T, f *fakePlugin, beta bool) {
 		drapbv1beta1.RegisterDRAPluginServer(s, drapbv1beta1.V1ServerWrapper{DRAPluginServer: f})
 	} else {
 		drapb.RegisterDRAPluginServer(s, f)
+	}
+	for _, h := range health {
+		drahealthv1.RegisterDRAResourceHealthServer(s, h)
 	}
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)

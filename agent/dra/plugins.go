@@ -40,6 +40,8 @@ func chooseService(offered []string) (string, error) {
 type plugin struct {
 	driver, endpoint, service string
 	conn                      *grpc.ClientConn
+	// stopHealth ends its health stream (nil: none).
+	stopHealth context.CancelFunc
 }
 
 func (p *plugin) prepare(ctx context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
@@ -89,7 +91,13 @@ func (m *Manager) RegisterPlugin(ctx context.Context, driver, endpoint string, v
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", driver, endpoint, err)
 	}
 	conn.Connect()
-	m.plugins[driver] = append(m.plugins[driver], &plugin{driver: driver, endpoint: endpoint, service: service, conn: conn})
+	p := &plugin{driver: driver, endpoint: endpoint, service: service, conn: conn}
+	if hs := chooseHealthService(versions); hs != "" {
+		var hctx context.Context
+		hctx, p.stopHealth = context.WithCancel(klog.NewContext(m.bg, klog.FromContext(ctx)))
+		go m.watchHealth(hctx, p, hs)
+	}
+	m.plugins[driver] = append(m.plugins[driver], p)
 	if t := m.wipes[driver]; t != nil {
 		t.Stop()
 		delete(m.wipes, driver)
@@ -107,6 +115,9 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, driver, endpoint string)
 	i := slices.IndexFunc(ps, func(p *plugin) bool { return p.endpoint == endpoint })
 	if i < 0 {
 		return
+	}
+	if ps[i].stopHealth != nil {
+		ps[i].stopHealth()
 	}
 	_ = ps[i].conn.Close()
 	m.plugins[driver] = slices.Delete(ps, i, i+1)

@@ -5,7 +5,8 @@
 // ("dev-0", ...), and prepares a claim by writing a CDI spec that gives
 // the containers of its devices the environment variables
 // DRA_CLAIM=<namespace>/<name> and DRA_DEVICE_<N>=<device>. Unprepare
-// removes the spec. Every call is appended to <StateDir>/calls.log
+// removes the spec. Its health service reports every device Healthy
+// ("test device", valid for an hour) once per stream. Every call is appended to <StateDir>/calls.log
 // ("Prepare <namespace>/<name>", "Unprepare <namespace>/<name>") for the
 // tests to assert the order.
 package dradriver

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +54,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg}
 	h, err := kubeletplugin.Start(ctx, d, kubeletplugin.DriverName(cfg.Name), kubeletplugin.NodeName(cfg.NodeName),
 		kubeletplugin.KubeClient(cfg.Client), kubeletplugin.RegistrarDirectoryPath(cfg.RegistryDir),
-		kubeletplugin.PluginDataDirectoryPath(cfg.PluginDir), kubeletplugin.HealthService(false))
+		kubeletplugin.PluginDataDirectoryPath(cfg.PluginDir))
 	if err != nil {
 		return nil, fmt.Errorf("start the kubelet plugin: %w", err)
 	}
@@ -147,9 +148,19 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	klog.FromContext(ctx).Error(err, msg)
 }
 
-// WatchHealthStatus implements kubeletplugin.DRAPlugin (the health
-// service is off).
-func (d *Driver) WatchHealthStatus(ctx context.Context, _ chan<- kubeletplugin.DeviceHealthReport) error {
+// WatchHealthStatus implements kubeletplugin.DRAPlugin: every device is
+// reported Healthy once (valid for an hour), then nothing until ctx ends.
+func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
+	r := kubeletplugin.DeviceHealthReport{}
+	for i := range d.cfg.Devices {
+		r.Devices = append(r.Devices, kubeletplugin.DeviceHealth{PoolName: d.cfg.NodeName, DeviceName: fmt.Sprintf("dev-%d", i),
+			Health: kubeletplugin.HealthStatusHealthy, LastUpdated: time.Now(), HealthCheckTimeout: time.Hour, Message: "test device"})
+	}
+	select {
+	case reports <- r:
+	case <-ctx.Done():
+		return nil
+	}
 	<-ctx.Done()
 	return nil
 }

@@ -55,7 +55,8 @@ func startDRADriver(t *testing.T, c *clusterNode, name, cdiDir string) string {
 // from a ResourceClaimTemplate is scheduled by kube-scheduler, which
 // allocates the claim; kernelet prepares it (NodePrepareResources) before
 // the sandbox and the container sees the CDI device's environment through
-// containerd 2's CDI; the podresources API lists the claim, the DRA
+// containerd 2's CDI; its status has the device's health from the
+// driver's health service; the podresources API lists the claim, the DRA
 // metrics count it; the claim survives an agent restart in
 // dra_manager_state and is unprepared when the pod is deleted; a pod whose
 // claim does not exist gets kubelet's FailedPrepareDynamicResources.
@@ -125,6 +126,12 @@ func TestDRA(t *testing.T) {
 		len(dr.ClaimResources[0].CdiDevices) != 1 || dr.ClaimResources[0].CdiDevices[0].Name != dradriver.CDIKind+"="+string(rc.UID)+"-"+device {
 		t.Errorf("podresources dynamic resources: %v", dr)
 	}
+	cdiID := dradriver.CDIKind + "=" + string(rc.UID) + "-" + device
+	c.waitStatus(t, "dra", "allocatedResourcesStatus of the claim's device", 30*time.Second, func(p *v1.Pod) bool {
+		rs := p.Status.ContainerStatuses[0].AllocatedResourcesStatus
+		return len(rs) == 1 && rs[0].Name == "claim:gpu" && len(rs[0].Resources) == 1 && string(rs[0].Resources[0].ResourceID) == cdiID &&
+			rs[0].Resources[0].Health == v1.ResourceHealthStatusHealthy && rs[0].Resources[0].Message != nil && *rs[0].Resources[0].Message == "test device"
+	})
 	if m := c.metrics(t); !strings.Contains(m, `dra_resource_claims_in_use{driver_name="`+driver+`"} 1`) ||
 		!strings.Contains(m, `dra_operations_duration_seconds_count{is_error="false",operation_name="PrepareResources"}`) {
 		t.Errorf("DRA metrics missing:\n%s", grepLines(m, "dra_"))
