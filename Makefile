@@ -29,7 +29,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -146,7 +146,7 @@ test: deps build components containerd2 vm-node-image lint generate-check ## eve
 	KERNELET_TEST_RUNTIME=containerd2 $(GO) test -count=1 -v -timeout 20m -run '$(E2E_CONTAINERD2_RUN)' ./test/e2e/ 2>&1 | tee $(BIN)/e2e-containerd2.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	grep -q 'containerd (containerd2): started' $(BIN)/e2e-containerd2.log || { echo "the containerd 2 pass did not run against containerd 2"; rc=1; }; \
 	$(FAULTS_TEST) 2>&1 | tee $(BIN)/faults.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
-	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|EventedPLEG|Density)$$' -benchtime=1x ./... || rc=1; \
+	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|Pressure|EventedPLEG|Density)$$' -benchtime=1x ./... || rc=1; \
 	hack/fuzz.sh || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
@@ -299,6 +299,23 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 	echo "== eviction run $$KERNELET_TEST_RUN"; \
 	rc=0; \
 	KERNELET_EVICTION_KUBELET=$$kubelet $(GO) test -count=1 -v -timeout 4h -run '^$$' -bench '^BenchmarkEviction$$' -benchtime=1x ./bench/ || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
+
+# A first cut of issue 28's pressure replay (bench/pressure_test.go): per agent (kernelet in dry
+# run as the no-agent yardstick, the real kubelet, kernelet, kernelet with memoryPageCache:
+# refaults) anon growth at 50/200/500 MiB/s, five pods at 40 MiB/s, page cache written once and
+# re-read, on kubepods limited to 512 MiB. KERNELET_BENCH_PRESSURE_RUNS (default 3),
+# KERNELET_BENCH_PRESSURE_AGENTS, KERNELET_BENCH_PRESSURE_WORKLOADS narrow it.
+bench-pressure: build ## memory workloads replayed per agent: evicted before OOM, needless evictions, reaction, bystanders
+	@echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"
+	@out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
+	kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
+	$(BIN)/testenv reap; \
+	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
+	echo "== pressure run $$KERNELET_TEST_RUN"; \
+	rc=0; \
+	KERNELET_EVICTION_KUBELET=$$kubelet $(GO) test -count=1 -v -timeout 4h -run '^$$' -bench '^BenchmarkPressure$$' -benchtime=1x ./bench/ || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,36 +213,16 @@ func BenchmarkEviction(b *testing.B) {
 	workloads := evictionWorkloads(b)
 	agents := evictionEnvList("KERNELET_BENCH_EVICTION_AGENTS", strings.Join([]string{agentKernelet, agentKubelet, agentKerneletKubelet}, ","))
 	kubelet, kernelet := evictionKubelet(), kerneletBinary(b)
-	for _, a := range agents {
-		switch a {
-		case agentKubelet:
-			if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-				b.Skipf("no kubelet %s at %s (KUBELET=1 hack/apiserver/build.sh builds it; make bench-eviction does)", evictionKubeletVersion, kubelet)
-			}
-		case agentKernelet, agentKerneletKubelet:
-		default:
-			b.Fatalf("KERNELET_BENCH_EVICTION_AGENTS: unknown agent %q (want %s, %s or %s)", a, agentKernelet, agentKubelet, agentKerneletKubelet)
-		}
-	}
-	reserved := memTotal(b) - evictionAllocatable
-	if reserved < evictionAllocatable {
-		b.Fatalf("MemTotal %d is too small for the benchmark", reserved+evictionAllocatable)
-	}
+	checkAgents(b, "KERNELET_BENCH_EVICTION_AGENTS", "make bench-eviction", agents, kubelet, agentKernelet, agentKubelet, agentKerneletKubelet)
+	reserved := evictionReserved(b)
 	cd, srv, admin, rs := benchCluster(b)
 	ns := benchNamespace(b.Context(), b, admin, "eviction")
 
 	var rows []evictionRow
 	for i := range b.N {
 		for _, name := range agents {
-			a := &nodeAgent{
-				name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet,
-				node:       strings.ToLower(env.RunID()) + "-ev-" + name,
-				cgroupRoot: "/" + env.RunID() + "-ev-" + name,
-				tag:        fmt.Sprintf("%s%d", evictionTag(name), i),
-				evictionConfig: fmt.Sprintf("systemReserved: {memory: \"%d\"}\nevictionHard: {allocatableMemory.available: 64Mi}\nevictionPressureTransitionPeriod: 10s",
-					reserved),
-			}
-			a.podPrefix = "ev-" + a.tag + "-"
+			a := &nodeAgent{name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet}
+			a.limitedNode("ev", fmt.Sprintf("%s%d", evictionTag(name), i), reserved)
 			switch name {
 			case agentKubelet:
 				a.bin = kubelet
@@ -269,20 +250,7 @@ func evictionTag(name string) string {
 // runs every workload runs times and removes everything.
 func (a *nodeAgent) runEviction(b *testing.B, upstream string, workloads []evictionWorkload, runs int) []evictionRow {
 	b.Helper()
-	proxyDir, err := os.MkdirTemp("", "kltest-criproxy-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	proxy, err := criproxy.Start(filepath.Join(proxyDir, "cri.sock"), upstream)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Registered before the agent's cleanup: runs after it.
-	b.Cleanup(func() {
-		if err := errors.Join(proxy.Close(), os.RemoveAll(proxyDir)); err != nil {
-			b.Errorf("cleanup: CRI proxy: %v", err)
-		}
-	})
+	proxy := startProxy(b, upstream)
 	a.endpoint = proxy.Endpoint()
 	a.prepare(b)
 	a.start(b)
@@ -567,6 +535,14 @@ func (a *nodeAgent) podRuntimeIDs(b *testing.B, uid types.UID) (sandbox, contain
 
 func (a *nodeAgent) createEvictionPod(b *testing.B, name string, w evictionWorkload) *v1.Pod {
 	b.Helper()
+	return a.createBenchPod(b, name, []string{"alloc", "--mib", strconv.Itoa(w.mib), "--rate", strconv.Itoa(w.rate), "--hold"}, nil)
+}
+
+// createBenchPod creates a Burstable testbox pod (request 64Mi, no limit,
+// restartPolicy Never, 1 s grace) running args, with vol (if any)
+// mounted at /data.
+func (a *nodeAgent) createBenchPod(b *testing.B, name string, args []string, vol *v1.Volume) *v1.Pod {
+	b.Helper()
 	no, grace := false, int64(1)
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: a.ns},
@@ -580,10 +556,14 @@ func (a *nodeAgent) createEvictionPod(b *testing.B, name string, w evictionWorkl
 			Tolerations:                   []v1.Toleration{{Operator: v1.TolerationOpExists}},
 			Containers: []v1.Container{{
 				Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
-				Args:      []string{"alloc", "--mib", strconv.Itoa(w.mib), "--rate", strconv.Itoa(w.rate), "--hold"},
+				Args:      args,
 				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}},
 			}},
 		},
+	}
+	if vol != nil {
+		pod.Spec.Volumes = []v1.Volume{*vol}
+		pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: vol.Name, MountPath: "/data"}}
 	}
 	var created *v1.Pod
 	// The namespace's default ServiceAccount may not exist yet.
@@ -643,4 +623,66 @@ func memTotal(b *testing.B) int64 {
 	}
 	b.Fatal("no MemTotal in /proc/meminfo")
 	return 0
+}
+
+// startProxy starts a recording CRI proxy in front of upstream, closed
+// and removed at cleanup (registered before the agent's: runs after it).
+func startProxy(b *testing.B, upstream string) *criproxy.Proxy {
+	b.Helper()
+	proxyDir, err := os.MkdirTemp("", "kltest-criproxy-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy, err := criproxy.Start(filepath.Join(proxyDir, "cri.sock"), upstream)
+	if err != nil {
+		_ = os.RemoveAll(proxyDir)
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := errors.Join(proxy.Close(), os.RemoveAll(proxyDir)); err != nil {
+			b.Errorf("cleanup: CRI proxy: %v", err)
+		}
+	})
+	return proxy
+}
+
+// evictionReserved is the systemReserved memory that leaves
+// evictionAllocatable to the pods.
+func evictionReserved(b *testing.B) int64 {
+	b.Helper()
+	reserved := memTotal(b) - evictionAllocatable
+	if reserved < evictionAllocatable {
+		b.Fatalf("MemTotal %d is too small for the benchmark", reserved+evictionAllocatable)
+	}
+	return reserved
+}
+
+// limitedNode names the agent's node, cgroup root and pods after kind
+// and tag, and gives it the memory benchmarks' node: kubepods limited to
+// evictionAllocatable by systemReserved (reserved), a hard
+// allocatableMemory.available<64Mi.
+func (a *nodeAgent) limitedNode(kind, tag string, reserved int64) {
+	a.node = strings.ToLower(env.RunID()) + "-" + kind + "-" + a.name
+	a.cgroupRoot = "/" + env.RunID() + "-" + kind + "-" + a.name
+	a.tag = tag
+	a.podPrefix = kind + "-" + tag + "-"
+	a.evictionConfig = fmt.Sprintf("systemReserved: {memory: \"%d\"}\nevictionHard: {allocatableMemory.available: 64Mi}\nevictionPressureTransitionPeriod: 10s",
+		reserved)
+}
+
+// checkAgents fails on an agent of the env variable not among known and
+// skips when the kubelet is wanted but missing (target builds it).
+func checkAgents(b *testing.B, env, target string, agents []string, kubelet string, known ...string) {
+	b.Helper()
+	for _, a := range agents {
+		if !slices.Contains(known, a) {
+			b.Fatalf("%s: unknown agent %q (want one of %v)", env, a, known)
+		}
+		if a != agentKubelet {
+			continue
+		}
+		if fi, err := os.Stat(kubelet); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			b.Skipf("no kubelet %s at %s (KUBELET=1 hack/apiserver/build.sh builds it; %s does)", evictionKubeletVersion, kubelet, target)
+		}
+	}
 }

@@ -62,7 +62,10 @@ func recordedSamples(t *testing.T, name string) []FileSample {
 // re-reads a file that fits (all of it active, no refaults: kubelet's
 // working set counts it, the refaults mode does not), writes a file once
 // (inactive only: nothing to discount), and re-reads one that does not
-// fit (refaults at ~160 k/s with memory stall: the active pages count).
+// fit (refaults at ~160 k/s with memory stall: the active pages count),
+// and one that nearly fits (470 MiB beside 40 MiB of anon in 512 MiB:
+// most of it turns active, yet it refaults at ~250 k/s with the stall
+// rising to 20 %: counted).
 func TestPageCacheRecorded(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -76,6 +79,8 @@ func TestPageCacheRecorded(t *testing.T) {
 		{"writeonce-v1.txt", 11, true, "not refaulting"},
 		{"thrash-v1.txt", 6, true, "without memory stall"},
 		{"thrash-v1.txt", 11, false, "with memory stall: used"},
+		{"tight-v1.txt", 4, true, "not refaulting"},
+		{"tight-v1.txt", 11, false, "with memory stall: used"},
 	} {
 		t.Run(tc.file+"@"+strconv.Itoa(tc.at), func(t *testing.T) {
 			seq := recordedSamples(t, tc.file)

@@ -27,7 +27,7 @@ modes:
   trap-term [--exit-after D]
   alloc --mib N [--rate MiB/s] [--hold]
   fork --n N [--for D]
-  write --mib N --file PATH [--sync]
+  write --mib N --file PATH [--sync] [--reread] [--hold]
   serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
   exit --code N [--after D]
   fetch --url URL [--bearer-file F] [--ca-file F] [--post-data S]
@@ -39,10 +39,11 @@ type config struct {
 	duration  time.Duration // sleep/fork --for (0: forever), trap-term --exit-after, exit --after
 	mib       int           // alloc, write
 	rate      float64       // alloc: MiB per second, 0 = at once
-	hold      bool          // alloc: keep the memory until signalled
+	hold      bool          // alloc: keep the memory until signalled; write: keep running
 	n         int           // fork: children
 	file      string        // write
 	sync      bool          // write: fsync at the end
+	reread    bool          // write: read the file again and again until signalled
 	httpAddr  string        // serve
 	tcpAddr   string        // serve
 	httpsAddr string        // serve: HTTPS with a self-signed certificate
@@ -82,6 +83,8 @@ func parse(args []string) (*config, error) {
 		fs.IntVar(&c.mib, "mib", 0, "MiB to write")
 		fs.StringVar(&c.file, "file", "", "file to write")
 		fs.BoolVar(&c.sync, "sync", false, "fsync the file at the end")
+		fs.BoolVar(&c.reread, "reread", false, "then read the file again and again until signalled")
+		fs.BoolVar(&c.hold, "hold", false, "then keep running until signalled")
 	case "serve":
 		fs.StringVar(&c.httpAddr, "http", "", "HTTP listen address")
 		fs.StringVar(&c.tcpAddr, "tcp", "", "TCP echo listen address")
@@ -372,7 +375,38 @@ func (b *box) write(c *config) (int, error) {
 		return 1, fmt.Errorf("close: %w", err)
 	}
 	b.logf("testbox write: wrote %d MiB", c.mib)
+	switch {
+	case c.reread:
+		return b.reread(c.file)
+	case c.hold:
+		<-b.sigs
+	}
 	return 0, nil
+}
+
+// reread reads file from start to end again and again (its page cache
+// turns active) until a signal, then exits 0.
+func (b *box) reread(file string) (int, error) {
+	buf := make([]byte, mib)
+	for n := 1; ; n++ {
+		f, err := os.Open(file)
+		if err != nil {
+			return 1, fmt.Errorf("reread: %w", err)
+		}
+		_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
+		f.Close()
+		if err != nil {
+			return 1, fmt.Errorf("reread: %w", err)
+		}
+		if n == 1 || n%100 == 0 {
+			b.logf("testbox write: read the file %d times", n)
+		}
+		select {
+		case <-b.sigs:
+			return 0, nil
+		default:
+		}
+	}
 }
 
 func (b *box) serve(c *config) (int, error) {

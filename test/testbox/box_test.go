@@ -259,6 +259,16 @@ func TestWrite(t *testing.T) {
 	if fi.Size() != 2*mib {
 		t.Fatalf("file size %d, want %d", fi.Size(), 2*mib)
 	}
+	out, sigs, done := start(t, "write", "--mib", "1", "--file", path, "--reread")
+	out.next(t) // start
+	out.next(t) // wrote
+	if line := out.next(t); !strings.Contains(line, "read the file 1 times") {
+		t.Fatalf("reread: %q", line)
+	}
+	sigs <- syscall.SIGTERM
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("reread: exit status %d", r.code)
+	}
 	_, _, done = start(t, "write", "--mib", "1", "--file", filepath.Join(path, "not-a-dir", "x"))
 	if r := wait(t, done); r.code != 1 {
 		t.Fatalf("write into a missing dir: exit status %d, want 1", r.code)

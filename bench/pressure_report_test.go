@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var metaGet = metav1.GetOptions{}
+
+func contextWithCancel(b *testing.B) (context.Context, context.CancelFunc) {
+	return context.WithCancel(b.Context())
+}
+
+// pressureTable renders the cells: one line per agent and workload.
+func pressureTable(cells []pressureCell) string {
+	baselineOOM := map[string]int{}
+	baseline := map[string]bool{}
+	for _, c := range cells {
+		if c.agent == agentNone {
+			baseline[c.workload] = true
+			baselineOOM[c.workload] += c.count(func(r pressureRun) bool { return r.oom })
+		}
+	}
+	var sb strings.Builder
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tagent\truns\tevicted before any OOM kill\tkernel OOM kill\tneedless evictions\tcrossing → first stop p50\tbystander damage")
+	for _, c := range cells {
+		n := len(c.runs)
+		needless := "n/a"
+		if baseline[c.workload] {
+			k := 0
+			if baselineOOM[c.workload] == 0 {
+				k = c.count(func(r pressureRun) bool { return r.stops > 0 })
+			}
+			needless = fmt.Sprintf("%d/%d", k, n)
+		}
+		var lat []time.Duration
+		for _, r := range c.runs {
+			if r.stops > 0 && r.crossed {
+				lat = append(lat, max(r.latency, 0))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%d/%d\t%s\t%s\t%d/%d\n", c.workload, c.agent, n,
+			c.count(func(r pressureRun) bool { return r.stops > 0 && !r.oom }), n,
+			c.count(func(r pressureRun) bool { return r.oom }), n, needless, msOrDash(percentile(lat, 0.5), len(lat)),
+			c.count(func(r pressureRun) bool { return r.bystander }), n)
+	}
+	_ = tw.Flush()
+	return sb.String()
+}
+
+func TestPressureTable(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	cells := []pressureCell{
+		{agent: agentNone, workload: "pc-reread", runs: []pressureRun{{crossed: true}, {crossed: true}}},
+		{agent: agentKubelet, workload: "pc-reread", runs: []pressureRun{{stops: 1, crossed: true, latency: ms(4000)}, {crossed: true}}},
+		{agent: agentNone, workload: "anon500", runs: []pressureRun{{oom: true, crossed: true}}},
+		{agent: agentKernelet, workload: "anon500", runs: []pressureRun{{stops: 1, crossed: true, latency: ms(-1)}}},
+		{agent: agentKerneletPageCache, workload: "five40", runs: []pressureRun{{stops: 2, oom: true, bystander: true}}},
+	}
+	got := pressureTable(cells)
+	t.Log("\n" + got)
+	for _, want := range []string{
+		"pc-reread  kubelet             2     1/2                          0/2              1/2                 4000.0 ms                  0/2",
+		"anon500    none                1     0/1                          1/1              0/1                 -                          0/1",
+		"anon500    kernelet            1     1/1                          0/1              0/1                 0.0 ms                     0/1",
+		"five40     kernelet-pagecache  1     0/1                          1/1              n/a                 -                          1/1",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}

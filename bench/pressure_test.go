@@ -1,0 +1,303 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/criproxy"
+)
+
+// Pressure replay (issue 28, a first cut of `make bench-pressure`): the
+// eviction benchmark's node (kubepods limited to evictionAllocatable by
+// systemReserved, set by the agent before any pod runs; a hard
+// allocatableMemory.available<64Mi) under several memory workloads, run
+// per agent one after the other against the same kube-apiserver and
+// containerd:
+//
+//   - anon growth: one pod allocating 700 MiB at 50, 200 and 500 MiB/s;
+//   - five pods growing together, 160 MiB each at 40 MiB/s;
+//   - page cache written once: a pod writing 700 MiB to an emptyDir, then
+//     idle (inactive page cache the kernel drops as it needs);
+//   - page cache re-read: a pod writing 420 MiB and re-reading it for
+//     ever (active page cache that never refaults).
+//
+// Every run also has a bystander: a Burstable pod holding 32 MiB, under
+// its request. Per run the benchmark records: the crossing (the
+// benchmark's own poll of kubepods' working set, kubelet's formula,
+// reaching limit − 64Mi), each workload pod's first StopContainer or
+// StopPodSandbox at the CRI proxy, the kernel's OOM kills in kubepods
+// (/dev/kmsg) until every pod is gone, and whether the bystander was
+// stopped or killed. Agents: the real kubelet v1.37.2 ("kubelet"),
+// kernelet with its defaults ("kernelet"), kernelet with
+// memoryPageCache: refaults ("kernelet-pagecache"), and kernelet in dry
+// run ("none": decides but never evicts — what happens when no agent
+// acts, the yardstick of needless evictions).
+//
+// Per cell: evicted before OOM (the agent stopped a workload pod and the
+// kernel OOM-killed nothing in kubepods during the run), runs with a
+// kernel OOM kill, needless (runs where the agent stopped a workload pod
+// although "none" saw no OOM kill on that workload: the kernel could
+// reclaim what was needed), crossing → first stop (p50), and bystander
+// damage (runs where the bystander was stopped or killed).
+//
+// Environment: KERNELET_BENCH_PRESSURE_RUNS (default 3 per cell),
+// KERNELET_BENCH_PRESSURE_AGENTS (default
+// "none,kubelet,kernelet,kernelet-pagecache"),
+// KERNELET_BENCH_PRESSURE_WORKLOADS (default every workload:
+// anon50,anon200,anon500,five40,pc-write,pc-reread),
+// KERNELET_EVICTION_KUBELET (the kubelet binary, as BenchmarkEviction).
+// Not part of `make test`: `make bench-pressure` builds the kubelet and
+// runs it.
+
+// Agents of the pressure benchmark beyond the eviction benchmark's.
+const (
+	agentKerneletPageCache = "kernelet-pagecache"
+	agentNone              = "none"
+)
+
+// pressureWindow is how long a run of a workload whose pods hold (rather
+// than end) watches: kubelet decides every 10 s on stats up to ~10 s old.
+const pressureWindow = 40 * time.Second
+
+// pressureWorkload is one row: its pods' testbox arguments.
+type pressureWorkload struct {
+	name string
+	pods [][]string
+	// data: the pods get an emptyDir at /data.
+	data bool
+	// hold: the pods keep running unless evicted; the run watches
+	// pressureWindow. Otherwise it waits for the pods to end.
+	hold bool
+}
+
+func pressureWorkloads() []pressureWorkload {
+	anon := func(rate int) pressureWorkload {
+		return pressureWorkload{name: fmt.Sprintf("anon%d", rate), pods: [][]string{{"alloc", "--mib", "700", "--rate", strconv.Itoa(rate), "--hold"}}}
+	}
+	five := pressureWorkload{name: "five40", hold: true}
+	for range 5 {
+		five.pods = append(five.pods, []string{"alloc", "--mib", "160", "--rate", "40", "--hold"})
+	}
+	return []pressureWorkload{anon(50), anon(200), anon(500), five,
+		{name: "pc-write", data: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--file", "/data/f", "--hold"}}},
+		{name: "pc-reread", data: true, hold: true, pods: [][]string{{"write", "--mib", "420", "--file", "/data/f", "--reread"}}},
+	}
+}
+
+// pressureRun is one run's outcome.
+type pressureRun struct {
+	stops     int  // workload pods the agent stopped before any OOM kill
+	oom       bool // the kernel OOM-killed in kubepods during the run
+	crossed   bool // the poll saw the crossing
+	latency   time.Duration
+	bystander bool // the bystander was stopped or killed
+}
+
+// pressureCell is one agent's runs of one workload.
+type pressureCell struct {
+	agent, workload string
+	runs            []pressureRun
+}
+
+func (c pressureCell) count(f func(pressureRun) bool) int {
+	n := 0
+	for _, r := range c.runs {
+		if f(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func BenchmarkPressure(b *testing.B) {
+	env.RequireRoot(b)
+	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
+	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join([]string{agentNone, agentKubelet, agentKernelet, agentKerneletPageCache}, ","))
+	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", ""))
+	kubelet, kernelet := evictionKubelet(), kerneletBinary(b)
+	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure", agents, kubelet, agentNone, agentKubelet, agentKernelet, agentKerneletPageCache)
+	reserved := evictionReserved(b)
+	cd, srv, admin, rs := benchCluster(b)
+	ns := benchNamespace(b.Context(), b, admin, "pressure")
+	var cells []pressureCell
+	for i := range b.N {
+		for _, name := range agents {
+			a := &nodeAgent{name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet}
+			a.limitedNode("pr", fmt.Sprintf("%s%d", pressureTag(name), i), reserved)
+			switch name {
+			case agentKubelet:
+				a.bin = kubelet
+			case agentKerneletPageCache:
+				a.extraConfig = "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nmemoryPageCache: refaults\n"
+			case agentNone:
+				a.extraArgs = []string{"--eviction-dry-run"}
+			}
+			cells = append(cells, a.runPressure(b, cd.Endpoint(), workloads, runs)...)
+		}
+	}
+	order := map[string]int{}
+	for i, w := range workloads {
+		order[w.name] = i
+	}
+	slices.SortStableFunc(cells, func(x, y pressureCell) int { return order[x.workload] - order[y.workload] })
+	b.Logf("pressure replay (preliminary: few runs on a shared, loaded machine): kubepods limited to %d MiB, hard allocatableMemory.available<64Mi; "+
+		"crossing = the benchmark's poll (every %v) of kubepods' working set (usage − inactive_file) reaching limit − 64Mi; "+
+		"needless = runs with a stop of a workload pod where \"none\" (kernelet in dry run) saw no kernel OOM kill\n%s",
+		evictionAllocatable>>20, evictionPoll, pressureTable(cells))
+}
+
+// selectWorkloads are the workloads named (all when none is).
+func selectWorkloads(b *testing.B, names []string) []pressureWorkload {
+	all := pressureWorkloads()
+	if len(names) == 0 {
+		return all
+	}
+	var out []pressureWorkload
+	for _, n := range names {
+		found := false
+		for _, w := range all {
+			if w.name == n {
+				out, found = append(out, w), true
+			}
+		}
+		if !found {
+			b.Fatalf("KERNELET_BENCH_PRESSURE_WORKLOADS: unknown workload %q", n)
+		}
+	}
+	return out
+}
+
+func pressureTag(name string) string {
+	switch name {
+	case agentKerneletPageCache:
+		return "kp"
+	case agentNone:
+		return "no"
+	}
+	return evictionTag(name)
+}
+
+// runPressure starts the agent behind a CRI proxy, runs every workload
+// runs times and removes everything.
+func (a *nodeAgent) runPressure(b *testing.B, upstream string, workloads []pressureWorkload, runs int) []pressureCell {
+	b.Helper()
+	proxy := startProxy(b, upstream)
+	a.endpoint = proxy.Endpoint()
+	a.prepare(b)
+	a.start(b)
+	a.waitNodeReady(b)
+	m := a.watchKubepods(b)
+	b.Logf("%s: node %s Ready; kubepods memory limit %d MiB", a.name, a.node, m.limit>>20)
+	var cells []pressureCell
+	for _, w := range workloads {
+		c := pressureCell{agent: a.name, workload: w.name}
+		for i := range runs {
+			r := a.pressureRunOnce(b, proxy, m, w, fmt.Sprintf("%s%s-%d", a.podPrefix, w.name, i))
+			b.Logf("%s %s run %d: stops %d, kernel OOM %v, crossed %v, crossing → first stop %v, bystander damaged %v",
+				a.name, w.name, i+1, r.stops, r.oom, r.crossed, r.latency.Round(100*time.Microsecond), r.bystander)
+			c.runs = append(c.runs, r)
+		}
+		cells = append(cells, c)
+	}
+	a.cleanup(b)
+	return cells
+}
+
+// pressureRunOnce runs one workload with the bystander and waits for its
+// end (the pods' end, or pressureWindow for holding pods).
+func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, w pressureWorkload, name string) pressureRun {
+	b.Helper()
+	m.waitBelowHalf(b, a)
+	by := name + "-by"
+	a.createBenchPod(b, by, []string{"alloc", "--mib", "32", "--hold"}, nil)
+	byPod := a.waitPod(b, by, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+	bySandbox, byContainer := a.podRuntimeIDs(b, byPod.UID)
+	since := time.Now()
+	pollCtx, stopPoll := contextWithCancel(b)
+	defer stopPoll()
+	crossed := make(chan time.Time, 1)
+	go m.pollCrossing(pollCtx, crossed)
+	var vol *v1.Volume
+	if w.data {
+		vol = &v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	}
+	var names []string
+	for i, args := range w.pods {
+		n := fmt.Sprintf("%s-%d", name, i)
+		a.createBenchPod(b, n, args, vol)
+		names = append(names, n)
+	}
+	type ids struct{ sandbox, container string }
+	var pods []ids
+	for _, n := range names {
+		p := a.waitPod(b, n, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+		s, c := a.podRuntimeIDs(b, p.UID)
+		pods = append(pods, ids{s, c})
+	}
+	a.waitPressureEnd(b, w, names)
+	stopPoll()
+	var r pressureRun
+	t, ok := <-crossed
+	r.crossed = ok && !t.IsZero()
+	stops := make([]time.Time, len(pods))
+	for i, p := range pods {
+		stops[i] = firstStop(proxy, since, p.sandbox, p.container)
+	}
+	byEnd, err := a.admin.CoreV1().Pods(a.ns).Get(b.Context(), by, metaGet)
+	byStopped := !firstStop(proxy, since, bySandbox, byContainer).IsZero()
+	r.bystander = byStopped || (err == nil && byEnd.Status.Phase != v1.PodRunning)
+	for _, n := range append(names, by) {
+		a.deleteEvictionPod(b, n)
+	}
+	m.waitBelowHalf(b, a)
+	oomAt := m.firstOOM(since)
+	r.oom = !oomAt.IsZero()
+	var first time.Time
+	for _, s := range stops {
+		if s.IsZero() || (!oomAt.IsZero() && !s.Before(oomAt)) {
+			continue
+		}
+		r.stops++
+		if first.IsZero() || s.Before(first) {
+			first = s
+		}
+	}
+	if !first.IsZero() && r.crossed {
+		r.latency = first.Sub(t)
+	}
+	return r
+}
+
+// waitPressureEnd waits until the workload's pods ended, or, for holding
+// pods, until pressureWindow passed or they all ended.
+func (a *nodeAgent) waitPressureEnd(b *testing.B, w pressureWorkload, names []string) {
+	b.Helper()
+	timeout := evictionRunTimeout
+	if w.hold {
+		timeout = pressureWindow
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		ended := 0
+		for _, n := range names {
+			p, err := a.admin.CoreV1().Pods(a.ns).Get(b.Context(), n, metaGet)
+			if err == nil && (p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded) {
+				ended++
+			}
+		}
+		if ended == len(names) {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !w.hold {
+		b.Logf("%s: %s: pods still running after %v", a.name, w.name, timeout)
+	}
+}
