@@ -31,7 +31,10 @@ import (
 // runs in kubepods-burstable-pod<uid>.slice, made over D-Bus with
 // MemoryMax = the pod's limit (systemctl show, systemctl status, and
 // memory.max of the slice and of the container's cri-containerd-<id>.scope);
-// deleting the pod stops and removes the slice; an OOM kill in a
+// deleting the pod stops and removes the slice; an API pod with an init
+// container, a sidecar and probes runs, its log is read and a command
+// exec'd over the kubelet API, and its deletion leaves nothing in the
+// guest (testV2NodePodLifecycle); an OOM kill in a
 // container is attributed to its pod and container (OOMKilling event) on
 // this layout. At the end the node goes back to cgroupfs.
 func testV2NodeSystemd(t *testing.T, n *v2Node) {
@@ -78,6 +81,7 @@ func testV2NodeSystemd(t *testing.T, n *v2Node) {
 	}
 
 	t.Run("PodSlice", func(t *testing.T) { testV2NodePodSlice(t, n) })
+	t.Run("PodLifecycle", func(t *testing.T) { testV2NodePodLifecycle(t, n) })
 	t.Run("OOMKill", func(t *testing.T) { testV2NodeSystemdOOM(t, n) })
 	t.Run("OOMGroup", func(t *testing.T) { testV2NodeOOMGroup(t, n) })
 	// Last on this layout: it restarts kernelet with the eviction

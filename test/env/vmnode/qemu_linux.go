@@ -117,7 +117,8 @@ func Down(runID string) error {
 
 // ForwardUnix forwards a new unix socket on the host to the guest's unix
 // socket guestPath (ssh -L), e.g. containerd's CRI socket for a CRI client
-// on the host. It returns the host socket's path once it exists; stop
+// on the host, or to a TCP address in the guest when guestPath is
+// host:port (the kubelet API on the guest's loopback). It returns the host socket's path once it exists; stop
 // kills the ssh process by PID and removes the socket (Stop does too).
 func (n *Node) ForwardUnix(ctx context.Context, guestPath string) (hostPath string, stop func(), err error) {
 	n.mu.Lock()
