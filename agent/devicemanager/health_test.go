@@ -1,8 +1,6 @@
 package devicemanager
 
 import (
-	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -16,22 +14,10 @@ import (
 // allocatedResourcesStatus, and the pod holding it is sent on
 // HealthUpdates; a change of a device nobody holds is not.
 func TestHealthStatus(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	m := New(Config{Dir: dir})
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Wait()
-	defer cancel()
 	dev := func(id, health string) *pluginapi.Device { return &pluginapi.Device{ID: id, Health: health} }
 	p := &testPlugin{devs: []*pluginapi.Device{dev("d0", pluginapi.Healthy), dev("d1", pluginapi.Healthy)},
 		updates: make(chan []*pluginapi.Device)}
-	servePlugin(t, p, filepath.Join(dir, "test.sock"))
-	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the devices listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 2 })
+	m := startWithPlugin(t, Config{}, p, 2)
 	if got := m.HealthStatus("uid-1", "app"); got != nil {
 		t.Errorf("before any allocation: %v", got)
 	}

@@ -114,6 +114,26 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
+// startWithPlugin starts a Manager of cfg in a test directory with p
+// registered for example.com/r, once want devices are allocatable; it
+// stops at the end of the test.
+func startWithPlugin(t *testing.T, cfg Config, p *testPlugin, want int64) *Manager {
+	t.Helper()
+	cfg.Dir = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := New(cfg)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); m.Wait() })
+	servePlugin(t, p, filepath.Join(cfg.Dir, "test.sock"))
+	if err := register(t, cfg.Dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the devices listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == want })
+	return m
+}
+
 // topologyAdmit is the topology manager's admission (policy none, one
 // NUMA node) with m as its provider, as the agent wires it.
 func topologyAdmit(t *testing.T, m *Manager) podworkers.AdmitHandler {
@@ -255,20 +275,7 @@ func TestManagerLifecycle(t *testing.T) {
 }
 
 func TestReleaseOnReject(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	m := New(Config{Dir: dir})
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Wait()
-	defer cancel()
-	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
-	servePlugin(t, p, filepath.Join(dir, "test.sock"))
-	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the device listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 1 })
+	m := startWithPlugin(t, Config{}, &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}, 1)
 	reject := podworkers.AdmitFunc(func(podworkers.AdmitAttributes) podworkers.AdmitResult {
 		return podworkers.AdmitResult{Reason: podworkers.ReasonOutOfCPU}
 	})

@@ -1,8 +1,6 @@
 package devicemanager
 
 import (
-	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -93,25 +91,13 @@ func TestChooseAligned(t *testing.T) {
 // container asking for more than a node has is refused with
 // TopologyAffinityError, and pod scope aligns the whole pod.
 func TestManagerTopologyHints(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	m := New(Config{Dir: dir, NUMANodes: []int{0, 1}})
-	if err := m.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Wait()
-	defer cancel()
 	on := func(id string, node int64) *pluginapi.Device {
 		return &pluginapi.Device{ID: id, Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: node}}}}
 	}
 	// The plugin prefers a device of node 0 whatever it is offered: the
 	// allocation must still follow the topology manager's affinity.
 	p := &testPlugin{devs: []*pluginapi.Device{on("a0", 0), on("b0", 1), on("b1", 1)}, preferred: []string{"a0"}}
-	servePlugin(t, p, filepath.Join(dir, "test.sock"))
-	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: "example.com/r"}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the devices listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 3 })
+	m := startWithPlugin(t, Config{NUMANodes: []int{0, 1}}, p, 3)
 	admitWith := func(scope string, pod *v1.Pod) podworkers.AdmitResult {
 		tmgr, err := tm.New(tm.Config{Policy: tm.PolicySingleNUMANode, Scope: scope, Nodes: tm.NewMask(0, 1), Providers: []tm.Provider{m}})
 		if err != nil {
