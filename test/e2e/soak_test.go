@@ -41,7 +41,7 @@ import (
 const (
 	soakPods    = 110 // kubelet's default maxPods
 	soakWave    = 22
-	soakDefault = 2 * time.Minute
+	soakDefault = time.Minute
 	// soakSettle is the idle time after the node is up before the start
 	// values are read.
 	soakSettle = 10 * time.Second
