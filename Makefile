@@ -196,7 +196,7 @@ e2e-rotation: build components ## TestTLSBootstrap's rotation for 10 minutes, at
 # TestSoak: 110 pods created and deleted in waves for $(SOAK) per variant (API
 # pods, then static pods), goroutines/fds/RSS/cgroup dirs back to their start
 # values within the bounds it prints. `make test` runs it with the e2e tests
-# for its default of 1 minute per variant (6 and 12 waves here). Root.
+# for its default of 1 minute per variant (6 to 12 waves here). Root.
 SOAK ?= 10m
 soak: deps build components ## 110 pods in waves for SOAK (default 10m) per variant; the table of goroutines, fds, RSS, cgroup dirs
 	@$(BIN)/testenv reap
