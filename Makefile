@@ -291,16 +291,7 @@ bench-probes: build ## kernelet's CPU with 110 pods × 3 probes vs without probe
 # cached), and runs 20 pods per workload per agent: many minutes. Root.
 # KERNELET_BENCH_EVICTION_RUNS, _RATES and _AGENTS shorten it (bench/eviction_test.go).
 bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs the real kubelet vs kernelet's kubelet mode
-	@echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"
-	@out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
-	kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
-	$(BIN)/testenv reap; \
-	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
-	echo "== eviction run $$KERNELET_TEST_RUN"; \
-	rc=0; \
-	KERNELET_EVICTION_KUBELET=$$kubelet $(GO) test -count=1 -v -timeout 4h -run '^$$' -bench '^BenchmarkEviction$$' -benchtime=1x ./bench/ || rc=1; \
-	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
-	exit $$rc
+	$(call bench_with_kubelet,eviction,BenchmarkEviction,4h)
 
 # A first cut of issue 28's pressure replay (bench/pressure_test.go): per agent (kernelet in dry
 # run as the no-agent yardstick, the real kubelet, kernelet, kernelet with memoryPageCache:
@@ -308,16 +299,7 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 # re-read, on kubepods limited to 512 MiB. KERNELET_BENCH_PRESSURE_RUNS (default 3),
 # KERNELET_BENCH_PRESSURE_AGENTS, KERNELET_BENCH_PRESSURE_WORKLOADS narrow it.
 bench-pressure: build ## memory workloads replayed per agent: evicted before OOM, needless evictions, reaction, bystanders
-	@echo "== kubelet: KUBELET=1 hack/apiserver/build.sh"
-	@out=$$(KUBELET=1 hack/apiserver/build.sh) || exit 1; echo "$$out"; \
-	kubelet=$$(echo "$$out" | sed -n 's/^KUBELET=//p'); \
-	$(BIN)/testenv reap; \
-	$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json; \
-	echo "== pressure run $$KERNELET_TEST_RUN"; \
-	rc=0; \
-	KERNELET_EVICTION_KUBELET=$$kubelet $(GO) test -count=1 -v -timeout 4h -run '^$$' -bench '^BenchmarkPressure$$' -benchtime=1x ./bench/ || rc=1; \
-	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
-	exit $$rc
+	$(call bench_with_kubelet,pressure,BenchmarkPressure,4h)
 
 demo: build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
 	hack/deps.sh containerd

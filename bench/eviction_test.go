@@ -73,8 +73,8 @@ import (
 // Environment: KERNELET_BENCH_EVICTION_RUNS (default 20 per workload),
 // KERNELET_BENCH_EVICTION_RATES (MiB/s, default "50,100,200"),
 // KERNELET_BENCH_EVICTION_AGENTS (default "kernelet,kubelet,kernelet-kubelet-mode"),
-// KERNELET_EVICTION_KUBELET (the kubelet binary; default
-// <cache>/kubernetes/v1.37.2/kubelet). Without the kubelet the benchmark
+// KERNELET_KUBELET_BIN (the kubelet binary; default
+// <cache>/kubernetes/v1.37.2/kubelet, realKubelet). Without the kubelet the benchmark
 // skips; `make test` leaves it out and `make bench-eviction` builds the
 // kubelet and runs it.
 const (
@@ -170,14 +170,6 @@ func (r evictionRow) early() int {
 	return n
 }
 
-// evictionKubelet is $KERNELET_EVICTION_KUBELET or build.sh's cache path.
-func evictionKubelet() string {
-	if p := os.Getenv("KERNELET_EVICTION_KUBELET"); p != "" {
-		return p
-	}
-	return filepath.Join(env.CacheDir(), "kubernetes", evictionKubeletVersion, "kubelet")
-}
-
 // evictionEnvList is the comma-separated $name, def when unset.
 func evictionEnvList(name, def string) []string {
 	s := os.Getenv(name)
@@ -212,7 +204,7 @@ func BenchmarkEviction(b *testing.B) {
 	runs := envInt(b, "KERNELET_BENCH_EVICTION_RUNS", 20)
 	workloads := evictionWorkloads(b)
 	agents := evictionEnvList("KERNELET_BENCH_EVICTION_AGENTS", strings.Join([]string{agentKernelet, agentKubelet, agentKerneletKubelet}, ","))
-	kubelet, kernelet := evictionKubelet(), kerneletBinary(b)
+	kubelet, kernelet := realKubelet(), kerneletBinary(b)
 	checkAgents(b, "KERNELET_BENCH_EVICTION_AGENTS", "make bench-eviction", agents, kubelet, agentKernelet, agentKubelet, agentKerneletKubelet)
 	reserved := evictionReserved(b)
 	cd, srv, admin, rs := benchCluster(b)

@@ -52,7 +52,7 @@ import (
 // "none,kubelet,kernelet,kernelet-pagecache"),
 // KERNELET_BENCH_PRESSURE_WORKLOADS (default every workload:
 // anon50,anon200,anon500,five40,pc-write,pc-reread),
-// KERNELET_EVICTION_KUBELET (the kubelet binary, as BenchmarkEviction).
+// KERNELET_KUBELET_BIN (the kubelet binary, as BenchmarkEviction).
 // Not part of `make test`: `make bench-pressure` builds the kubelet and
 // runs it.
 
@@ -121,7 +121,7 @@ func BenchmarkPressure(b *testing.B) {
 	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
 	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join([]string{agentNone, agentKubelet, agentKernelet, agentKerneletPageCache}, ","))
 	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", ""))
-	kubelet, kernelet := evictionKubelet(), kerneletBinary(b)
+	kubelet, kernelet := realKubelet(), kerneletBinary(b)
 	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure", agents, kubelet, agentNone, agentKubelet, agentKernelet, agentKerneletPageCache)
 	reserved := evictionReserved(b)
 	cd, srv, admin, rs := benchCluster(b)
