@@ -44,6 +44,7 @@ func (a *admission) PodHints() map[string][]tm.Hint {
 }
 
 func (a *admission) Allocate(c *v1.Container, affinity tm.Mask) error {
+	a.m.storeAffinity(a.pod.UID, c.Name, affinity)
 	if err := a.m.allocateContainer(a.m.ctx, a.pod, c, a.reuse, affinity); err != nil {
 		return err
 	}

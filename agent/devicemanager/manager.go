@@ -75,6 +75,10 @@ type Manager struct {
 	alloc     allocations
 	// removed are the resources that expired: reported at 0.
 	removed map[string]bool
+	// affinity is the topology manager's affinity of each admitted
+	// container (pod UID → container), kept in memory only as kubelet's
+	// topology store: a re-allocation at container creation stays within it.
+	affinity map[string]map[string]tm.Mask
 	wg      sync.WaitGroup
 }
 
@@ -85,7 +89,7 @@ func New(cfg Config) *Manager {
 		now = time.Now
 	}
 	return &Manager{cfg: cfg, now: now, ctx: context.Background(), resources: map[string]*resource{},
-		alloc: allocations{}, removed: map[string]bool{}, healthUpdates: make(chan []types.UID, healthUpdatesCap)}
+		alloc: allocations{}, removed: map[string]bool{}, affinity: map[string]map[string]tm.Mask{}, healthUpdates: make(chan []types.UID, healthUpdatesCap)}
 }
 
 func (m *Manager) checkpointPath() string { return filepath.Join(m.cfg.Dir, CheckpointName) }
@@ -325,6 +329,7 @@ func (m *Manager) Release(uid types.UID) {
 	m.mu.Lock()
 	_, ok := m.alloc[string(uid)]
 	delete(m.alloc, string(uid))
+	delete(m.affinity, string(uid))
 	m.mu.Unlock()
 	if ok {
 		m.writeCheckpoint()
@@ -348,6 +353,11 @@ func (m *Manager) Keep(keep PodFilter) {
 		if !keep(uid) {
 			gone = append(gone, uid)
 			delete(m.alloc, uid)
+		}
+	}
+	for uid := range m.affinity {
+		if !keep(uid) {
+			delete(m.affinity, uid)
 		}
 	}
 	m.mu.Unlock()
@@ -498,9 +508,29 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 	return nil
 }
 
+// storeAffinity remembers the affinity container of pod uid was admitted
+// with.
+func (m *Manager) storeAffinity(uid types.UID, container string, affinity tm.Mask) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.affinity[string(uid)] == nil {
+		m.affinity[string(uid)] = map[string]tm.Mask{}
+	}
+	m.affinity[string(uid)][container] = affinity
+}
+
+// storedAffinity is the affinity container of pod uid was admitted with;
+// none (0) after an agent restart, as kubelet's topology store.
+func (m *Manager) storedAffinity(uid types.UID, container string) tm.Mask {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.affinity[string(uid)][container]
+}
+
 // ContainerDevices are container c's run options from its devices, at its
 // creation: devices a container asks for but does not hold (a plugin that
-// registered after the pod's admission) are allocated now, and
+// registered after the pod's admission) are allocated now, within the
+// topology manager's affinity of its admission, and
 // PreStartContainer is called first for plugins that ask for it.
 func (m *Manager) ContainerDevices(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error) {
 	uid := string(pod.UID)
@@ -522,7 +552,7 @@ func (m *Manager) ContainerDevices(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if missing {
 		klog.FromContext(ctx).V(2).Info("Needs to re-allocate device plugin resources for pod", "pod", klog.KObj(pod), "containerName", c.Name)
 		m.allocMu.Lock()
-		err := m.allocateContainer(ctx, pod, c, nil, 0)
+		err := m.allocateContainer(ctx, pod, c, nil, m.storedAffinity(pod.UID, c.Name))
 		m.allocMu.Unlock()
 		if err != nil {
 			return podconfig.ContainerDevices{}, err

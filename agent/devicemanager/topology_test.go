@@ -129,3 +129,34 @@ func TestManagerTopologyHints(t *testing.T) {
 		t.Errorf("pod scope: app %+v, second %+v; want both on node 1 (the only node with two)", a, b)
 	}
 }
+
+// A container whose devices are allocated at its creation (its plugin's
+// allocation was missing then) gets them within its admission's affinity.
+func TestReallocationKeepsAffinity(t *testing.T) {
+	on := func(id string, node int64) *pluginapi.Device {
+		return &pluginapi.Device{ID: id, Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: node}}}}
+	}
+	p := &testPlugin{devs: []*pluginapi.Device{on("a0", 0), on("b0", 1), on("b1", 1)}, preferred: []string{"a0"}}
+	m := startWithPlugin(t, Config{NUMANodes: []int{0, 1}}, p, 3)
+	tmgr, err := tm.New(tm.Config{Policy: tm.PolicySingleNUMANode, Scope: tm.ScopeContainer, Nodes: tm.NewMask(0, 1), Providers: []tm.Provider{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := devicePod("uid-r", "r", 2)
+	if r := tmgr.Admit(podworkers.AdmitAttributes{Pod: pod}); !r.Admit {
+		t.Fatalf("two devices: %+v", r)
+	}
+	m.mu.Lock()
+	delete(m.alloc["uid-r"], "app") // as if its plugin had not registered at admission
+	m.mu.Unlock()
+	if _, err := m.ContainerDevices(t.Context(), pod, &pod.Spec.Containers[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Devices("uid-r", "app"); len(got) != 1 || !reflect.DeepEqual(got[0].DeviceIDs, []string{"b0", "b1"}) {
+		t.Errorf("re-allocated %+v, want both devices of node 1 (the admission's affinity), not the plugin's preferred a0", got)
+	}
+	m.Release("uid-r")
+	if a := m.storedAffinity("uid-r", "app"); a != 0 {
+		t.Errorf("affinity %v kept after release", a)
+	}
+}
