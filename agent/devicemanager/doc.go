@@ -43,7 +43,9 @@
 //     error rejects the pod with kubelet's UnexpectedAdmissionError
 //     "Allocate failed due to ..., which is unexpected"), keeps the
 //     allocations across agent restarts, gives a container's run options at
-//     its creation (ContainerDevices, calling PreStartContainer first),
+//     its creation (ContainerDevices, calling PreStartContainer first, and
+//     allocating what a plugin registered after the admission serves within
+//     the affinity the container was admitted with),
 //     releases a pod's devices when it is gone (Release, Keep), and says
 //     what the node offers (Capacity) and what each container holds
 //     (Devices, Allocatable: the podresources API).

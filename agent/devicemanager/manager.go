@@ -79,7 +79,7 @@ type Manager struct {
 	// container (pod UID → container), kept in memory only as kubelet's
 	// topology store: a re-allocation at container creation stays within it.
 	affinity map[string]map[string]tm.Mask
-	wg      sync.WaitGroup
+	wg       sync.WaitGroup
 }
 
 // New returns a Manager; Start serves the registration socket.
