@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -23,6 +24,11 @@ import (
 //
 //   - anon growth: one pod allocating 700 MiB at 50, 200 and 500 MiB/s;
 //   - five pods growing together, 160 MiB each at 40 MiB/s;
+//   - a slow leak: one pod allocating 520 MiB at 2 MiB/s (the crossing
+//     comes after ~3.5 min; each run watches 5 min);
+//   - tmpfs growth: a pod writing 700 MiB at 50 MiB/s to a memory-backed
+//     emptyDir (shmem: nothing the kernel can reclaim without swap, and
+//     still charged once the writer is killed);
 //   - page cache written once: a pod writing 700 MiB to an emptyDir, then
 //     idle (inactive page cache the kernel drops as it needs);
 //   - page cache re-read: a pod writing 420 MiB and re-reading it for
@@ -35,7 +41,8 @@ import (
 // StopPodSandbox at the CRI proxy, the kernel's OOM kills in kubepods
 // (/dev/kmsg) until every pod is gone, and whether the bystander was
 // stopped or killed. Agents: the real kubelet v1.37.2 ("kubelet"),
-// kernelet with its defaults ("kernelet"), kernelet with
+// kernelet with its defaults ("kernelet"), kernelet in kubelet mode
+// (--eviction-mode=kubelet: "kernelet-kubelet-mode"), kernelet with
 // memoryPageCache: refaults ("kernelet-pagecache"), and kernelet in dry
 // run ("none": decides but never evicts — what happens when no agent
 // acts, the yardstick of needless evictions).
@@ -49,9 +56,9 @@ import (
 //
 // Environment: KERNELET_BENCH_PRESSURE_RUNS (default 3 per cell),
 // KERNELET_BENCH_PRESSURE_AGENTS (default
-// "none,kubelet,kernelet,kernelet-pagecache"),
+// "none,kubelet,kernelet-kubelet-mode,kernelet,kernelet-pagecache"),
 // KERNELET_BENCH_PRESSURE_WORKLOADS (default every workload:
-// anon50,anon200,anon500,five40,pc-write,pc-reread),
+// anon50,anon200,anon500,five40,leak2,tmpfs50,pc-write,pc-reread),
 // KERNELET_KUBELET_BIN (the kubelet binary, as BenchmarkEviction).
 // Not part of `make test`: `make bench-pressure` builds the kubelet and
 // runs it.
@@ -72,9 +79,13 @@ type pressureWorkload struct {
 	pods [][]string
 	// data: the pods get an emptyDir at /data.
 	data bool
+	// memory: the emptyDir is memory-backed (tmpfs).
+	memory bool
 	// hold: the pods keep running unless evicted; the run watches
-	// pressureWindow. Otherwise it waits for the pods to end.
-	hold bool
+	// window (pressureWindow when 0). Otherwise it waits for the pods to
+	// end.
+	hold   bool
+	window time.Duration
 }
 
 func pressureWorkloads() []pressureWorkload {
@@ -86,6 +97,8 @@ func pressureWorkloads() []pressureWorkload {
 		five.pods = append(five.pods, []string{"alloc", "--mib", "160", "--rate", "40", "--hold"})
 	}
 	return []pressureWorkload{anon(50), anon(200), anon(500), five,
+		{name: "leak2", hold: true, window: 5 * time.Minute, pods: [][]string{{"alloc", "--mib", "520", "--rate", "2", "--hold"}}},
+		{name: "tmpfs50", data: true, memory: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--rate", "50", "--file", "/data/f", "--hold"}}},
 		{name: "pc-write", data: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--file", "/data/f", "--hold"}}},
 		{name: "pc-reread", data: true, hold: true, pods: [][]string{{"write", "--mib", "420", "--file", "/data/f", "--reread"}}},
 	}
@@ -119,10 +132,10 @@ func (c pressureCell) count(f func(pressureRun) bool) int {
 func BenchmarkPressure(b *testing.B) {
 	env.RequireRoot(b)
 	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
-	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join([]string{agentNone, agentKubelet, agentKernelet, agentKerneletPageCache}, ","))
+	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join([]string{agentNone, agentKubelet, agentKerneletKubelet, agentKernelet, agentKerneletPageCache}, ","))
 	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", ""))
 	kubelet, kernelet := realKubelet(), kerneletBinary(b)
-	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure", agents, kubelet, agentNone, agentKubelet, agentKernelet, agentKerneletPageCache)
+	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure", agents, kubelet, agentNone, agentKubelet, agentKerneletKubelet, agentKernelet, agentKerneletPageCache)
 	reserved := evictionReserved(b)
 	cd, srv, admin, rs := benchCluster(b)
 	ns := benchNamespace(b.Context(), b, admin, "pressure")
@@ -134,6 +147,8 @@ func BenchmarkPressure(b *testing.B) {
 			switch name {
 			case agentKubelet:
 				a.bin = kubelet
+			case agentKerneletKubelet:
+				a.extraArgs = []string{"--eviction-mode=kubelet"}
 			case agentKerneletPageCache:
 				a.extraConfig = "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nmemoryPageCache: refaults\n"
 			case agentNone:
@@ -211,7 +226,7 @@ func (a *nodeAgent) runPressure(b *testing.B, upstream string, workloads []press
 }
 
 // pressureRunOnce runs one workload with the bystander and waits for its
-// end (the pods' end, or pressureWindow for holding pods).
+// end (the pods' end, or the workload's window for holding pods).
 func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, w pressureWorkload, name string) pressureRun {
 	b.Helper()
 	m.waitBelowHalf(b, a)
@@ -227,6 +242,9 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	var vol *v1.Volume
 	if w.data {
 		vol = &v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+		if w.memory {
+			vol.EmptyDir.Medium = v1.StorageMediumMemory
+		}
 	}
 	var names []string
 	for i, args := range w.pods {
@@ -276,12 +294,12 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 }
 
 // waitPressureEnd waits until the workload's pods ended, or, for holding
-// pods, until pressureWindow passed or they all ended.
+// pods, until the workload's window passed or they all ended.
 func (a *nodeAgent) waitPressureEnd(b *testing.B, w pressureWorkload, names []string) {
 	b.Helper()
 	timeout := evictionRunTimeout
 	if w.hold {
-		timeout = pressureWindow
+		timeout = cmp.Or(w.window, pressureWindow)
 	}
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {

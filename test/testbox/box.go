@@ -83,6 +83,7 @@ func parse(args []string) (*config, error) {
 		fs.IntVar(&c.mib, "mib", 0, "MiB to write")
 		fs.StringVar(&c.file, "file", "", "file to write")
 		fs.BoolVar(&c.sync, "sync", false, "fsync the file at the end")
+		fs.Float64Var(&c.rate, "rate", 0, "MiB written per second (0: as fast as possible)")
 		fs.BoolVar(&c.reread, "reread", false, "then read the file again and again until signalled")
 		fs.BoolVar(&c.hold, "hold", false, "then keep running until signalled")
 	case "serve":
@@ -141,6 +142,9 @@ func (c *config) validate() error {
 		}
 		if c.file == "" {
 			return errors.New("--file is required")
+		}
+		if c.rate < 0 {
+			return errors.New("--rate must be >= 0")
 		}
 	case "serve":
 		n := 0
@@ -350,7 +354,7 @@ func (b *box) fork(c *config) (int, error) {
 }
 
 func (b *box) write(c *config) (int, error) {
-	b.logf("testbox write: pid=%d mib=%d file=%s sync=%t", os.Getpid(), c.mib, c.file, c.sync)
+	b.logf("testbox write: pid=%d mib=%d file=%s sync=%t rate=%g", os.Getpid(), c.mib, c.file, c.sync, c.rate)
 	f, err := os.OpenFile(c.file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return 1, fmt.Errorf("open: %w", err)
@@ -359,7 +363,21 @@ func (b *box) write(c *config) (int, error) {
 	for i := range block {
 		block[i] = byte(i%251) + 1 // not zeros: nothing may turn it into a hole
 	}
+	var tick <-chan time.Time
+	if c.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
+		defer t.Stop()
+		tick = t.C
+	}
 	for i := 0; i < c.mib; i++ {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-b.sigs:
+				f.Close()
+				return 0, nil
+			}
+		}
 		if _, err := f.Write(block); err != nil {
 			f.Close()
 			return 1, fmt.Errorf("write: %w", err)

@@ -59,6 +59,9 @@ func TestParse(t *testing.T) {
 		"write": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--sync"},
 			want: &config{mode: "write", mib: 4, file: "/tmp/x", sync: true}},
 		"write no file":   {args: []string{"write", "--mib", "4"}, wantErr: true},
+		"write at a rate": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--rate", "2.5", "--hold"},
+			want: &config{mode: "write", mib: 4, file: "/tmp/x", rate: 2.5, hold: true}},
+		"write negative rate": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--rate", "-1"}, wantErr: true},
 		"serve http":      {args: []string{"serve", "--http", ":8080"}, want: &config{mode: "serve", httpAddr: ":8080"}},
 		"serve tcp":       {args: []string{"serve", "--tcp", "127.0.0.1:9"}, want: &config{mode: "serve", tcpAddr: "127.0.0.1:9"}},
 		"serve both":      {args: []string{"serve", "--http", ":1", "--tcp", ":2"}, wantErr: true},
@@ -268,6 +271,16 @@ func TestWrite(t *testing.T) {
 	sigs <- syscall.SIGTERM
 	if r := wait(t, done); r.code != 0 {
 		t.Fatalf("reread: exit status %d", r.code)
+	}
+	// A paced write stops at a signal, before it wrote everything.
+	out, sigs, done = start(t, "write", "--mib", "1000", "--rate", "1", "--file", path)
+	out.next(t)
+	sigs <- syscall.SIGTERM
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("paced write: exit status %d", r.code)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() >= 1000*mib {
+		t.Fatalf("paced write after SIGTERM: %v, %v; want a shorter file", fi, err)
 	}
 	_, _, done = start(t, "write", "--mib", "1", "--file", filepath.Join(path, "not-a-dir", "x"))
 	if r := wait(t, done); r.code != 1 {

@@ -13,8 +13,9 @@
 //	                                         exit 0 when done, or keep it with --hold
 //	testbox fork --n N [--for D]             start N child processes that sleep (re-exec of
 //	                                         itself); on SIGTERM stop them and exit 0
-//	testbox write --mib N --file PATH [--sync] [--reread] [--hold]
-//	                                         write N MiB to PATH (fsync with --sync), exit 0;
+//	testbox write --mib N --file PATH [--rate R] [--sync] [--reread] [--hold]
+//	                                         write N MiB to PATH at R MiB/s (0: at once; fsync
+//	                                         with --sync), exit 0;
 //	                                         with --reread read it again and again, with --hold
 //	                                         stay, until SIGTERM
 //	testbox serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
