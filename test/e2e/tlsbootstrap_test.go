@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kernelet/kernelet/test/env"
@@ -468,7 +470,7 @@ func TestTLSBootstrapServing(t *testing.T) {
 	b := newBootstrapNode(t, srv, ip, "--rotate-certificates", "--rotate-server-certificates")
 	b.start(t)
 
-	served := approveServingCSRs(t, b)
+	served := approveServingCSRs(t, b.admin, b.node)
 	b.waitReady(t, 2*time.Minute)
 	first := waitServingCert(t, b, nil)
 	b.verifyByCA(t, first, x509.ExtKeyUsageServerAuth)
@@ -479,22 +481,7 @@ func TestTLSBootstrapServing(t *testing.T) {
 	talk.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "while true; do echo tick; sleep 1; done"}
 	pod := b.createPod(t, talk)
 	b.waitPhase(t, pod.Name, v1.PodRunning, time.Minute)
-	kubectl := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", srv.AdminKubeconfig(), "-n", b.ns}, args...)...).CombinedOutput()
-		return string(out), err
-	}
-	check := func(t *testing.T) {
-		waitFor(t, 30*time.Second, "kubectl logs", func() (bool, error) {
-			out, err := kubectl("logs", pod.Name, "--tail=1")
-			return err == nil && strings.TrimSpace(out) != "", fmt.Errorf("%v: %s", err, out)
-		})
-		out, err := kubectl("exec", pod.Name, "--", "echo", "exec-ok")
-		if err != nil || strings.TrimSpace(out) != "exec-ok" {
-			t.Errorf("kubectl exec: %q %v", out, err)
-		}
-	}
+	check := func(t *testing.T) { kubectlLogsExec(t, srv.AdminKubeconfig(), b.ns, pod.Name) }
 	t.Run("through the apiserver", check)
 	t.Run("after the serving certificate is renewed", func(t *testing.T) {
 		renewed := waitServingCert(t, b, first)
@@ -516,10 +503,30 @@ func TestTLSBootstrapServing(t *testing.T) {
 	}
 }
 
-// approveServingCSRs approves the node's kubelet-serving CSRs as they come
-// (as an operator does: nothing approves them automatically) until the
-// test ends; it returns how many it approved so far.
-func approveServingCSRs(t *testing.T, b *bootstrapNode) func() int {
+// kubectlLogsExec runs the real kubectl's logs and exec through the API
+// server against a running pod that prints lines.
+func kubectlLogsExec(t *testing.T, kubeconfig, ns, pod string) {
+	t.Helper()
+	kubectl := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	waitFor(t, 30*time.Second, "kubectl logs", func() (bool, error) {
+		out, err := kubectl("logs", pod, "--tail=1")
+		return err == nil && strings.TrimSpace(out) != "", fmt.Errorf("%v: %s", err, out)
+	})
+	out, err := kubectl("exec", pod, "--", "echo", "exec-ok")
+	if err != nil || strings.TrimSpace(out) != "exec-ok" {
+		t.Errorf("kubectl exec: %q %v", out, err)
+	}
+}
+
+// approveServingCSRs approves the kubelet-serving CSRs of the nodes as
+// they come (as an operator does: nothing approves them automatically)
+// until the test ends; it returns how many it approved so far.
+func approveServingCSRs(t *testing.T, admin kubernetes.Interface, nodes ...string) func() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var approved int
@@ -527,15 +534,16 @@ func approveServingCSRs(t *testing.T, b *bootstrapNode) func() int {
 	go func() {
 		defer close(done)
 		for {
-			list, err := b.admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+			list, err := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 			if err == nil {
 				for _, c := range list.Items {
-					if c.Spec.SignerName != certificatesv1.KubeletServingSignerName || c.Spec.Username != "system:node:"+b.node || len(c.Status.Conditions) > 0 {
+					node, ok := strings.CutPrefix(c.Spec.Username, "system:node:")
+					if c.Spec.SignerName != certificatesv1.KubeletServingSignerName || !ok || !slices.Contains(nodes, node) || len(c.Status.Conditions) > 0 {
 						continue
 					}
 					c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 						Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "TestApproved", Message: "approved by the test"})
-					if _, err := b.admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, &c, metav1.UpdateOptions{}); err == nil {
+					if _, err := admin.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, c.Name, &c, metav1.UpdateOptions{}); err == nil {
 						approved++
 					}
 				}

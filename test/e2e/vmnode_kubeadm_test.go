@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +48,8 @@ type kubeadmNode struct {
 // kubeadmConfig is what the control plane's `kubeadm init` would have been
 // given: the bootstrap token, the API endpoint the guest reaches, the
 // version, the service range of the test apiserver, and the kubelet
-// configuration for the nodes (kubeadm's defaults: cgroupDriver systemd).
+// configuration for the nodes (kubeadm's defaults: cgroupDriver systemd;
+// and serverTLSBootstrap, the serving certificate from the cluster CA).
 func kubeadmConfig(endpoint, token string) string {
 	host, port, _ := strings.Cut(endpoint, ":")
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
@@ -71,12 +76,15 @@ networking:
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: systemd
+serverTLSBootstrap: true
 `, host, port, token, apiserver.BootstrapTokenGroup, criSocket, apiserver.DefaultKubeVersion, apiserver.ServiceClusterIPRange)
 }
 
 // newKubeadmNode starts the control plane (bootstrap token authentication,
 // the bootstrapsigner and tokencleaner controllers as kubeadm enables
-// them) and boots the node with kubeadm, kernelet, the real kubelet (when
+// them, kubelets' serving certificates verified against the cluster CA)
+// and boots the node, linked to the host (vmnode.Options.HostLink: the
+// API server reaches its kubelet port), with kubeadm, kernelet, the real kubelet (when
 // upstream) and deploy/kubeadm's unit and drop-in, kubelet.service
 // enabled and /usr/bin/kubelet linked to kernelet; the control plane
 // starts meanwhile. The kubeadm configuration and an admin kubeconfig for
@@ -85,6 +93,10 @@ func newKubeadmNode(t *testing.T, upstream bool) *kubeadmNode {
 	t.Helper()
 	env.RequireRoot(t)
 	vmnode.Require(t)
+	err := vmnode.LinkAvailable()
+	env.Require(t, err == nil, fmt.Sprintf("the v2 node's host link: %v", err))
+	_, err = exec.LookPath("kubectl")
+	env.Require(t, err == nil, "kubectl (preinstalled on the development machines)")
 	ctx := t.Context()
 	kubeadm, err := apiserver.EnsureExtra(ctx, apiserver.KubeadmName, tlogWriter{t})
 	env.Require(t, err == nil, fmt.Sprintf("kubeadm %s (KUBEADM=1 %s): %v", apiserver.DefaultKubeVersion, apiserver.BuildScriptPath, err))
@@ -98,7 +110,7 @@ func newKubeadmNode(t *testing.T, upstream bool) *kubeadmNode {
 		env.Require(t, false, fmt.Sprintf("the node image (%s; make vm-node-image): %v", vmnode.BuildScriptPath, err))
 	}
 	// The control plane starts while the node boots.
-	controlPlane := startControlPlaneAsync(t, "kubeadm", apiserver.Options{BootstrapTokenAuth: true,
+	controlPlane := startControlPlaneAsync(t, "kubeadm", apiserver.Options{BootstrapTokenAuth: true, VerifyKubeletServing: true,
 		Controllers: append(append([]string{}, apiserver.DefaultControllers...), "bootstrapsigner", "tokencleaner")})
 	files, err := vmnode.KubeadmNode{Kubeadm: kubeadm, Kernelet: filepath.Join(binaries(t), "kernelet"), Kubelet: kubelet,
 		CgroupDriver: "systemd"}.Files()
@@ -106,8 +118,8 @@ func newKubeadmNode(t *testing.T, upstream bool) *kubeadmNode {
 		t.Fatal(err)
 	}
 	node := bootV2Node(t, vmnode.Options{Image: img, Hostname: strings.ToLower(env.RunID()) + "-kubeadm", Files: files,
-		Enable: []string{vmnode.KubeletUnit}},
-		"systemctl --no-pager status containerd kubelet; cat /var/lib/kubelet/kubeadm-flags.env; journalctl --no-pager -u kubelet | tail -60")
+		Enable: []string{vmnode.KubeletUnit}, HostLink: true},
+		"systemctl --no-pager status containerd kubelet; ip -br addr; cat /var/lib/kubelet/kubeadm-flags.env; journalctl --no-pager -u kubelet | tail -60")
 	srv := controlPlane()
 	admin, err := srv.AdminClient()
 	if err != nil {
@@ -218,9 +230,14 @@ func (k *kubeadmNode) join(t *testing.T, name string) (ready, joined time.Durati
 // and the RBAC for joining nodes and CSR auto-approval); the node's CSR is
 // approved by kube-controller-manager, the Node goes Ready and runs an API
 // pod, and its client certificate is the cluster CA's for
-// system:node:<name>. With KERNELET_KUBEADM_UPSTREAM=1 the node is then
-// reset (`kubeadm reset`) and joined again with the real kubelet v1.37.2,
-// for the join-to-Ready times of both.
+// system:node:<name>. The node names resolve in the guest to its end of
+// the host link, so the Node's InternalIP is one the API server reaches:
+// the serving certificate (serverTLSBootstrap, a kubelet-serving CSR the
+// test approves as an operator would) carries it, kube-apiserver verifies
+// it against the cluster CA, and the real kubectl's logs and exec work
+// through the API server. With KERNELET_KUBEADM_UPSTREAM=1 the node is
+// then reset (`kubeadm reset`) and joined again with the real kubelet
+// v1.37.2, checked the same way, for the join-to-Ready times of both.
 func TestKubeadmJoin(t *testing.T) {
 	upstream := os.Getenv(kubeadmUpstreamEnv) == "1"
 	k := newKubeadmNode(t, upstream)
@@ -235,7 +252,8 @@ func TestKubeadmJoin(t *testing.T) {
 		t.Fatalf("cluster-info: %v", err)
 	}
 	base := strings.ToLower(env.RunID())
-	k.guest(t, time.Minute, fmt.Sprintf("echo '%s %s-kernelet %s-kubelet' >> /etc/hosts", vmnode.GuestAddr, base, base))
+	k.guest(t, time.Minute, fmt.Sprintf("echo '%s %s-kernelet %s-kubelet' >> /etc/hosts", k.Link.Guest, base, base))
+	approveServingCSRs(t, k.admin, base+"-kernelet", base+"-kubelet")
 
 	name := base + "-kernelet"
 	ready, joined := k.join(t, name)
@@ -251,6 +269,7 @@ func TestKubeadmJoin(t *testing.T) {
 	kready, kjoined := k.join(t, name)
 	k.checkAgent(t, name, "")
 	t.Logf("kubelet v1.37.2: kubeadm join → Node Ready %v (kubeadm join itself %v)", kready.Round(time.Millisecond), kjoined.Round(time.Millisecond))
+	t.Run("kubelet", func(t *testing.T) { k.checkJoined(t, name) })
 	t.Logf("join → Ready: kernelet %v, kubelet %v", ready.Round(time.Millisecond), kready.Round(time.Millisecond))
 }
 
@@ -270,8 +289,8 @@ func (k *kubeadmNode) checkAgent(t *testing.T, name, suffix string) {
 
 // checkJoined checks what kubeadm join left: the bootstrap CSR approved by
 // the controller-manager, the client certificate of the cluster CA for the
-// node where kubelet keeps it and kubelet.conf naming it, and an API pod
-// running on the node.
+// node where kubelet keeps it and kubelet.conf naming it, an API pod
+// running on the node, and kubectl logs and exec of it (checkServing).
 func (k *kubeadmNode) checkJoined(t *testing.T, name string) {
 	csrs, err := k.admin.CertificatesV1().CertificateSigningRequests().List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -306,7 +325,8 @@ func (k *kubeadmNode) checkJoined(t *testing.T, name string) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("client certificate is not the cluster CA's: %v", err)
 	}
-	pod := apiTestPod("joined", 1, "sleep")
+	pod := apiTestPod(name, 1)
+	pod.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "while true; do echo tick; sleep 1; done"}
 	pod.Namespace, pod.Spec.NodeName = "default", name
 	start := time.Now()
 	if _, err := k.admin.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
@@ -320,4 +340,51 @@ func (k *kubeadmNode) checkJoined(t *testing.T, name string) {
 		return p.Status.Phase == v1.PodRunning, fmt.Errorf("phase %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
 	})
 	t.Logf("API pod created → Running on %s: %v", name, time.Since(start).Round(time.Millisecond))
+	k.checkServing(t, name, pool, pod.Name)
+}
+
+// checkServing checks the node's kubelet API as kube-apiserver reaches it:
+// the Node's InternalIP is the guest's end of the host link, the port
+// there serves a certificate of the cluster CA (a kubelet-serving CSR,
+// serverTLSBootstrap) naming the node and that address, and the real
+// kubectl's logs and exec of pod work through the API server, which
+// verifies that certificate (--kubelet-certificate-authority).
+func (k *kubeadmNode) checkServing(t *testing.T, name string, ca *x509.CertPool, pod string) {
+	t.Helper()
+	start := time.Now()
+	node, err := k.admin.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			internal = a.Address
+			break
+		}
+	}
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if internal != k.Link.Guest.String() || port == 0 {
+		t.Fatalf("Node %s InternalIP %q port %d, want the host link's %s (addresses %v)", name, internal, port, k.Link.Guest, node.Status.Addresses)
+	}
+	var cert *x509.Certificate
+	waitFor(t, time.Minute, "the serving certificate of the cluster CA on "+internal, func() (bool, error) {
+		conn, err := tls.Dial("tcp", net.JoinHostPort(internal, strconv.Itoa(int(port))), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return false, err
+		}
+		defer conn.Close()
+		cert = conn.ConnectionState().PeerCertificates[0]
+		return cert.Issuer.CommonName != cert.Subject.CommonName, fmt.Errorf("self-signed %v", cert.Subject)
+	})
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: ca, DNSName: internal, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		t.Errorf("serving certificate on %s: %v", internal, err)
+	}
+	if cert.Subject.CommonName != "system:node:"+name || !contains(cert.DNSNames, name) {
+		t.Errorf("serving certificate %v DNS %v IPs %v, want system:node:%s naming %s", cert.Subject, cert.DNSNames, cert.IPAddresses, name, name)
+	}
+	t.Logf("serving certificate of the cluster CA on %s:%d (DNS %v, IPs %v) %v after the pod ran", internal, port, cert.DNSNames, cert.IPAddresses, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	kubectlLogsExec(t, k.srv.AdminKubeconfig(), "default", pod)
+	t.Logf("kubectl logs and exec through the API server: %v", time.Since(start).Round(time.Millisecond))
 }

@@ -10,7 +10,9 @@
 // that loads the virtio modules, mounts the disk, copies them in and hands
 // over to systemd. The guest reaches the host as 10.0.2.2 (qemu user-mode
 // networking: the host's 127.0.0.1); the host reaches the guest's sshd
-// through a forwarded port on 127.0.0.1 (Node.SSH, Node.Run). Stop and Down
+// through a forwarded port on 127.0.0.1 (Node.SSH, Node.Run); with
+// Options.HostLink, also directly on a point-to-point link over a tap
+// device qemu creates and the kernel removes with it (Node.Link). Stop and Down
 // kill qemu by PID and remove the run's files, also after a crash.
 //
 // For tests and hack/ tools only; kernelet never imports it.

@@ -28,3 +28,5 @@ func Down(runID string) error { return errLinux }
 func (n *Node) ForwardUnix(ctx context.Context, guestPath string) (string, func(), error) {
 	return "", nil, errLinux
 }
+
+func (l *Link) configureLink(ctx context.Context, q *qemuProc) error { return errLinux }

@@ -80,6 +80,12 @@ type Options struct {
 	Console io.Writer
 	// KernelArgs are appended to the kernel command line.
 	KernelArgs []string
+	// HostLink adds a second NIC on a tap device of the host with an
+	// address at each end (Node.Link), so the host reaches the guest's
+	// ports directly (a control plane on the host reaching the kubelet
+	// API); it needs ip(8) and /dev/net/tun. Off, the guest has qemu's
+	// user-mode network only.
+	HostLink bool
 }
 
 // Node is a running guest.
@@ -91,6 +97,8 @@ type Node struct {
 	// Boot is the wall time from starting qemu (the last attempt) until
 	// sshd answered.
 	Boot time.Duration
+	// Link is the host link (Options.HostLink), or nil.
+	Link *Link
 
 	mu       sync.Mutex
 	console  bytes.Buffer // the last 256 KiB of the console
@@ -115,6 +123,19 @@ func Available() error {
 	}
 	if os.Geteuid() != 0 {
 		errs = append(errs, errors.New("the node image build needs root"))
+	}
+	return errors.Join(errs...)
+}
+
+// LinkAvailable reports what Options.HostLink needs and this machine
+// lacks, or nil: ip(8) and /dev/net/tun.
+func LinkAvailable() error {
+	var errs []error
+	if _, err := exec.LookPath("ip"); err != nil {
+		errs = append(errs, fmt.Errorf("ip (iproute2) not found: %w", err))
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		errs = append(errs, fmt.Errorf("the host link needs a tap device: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -148,6 +169,11 @@ func (o *Options) check() error {
 			}
 		}
 	}
+	if o.HostLink {
+		if err := LinkAvailable(); err != nil {
+			return fmt.Errorf("vmnode: %w", err)
+		}
+	}
 	for _, u := range o.Enable {
 		if u == "" || strings.ContainsAny(u, "/ ") {
 			return fmt.Errorf("vmnode: bad unit name %q", u)
@@ -176,6 +202,16 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("vmnode: %w", err)
 	}
 	n := &Node{dir: dir, opts: opts, key: filepath.Join(dir, "id_ed25519")}
+	if opts.HostLink {
+		addrs, err := net.InterfaceAddrs()
+		if err == nil {
+			n.Link, err = newLink(addrs)
+		}
+		if err != nil {
+			_ = n.Stop()
+			return nil, fmt.Errorf("vmnode: host link: %w", err)
+		}
+	}
 	if err := n.prepare(ctx); err != nil {
 		_ = n.Stop()
 		return nil, err
@@ -215,6 +251,9 @@ func (n *Node) prepare(ctx context.Context) error {
 		{Path: "/etc/hostname", Data: []byte(n.opts.Hostname + "\n")},
 		{Path: "/etc/hosts", Data: fmt.Appendf(nil, "127.0.0.1 localhost\n::1 localhost\n%s %s\n", GuestAddr, n.opts.Hostname)},
 	}, n.opts.Files...)
+	if n.Link != nil {
+		files = append(files, n.Link.guestFile())
+	}
 	return writeInitramfs(filepath.Join(n.dir, "initramfs.cpio"), n.opts.Image.Kernel, files, n.opts.Enable)
 }
 
@@ -240,6 +279,12 @@ func (n *Node) boot(ctx context.Context) error {
 	n.mu.Lock()
 	n.q = q
 	n.mu.Unlock()
+	if n.Link != nil {
+		if err := n.Link.configureLink(ctx, q); err != nil {
+			q.kill()
+			return err
+		}
+	}
 	deadline := time.Now().Add(n.opts.BootTimeout)
 	for {
 		if err := n.ssh(ctx, 10*time.Second, "true"); err == nil {
@@ -257,6 +302,12 @@ func (n *Node) boot(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			q.kill()
+			// The next boot's qemu reuses the tap's name: this one must
+			// have let it go.
+			select {
+			case <-q.exited:
+			case <-time.After(10 * time.Second):
+			}
 			return fmt.Errorf("%w: sshd did not answer within %v\n--- console tail ---\n%s",
 				ErrBootHang, n.opts.BootTimeout, n.ConsoleTail(30))
 		}
@@ -268,7 +319,7 @@ func (n *Node) qemuArgs(overlay string) []string {
 		"rdinit=/init", "systemd.unified_cgroup_hierarchy=1", "net.ifnames=0",
 		// qemu's microvm describes its virtio-mmio devices in ACPI.
 	}, n.opts.KernelArgs...))
-	return []string{
+	args := []string{
 		"-accel", "tcg,thread=multi", "-cpu", "max",
 		"-m", strconv.Itoa(n.opts.MemoryMiB), "-smp", strconv.Itoa(n.opts.CPUs),
 		"-M", "microvm,x-option-roms=off,isa-serial=on,rtc=on",
@@ -282,6 +333,10 @@ func (n *Node) qemuArgs(overlay string) []string {
 		"-object", "rng-random,id=rng0,filename=/dev/urandom",
 		"-device", "virtio-rng-device,rng=rng0",
 	}
+	if n.Link != nil {
+		args = append(args, n.Link.qemuArgs()...)
+	}
+	return args
 }
 
 // consoleLine records a console line and passes it on.

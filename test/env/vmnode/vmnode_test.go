@@ -2,6 +2,8 @@ package vmnode
 
 import (
 	"encoding/binary"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,5 +136,32 @@ func TestKubeadmNodeFiles(t *testing.T) {
 	}
 	if UseKubelet(false) != "ln -sfn /usr/local/bin/kernelet /usr/bin/kubelet" || UseKubelet(true) != "ln -sfn /usr/local/bin/kubelet-upstream /usr/bin/kubelet" {
 		t.Errorf("UseKubelet: %q %q", UseKubelet(false), UseKubelet(true))
+	}
+}
+
+func TestNewLink(t *testing.T) {
+	// The host has 10.254.0.0/17: links are picked from the other half.
+	_, half, _ := net.ParseCIDR("10.254.0.0/17")
+	free := netip.MustParsePrefix("10.254.128.0/17")
+	for range 50 {
+		l, err := newLink([]net.Addr{half})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !free.Contains(l.Host) || l.Guest != l.Host.Next() || l.Host.As4()[3]%4 != 1 || len(l.Tap) > 15 || !strings.HasPrefix(l.Tap, "kltap") {
+			t.Fatalf("link %+v, want the 1st and 2nd addresses of a /30 in %v on a kltap* device", l, free)
+		}
+	}
+	_, all, _ := net.ParseCIDR("10.0.0.0/8")
+	if l, err := newLink([]net.Addr{all}); err == nil {
+		t.Fatalf("link %+v in a range the host has", l)
+	}
+	l := &Link{Tap: "kltap01", Host: netip.MustParseAddr("10.254.3.5"), Guest: netip.MustParseAddr("10.254.3.6")}
+	f := string(l.guestFile().Data)
+	if !strings.Contains(f, "MACAddress="+linkMAC+"\n") || !strings.Contains(f, "Address=10.254.3.6/30\n") {
+		t.Fatalf("guest network file:\n%s", f)
+	}
+	if a := strings.Join(l.qemuArgs(), " "); !strings.Contains(a, "tap,id=net1,ifname=kltap01,script=no") {
+		t.Fatalf("qemu args %s", a)
 	}
 }
