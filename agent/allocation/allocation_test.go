@@ -2,9 +2,13 @@ package allocation
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,5 +360,104 @@ func TestInfeasibleSwap(t *testing.T) {
 	a.Spec.Containers[0].ResizePolicy = nil
 	if msg, _ := Infeasible(cpu, a, swaps); msg != "" {
 		t.Errorf("a cpu resize of a swapping container: %q", msg)
+	}
+}
+
+// TestStoreWrites: the file is what json.Marshal of the checkpoint gives
+// (the format before the pods' encodings were kept), concurrent changes
+// are all in the file when they return, a change that changes nothing
+// does not write, and a forgotten pod leaves the file with the next
+// change or Flush.
+func TestStoreWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ActuatedStateFile)
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			pod := testPod(fmt.Sprintf("p%02d", i), "100m", "64Mi")
+			if err := s.Set(pod.UID, Of(pod)); err != nil {
+				t.Error(err)
+			}
+			if err := s.SetContainer(pod.UID, "c", pod.Spec.Containers[0].Resources); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	again, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(again.UIDs()); got != 20 {
+		t.Fatalf("the file holds %d pods after 20 concurrent Sets returned, want 20", got)
+	}
+	b, _ := os.ReadFile(path)
+	pods := map[types.UID]Resources{}
+	for _, uid := range again.UIDs() {
+		pods[uid], _ = again.Get(uid)
+	}
+	sum, _ := json.Marshal(pods)
+	want, _ := json.Marshal(checkpoint{Pods: pods, Checksum: crc32.ChecksumIEEE(sum)})
+	if string(b) != string(want) {
+		t.Fatalf("file:\n%s\nwant json.Marshal's:\n%s", b, want)
+	}
+
+	stat := func() os.FileInfo {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	before := stat()
+	pod := testPod("p00", "0.1", "64Mi") // 0.1 is 100m: the same
+	if err := s.Set(pod.UID, Of(pod)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetContainer(pod.UID, "c", pod.Spec.Containers[0].Resources); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPodLevel("new", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("absent"); err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(stat(), before) {
+		t.Error("changes that change nothing rewrote the file")
+	}
+
+	if err := s.Remove("p01"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Keep(func(uid types.UID) bool { return uid != "p02" }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get("p01"); ok {
+		t.Fatal("Remove left the pod in memory")
+	}
+	if err := s.SetPodLevel("p03", &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if again, err = OpenStore(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Get("p01"); ok || len(again.UIDs()) != 18 {
+		t.Fatalf("after Remove, Keep and a change the file holds %d pods (p01 too: %v), want 18", len(again.UIDs()), ok)
+	}
+	if err := s.Remove("p04"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if again, err = OpenStore(path); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.UIDs()) != 17 {
+		t.Fatalf("after Flush the file holds %d pods, want 17", len(again.UIDs()))
 	}
 }
