@@ -140,3 +140,19 @@ func TestRotatorCheckWritten(t *testing.T) {
 		t.Errorf("CRI calls for a log no container writes: %v", svc.Called)
 	}
 }
+
+// What the watch reports: nothing written is no CRI call (a new pod's or
+// container's directory), lost events are the check of every log.
+func TestRotatorWritten(t *testing.T) {
+	svc := apitest.NewFakeRuntimeService()
+	r := &Rotator{Runtime: svc, Policy: Policy{MaxSize: 10, MaxFiles: 3}}
+	ctx := context.Background()
+	r.written(ctx, nil, false)
+	if len(svc.Called) != 0 {
+		t.Errorf("CRI calls with no log written: %v", svc.Called)
+	}
+	r.written(ctx, nil, true)
+	if !slices.Contains(svc.Called, "ListContainers") {
+		t.Errorf("lost events: no list of the running containers: %v", svc.Called)
+	}
+}

@@ -99,12 +99,22 @@ func (r *Rotator) Run(ctx context.Context) {
 					continue
 				}
 				paths, all := w.Take()
-				if all {
-					paths = nil
-				}
-				r.checkSizes(ctx, paths)
+				r.written(ctx, paths, all)
 			}
 		}
+	}
+}
+
+// written checks the logs the watch reports written (paths), or every
+// log when it lost events (all). None is no check: the watch also reports
+// the directories made for each new pod and container, and a check of
+// every log costs a CRI list and a status per new container.
+func (r *Rotator) written(ctx context.Context, paths []string, all bool) {
+	switch {
+	case all:
+		r.checkSizes(ctx, nil)
+	case len(paths) > 0:
+		r.checkSizes(ctx, paths)
 	}
 }
 
