@@ -69,6 +69,9 @@ const (
 	cgroupProgKlCgRmdirRaw     = "kl_cg_rmdir_raw"
 	cgroupProgKlCgRmdirTp      = "kl_cg_rmdir_tp"
 	cgroupVarCgroupTp          = "cgroup_tp"
+	cgroupVarHierarchyA        = "hierarchy_a"
+	cgroupVarHierarchyB        = "hierarchy_b"
+	cgroupVarHierarchyFilter   = "hierarchy_filter"
 	cgroupVarPageShift         = "page_shift"
 	cgroupVarUnusedCgroupEvent = "unused_cgroup_event"
 	cgroupVarUnusedCgroupOp    = "unused_cgroup_op"
@@ -137,6 +140,9 @@ type cgroupMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type cgroupVariableSpecs struct {
 	CgroupTp          *ebpf.VariableSpec `ebpf:"cgroup_tp"`
+	HierarchyA        *ebpf.VariableSpec `ebpf:"hierarchy_a"`
+	HierarchyB        *ebpf.VariableSpec `ebpf:"hierarchy_b"`
+	HierarchyFilter   *ebpf.VariableSpec `ebpf:"hierarchy_filter"`
 	PageShift         *ebpf.VariableSpec `ebpf:"page_shift"`
 	UnusedCgroupEvent *ebpf.VariableSpec `ebpf:"unused_cgroup_event"`
 	UnusedCgroupOp    *ebpf.VariableSpec `ebpf:"unused_cgroup_op"`
@@ -178,6 +184,9 @@ func (m *cgroupMaps) Close() error {
 // It can be passed to loadCgroupObjects or ebpf.CollectionSpec.LoadAndAssign.
 type cgroupVariables struct {
 	CgroupTp          *ebpf.Variable `ebpf:"cgroup_tp"`
+	HierarchyA        *ebpf.Variable `ebpf:"hierarchy_a"`
+	HierarchyB        *ebpf.Variable `ebpf:"hierarchy_b"`
+	HierarchyFilter   *ebpf.Variable `ebpf:"hierarchy_filter"`
 	PageShift         *ebpf.Variable `ebpf:"page_shift"`
 	UnusedCgroupEvent *ebpf.Variable `ebpf:"unused_cgroup_event"`
 	UnusedCgroupOp    *ebpf.Variable `ebpf:"unused_cgroup_op"`

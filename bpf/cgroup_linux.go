@@ -9,24 +9,40 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-// cgroupSetup writes the record layout of the tracepoints in
-// ModeTracepoint (both events share one, event class "cgroup").
+// cgroupSetup writes the hierarchies to report (opts.CgroupHierarchies)
+// and, in ModeTracepoint, the record layout of the tracepoints (both
+// events share one, event class "cgroup").
 func cgroupSetup(env *attachEnv, formats []tpFormat) (func(*ebpf.CollectionSpec) error, error) {
-	if env.mode != ModeTracepoint {
-		return nil, nil
-	}
-	var l cgroupCgroupTpLayout
-	for i, name := range []string{"cgroup_mkdir", "cgroup_rmdir"} {
-		k, err := cgroupTracepointLayout(formats[i])
-		if err != nil {
-			return nil, fmt.Errorf("tracepoint cgroup/%s: %w", name, err)
+	hs := env.opts.CgroupHierarchies
+	var tp *cgroupCgroupTpLayout
+	if env.mode == ModeTracepoint {
+		var l cgroupCgroupTpLayout
+		for i, name := range []string{"cgroup_mkdir", "cgroup_rmdir"} {
+			k, err := cgroupTracepointLayout(formats[i])
+			if err != nil {
+				return nil, fmt.Errorf("tracepoint cgroup/%s: %w", name, err)
+			}
+			if i > 0 && k != l {
+				return nil, errors.New("tracepoints cgroup/cgroup_mkdir and cgroup_rmdir differ in layout")
+			}
+			l = k
 		}
-		if i > 0 && k != l {
-			return nil, errors.New("tracepoints cgroup/cgroup_mkdir and cgroup_rmdir differ in layout")
-		}
-		l = k
+		tp = &l
 	}
-	return func(spec *ebpf.CollectionSpec) error { return setVariable(spec, "cgroup_tp", l) }, nil
+	return func(spec *ebpf.CollectionSpec) error {
+		if len(hs) > 0 {
+			b := hs[len(hs)-1] // one hierarchy: both are it
+			for name, v := range map[string]uint32{"hierarchy_filter": 1, "hierarchy_a": uint32(hs[0]), "hierarchy_b": uint32(b)} {
+				if err := setVariable(spec, name, v); err != nil {
+					return err
+				}
+			}
+		}
+		if tp == nil {
+			return nil
+		}
+		return setVariable(spec, "cgroup_tp", *tp)
+	}, nil
 }
 
 func cgroupTracepointLayout(f tpFormat) (cgroupCgroupTpLayout, error) {

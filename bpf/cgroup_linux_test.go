@@ -60,6 +60,34 @@ func TestCgroupTracer(t *testing.T) {
 	}
 }
 
+// TestCgroupTracerHierarchies: with CgroupHierarchies, the kernel side
+// reports only those hierarchies' cgroups. A cgroup made in the unified
+// hierarchy and then in the memory one, with only memory's wanted: the
+// first event with its name is memory's (the ring buffer keeps the order).
+func TestCgroupTracerHierarchies(t *testing.T) {
+	requireBPF(t)
+	tracefs := tracefsDir(t)
+	memory, unified := hybridMounts(t)
+	memoryHierarchy := hierarchyID(t, "memory")
+	for _, mode := range allModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			tr := requireMode(t, mode, OpenCgroupTracer, Options{Tracefs: tracefs, CgroupHierarchies: []int{memoryHierarchy}})
+			defer tr.Close()
+			name := "/" + env.RunID() + "-bpf-cgf-" + randomSuffix(t)
+			for _, dir := range []string{dirOf(unified.Dir(name)), dirOf(memory.Dir(name))} {
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cgroupfs.KillAndRemoveDir(dir) })
+			}
+			ev := await(t, tr.Events(), 10*time.Second, func(e CgroupEvent) bool { return e.Path == name })
+			if ev.HierarchyID != memoryHierarchy || ev.Op != CgroupMkdir {
+				t.Errorf("first event of %s: %+v, want the mkdir in hierarchy %d (memory) only", name, ev, memoryHierarchy)
+			}
+		})
+	}
+}
+
 func dirOf(dir string, ok bool) string {
 	if !ok {
 		panic("cgroup outside the mounted sub-tree")

@@ -195,6 +195,14 @@ func (o Options) validate() error {
 	if o.ChannelSize < 0 || o.MinStall < 0 {
 		return errors.New("negative ChannelSize or MinStall")
 	}
+	if len(o.CgroupHierarchies) > 2 {
+		return fmt.Errorf("cgroup hierarchies %v: at most two", o.CgroupHierarchies)
+	}
+	for _, h := range o.CgroupHierarchies {
+		if h < 0 {
+			return fmt.Errorf("cgroup hierarchy %d: not an id", h)
+		}
+	}
 	return nil
 }
 

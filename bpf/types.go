@@ -81,6 +81,10 @@ type Options struct {
 	// MinStall makes the reclaim tracer report only stalls at least this
 	// long (measured in the kernel, so shorter ones cost no event).
 	MinStall time.Duration
+	// CgroupHierarchies makes the cgroup tracer report only the cgroups
+	// of these hierarchies (at most two ids; 0 is the unified one),
+	// filtered in the kernel; nil: every hierarchy.
+	CgroupHierarchies []int
 }
 
 // Fields says which fields of an event the kernel side filled in; which

@@ -47,7 +47,14 @@ func Open(ctx context.Context, opts Options) (*Env, error) {
 	case opts.NoCgroupTracer:
 		e.CgroupTracer = "not used: cgroup ids resolved by walking the hierarchy"
 	default:
-		tr, err := bpf.OpenCgroupTracer(ctx, bpf.Options{})
+		// The path cache wants the unified hierarchy and the memory
+		// controller's (CgroupChanges): the others' events are dropped
+		// in the kernel.
+		var o bpf.Options
+		if mem := MemcgHierarchy(h); mem >= 0 {
+			o.CgroupHierarchies = []int{0, mem}
+		}
+		tr, err := bpf.OpenCgroupTracer(ctx, o)
 		if err != nil {
 			e.CgroupTracer = fmt.Sprintf("unavailable (%v): cgroup ids resolved by walking the hierarchy", err)
 			break

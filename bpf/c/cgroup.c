@@ -41,6 +41,20 @@ struct cgroup_tp_layout {
 
 const volatile struct cgroup_tp_layout cgroup_tp = {};
 
+/*
+ * With hierarchy_filter set, only the cgroups of hierarchies hierarchy_a
+ * and hierarchy_b are reported (0: the unified one): a v1 host makes each
+ * cgroup in a dozen hierarchies, and the host's other cgroups too.
+ */
+const volatile __u32 hierarchy_filter = 0;
+const volatile __u32 hierarchy_a = 0;
+const volatile __u32 hierarchy_b = 0;
+
+static __always_inline int cg_wanted(__u32 hierarchy_id)
+{
+	return !hierarchy_filter || hierarchy_id == hierarchy_a || hierarchy_id == hierarchy_b;
+}
+
 const struct cgroup_event *unused_cgroup_event __attribute__((unused));
 const enum cgroup_op *unused_cgroup_op __attribute__((unused));
 
@@ -74,12 +88,16 @@ static __always_inline struct cgroup_event *cg_reserve(__u32 op)
 
 static __always_inline int on_cgroup(__u32 op, struct cgroup *cgrp, const char *path)
 {
-	struct cgroup_event *e = cg_reserve(op);
+	__u32 hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	struct cgroup_event *e;
 
+	if (!cg_wanted(hierarchy_id))
+		return 0;
+	e = cg_reserve(op);
 	if (!e)
 		return 0;
 	e->id = BPF_CORE_READ(cgrp, kn, id);
-	e->hierarchy_id = BPF_CORE_READ(cgrp, root, hierarchy_id);
+	e->hierarchy_id = hierarchy_id;
 	e->level = BPF_CORE_READ(cgrp, level);
 	bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
 	bpf_ringbuf_submit(e, 0);
@@ -88,12 +106,16 @@ static __always_inline int on_cgroup(__u32 op, struct cgroup *cgrp, const char *
 
 static __always_inline int on_cgroup_tp(__u32 op, void *ctx)
 {
-	struct cgroup_event *e = cg_reserve(op);
+	__u32 hierarchy_id = kl_tp_uint(ctx, cgroup_tp.root.off, cgroup_tp.root.size);
+	struct cgroup_event *e;
 
+	if (!cg_wanted(hierarchy_id))
+		return 0;
+	e = cg_reserve(op);
 	if (!e)
 		return 0;
 	e->id = kl_tp_uint(ctx, cgroup_tp.id.off, cgroup_tp.id.size);
-	e->hierarchy_id = kl_tp_uint(ctx, cgroup_tp.root.off, cgroup_tp.root.size);
+	e->hierarchy_id = hierarchy_id;
 	e->level = kl_tp_uint(ctx, cgroup_tp.level.off, cgroup_tp.level.size);
 	if (cgroup_tp.path.size)
 		bpf_probe_read_kernel_str(e->path, sizeof(e->path), kl_data_loc(ctx, cgroup_tp.path.off));
