@@ -43,7 +43,7 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/csidriver ./test/csidriver/cmd/csidriver
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
-	hack/deps.sh containerd runc vm vmnode metrics browser
+	hack/deps.sh containerd runc vm vmnode metrics browser csi
 
 # The test control plane, built from the Go module proxy into the cache
 # outside the repository (~/.cache/kernelet, keyed by version): a no-op that

@@ -38,7 +38,8 @@ type nodePlugins struct {
 func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 	n := &nodePlugins{}
 	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
-		Warn: func(pod *v1.Pod, reason, msg string) { a.recorder.Event(pod, v1.EventTypeWarning, reason, msg) }}
+		Warn:  func(pod *v1.Pod, reason, msg string) { a.recorder.Event(pod, v1.EventTypeWarning, reason, msg) },
+		Event: a.recorder.Event}
 	if a.clients != nil && a.clients.Main != nil {
 		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
 		n.registry = csi.NewRegistry(n.nodeInfo)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kernelet's tests and demo need, only those
-# missing. Usage: hack/deps.sh [containerd|runc|vm|vmnode|bpf|metrics|browser|all]...  (default: all)
+# missing. Usage: hack/deps.sh [containerd|runc|vm|vmnode|bpf|metrics|browser|csi|all]...  (default: all)
 # Idempotent; runs `apt-get update` once, only when something is missing.
 set -euo pipefail
 
@@ -15,6 +15,9 @@ declare -A PKGS=(
   [metrics]="prometheus"
   # the dashboard test (headless Chromium) and the `kernelet top` test (tmux)
   [browser]="chromium tmux"
+  # the test CSI driver's image volumes: ext4 and XFS (online growth needs
+  # xfs_growfs where CAP_SYS_RESOURCE, which ext4's online resize wants, is missing)
+  [csi]="e2fsprogs xfsprogs"
 )
 
 parts=("$@")

@@ -44,6 +44,8 @@ func (c *Client) NodeGetInfo(ctx context.Context) (DriverInfo, error) {
 // NodeCapabilities are the node service's capabilities that matter.
 type NodeCapabilities struct {
 	StageUnstage, VolumeStats, VolumeMountGroup bool
+	// Expand: the driver expands volumes on the node (EXPAND_VOLUME).
+	Expand bool
 }
 
 // NodeGetCapabilities asks the node service's capabilities.
@@ -61,6 +63,8 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, err
 			caps.VolumeStats = true
 		case csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
 			caps.VolumeMountGroup = true
+		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			caps.Expand = true
 		}
 	}
 	return caps, nil

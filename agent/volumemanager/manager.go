@@ -32,6 +32,8 @@ type Manager struct {
 	resolved map[types.UID]map[string]volumeSpec
 	// usage caches the volumes' stats (Usage).
 	usage map[usageKey]VolumeUsage
+	// resize is each volume's node expansion state, until unstaged.
+	resize map[v1.UniqueVolumeName]*resizeState
 	// locks serialize the operations on one volume, podLocks on one pod.
 	locks    map[v1.UniqueVolumeName]*sync.Mutex
 	podLocks map[types.UID]*sync.Mutex
@@ -79,7 +81,7 @@ func New(cfg Config) *Manager {
 		staged: map[v1.UniqueVolumeName]*stagedVol{}, published: map[types.UID]map[string]*publishedVol{},
 		desired: map[types.UID]map[v1.UniqueVolumeName]bool{}, resolved: map[types.UID]map[string]volumeSpec{},
 		locks: map[v1.UniqueVolumeName]*sync.Mutex{}, podLocks: map[types.UID]*sync.Mutex{},
-		usage: map[usageKey]VolumeUsage{},
+		usage: map[usageKey]VolumeUsage{}, resize: map[v1.UniqueVolumeName]*resizeState{},
 	}
 }
 

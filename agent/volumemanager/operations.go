@@ -43,6 +43,7 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	paths := pathsOf(m.cfg.RootDir, m.cfg.PodsDir, pod.UID, spec)
 	republishing := pub != nil && pub.mounted
 	if republishing && !m.republishes(ctx, pub) {
+		m.expandOnline(ctx, pod, vol, spec, paths)
 		return paths.podPath, volumeError{}
 	}
 	verr := m.mount(ctx, pod, spec, paths)
@@ -57,6 +58,18 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	}
 	if verr.err != nil {
 		return "", verr
+	}
+	if republishing {
+		m.expandOnline(ctx, pod, vol, spec, paths)
+	} else if err := m.expandAtMount(ctx, pod, vol, spec, paths); err != nil {
+		// As kubelet's uncertain mount: published, but the pod does not
+		// start on it; the next attempt publishes and expands again.
+		m.mu.Lock()
+		if p := m.published[pod.UID][spec.PVName]; p != nil {
+			p.mounted = false
+		}
+		m.mu.Unlock()
+		return "", volumeError{err: err}
 	}
 	return paths.podPath, volumeError{}
 }

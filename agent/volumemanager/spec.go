@@ -27,6 +27,11 @@ type volumeSpec struct {
 	// ReadOnly: the pod's claim or the PV's CSI source says so.
 	ReadOnly                         bool
 	StageSecretRef, PublishSecretRef *v1.SecretReference
+	// ExpandSecretRef is the PV's nodeExpandSecretRef.
+	ExpandSecretRef *v1.SecretReference
+	// ClaimReadOnly: the pod mounts its claim read-only (kubelet's
+	// volume spec ReadOnly, which stops node expansion).
+	ClaimReadOnly bool
 	// Block: the PV's volumeMode is Block (a raw device for the pod's
 	// volumeDevices). Inline: a CSI ephemeral inline volume of the pod
 	// (pod.spec.volumes[].csi; PVName is then the pod's volume name).
@@ -171,6 +176,7 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 		MountOptions: pv.Spec.MountOptions, Attributes: src.VolumeAttributes, AccessModes: pv.Spec.AccessModes,
 		ReadOnly:       readOnly || src.ReadOnly,
 		StageSecretRef: src.NodeStageSecretRef, PublishSecretRef: src.NodePublishSecretRef,
+		ExpandSecretRef: src.NodeExpandSecretRef, ClaimReadOnly: readOnly,
 		Block: pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock,
 	}, nil
 }

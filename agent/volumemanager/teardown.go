@@ -194,6 +194,7 @@ func (m *Manager) unstageIfUnused(ctx context.Context, u v1.UniqueVolumeName, r 
 	if _, err := os.Stat(filepath.Join(paths.stagingData, volDataFile)); errors.Is(err, os.ErrNotExist) {
 		m.mu.Lock()
 		delete(m.staged, u)
+		delete(m.resize, u)
 		m.mu.Unlock()
 		return nil // never staged (a driver without STAGE_UNSTAGE_VOLUME)
 	}
@@ -217,6 +218,7 @@ func (m *Manager) unstageIfUnused(ctx context.Context, u v1.UniqueVolumeName, r 
 	_ = os.Remove(filepath.Dir(dir)) // the driver's dir (a block volume's PV dir), when empty
 	m.mu.Lock()
 	delete(m.staged, u)
+	delete(m.resize, u)
 	m.mu.Unlock()
 	klog.FromContext(ctx).Info("Volume unstaged", "volume", u, "stagingPath", paths.staging)
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/internal/clientset"
@@ -47,6 +48,10 @@ type Config struct {
 	// backoff of kubelet's operations (500 ms doubling to 2m2s) or at
 	// once when its message changes, as kubelet's reconciler does.
 	Warn func(pod *v1.Pod, reason, message string)
+	// Event records an event on a pod or a PVC (nil: none): node
+	// expansion's FileSystemResizeSuccessful, FileSystemResizeFailed and
+	// VolumeResizeFailed.
+	Event func(obj runtime.Object, eventType, reason, message string)
 	// WaitTimeout bounds SetUp's wait for a pod's volumes (default
 	// kubelet's 2m3s); RetryInterval is the pause between attempts
 	// (default 300 ms, kubelet's).

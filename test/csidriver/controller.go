@@ -17,10 +17,10 @@ type meta struct {
 	CapacityBytes int64  `json:"capacityBytes"`
 }
 
-// ControllerGetCapabilities advertises create/delete and, with
-// AttachRequired, publish/unpublish.
+// ControllerGetCapabilities advertises create/delete, expansion and,
+// with AttachRequired, publish/unpublish.
 func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
-	types := []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}
+	types := []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_EXPAND_VOLUME}
 	if d.cfg.AttachRequired {
 		types = append(types, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME)
 	}

@@ -11,6 +11,18 @@
 // it to a loop device (recorded in <state>/meta/<id>.loop; DetachLoops
 // undoes what a failed test left), NodePublishVolume bind-mounts that
 // device on the target file it creates, NodeUnstageVolume detaches it.
+// A volume staged with the mount fsType ext4 or xfs (the PV's
+// csi.fsType; other fsTypes are refused) is that filesystem in a sparse
+// image file (<fsType>.img: Ext4ImageSize or XFSImageSize, or the
+// capacity CreateVolume/ControllerExpandVolume recorded when larger) made
+// with mkfs, attached to a loop device and mounted on the staging path.
+// ControllerExpandVolume records the new capacity and grows an image
+// volume's file (node expansion required); NodeExpandVolume then makes
+// the loop device see it (LOOP_SET_CAPACITY) and grows the mounted
+// filesystem online: xfs_growfs, or resize2fs for ext4 (which the kernel
+// allows only with CAP_SYS_RESOURCE; without it NodeExpandVolume fails
+// with resize2fs's error). A directory volume has no size of its own: its
+// expansion only records the capacity.
 // CSI ephemeral inline volumes are served when the volume context says
 // csi.storage.k8s.io/ephemeral=true (a CSIDriver with podInfoOnMount): a
 // directory made at NodePublishVolume and deleted at

@@ -13,10 +13,11 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// NodeGetCapabilities advertises staging and volume stats.
+// NodeGetCapabilities advertises staging, volume stats and expansion.
 func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	resp := &csi.NodeGetCapabilitiesResponse{}
-	for _, t := range []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS} {
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS, csi.NodeServiceCapability_RPC_EXPAND_VOLUME} {
 		resp.Capabilities = append(resp.Capabilities, &csi.NodeServiceCapability{
 			Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
 	}
@@ -59,6 +60,12 @@ func (d *Driver) stage(req *csi.NodeStageVolumeRequest) error {
 	if req.GetVolumeCapability().GetBlock() != nil {
 		return d.stageBlock(req.GetVolumeId())
 	}
+	if fsType := req.GetVolumeCapability().GetMount().GetFsType(); fsType != "" {
+		if _, ok := imageFS(fsType); !ok {
+			return errf(codes.InvalidArgument, "fsType %q: only %s and %s volumes are served", fsType, FSTypeExt4, FSTypeXFS)
+		}
+		return d.stageFS(req.GetVolumeId(), fsType, req.GetStagingTargetPath())
+	}
 	return bindMount(VolumePath(d.cfg.StateDir, req.GetVolumeId()), req.GetStagingTargetPath(), false)
 }
 
@@ -73,7 +80,11 @@ func (d *Driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolume
 	case req.GetStagingTargetPath() == "":
 		err = errf(codes.InvalidArgument, "staging target path missing")
 	default:
-		err = errors.Join(d.unstageBlock(req.GetVolumeId()), unmount(req.GetStagingTargetPath()))
+		// An ext4 volume's filesystem is unmounted before its loop
+		// device is detached.
+		if err = unmount(req.GetStagingTargetPath()); err == nil {
+			err = d.unstageBlock(req.GetVolumeId())
+		}
 	}
 	return answer(d, Call{Method: "NodeUnstageVolume", VolumeID: req.GetVolumeId(), Path: req.GetStagingTargetPath()},
 		&csi.NodeUnstageVolumeResponse{}, err)
