@@ -108,7 +108,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"GitRepoVolumeDriver":                              no("gitRepo volumes are refused at admission"),
 	"CSIVolumeHealth":                                  no("no CSI volume health (NodeGetVolumeStats conditions are not read; issue 26)"),
 	"MutableCSINodeAllocatableCount":                   no("the CSINode allocatable count is set at registration only (the CSIDriver nodeAllocatableUpdatePeriodSeconds is not acted on; issue 26)"),
-	"RecoverVolumeExpansionFailure":                    no("no volume expansion (NodeExpandVolume is not called; issue 26)"),
+	"RecoverVolumeExpansionFailure":                    yes("CSI volumes are expanded on the node (NodeExpandVolume, online and at mount) from allocatedResourceStatuses NodeResizePending: NodeResizeInProgress, then the PVC's capacity with the status and resize conditions cleared, or NodeResizeError / NodeResizeInfeasible on failure; kubelet's older flow when the resizer records no status", "test/e2e.TestCSIVolumeExpansion"),
 	"KubeletServiceAccountTokenForCredentialProviders": no("no image credential provider plugins"),
 	"KubeletEnsureSecretPulledImages":                  no("pull credentials are not verified for images already on the node (imagePullCredentialsVerificationPolicy other than NeverVerify is refused)"),
 	"RuntimeClassInImageCriApi":                        no("images are pulled without the runtime handler"),

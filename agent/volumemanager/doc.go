@@ -46,6 +46,13 @@
 //     (2m3s) and then fails with kubelet's "Unable to attach or mount
 //     volumes: unmounted volumes=[…], unattached volumes=[…], failed to
 //     process volumes=[…]: …" plus the last error of each volume;
+//   - node expansion (expand.go, decisions in resize.go): a published
+//     claim volume whose PV grew beyond the size the node knows gets
+//     NodeExpandVolume at mount or at a later sync, with kubelet's PVC
+//     status updates (RecoverVolumeExpansionFailure's NodeResizeInProgress,
+//     capacity, NodeResizeError/NodeResizeInfeasible, or the legacy
+//     flow) and events (FileSystemResizeSuccessful, FileSystemResizeFailed,
+//     VolumeResizeFailed);
 //   - VolumesInUse is the node status's volumesInUse; Usage the volumes'
 //     NodeGetVolumeStats (cached for volumeStatsAggPeriod) for the Summary
 //     API and kubelet_volume_stats_*.

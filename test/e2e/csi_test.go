@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kernelet/kernelet/agent/csi"
@@ -672,4 +674,184 @@ func TestCSIAttachAndMissingDriver(t *testing.T) {
 			t.Errorf("pod %s: %v, %v", name, p.Status.Phase, err)
 		}
 	}
+}
+
+// TestCSIVolumeExpansion: a PVC on an XFS volume of the test driver (a
+// StorageClass with allowVolumeExpansion) is grown while its pod runs; a
+// stand-in for the external-resizer does the controller's part
+// (ControllerExpandVolume, the PV's capacity, NodeResizePending); the
+// agent expands the volume on the node at the pod's next sync
+// (NodeExpandVolume between NodePublishVolume and NodeUnpublishVolume),
+// the container's df sees the bigger filesystem, the PVC's status capacity
+// follows with its resize status and conditions cleared, and kubelet's
+// FileSystemResizeSuccessful is recorded on the pod and the PVC.
+func TestCSIVolumeExpansion(t *testing.T) {
+	c := newClusterNode(t)
+	unmountAllUnder(t, c.root)
+	ctx := t.Context()
+	prefix := strings.ToLower(env.RunID())
+	appendConfig(t, c.agentNode, "syncFrequency: 2s\n") // kubelet's 1m resync, made short
+	c.start(t)
+	d := startCSIDriver(t, c.agentNode, prefix+".expand.csi.kernelet.test")
+	o := apiObjects{t: t, admin: c.admin}
+	no, yes := false, true
+	csiDrivers := c.admin.StorageV1().CSIDrivers()
+	if _, err := csiDrivers.Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: d.name},
+		Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("csidriver", func(ctx context.Context) error { return csiDrivers.Delete(ctx, d.name, metav1.DeleteOptions{}) })
+	scName := prefix + "-expand"
+	scs := c.admin.StorageV1().StorageClasses()
+	if _, err := scs.Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: scName}, Provisioner: d.name,
+		AllowVolumeExpansion: &yes}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("storageclass", func(ctx context.Context) error { return scs.Delete(ctx, scName, metav1.DeleteOptions{}) })
+	waitFor(t, 90*time.Second, "driver registered", func() (bool, error) {
+		cn, err := c.admin.StorageV1().CSINodes().Get(ctx, c.node, metav1.GetOptions{})
+		return err == nil && len(cn.Spec.Drivers) == 1, err
+	})
+
+	const handle = "vol-xfs-1"
+	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	size, bigger := resource.MustParse("300Mi"), resource.MustParse("600Mi")
+	pvName := prefix + "-xfs"
+	pvs, pvcs := c.admin.CoreV1().PersistentVolumes(), c.admin.CoreV1().PersistentVolumeClaims(c.ns)
+	if _, err := pvs.Create(ctx, &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: v1.PersistentVolumeSpec{
+		Capacity: v1.ResourceList{v1.ResourceStorage: size}, AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, StorageClassName: scName,
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle, FSType: csidriver.FSTypeXFS}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o.cleanup("pv "+pvName, func(ctx context.Context) error { return pvs.Delete(ctx, pvName, metav1.DeleteOptions{}) })
+	if _, err := pvcs.Create(ctx, &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "grow"}, Spec: v1.PersistentVolumeClaimSpec{
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, VolumeName: pvName, StorageClassName: &scName,
+		Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: size}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := c.createPod(t, claimPod("grow", "grow", "echo kept > /data/f && exec sleep 3600"))
+	c.waitPhase(t, pod.Name, v1.PodRunning, 3*time.Minute)
+	const dfKiB = "df -k /data | awk 'NR==2 {print \"size=\" $2}'"
+	out, err := execIn(t, c.rs, pod, dfKiB)
+	var before int64
+	if _, serr := fmt.Sscanf(strings.TrimSpace(out), "size=%d", &before); err != nil || serr != nil || before <= 0 || before > size.Value()/1024 {
+		t.Fatalf("df before: %q, %v, %v", out, err, serr)
+	}
+
+	// The user asks for more; the stand-in resizer does the controller's
+	// part; the agent does the node's.
+	start := time.Now()
+	pvc, err := pvcs.Get(ctx, "grow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc.Spec.Resources.Requests[v1.ResourceStorage] = bigger
+	if _, err := pvcs.Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	standInResizer(t, c, d, "grow", bigger)
+	waitFor(t, time.Minute, "the PVC's status capacity grown by the node", func() (bool, error) {
+		p, err := pvcs.Get(ctx, "grow", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got := p.Status.Capacity[v1.ResourceStorage]
+		resizing := slices.ContainsFunc(p.Status.Conditions, func(c v1.PersistentVolumeClaimCondition) bool {
+			return c.Type == v1.PersistentVolumeClaimResizing || c.Type == v1.PersistentVolumeClaimFileSystemResizePending
+		})
+		return got.Cmp(bigger) == 0 && p.Status.AllocatedResourceStatuses == nil && !resizing,
+			fmt.Errorf("capacity %s, resize statuses %v, conditions %v", got.String(), p.Status.AllocatedResourceStatuses, p.Status.Conditions)
+	})
+	t.Logf("expanded on the node %v after the request", time.Since(start).Round(time.Millisecond))
+	out, err = execIn(t, c.rs, pod, dfKiB+"; cat /data/f")
+	var after int64
+	if _, serr := fmt.Sscanf(strings.TrimSpace(out), "size=%d", &after); err != nil || serr != nil || after < before+size.Value()/1024*3/4 || !strings.Contains(out, "kept") {
+		t.Errorf("df after: %q (was %d KiB), %v, %v", out, before, err, serr)
+	}
+	msg := fmt.Sprintf("MountVolume.NodeExpandVolume succeeded for volume %q %s", pvName, c.node)
+	c.waitEventMessage(t, pod, "FileSystemResizeSuccessful", msg)
+	waitFor(t, 30*time.Second, "FileSystemResizeSuccessful on the PVC", func() (bool, error) {
+		evs, err := c.admin.CoreV1().Events(c.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PersistentVolumeClaim,involvedObject.name=grow"})
+		if err != nil {
+			return false, err
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			if e.Reason == "FileSystemResizeSuccessful" && e.Message == msg && e.Type == v1.EventTypeNormal {
+				return true, nil
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, fmt.Errorf("events %q", seen)
+	})
+
+	grace := int64(1)
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone(t, pod.Name, pod.UID, 2*time.Minute)
+	if got := strings.Join(d.nodeCalls(t, handle), " "); got != "NodeStageVolume NodePublishVolume NodeExpandVolume NodeUnpublishVolume NodeUnstageVolume" {
+		t.Errorf("driver calls %s", got)
+	}
+}
+
+// standInResizer does once what the external-resizer does for driver d
+// when claim asks for size: the PVC marked ControllerResizeInProgress
+// with its allocatedResources, ControllerExpandVolume on the driver's
+// socket, the PV's capacity, then NodeResizePending and
+// FileSystemResizePending when the driver wants the node to expand.
+func standInResizer(t *testing.T, c *clusterNode, d *csiDriverProc, claim string, size resource.Quantity) {
+	t.Helper()
+	ctx := t.Context()
+	pvcs := c.admin.CoreV1().PersistentVolumeClaims(c.ns)
+	// kube-controller-manager's expand controller annotates the claim
+	// meanwhile: each status update is retried on a conflict.
+	updateStatus := func(mutate func(*v1.PersistentVolumeClaim)) *v1.PersistentVolumeClaim {
+		var out *v1.PersistentVolumeClaim
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pvc, err := pvcs.Get(ctx, claim, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			mutate(pvc)
+			out, err = pvcs.UpdateStatus(ctx, pvc, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	pvc := updateStatus(func(pvc *v1.PersistentVolumeClaim) {
+		pvc.Status.AllocatedResources = v1.ResourceList{v1.ResourceStorage: size}
+		pvc.Status.AllocatedResourceStatuses = map[v1.ResourceName]v1.ClaimResourceStatus{v1.ResourceStorage: v1.PersistentVolumeClaimControllerResizeInProgress}
+		pvc.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	})
+	pv, err := c.admin.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("unix://"+d.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := csipb.NewControllerClient(conn).ControllerExpandVolume(ctx, &csipb.ControllerExpandVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle,
+		CapacityRange: &csipb.CapacityRange{RequiredBytes: size.Value()}})
+	if err != nil || !resp.NodeExpansionRequired {
+		t.Fatalf("ControllerExpandVolume: %v, %v (node expansion required expected)", resp, err)
+	}
+	pv.Spec.Capacity[v1.ResourceStorage] = size
+	if _, err := c.admin.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updateStatus(func(pvc *v1.PersistentVolumeClaim) {
+		pvc.Status.AllocatedResourceStatuses[v1.ResourceStorage] = v1.PersistentVolumeClaimNodeResizePending
+		pvc.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimFileSystemResizePending, Status: v1.ConditionTrue,
+			LastTransitionTime: metav1.Now(), Message: "Waiting for user to (re-)start a pod to finish file system resize of volume on node."}}
+	})
 }
