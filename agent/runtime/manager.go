@@ -685,6 +685,12 @@ func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain stri
 	return path, os.Chmod(path, 0o644)
 }
 
+// supplementalGroupsSource is a PodVolumes that also gives the groups of
+// its volumes' PV gid annotations (volumemanager.PodVolumes).
+type supplementalGroupsSource interface {
+	ExtraSupplementalGroups(pod *v1.Pod) []int64
+}
+
 // EventFailedMount is the warning of a volume that could not be set up.
 const EventFailedMount = "FailedMount"
 
@@ -704,6 +710,9 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 		merged[k] = v
 	}
 	opts.Container.VolumeHostPaths = merged
+	if g, ok := m.vols.(supplementalGroupsSource); ok {
+		opts.Container.ExtraSupplementalGroups = g.ExtraSupplementalGroups(pod)
+	}
 	r.step(ActionSetUpVolumes, string(pod.UID), err, "")
 	if err == nil {
 		return true

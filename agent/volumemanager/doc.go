@@ -57,8 +57,11 @@
 //     NodeGetVolumeStats (cached for volumeStatsAggPeriod) for the Summary
 //     API and kubelet_volume_stats_*.
 //
+// The PV pv.beta.kubernetes.io/gid annotations of a pod's published
+// volumes are its containers' extra supplemental groups
+// (ExtraSupplementalGroups, kubelet's GetExtraSupplementalGroupsForPod).
 // It refuses, with an error naming them, what it does not do yet: non-CSI
-// persistent volumes and the PV pv.beta.kubernetes.io/gid annotation.
+// persistent volumes.
 // Which paths, names and requests a volume gets are pure functions
 // (paths.go, spec.go); the API reads, CSI calls and the block volumes'
 // links and bind mounts sit beside them. Filesystems are mounted by the

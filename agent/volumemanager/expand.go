@@ -190,44 +190,35 @@ func (m *Manager) event(obj runtime.Object, eventType, reason, msg string) {
 // nodeExpand calls NodeExpandVolume for the volume at paths (a block
 // volume's: its publish path) with the PV's nodeExpandSecretRef.
 func (m *Manager) nodeExpand(ctx context.Context, spec volumeSpec, paths volumePaths, newSize resource.Quantity) error {
-	driver, err := m.cfg.Drivers.Lookup(spec.Driver)
-	if err != nil {
-		return err
-	}
-	c, err := m.cfg.Dial(driver.Endpoint)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close() }()
-	ctx, cancel := context.WithTimeout(ctx, csi.Timeout)
-	defer cancel()
-	caps, err := c.NodeGetCapabilities(ctx)
-	if err != nil {
-		return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %w", err)
-	}
-	if !caps.Expand {
-		return &expandError{unsupported: true,
-			err: fmt.Errorf("Expander.NodeExpand found CSI plugin kubernetes.io/csi/%s to not support node expansion", spec.Driver)}
-	}
-	secrets, err := m.secret(ctx, spec.ExpandSecretRef)
-	if err != nil {
-		ref := spec.ExpandSecretRef
-		return fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	staging := ""
-	if caps.StageUnstage {
-		staging = paths.staging
-	}
-	_, err = c.Node().NodeExpandVolume(ctx, &csipb.NodeExpandVolumeRequest{
-		VolumeId: spec.Handle, VolumePath: paths.target, StagingTargetPath: staging,
-		CapacityRange:    &csipb.CapacityRange{RequiredBytes: newSize.Value()},
-		VolumeCapability: capability(spec, spec.MountOptions, ""), Secrets: secrets,
+	return m.withDriver(ctx, spec.Driver, func(ctx context.Context, c *csi.Client) error {
+		caps, err := c.NodeGetCapabilities(ctx)
+		if err != nil {
+			return fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %w", err)
+		}
+		if !caps.Expand {
+			return &expandError{unsupported: true,
+				err: fmt.Errorf("Expander.NodeExpand found CSI plugin kubernetes.io/csi/%s to not support node expansion", spec.Driver)}
+		}
+		secrets, err := m.secret(ctx, spec.ExpandSecretRef)
+		if err != nil {
+			ref := spec.ExpandSecretRef
+			return fmt.Errorf("expander.NodeExpand failed to get NodeExpandSecretRef %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		staging := ""
+		if caps.StageUnstage {
+			staging = paths.staging
+		}
+		_, err = c.Node().NodeExpandVolume(ctx, &csipb.NodeExpandVolumeRequest{
+			VolumeId: spec.Handle, VolumePath: paths.target, StagingTargetPath: staging,
+			CapacityRange:    &csipb.CapacityRange{RequiredBytes: newSize.Value()},
+			VolumeCapability: capability(spec, spec.MountOptions, ""), Secrets: secrets,
+		})
+		if err != nil {
+			return classifyExpandError(err)
+		}
+		klog.FromContext(ctx).Info("Volume expanded on the node", "volume", spec.Unique(), "size", newSize.String())
+		return nil
 	})
-	if err != nil {
-		return classifyExpandError(err)
-	}
-	klog.FromContext(ctx).Info("Volume expanded on the node", "volume", spec.Unique(), "size", newSize.String())
-	return nil
 }
 
 // patchClaimStatus patches the PVC's status from old to updated (a

@@ -68,6 +68,11 @@ func (p PodVolumes) TearDown(ctx context.Context, uid types.UID) error {
 	return nil
 }
 
+// ExtraSupplementalGroups are the CSI manager's (the PV gid annotations).
+func (p PodVolumes) ExtraSupplementalGroups(pod *v1.Pod) []int64 {
+	return p.CSI.ExtraSupplementalGroups(pod)
+}
+
 // SubPath is the in-tree manager's (it works on any volume's host path).
 func (p PodVolumes) SubPath(ctx context.Context, pod *v1.Pod, req podconfig.SubPathRequest) (string, error) {
 	return p.InTree.SubPath(ctx, pod, req)

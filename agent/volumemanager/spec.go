@@ -29,6 +29,9 @@ type volumeSpec struct {
 	StageSecretRef, PublishSecretRef *v1.SecretReference
 	// ExpandSecretRef is the PV's nodeExpandSecretRef.
 	ExpandSecretRef *v1.SecretReference
+	// GID is the PV's pv.beta.kubernetes.io/gid annotation: a group the
+	// pod's containers get besides their supplemental groups.
+	GID string
 	// ClaimReadOnly: the pod mounts its claim read-only (kubelet's
 	// volume spec ReadOnly, which stops node expansion).
 	ClaimReadOnly bool
@@ -168,15 +171,12 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 	if src == nil {
 		return volumeSpec{}, fmt.Errorf("%w: PV %s: only CSI persistent volumes are mounted", ErrUnsupported, pv.Name)
 	}
-	if _, ok := pv.Annotations["pv.beta.kubernetes.io/gid"]; ok {
-		return volumeSpec{}, fmt.Errorf("%w: PV %s: the pv.beta.kubernetes.io/gid annotation", ErrUnsupported, pv.Name)
-	}
 	return volumeSpec{
 		Name: vol.Name, PVName: pv.Name, Driver: src.Driver, Handle: src.VolumeHandle, FSType: src.FSType,
 		MountOptions: pv.Spec.MountOptions, Attributes: src.VolumeAttributes, AccessModes: pv.Spec.AccessModes,
 		ReadOnly:       readOnly || src.ReadOnly,
 		StageSecretRef: src.NodeStageSecretRef, PublishSecretRef: src.NodePublishSecretRef,
-		ExpandSecretRef: src.NodeExpandSecretRef, ClaimReadOnly: readOnly,
+		ExpandSecretRef: src.NodeExpandSecretRef, ClaimReadOnly: readOnly, GID: pv.Annotations[AnnotationVolumeGID],
 		Block: pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock,
 	}, nil
 }

@@ -66,6 +66,9 @@ func TestResolve(t *testing.T) {
 		}
 		return pv
 	}
+	if got, err := resolve(pod, vol, pvc, csiPV(func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{AnnotationVolumeGID: "5"} })); err != nil || got.GID != "5" {
+		t.Errorf("the gid annotation: %q, %v", got.GID, err)
+	}
 	got, err := resolve(pod, vol, pvc, csiPV(nil))
 	if err != nil || got.PVName != "pv-1" || got.Driver != "d.csi" || got.Handle != "h1" || !got.ReadOnly || got.FSType != "ext4" ||
 		got.MountOptions[0] != "noatime" || got.Attributes["a"] != "b" {
@@ -76,10 +79,9 @@ func TestResolve(t *testing.T) {
 		want        string
 		unsupported bool
 	}{
-		"no claimRef":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }, want: "found PV object pv-1 but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"},
-		"other claim":    {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "x" }, want: "found PV object pv-1 but its pv.Spec.ClaimRef.UID x does not point to claim.UID claim-uid"},
-		"not csi":        {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.HostPath = &v1.HostPathVolumeSource{} }, unsupported: true},
-		"gid annotation": {mut: func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{"pv.beta.kubernetes.io/gid": "5"} }, unsupported: true},
+		"no claimRef": {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }, want: "found PV object pv-1 but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"},
+		"other claim": {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "x" }, want: "found PV object pv-1 but its pv.Spec.ClaimRef.UID x does not point to claim.UID claim-uid"},
+		"not csi":     {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.HostPath = &v1.HostPathVolumeSource{} }, unsupported: true},
 	} {
 		_, err := resolve(pod, vol, pvc, csiPV(tc.mut))
 		switch {

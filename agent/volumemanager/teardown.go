@@ -251,8 +251,20 @@ func (m *Manager) inUseByPods(u v1.UniqueVolumeName) bool {
 	return false
 }
 
-// call runs f against the registered driver of that name.
+// call runs f against the registered driver of that name, its error
+// prefixed as kubelet's.
 func (m *Manager) call(ctx context.Context, driver string, f func(context.Context, *csi.Client) error) error {
+	return m.withDriver(ctx, driver, func(ctx context.Context, c *csi.Client) error {
+		if err := f(ctx, c); err != nil {
+			return fmt.Errorf("rpc error: %w", err)
+		}
+		return nil
+	})
+}
+
+// withDriver runs f against the registered driver of that name, bounded
+// by kubelet's CSI timeout.
+func (m *Manager) withDriver(ctx context.Context, driver string, f func(context.Context, *csi.Client) error) error {
 	d, err := m.cfg.Drivers.Lookup(driver)
 	if err != nil {
 		return fmt.Errorf("kubernetes.io/csi: %w", err)
@@ -264,10 +276,7 @@ func (m *Manager) call(ctx context.Context, driver string, f func(context.Contex
 	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, csi.Timeout)
 	defer cancel()
-	if err := f(ctx, c); err != nil {
-		return fmt.Errorf("rpc error: %w", err)
-	}
-	return nil
+	return f(ctx, c)
 }
 
 func removeIfExists(path string) error {

@@ -304,6 +304,16 @@ func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
 	return groups
 }
 
+// withGroups is groups followed by those of extra it does not have.
+func withGroups(groups, extra []int64) []int64 {
+	for _, g := range extra {
+		if !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
 func privileged(c *v1.Container) bool {
 	return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
 }
@@ -684,7 +694,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 		RunAsUser:          int64Value(runAsUser),
 		RunAsGroup:         int64Value(runAsGroup),
 		ReadonlyRootfs:     csc.ReadOnlyRootFilesystem != nil && *csc.ReadOnlyRootFilesystem,
-		SupplementalGroups: supplementalGroups(psc),
+		SupplementalGroups: withGroups(supplementalGroups(psc), opts.ExtraSupplementalGroups),
 		NoNewPrivs:         csc.AllowPrivilegeEscalation != nil && !*csc.AllowPrivilegeEscalation,
 		Seccomp:            sp,
 		Apparmor:           apparmorProfile(apparmor),

@@ -2,6 +2,7 @@ package podconfig
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -645,5 +646,18 @@ func TestSELinuxOptionsPassedOn(t *testing.T) {
 	}
 	if err := ValidatePodForRuntime(pod); err != nil {
 		t.Errorf("seLinuxOptions rejected: %v", err)
+	}
+}
+
+func TestExtraSupplementalGroups(t *testing.T) {
+	pod := webPod()
+	opts := containerOpts()
+	opts.ExtraSupplementalGroups = []int64{2000, 5, 4000, 6}
+	got, err := ContainerConfig(pod, &pod.Spec.Containers[0], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := got.Linux.SecurityContext.SupplementalGroups; !slices.Equal(g, []int64{4000, 2000, 5, 6}) {
+		t.Errorf("supplemental groups %v, want the pod's, its fsGroup, then the volumes' new ones", g)
 	}
 }

@@ -117,6 +117,10 @@ type ContainerOptions struct {
 	ImageUsername string
 	// UserNamespace is the pod's user namespace, as in SandboxOptions.
 	UserNamespace *runtimeapi.UserNamespace
+	// ExtraSupplementalGroups follow the pod's supplemental groups and
+	// fsGroup: the groups of its volumes' PV gid annotations (kubelet's
+	// GetExtraSupplementalGroupsForPod).
+	ExtraSupplementalGroups []int64
 	// ThermalThrottlePaths are masked besides kubelet's default masked
 	// paths (ThermalThrottlePaths, read by the caller).
 	ThermalThrottlePaths []string
