@@ -208,14 +208,8 @@ func (d *Driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRe
 }
 
 func (d *Driver) nodeExpand(req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
-	switch {
-	case req.GetVolumeId() == "":
-		return nil, errf(codes.InvalidArgument, "volume ID missing")
-	case req.GetVolumePath() == "":
-		return nil, errf(codes.InvalidArgument, "volume path missing")
-	}
-	if !d.volumeExists(req.GetVolumeId()) {
-		return nil, errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	if err := d.checkVolumePath(req.GetVolumeId(), req.GetVolumePath()); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(req.GetVolumePath()); err != nil {
 		return nil, errf(codes.NotFound, "volume path %s: %v", req.GetVolumePath(), err)

@@ -194,16 +194,25 @@ func (d *Driver) unpublishEphemeral(id string) error {
 	return nil
 }
 
+// checkVolumePath checks a request's volume ID and path: both given, the
+// volume known.
+func (d *Driver) checkVolumePath(id, path string) error {
+	switch {
+	case id == "":
+		return errf(codes.InvalidArgument, "volume ID missing")
+	case path == "":
+		return errf(codes.InvalidArgument, "volume path missing")
+	}
+	if !d.volumeExists(id) {
+		return errf(codes.NotFound, "volume %s not found", id)
+	}
+	return nil
+}
+
 // NodeGetVolumeStats answers the statfs of the volume path.
 func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
-	switch {
-	case req.GetVolumeId() == "":
-		return nil, errf(codes.InvalidArgument, "volume ID missing")
-	case req.GetVolumePath() == "":
-		return nil, errf(codes.InvalidArgument, "volume path missing")
-	}
-	if !d.volumeExists(req.GetVolumeId()) {
-		return nil, errf(codes.NotFound, "volume %s not found", req.GetVolumeId())
+	if err := d.checkVolumePath(req.GetVolumeId(), req.GetVolumePath()); err != nil {
+		return nil, err
 	}
 	if size, ok := blockSize(req.GetVolumePath()); ok {
 		return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{{Unit: csi.VolumeUsage_BYTES, Total: size}}}, nil
