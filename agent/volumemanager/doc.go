@@ -60,8 +60,10 @@
 // The PV pv.beta.kubernetes.io/gid annotations of a pod's published
 // volumes are its containers' extra supplemental groups
 // (ExtraSupplementalGroups, kubelet's GetExtraSupplementalGroupsForPod).
-// It refuses, with an error naming them, what it does not do yet: non-CSI
-// persistent volumes.
+// A hostPath PV is the host path itself (its type checked as an inline
+// hostPath volume's), a PV with node affinity is used only on a node its
+// terms select; the other in-tree PV sources (local among them) are
+// refused, with an error naming the source.
 // Which paths, names and requests a volume gets are pure functions
 // (paths.go, spec.go); the API reads, CSI calls and the block volumes'
 // links and bind mounts sit beside them. Filesystems are mounted by the

@@ -22,7 +22,9 @@ func (m *Manager) ExtraSupplementalGroups(pod *v1.Pod) []int64 {
 	m.mu.Lock()
 	var values []string
 	for _, spec := range m.resolved[pod.UID] {
-		if p := m.published[pod.UID][spec.PVName]; p != nil && p.mounted && spec.GID != "" && !slices.Contains(values, spec.GID) {
+		p := m.published[pod.UID][spec.PVName]
+		inUse := spec.HostPath != nil || (p != nil && p.mounted)
+		if inUse && spec.GID != "" && !slices.Contains(values, spec.GID) {
 			values = append(values, spec.GID)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	storagehelpers "k8s.io/component-helpers/storage/volume"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/csi"
@@ -30,6 +31,12 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 	spec, err := m.resolveVolume(ctx, pod, vol)
 	if err != nil {
 		return "", volumeError{err: err, unprocessed: true}
+	}
+	if src := spec.HostPath; src != nil {
+		if err := volume.CheckHostPath(src.Path, src.Type); err != nil {
+			return "", volumeError{err: fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", spec.PVName, err)}
+		}
+		return src.Path, volumeError{}
 	}
 	m.mu.Lock()
 	if !spec.Inline {
@@ -203,8 +210,24 @@ func (m *Manager) resolveVolume(ctx context.Context, pod *v1.Pod, vol v1.Volume)
 		}
 		return volumeSpec{}, wrap(err)
 	}
+	if err := m.checkNodeAffinity(ctx, pv); err != nil {
+		return volumeSpec{}, fmt.Errorf("MountVolume.NodeAffinity check failed for volume %q : %w", pv.Name, err)
+	}
 	m.remember(pod.UID, vol.Name, spec)
 	return spec, nil
+}
+
+// checkNodeAffinity is kubelet's check that a PV with node affinity may
+// be used on this node (its labels).
+func (m *Manager) checkNodeAffinity(ctx context.Context, pv *v1.PersistentVolume) error {
+	if pv.Spec.NodeAffinity == nil {
+		return nil
+	}
+	node, err := m.cfg.Client.Nodes().Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
+	}
+	return storagehelpers.CheckNodeAffinity(pv, node.Labels)
 }
 
 // remember caches a pod volume's spec.

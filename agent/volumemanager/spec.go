@@ -3,6 +3,7 @@ package volumemanager
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +30,9 @@ type volumeSpec struct {
 	StageSecretRef, PublishSecretRef *v1.SecretReference
 	// ExpandSecretRef is the PV's nodeExpandSecretRef.
 	ExpandSecretRef *v1.SecretReference
+	// HostPath is a hostPath PV's source (no CSI driver: the pod gets
+	// the host path itself, checked against its type).
+	HostPath *v1.HostPathVolumeSource
 	// GID is the PV's pv.beta.kubernetes.io/gid annotation: a group the
 	// pod's containers get besides their supplemental groups.
 	GID string
@@ -169,7 +173,7 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 	}
 	src := pv.Spec.CSI
 	if src == nil {
-		return volumeSpec{}, fmt.Errorf("%w: PV %s: only CSI persistent volumes are mounted", ErrUnsupported, pv.Name)
+		return resolveInTree(vol, pv, readOnly)
 	}
 	return volumeSpec{
 		Name: vol.Name, PVName: pv.Name, Driver: src.Driver, Handle: src.VolumeHandle, FSType: src.FSType,
@@ -179,6 +183,35 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 		ExpandSecretRef: src.NodeExpandSecretRef, ClaimReadOnly: readOnly, GID: pv.Annotations[AnnotationVolumeGID],
 		Block: pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock,
 	}, nil
+}
+
+// resolveInTree is the spec of a PV with an in-tree source: hostPath
+// (filesystem mode only, as kubelet's hostPath plugin); the other sources
+// are refused, naming the source.
+func resolveInTree(vol v1.Volume, pv *v1.PersistentVolume, readOnly bool) (volumeSpec, error) {
+	src := pv.Spec.HostPath
+	if src == nil {
+		return volumeSpec{}, fmt.Errorf("%w: PV %s: %s persistent volumes are not mounted by kernelet (only CSI and hostPath ones)", ErrUnsupported, pv.Name, pvSourceName(pv))
+	}
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
+		return volumeSpec{}, fmt.Errorf("%w: PV %s: a hostPath persistent volume in volumeMode Block", ErrUnsupported, pv.Name)
+	}
+	return volumeSpec{Name: vol.Name, PVName: pv.Name, HostPath: src, ReadOnly: readOnly, ClaimReadOnly: readOnly,
+		AccessModes: pv.Spec.AccessModes, GID: pv.Annotations[AnnotationVolumeGID]}, nil
+}
+
+// pvSourceName is the name of a PV's volume source in the API (nfs,
+// iscsi, local, …): its one set field of persistentVolumeSource.
+func pvSourceName(pv *v1.PersistentVolume) string {
+	b, err := json.Marshal(pv.Spec.PersistentVolumeSource)
+	var m map[string]json.RawMessage
+	if err != nil || json.Unmarshal(b, &m) != nil || len(m) != 1 {
+		return "such"
+	}
+	for k := range m {
+		return k
+	}
+	return "such"
 }
 
 // checkVolumeMode is kubelet's check that a pod uses a Block volume in

@@ -69,6 +69,13 @@ func TestResolve(t *testing.T) {
 	if got, err := resolve(pod, vol, pvc, csiPV(func(pv *v1.PersistentVolume) { pv.Annotations = map[string]string{AnnotationVolumeGID: "5"} })); err != nil || got.GID != "5" {
 		t.Errorf("the gid annotation: %q, %v", got.GID, err)
 	}
+	hp := csiPV(func(pv *v1.PersistentVolume) {
+		pv.Spec.CSI, pv.Spec.HostPath = nil, &v1.HostPathVolumeSource{Path: "/srv/data"}
+		pv.Annotations = map[string]string{AnnotationVolumeGID: "7"}
+	})
+	if got, err := resolve(pod, vol, pvc, hp); err != nil || got.HostPath == nil || got.HostPath.Path != "/srv/data" || !got.ReadOnly || got.GID != "7" || got.Driver != "" {
+		t.Errorf("a hostPath PV: %+v, %v", got, err)
+	}
 	got, err := resolve(pod, vol, pvc, csiPV(nil))
 	if err != nil || got.PVName != "pv-1" || got.Driver != "d.csi" || got.Handle != "h1" || !got.ReadOnly || got.FSType != "ext4" ||
 		got.MountOptions[0] != "noatime" || got.Attributes["a"] != "b" {
@@ -81,7 +88,16 @@ func TestResolve(t *testing.T) {
 	}{
 		"no claimRef": {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef = nil }, want: "found PV object pv-1 but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim"},
 		"other claim": {mut: func(pv *v1.PersistentVolume) { pv.Spec.ClaimRef.UID = "x" }, want: "found PV object pv-1 but its pv.Spec.ClaimRef.UID x does not point to claim.UID claim-uid"},
-		"not csi":     {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.HostPath = &v1.HostPathVolumeSource{} }, unsupported: true},
+		"nfs": {mut: func(pv *v1.PersistentVolume) {
+			pv.Spec.CSI = nil
+			pv.Spec.NFS = &v1.NFSVolumeSource{Server: "s", Path: "/"}
+		}, unsupported: true,
+			want: "not supported by kernelet: PV pv-1: nfs persistent volumes are not mounted by kernelet (only CSI and hostPath ones)"},
+		"local": {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.Local = &v1.LocalVolumeSource{Path: "/mnt"} }, unsupported: true,
+			want: "not supported by kernelet: PV pv-1: local persistent volumes are not mounted by kernelet (only CSI and hostPath ones)"},
+		"hostPath block": {mut: func(pv *v1.PersistentVolume) {
+			pv.Spec.CSI, pv.Spec.HostPath, pv.Spec.VolumeMode = nil, &v1.HostPathVolumeSource{Path: "/x"}, ptr.To(v1.PersistentVolumeBlock)
+		}, unsupported: true},
 	} {
 		_, err := resolve(pod, vol, pvc, csiPV(tc.mut))
 		switch {
