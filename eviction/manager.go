@@ -106,6 +106,9 @@ type ManagerConfig struct {
 	// NodeReclaimInterval is the least time between two node-level
 	// reclaims for a signal; 0 means DefaultNodeReclaimInterval.
 	NodeReclaimInterval time.Duration
+	// Throttle throttles pods before they are evicted and holds back the
+	// thresholds it throttles for (optional; throttle.go).
+	Throttle Throttler
 }
 
 // pending is a pod evicted for a signal whose memory is not freed yet.
@@ -272,6 +275,10 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	now := m.clock.Now()
 	obs := Observe(stats)
 	actionable := m.update(obs, now, decisionSeen(woke, stats.Time, now))
+	if m.cfg.Throttle != nil && !m.cfg.DryRun {
+		actionable = m.cfg.Throttle.Decide(ctx, ThrottleInput{Now: now, Thresholds: m.cfg.Thresholds, Met: actionable,
+			Observations: obs, Active: active})
+	}
 	if m.cfg.Decided != nil {
 		m.cfg.Decided(ctx, stats)
 	}

@@ -11,3 +11,7 @@ func memoryRequest(p *v1.Pod) int64 {
 	q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[v1.ResourceMemory]
 	return q.Value()
 }
+
+// MemoryRequest is the pod's effective memory request (what RankMemory
+// compares its working set with).
+func MemoryRequest(p *v1.Pod) int64 { return memoryRequest(p) }

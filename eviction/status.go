@@ -24,6 +24,9 @@ type Status struct {
 	// WouldEvict are the pods the latest decision would have evicted in
 	// dry-run mode.
 	WouldEvict []DryRunEviction `json:"wouldEvict,omitempty"`
+	// Throttle is the throttler's state (the KerneletConfiguration's
+	// memoryThrottle), nil when it is off.
+	Throttle *ThrottleStatus `json:"throttle,omitempty"`
 }
 
 // ThresholdStatus is one threshold against its observed signal.
@@ -60,6 +63,9 @@ func (m *Manager) Status() Status {
 			ts.Observed, ts.Available, ts.Quantity, ts.ObservedAt, ts.PageCache = true, o.Available, ThresholdQuantity(t, o), o.Time, o.PageCache
 		}
 		st.Thresholds = append(st.Thresholds, ts)
+	}
+	if m.cfg.Throttle != nil {
+		st.Throttle = m.cfg.Throttle.Status()
 	}
 	return st
 }
