@@ -40,7 +40,7 @@ type Throttler struct {
 	st      *State
 	deficit int64
 	hold    []eviction.Signal // the last decision's held thresholds
-	adopted bool // the first decision looked for pods left throttled
+	adopted bool              // the first decision looked for pods left throttled
 	actions map[string]int64
 }
 
