@@ -8,10 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	internalapi "k8s.io/cri-api/pkg/apis"
 
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/live"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/pressure"
+	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
@@ -22,7 +24,7 @@ import (
 // newPressure builds the eviction manager of the pod side (agent/pressure):
 // stats read from the cgroups at each decision, pods killed through the
 // pod workers, events through the agent's recorder.
-func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory int64, rs internalapi.RuntimeService) (*pressure.Signals, error) {
+func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory int64, qosCfg cgroups.QoSConfig, rs internalapi.RuntimeService) (*pressure.Signals, error) {
 	kc, kern := &a.opts.Config.Kubelet, &a.opts.Config.Kernelet
 	if t := a.deps.EvictionTick; t < 0 {
 		return nil, fmt.Errorf("eviction tick %v: must not be negative", t)
@@ -30,6 +32,10 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 	tick := kern.EvictionTick.Duration
 	if a.deps.EvictionTick > 0 {
 		tick = a.deps.EvictionTick
+	}
+	throttle, err := config.MemoryThrottleConfig(kern.MemoryThrottle)
+	if err != nil {
+		return nil, err
 	}
 	return pressure.New(pressure.Config{Hierarchies: h, Layout: p.cgroups.Layout(), RootDir: a.opts.RootDir,
 		PodLogsDir: kc.PodLogsDir, AllocatableMemory: allocatableMemory, Thresholds: a.opts.Config.Thresholds,
@@ -39,7 +45,11 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 		Mode: eviction.Mode(kern.EvictionMode), DryRun: kern.EvictionDryRun, PageCache: kern.MemoryPageCache,
 		LocalStorageCapacityIsolation: kc.LocalStorageCapacityIsolation == nil || *kc.LocalStorageCapacityIsolation,
 		Runtime:                       rs, Images: p.images, Volumes: p.vols, Metrics: a.metrics.eviction,
+		Throttle: throttle, ThrottleMetrics: a.metrics.throttle,
 	}, pressure.Effects{ActivePods: p.activePods, Evict: p.evict, PodStatus: p.podStatus,
+		PodMemoryHigh: func(pod *v1.Pod) int64 {
+			return cgroups.ComputePodSettings(qosCfg, qos.PodResources(pod)).MemoryHigh
+		},
 		ThresholdMet: func(res v1.ResourceName) {
 			a.recorder.Event(events.NodeRef(a.opts.NodeName), v1.EventTypeWarning, eviction.EventThresholdMet,
 				eviction.ThresholdMetMessage(res))

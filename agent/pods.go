@@ -290,7 +290,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	}
 	defer p.cgroups.Close() // the cgroups stay
 	rs, alloc := env.rs, env.setup.Allocatable
-	if p.pressure, err = a.newPressure(p, env.h, alloc.MemoryBytes, rs); err != nil {
+	if p.pressure, err = a.newPressure(p, env.h, alloc.MemoryBytes, env.setup.QoS, rs); err != nil {
 		return err
 	}
 	p.evictions = p.pressure.Manager()
@@ -379,7 +379,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
-	wg.Go(func() { p.evictions.Run(ctx) })
+	wg.Go(func() { p.pressure.Run(ctx) }) // the eviction manager; throttled pods restored at the end
 	wg.Go(func() { p.alloc.Run(ctx) })
 	wg.Go(func() { a.servePodResources(ctx, p) })
 	wg.Go(func() { p.claims.Run(ctx, p.workerPods, p.sources.SeenAllSources) })

@@ -30,6 +30,7 @@ import (
 	"github.com/kernelet/kernelet/bpf"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/eviction/throttle"
 	"github.com/kernelet/kernelet/internal/kubeversion"
 	"github.com/kernelet/kernelet/status/node"
 )
@@ -50,6 +51,7 @@ type podMetrics struct {
 	workers       *podworkers.Metrics
 	probes        *prober.Metrics
 	eviction      *eviction.Metrics
+	throttle      *throttle.Metrics
 	imageGC       *gc.ImageGCMetrics
 	oomScores     *runtime.OOMScores
 	oomKills      *prometheus.CounterVec
@@ -70,7 +72,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		resource: prometheus.NewRegistry(), probes: prometheus.NewRegistry()}
 	kv, _ := node.KubeletVersion(kubeversion.Get(), Version) // an invalid one fails node status, not metrics
 	m := podMetrics{cri: crimetrics.NewMetrics(), pleg: pleg.NewMetrics(r.main), workers: podworkers.NewMetrics(r.main, a.deps.Now),
-		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
+		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), throttle: throttle.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
 		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics(),
 		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics(), dra: dra.NewMetrics()}
@@ -83,6 +85,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		kubeclient.RegisterMetrics(r.main), // client-go's rest_client_*
 		m.cri.Register(r.main),
 		m.eviction.Register(r.main),
+		m.throttle.Register(r.main),
 		m.resize.Register(r.main, a.resizeConditions),
 		m.devices.Register(r.main),
 		m.podResources.Register(r.main),

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/eviction/throttle"
 )
 
 // kerneletPath is the root of every error path in the kernelet document.
@@ -125,6 +126,7 @@ func ValidateKernelet(cfg *Config) field.ErrorList {
 		errs = append(errs, field.NotSupported(p.Child("memoryPageCache"), kc.MemoryPageCache,
 			[]string{eviction.PageCacheKubelet, eviction.PageCacheRefaults}))
 	}
+	errs = append(errs, validateMemoryThrottle(kc, p.Child("memoryThrottle"))...)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -204,4 +206,34 @@ func splitConfig(file string, data []byte, kerneletFile string, kerneletData []b
 		}
 	}
 	return out, errs
+}
+
+// validateMemoryThrottle checks memoryThrottle (cgroup v2 is checked where
+// the hierarchies are known: agent/pressure).
+func validateMemoryThrottle(kc *KerneletConfiguration, p *field.Path) field.ErrorList {
+	mt := kc.MemoryThrottle
+	var errs field.ErrorList
+	if mt.Deadline.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("deadline"), mt.Deadline.Duration.String(), "must not be negative"))
+	}
+	if _, err := throttle.ParseMaxStall(mt.MaxStall); err != nil {
+		errs = append(errs, field.Invalid(p.Child("maxStall"), mt.MaxStall, err.Error()))
+	}
+	if mt.Enabled && kc.EvictionDryRun {
+		errs = append(errs, field.Invalid(p.Child("enabled"), true, "not with evictionDryRun: a dry run changes no memory.high"))
+	}
+	return errs
+}
+
+// MemoryThrottleConfig is the throttler's configuration of mt, nil when
+// it is off (mt validated).
+func MemoryThrottleConfig(mt MemoryThrottle) (*throttle.Config, error) {
+	if !mt.Enabled {
+		return nil, nil
+	}
+	stall, err := throttle.ParseMaxStall(mt.MaxStall)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kerneletPath.Child("memoryThrottle", "maxStall"), err)
+	}
+	return &throttle.Config{Deadline: mt.Deadline.Duration, MaxStall: stall}, nil
 }

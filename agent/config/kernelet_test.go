@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"strings"
 	"testing"
@@ -141,5 +142,29 @@ func TestDeployConfigLoads(t *testing.T) {
 	}
 	if len(cfg.Warnings) != 0 {
 		t.Errorf("warnings %v", cfg.Warnings)
+	}
+}
+
+func TestValidateMemoryThrottle(t *testing.T) {
+	kc := &KerneletConfiguration{EvictionDryRun: true, MemoryThrottle: MemoryThrottle{Enabled: true, MaxStall: "100%",
+		Deadline: metav1.Duration{Duration: -time.Second}}}
+	var got []string
+	for _, e := range validateMemoryThrottle(kc, kerneletPath.Child("memoryThrottle")) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`KerneletConfiguration.memoryThrottle.deadline: Invalid value: "-1s": must not be negative`,
+		`KerneletConfiguration.memoryThrottle.maxStall: Invalid value: "100%": "100%": want a percentage above 0 and below 100, e.g. "25%"`,
+		`KerneletConfiguration.memoryThrottle.enabled: Invalid value: true: not with evictionDryRun: a dry run changes no memory.high`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	on, err := MemoryThrottleConfig(MemoryThrottle{Enabled: true, MaxStall: "40%"})
+	if err != nil || on.MaxStall != 0.4 || on.Deadline != 0 {
+		t.Fatalf("MemoryThrottleConfig: %+v %v", on, err)
+	}
+	if off, err := MemoryThrottleConfig(MemoryThrottle{MaxStall: "40%"}); off != nil || err != nil {
+		t.Fatalf("off: %+v %v", off, err)
 	}
 }

@@ -73,6 +73,11 @@ type KerneletConfiguration struct {
 	// it once it refaults.
 	MemoryPageCache string `json:"memoryPageCache,omitempty"`
 
+	// MemoryThrottle throttles Burstable and BestEffort pods (their pod
+	// cgroup's memory.high) before evicting for a hard memory threshold;
+	// cgroup v2 only, off by default (eviction/throttle).
+	MemoryThrottle MemoryThrottle `json:"memoryThrottle,omitempty"`
+
 	// PLEGMode is "evented" (default: when the runtime streams container
 	// events, containerd 2, each event updates the pod cache and wakes the
 	// pod's worker at once, and the relist runs every minute as the
@@ -91,3 +96,16 @@ const (
 // KerneletOverride changes a decoded KerneletConfiguration before
 // defaults and validation: command-line flags, which win over the file.
 type KerneletOverride func(*KerneletConfiguration)
+
+// MemoryThrottle is the KerneletConfiguration's memoryThrottle.
+type MemoryThrottle struct {
+	// Enabled turns throttling on (cgroup v2 only; refused on v1).
+	Enabled bool `json:"enabled,omitempty"`
+	// Deadline is how long a hard memory threshold may stay met while
+	// pods are throttled before eviction goes on (default 30s).
+	Deadline metav1.Duration `json:"deadline,omitempty"`
+	// MaxStall is the share of time a throttled pod may stall on memory
+	// (its memory.pressure "some", over at least a second) before its
+	// memory.high is restored, as a percentage (default "25%").
+	MaxStall string `json:"maxStall,omitempty"`
+}

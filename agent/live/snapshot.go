@@ -83,6 +83,7 @@ func BuildSnapshot(in SnapshotInput) Snapshot {
 		s.Thresholds = append(s.Thresholds, Threshold{Signal: string(t.Signal), Value: t.Value.String(),
 			QuantityBytes: eviction.Quantity(t.Value, capacity), Soft: !t.Hard(), Met: met[t.Signal], PageCache: pageCache[t.Signal]})
 	}
+	s.Throttle = in.Eviction.Throttle
 	for _, c := range in.Eviction.Conditions {
 		s.Conditions = append(s.Conditions, string(c))
 	}

@@ -44,7 +44,8 @@ func TestBuildSnapshot(t *testing.T) {
 		Thresholds: thresholds,
 		Eviction: eviction.Status{Conditions: []v1.NodeConditionType{v1.NodeMemoryPressure},
 			Thresholds: []eviction.ThresholdStatus{{Signal: eviction.SignalAllocatableMemoryAvailable, Met: true,
-				PageCache: &eviction.PageCacheVerdict{Known: true, Reclaimable: 235 * mi, Why: "active file not refaulting"}}}},
+				PageCache: &eviction.PageCacheVerdict{Known: true, Reclaimable: 235 * mi, Why: "active file not refaulting"}}},
+			Throttle: &eviction.ThrottleStatus{Deficit: 20 * mi}},
 		Pods: []PodInput{{Pod: burstable, Phase: v1.PodRunning, Cgroup: &pc, OOMKills: 2}, {Pod: bestEffort}}})
 
 	if s.Node != (Memory{CapacityBytes: 1000 * mi, WorkingSetBytes: 700 * mi, AvailableBytes: 300 * mi}) {
@@ -55,6 +56,9 @@ func TestBuildSnapshot(t *testing.T) {
 	}
 	if s.NodePSI == nil || *s.NodePSI != (PSI{SomeAvg10: 1.5, FullAvg10: 0.5}) || s.KubepodsPSI != nil {
 		t.Errorf("psi node %+v kubepods %+v", s.NodePSI, s.KubepodsPSI)
+	}
+	if s.Throttle == nil || s.Throttle.Deficit != 20*mi {
+		t.Errorf("throttle = %+v, want the eviction status's", s.Throttle)
 	}
 	wantTh := []Threshold{
 		{Signal: "memory.available", Value: "100Mi", QuantityBytes: 100 * mi},

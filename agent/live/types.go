@@ -2,6 +2,8 @@ package live
 
 import (
 	"time"
+
+	"github.com/kernelet/kernelet/eviction"
 )
 
 // Kind is what an Event reports.
@@ -102,6 +104,9 @@ type Snapshot struct {
 	// Conditions are the node's pressure conditions that are true.
 	Conditions []string `json:"conditions"`
 	Pods       []Pod    `json:"pods"`
+	// Throttle is the memory throttler's state (the KerneletConfiguration's
+	// memoryThrottle), nil when it is off.
+	Throttle *eviction.ThrottleStatus `json:"throttle,omitempty"`
 }
 
 // Memory is one memory signal: capacity, working set and available

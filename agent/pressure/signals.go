@@ -7,6 +7,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/stats"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/eviction/throttle"
 )
 
 // Signals is the pressure side of a node: the eviction manager with the
@@ -20,6 +21,8 @@ type Signals struct {
 	// armer re-arms the v1 usage notifications after each decision (nil
 	// without v1 memory or memory thresholds).
 	armer *memcgArmer
+	// throttler throttles pods before evicting (nil: memoryThrottle off).
+	throttler *throttle.Throttler
 }
 
 // New builds the eviction manager of cfg: stats read from the cgroups at
@@ -38,6 +41,13 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 	}
 	s := &Signals{cfg: cfg, stats: ns, storage: ns.storage,
 		armer: newMemcgArmer(cfg.Hierarchies, cfg.Layout.Kubepods(), cfg.Thresholds)}
+	if s.throttler, err = newThrottler(cfg, ns.r, fx.PodMemoryHigh); err != nil {
+		return nil, err
+	}
+	var th eviction.Throttler
+	if s.throttler != nil {
+		th = s.throttler
+	}
 	s.manager, err = eviction.NewManager(eviction.ManagerConfig{
 		Thresholds:                    cfg.Thresholds,
 		PressureTransitionPeriod:      cfg.PressureTransitionPeriod,
@@ -57,6 +67,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		LocalStorageCapacityIsolation: cfg.LocalStorageCapacityIsolation,
 		DeleteAllUnusedContainers:     fx.DeleteAllUnusedContainers,
 		DeleteUnusedImages:            fx.DeleteUnusedImages,
+		Throttle:                      th,
 	})
 	if err != nil {
 		return nil, err

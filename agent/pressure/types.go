@@ -11,6 +11,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
+	"github.com/kernelet/kernelet/eviction/throttle"
 )
 
 // Config is what the pressure side of one node is built from: where the
@@ -46,6 +47,11 @@ type Config struct {
 	// PageCache is the memory signals' page-cache mode:
 	// eviction.PageCacheKubelet ("" too) or eviction.PageCacheRefaults.
 	PageCache string
+	// Throttle throttles pods before evicting them (the
+	// KerneletConfiguration's memoryThrottle; cgroup v2 only); nil: off.
+	Throttle *throttle.Config
+	// ThrottleMetrics are the throttler's metrics (optional).
+	ThrottleMetrics *throttle.Metrics
 	// LocalStorageCapacityIsolation is kubelet's
 	// localStorageCapacityIsolation.
 	LocalStorageCapacityIsolation bool
@@ -77,6 +83,10 @@ type Effects struct {
 	// DeleteAllUnusedContainers and DeleteUnusedImages are the node-level
 	// reclaims tried before pods are evicted for a disk signal.
 	DeleteAllUnusedContainers, DeleteUnusedImages func(ctx context.Context) error
+	// PodMemoryHigh is the memory.high kubelet sets on a pod's cgroup
+	// (cgroups.NoLimit: max), what a throttled pod gets back; needed with
+	// Config.Throttle.
+	PodMemoryHigh func(pod *v1.Pod) int64
 }
 
 // PodStatusFunc is the runtime's last view of a pod (nil: none).

@@ -361,11 +361,36 @@ func printEviction(w io.Writer, e *eviction.Status) {
 			fmt.Fprintf(w, "    page cache (memoryPageCache: refaults): %s of active file not counted; %s\n", humanBytes(pc.Reclaimable), pc.Why)
 		}
 	}
+	printThrottle(w, e.Throttle)
 	for _, r := range e.Evictions {
 		fmt.Fprintf(w, "  evicted %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
 	}
 	for _, r := range e.WouldEvict {
 		fmt.Fprintf(w, "  would evict %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
+	}
+}
+
+// printThrottle prints the memory throttler's state (memoryThrottle on).
+func printThrottle(w io.Writer, t *eviction.ThrottleStatus) {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(w, "  memory throttle (memoryThrottle): deadline %v, max stall %s, deficit %s", t.Deadline,
+		strconv.FormatFloat(t.MaxStall*100, 'f', -1, 64)+"%", humanBytes(t.Deficit))
+	for _, k := range slices.Sorted(maps.Keys(t.Actions)) {
+		fmt.Fprintf(w, ", %s %d", k, t.Actions[k])
+	}
+	fmt.Fprintln(w)
+	for _, s := range slices.Sorted(maps.Keys(t.Holding)) {
+		fmt.Fprintf(w, "    holding eviction for %s, met for %v\n", s, time.Since(t.Holding[s]).Round(time.Millisecond))
+	}
+	for _, p := range t.Pods {
+		restore := "max"
+		if p.Restore > 0 {
+			restore = humanBytes(p.Restore)
+		}
+		fmt.Fprintf(w, "    throttled %s: memory.high %s (kubelet's %s), usage %s, stalled %.0f%%, for %v\n", p.Pod,
+			humanBytes(p.High), restore, humanBytes(p.Usage), p.Stall*100, time.Since(p.Since).Round(time.Second))
 	}
 }
 

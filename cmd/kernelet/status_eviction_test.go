@@ -29,11 +29,19 @@ func TestPrintEviction(t *testing.T) {
 			Signal: eviction.SignalKubepodsMemoryPressureSome, Message: "The node was low on resource: memory. "}},
 		Evictions: []eviction.Record{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
 			Signal: eviction.SignalAllocatableMemoryAvailable, Message: "The node was low on resource: memory. "}},
+		Throttle: &eviction.ThrottleStatus{Deadline: 30 * time.Second, MaxStall: 0.25, Deficit: 20 << 20,
+			Holding: map[eviction.Signal]time.Time{eviction.SignalAllocatableMemoryAvailable: time.Now()},
+			Pods: []eviction.ThrottledPod{{Pod: types.NamespacedName{Namespace: "ns", Name: "b"}, High: 180 << 20, Restore: -1,
+				Usage: 190 << 20, Stall: 0.04, Since: time.Now()}},
+			Actions: map[string]int64{"throttle": 3, "relax": 1}},
 	})
 	got := b.String()
 	for _, want := range []string{
 		"Pressure:    [MemoryPressure] (decided ",
 		"  allocatableMemory.available<64Mi: available 1000, threshold 64Mi MET\n",
+		"  memory throttle (memoryThrottle): deadline 30s, max stall 25%, deficit 20Mi, relax 1, throttle 3\n",
+		"    holding eviction for allocatableMemory.available, met for ",
+		"    throttled ns/b: memory.high 180Mi (kubelet's max), usage 190Mi, stalled 4%, for 0s\n",
 		"    page cache (memoryPageCache: refaults): 235Mi of active file not counted; active file not refaulting (0/s < 256/s): reclaimable\n",
 		"  pid.available<10%: not observed\n",
 		"  mode: kubelet (one pod per decision, no kernel wake-ups), dry run (nothing is evicted)\n",

@@ -79,7 +79,7 @@ func adopt(st *State, in Input) {
 			continue
 		}
 		st.Pods[c.Pod.UID] = &PodState{Pod: types.NamespacedName{Namespace: c.Pod.Namespace, Name: c.Pod.Name},
-			Throttled: true, High: s.High, Restore: c.Restore, Usage: s.Usage, Since: in.Now}
+			pod: c.Pod, Throttled: true, High: s.High, Restore: c.Restore, Usage: s.Usage, Since: in.Now}
 	}
 }
 
@@ -155,7 +155,7 @@ func throttle(cfg Config, st *State, in Input, deficit int64) []Action {
 			continue
 		}
 		if ps == nil || !ps.Throttled {
-			ps = &PodState{Pod: types.NamespacedName{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, Since: in.Now,
+			ps = &PodState{Pod: types.NamespacedName{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, pod: c.Pod, Since: in.Now,
 				windowStart: s.Time, windowStall: s.StallTotal}
 			st.Pods[c.Pod.UID] = ps
 		}

@@ -155,7 +155,7 @@ func (t *Throttler) count(_ context.Context, k Kind) {
 }
 
 // RestoreAll restores every throttled pod (at shutdown).
-func (t *Throttler) RestoreAll(ctx context.Context, active []*v1.Pod) {
+func (t *Throttler) RestoreAll(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev := map[types.UID]PodState{}
@@ -163,8 +163,10 @@ func (t *Throttler) RestoreAll(ctx context.Context, active []*v1.Pod) {
 		prev[uid] = *ps
 	}
 	var pods []Candidate
-	for _, p := range active {
-		pods = append(pods, Candidate{Pod: p})
+	for _, ps := range t.st.Pods {
+		if ps.pod != nil {
+			pods = append(pods, Candidate{Pod: ps.pod})
+		}
 	}
 	t.apply(ctx, Plan{Actions: restoreAll(t.st, Input{Pods: pods})}, prev)
 }

@@ -1,6 +1,10 @@
 package throttle
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -153,6 +157,8 @@ type Plan struct {
 // PodState is what the throttler remembers of a pod.
 type PodState struct {
 	Pod types.NamespacedName
+	// pod is the last spec seen (restores at shutdown need no pod list).
+	pod *v1.Pod
 	// Throttled: High is set below Restore.
 	Throttled     bool
 	High, Restore int64
@@ -189,4 +195,17 @@ func (s *State) Throttled() bool {
 		}
 	}
 	return false
+}
+
+// ParseMaxStall parses memoryThrottle.maxStall: a percentage of stalled
+// time, "25%" or "25", above 0 and below 100 ("" is DefaultMaxStall).
+func ParseMaxStall(raw string) (float64, error) {
+	if raw == "" {
+		return DefaultMaxStall, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(raw), "%"), 64)
+	if err != nil || math.IsNaN(f) || f <= 0 || f >= 100 {
+		return 0, fmt.Errorf("%q: want a percentage above 0 and below 100, e.g. \"25%%\"", raw)
+	}
+	return f / 100, nil
 }

@@ -47,6 +47,16 @@ function render(s) {
     th.append(el("span", t.met ? "met" : "", t.signal + " < " + t.value + " (" + mib(t.quantityBytes) + ")" + (t.soft ? " soft" : "") + (t.met ? " MET" : "") + (t.pageCache ? " · page cache (refaults mode): " + t.pageCache : "")));
   }
 
+  const tr = $("throttle");
+  tr.replaceChildren();
+  if (s.throttle) {
+    const held = Object.keys(s.throttle.holding || {});
+    tr.append(el("span", held.length ? "met" : "", "memory throttle on (deadline " + (s.throttle.deadline / 1e9) + " s, max stall " + pct(s.throttle.maxStall * 100) + ")" + (held.length ? " · holding eviction for " + held.join(", ") : "")));
+    for (const p of s.throttle.pods || []) {
+      tr.append(el("span", "", "throttled " + p.pod.Namespace + "/" + p.pod.Name + ": memory.high " + mib(p.high) + ", usage " + mib(p.usage) + ", stalled " + pct(p.stall * 100)));
+    }
+  }
+
   $("psi-node-some").textContent = s.nodePSI ? pct(s.nodePSI.someAvg10) : "n/a";
   $("psi-node-full").textContent = s.nodePSI ? pct(s.nodePSI.fullAvg10) : "n/a";
   $("psi-kubepods-some").textContent = s.kubepodsPSI ? pct(s.kubepodsPSI.someAvg10) : "n/a";

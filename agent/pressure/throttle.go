@@ -1,0 +1,160 @@
+package pressure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/cgroups"
+	"github.com/kernelet/kernelet/eviction/throttle"
+)
+
+// errThrottleV1 refuses memoryThrottle where memory.high does not exist.
+var errThrottleV1 = errors.New("KerneletConfiguration.memoryThrottle.enabled: needs the memory controller on cgroup v2 (memory.high, memory.pressure); it is on cgroup v1 here")
+
+// podMemory reads and writes the pod cgroups' memory for the throttler
+// (the KerneletConfiguration's memoryThrottle).
+type podMemory struct {
+	h      *cgroups.Hierarchies
+	r      *cgroups.Reader
+	layout cgroups.Layout
+}
+
+// newThrottler builds the throttler of cfg.Throttle (nil when off);
+// restore is the memory.high kubelet would set on a pod cgroup.
+func newThrottler(cfg Config, r *cgroups.Reader, restore func(*v1.Pod) int64) (*throttle.Throttler, error) {
+	if cfg.Throttle == nil {
+		return nil, nil
+	}
+	h := cfg.Hierarchies
+	if h == nil || h.V1["memory"] != nil || h.Unified == nil {
+		return nil, errThrottleV1
+	}
+	if restore == nil {
+		return nil, errors.New("memory throttle: no PodMemoryHigh handed in")
+	}
+	pm := &podMemory{h: h, r: r, layout: cfg.Layout}
+	return throttle.New(*cfg.Throttle, throttle.Effects{Sample: pm.sample, SetHigh: pm.setHigh, Restore: func(p *v1.Pod) int64 {
+		if v := restore(p); v > 0 {
+			return v
+		}
+		return throttle.NoLimit
+	}}, cfg.ThrottleMetrics)
+}
+
+// sample reads the Burstable and BestEffort pods' memory.
+func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]throttle.PodSample {
+	out := map[types.UID]throttle.PodSample{}
+	swapFree := int64(-1) // read once, when a container may swap
+	for _, p := range pods {
+		class := qos.Class(p)
+		if class == cgroups.Guaranteed {
+			continue
+		}
+		cg := pm.layout.Pod(class, string(p.UID))
+		var cs cgroups.CgroupStats
+		if err := pm.r.Cgroup(ctx, cg, cgroups.StatMemory|cgroups.StatPressure, &cs); err != nil || !cs.Memory.UsageBytes.Known {
+			continue
+		}
+		m := &cs.Memory
+		s := throttle.PodSample{Time: cs.Timestamp, Usage: int64(m.UsageBytes.V), WorkingSet: int64(m.WorkingSetBytes.Or(0)),
+			High: throttle.NoLimit, StallTotal: cs.Pressure.Memory.Some.Total}
+		if s.Time.IsZero() {
+			s.Time = time.Now()
+		}
+		if m.HighBytes.Known && !m.HighBytes.IsUnlimited() {
+			s.High = int64(m.HighBytes.V)
+		}
+		anon := int64(m.AnonBytes.Or(0))
+		if dir, ok := pm.h.Unified.Dir(cg); ok && anon > 0 {
+			if room := containersSwapRoom(dir); room > 0 {
+				if swapFree < 0 {
+					swapFree = nodeSwapFree(ctx, pm.r)
+				}
+				anon = min(anon, room, swapFree)
+			} else {
+				anon = 0
+			}
+		}
+		s.Reclaimable = int64(m.FileBytes.Or(0)) + max(anon, 0)
+		out[p.UID] = s
+	}
+	return out
+}
+
+// containersSwapRoom is what the pod's containers (the cgroups under its
+// cgroup dir) may still swap: memory.swap.max − memory.swap.current
+// summed (LimitedSwap sets memory.swap.max per container; 0 without swap).
+func containersSwapRoom(dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var room int64
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		maxB, err1 := os.ReadFile(filepath.Join(dir, e.Name(), "memory.swap.max"))
+		curB, err2 := os.ReadFile(filepath.Join(dir, e.Name(), "memory.swap.current"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		cur, _ := strconv.ParseInt(strings.TrimSpace(string(curB)), 10, 64)
+		if m := strings.TrimSpace(string(maxB)); m == "max" {
+			return 1 << 62 // bounded by the node's free swap
+		} else if v, err := strconv.ParseInt(m, 10, 64); err == nil && v > cur {
+			room += v - cur
+		}
+	}
+	return room
+}
+
+// nodeSwapFree is the node's free swap (0 unknown).
+func nodeSwapFree(ctx context.Context, r *cgroups.Reader) int64 {
+	var ns cgroups.NodeStats
+	if err := r.Node(ctx, &ns); err != nil {
+		return 0
+	}
+	return int64(ns.Memory.SwapFreeBytes.Or(0))
+}
+
+// setHigh writes the pod cgroup's memory.high.
+func (pm *podMemory) setHigh(ctx context.Context, p *v1.Pod, high int64) error {
+	cg := pm.layout.Pod(qos.Class(p), string(p.UID))
+	dir, ok := pm.h.Unified.Dir(cg)
+	if !ok {
+		return fmt.Errorf("memory throttle: no cgroup v2 directory for %s", cg)
+	}
+	v := "max"
+	if high != throttle.NoLimit {
+		v = strconv.FormatInt(high, 10)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.high"), []byte(v), 0); err != nil {
+		return fmt.Errorf("memory throttle: %w", err)
+	}
+	klog.FromContext(ctx).V(4).Info("Memory throttle: wrote memory.high", "cgroup", cg, "value", v)
+	return nil
+}
+
+// Run runs the eviction manager until ctx ends, then gives every pod the
+// throttler holds back its memory.high (the pods outlive the agent).
+func (s *Signals) Run(ctx context.Context) {
+	s.manager.Run(ctx)
+	if s.throttler == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	s.throttler.RestoreAll(rctx)
+}
