@@ -50,7 +50,7 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	guaranteed.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1")
 	podDir := filepath.Join(root, l.Pod(cgroups.Burstable, "b-1"))
 	writeFiles(t, podDir, map[string]string{"memory.current": "104857600", "memory.high": "max",
-		"memory.stat": "anon 83886080\nfile 20971520\ninactive_file 10485760",
+		"memory.stat":     "anon 83886080\nfile 20971520\ninactive_file 10485760",
 		"memory.pressure": "some avg10=1.00 avg60=0.00 avg300=0.00 total=250000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0"})
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "0", "memory.swap.current": "0"})
 	writeFiles(t, filepath.Join(root, l.Pod(cgroups.Guaranteed, "g-1")), map[string]string{"memory.current": "1", "memory.stat": "anon 1"})
