@@ -105,7 +105,7 @@ type MemoryThrottle struct {
 	// pods are throttled before eviction goes on (default 30s).
 	Deadline metav1.Duration `json:"deadline,omitempty"`
 	// MaxStall is the share of time a throttled pod may stall on memory
-	// (its memory.pressure "some", over at least a second) before its
+	// (its memory.pressure "some", over at least 5 s) before its
 	// memory.high is restored, as a percentage (default "25%").
 	MaxStall string `json:"maxStall,omitempty"`
 }

@@ -92,24 +92,25 @@ func TestDecideRoomIsWhatTheKernelCanReclaim(t *testing.T) {
 func TestDecideRelaxesAPodStalledPastTheBound(t *testing.T) {
 	a := pod("a", 0)
 	st := NewState()
+	cfg := Config{StallWindow: time.Second}
 	sample := func(at time.Time, stall time.Duration) Candidate {
 		c := cand(a, 150, at)
 		c.Sample.StallTotal = stall
 		return c
 	}
-	Decide(Config{}, st, Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{sample(t0, 0)}})
+	Decide(cfg, st, Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{sample(t0, 0)}})
 	if !st.Pods["a"].Throttled {
 		t.Fatal("a not throttled")
 	}
 	// 200 ms stalled in the first second (20 % < 25 %): kept.
-	plan := Decide(Config{}, st, Input{Now: t0.Add(time.Second), Signals: allocatable(128, false), Pods: []Candidate{sample(t0.Add(time.Second), 200*time.Millisecond)}})
+	plan := Decide(cfg, st, Input{Now: t0.Add(time.Second), Signals: allocatable(128, false), Pods: []Candidate{sample(t0.Add(time.Second), 200*time.Millisecond)}})
 	if len(plan.Actions) != 0 || st.Pods["a"].Stall != 0.2 {
 		t.Fatalf("actions %v stall %v", highs(plan), st.Pods["a"].Stall)
 	}
 	// 300 ms in the next second: past the bound, restored, and not
 	// throttled again during the backoff although the deficit is back.
 	now := t0.Add(2 * time.Second)
-	plan = Decide(Config{}, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 500*time.Millisecond)}})
+	plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 500*time.Millisecond)}})
 	if got := highs(plan); len(got) != 1 || got["a/relax"] != NoLimit || plan.Actions[0].Stall != 0.3 {
 		t.Fatalf("actions %+v, want a relaxed to max", plan.Actions)
 	}
@@ -117,11 +118,11 @@ func TestDecideRelaxesAPodStalledPastTheBound(t *testing.T) {
 		t.Fatalf("held %v with no pod throttled", plan.Hold)
 	}
 	now = now.Add(DefaultBackoff - time.Second)
-	if plan = Decide(Config{}, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); len(plan.Actions) != 0 {
+	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); len(plan.Actions) != 0 {
 		t.Fatalf("throttled again in the backoff: %v", highs(plan))
 	}
 	now = now.Add(time.Second)
-	if plan = Decide(Config{}, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); highs(plan)["a/throttle"] == 0 {
+	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); highs(plan)["a/throttle"] == 0 {
 		t.Fatalf("not throttled after the backoff: %v", highs(plan))
 	}
 }

@@ -23,7 +23,7 @@ const pageSize = 4096
 const (
 	DefaultDeadline    = 30 * time.Second
 	DefaultMaxStall    = 0.25
-	DefaultStallWindow = time.Second
+	DefaultStallWindow = 5 * time.Second
 	DefaultBackoff     = 30 * time.Second
 	DefaultMinHigh     = 16 << 20
 )

@@ -220,6 +220,8 @@ func TestV2Node(t *testing.T) {
 	t.Run("SystemdDriver", func(t *testing.T) { testV2NodeSystemd(t, n) })
 	// Last: it turns swap on and restarts kernelet with another configuration.
 	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
+	// After it: swap on (its swap file, LimitedSwap), kernelet restarted.
+	t.Run("Throttle", func(t *testing.T) { testV2NodeThrottle(t, n) })
 }
 
 // limitedPod is a Burstable API pod for the node: one container sleeping,
