@@ -75,15 +75,13 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 		if m.HighBytes.Known && !m.HighBytes.IsUnlimited() {
 			s.High = int64(m.HighBytes.V)
 		}
-		anon := int64(m.AnonBytes.Or(0))
-		if dir, ok := pm.h.Unified.Dir(cg); ok && anon > 0 {
-			if room := containersSwapRoom(dir); room > 0 {
+		var anon int64
+		if dir, ok := pm.h.Unified.Dir(cg); ok && m.AnonBytes.Or(0) > 0 {
+			if anon = swappableAnon(dir); anon > 0 {
 				if swapFree < 0 {
 					swapFree = nodeSwapFree(ctx, pm.r)
 				}
-				anon = min(anon, room, swapFree)
-			} else {
-				anon = 0
+				anon = min(anon, int64(m.AnonBytes.V), swapFree)
 			}
 		}
 		s.Reclaimable = int64(m.FileBytes.Or(0)) + max(anon, 0)
@@ -92,32 +90,48 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 	return out
 }
 
-// containersSwapRoom is what the pod's containers (the cgroups under its
-// cgroup dir) may still swap: memory.swap.max − memory.swap.current
-// summed (LimitedSwap sets memory.swap.max per container; 0 without swap).
-func containersSwapRoom(dir string) int64 {
+// swappableAnon is the anon memory the pod's containers (the cgroups
+// under its cgroup dir) may still swap out: per container the lesser of
+// its anon and memory.swap.max − memory.swap.current (LimitedSwap sets
+// memory.swap.max per container; 0 without swap), summed.
+func swappableAnon(dir string) int64 {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
-	var room int64
+	var sum int64
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		maxB, err1 := os.ReadFile(filepath.Join(dir, e.Name(), "memory.swap.max"))
-		curB, err2 := os.ReadFile(filepath.Join(dir, e.Name(), "memory.swap.current"))
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		cur, _ := strconv.ParseInt(strings.TrimSpace(string(curB)), 10, 64)
-		if m := strings.TrimSpace(string(maxB)); m == "max" {
-			return 1 << 62 // bounded by the node's free swap
-		} else if v, err := strconv.ParseInt(m, 10, 64); err == nil && v > cur {
-			room += v - cur
+		if e.IsDir() {
+			sum += swappable(filepath.Join(dir, e.Name()))
 		}
 	}
-	return room
+	return sum
+}
+
+// swappable is what one container cgroup dir may still swap out.
+func swappable(dir string) int64 {
+	read := func(f string) string {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	ms, err := cgroups.ParseMemoryStat([]byte(read("memory.stat")))
+	anon, ok := ms.AnonBytes.Get()
+	if err != nil || !ok || anon == 0 {
+		return 0
+	}
+	limit := read("memory.swap.max")
+	if limit == "max" {
+		return int64(anon) // bounded by the node's free swap
+	}
+	lim, err1 := strconv.ParseInt(limit, 10, 64)
+	cur, err2 := strconv.ParseInt(read("memory.swap.current"), 10, 64)
+	if err1 != nil || err2 != nil || lim <= cur {
+		return 0
+	}
+	return min(int64(anon), lim-cur)
 }
 
 // nodeSwapFree is the node's free swap (0 unknown).

@@ -52,7 +52,8 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	writeFiles(t, podDir, map[string]string{"memory.current": "104857600", "memory.high": "max",
 		"memory.stat":     "anon 83886080\nfile 20971520\ninactive_file 10485760",
 		"memory.pressure": "some avg10=1.00 avg60=0.00 avg300=0.00 total=250000\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0"})
-	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "0", "memory.swap.current": "0"})
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "0", "memory.swap.current": "0",
+		"memory.stat": "anon 83886080\nfile 0"})
 	writeFiles(t, filepath.Join(root, l.Pod(cgroups.Guaranteed, "g-1")), map[string]string{"memory.current": "1", "memory.stat": "anon 1"})
 	pm := &podMemory{h: h, r: r, layout: l}
 
@@ -64,10 +65,13 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	if s.Usage != 100<<20 || s.WorkingSet != 90<<20 || s.High != throttle.NoLimit || s.StallTotal.Microseconds() != 250000 || s.Reclaimable != 20<<20 {
 		t.Fatalf("sample %+v: want usage 100Mi, working set 90Mi, high max, stall 250ms, reclaimable 20Mi (file; no swap)", s)
 	}
-	// LimitedSwap: the container may swap 30Mi more.
+	// LimitedSwap: the container may swap 30Mi more; the sandbox's
+	// unlimited swap counts only its own anon.
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "41943040", "memory.swap.current": "10485760"})
-	if room := containersSwapRoom(podDir); room != 30<<20 {
-		t.Fatalf("swap room %d, want 30Mi", room)
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-sandbox.scope"), map[string]string{"memory.swap.max": "max", "memory.swap.current": "0",
+		"memory.stat": "anon 1048576\nfile 0"})
+	if room := swappableAnon(podDir); room != 31<<20 {
+		t.Fatalf("swappable anon %d, want 31Mi", room)
 	}
 
 	if err := pm.setHigh(t.Context(), burstable, 50<<20); err != nil {

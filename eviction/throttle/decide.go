@@ -155,8 +155,10 @@ func throttle(cfg Config, st *State, in Input, deficit int64) []Action {
 			continue
 		}
 		if ps == nil || !ps.Throttled {
-			ps = &PodState{Pod: types.NamespacedName{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, pod: c.Pod, Since: in.Now,
-				windowStart: s.Time, windowStall: s.StallTotal}
+			// Its first stall window starts at the next sample, taken
+			// after memory.high is written (a slow decision's sample may
+			// be seconds older than the write).
+			ps = &PodState{Pod: types.NamespacedName{Namespace: c.Pod.Namespace, Name: c.Pod.Name}, pod: c.Pod, Since: in.Now}
 			st.Pods[c.Pod.UID] = ps
 		}
 		ps.Throttled, ps.High, ps.Restore, ps.Usage = true, high, c.Restore, s.Usage

@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -102,27 +103,32 @@ func TestDecideRelaxesAPodStalledPastTheBound(t *testing.T) {
 	if !st.Pods["a"].Throttled {
 		t.Fatal("a not throttled")
 	}
+	// The window starts at the first sample after the write: a stall
+	// before it does not count.
+	at := t0.Add(time.Second)
+	Decide(cfg, st, Input{Now: at, Signals: allocatable(128, false), Pods: []Candidate{sample(at, 900*time.Millisecond)}})
 	// 200 ms stalled in the first second (20 % < 25 %): kept.
-	plan := Decide(cfg, st, Input{Now: t0.Add(time.Second), Signals: allocatable(128, false), Pods: []Candidate{sample(t0.Add(time.Second), 200*time.Millisecond)}})
-	if len(plan.Actions) != 0 || st.Pods["a"].Stall != 0.2 {
+	at = t0.Add(2 * time.Second)
+	plan := Decide(cfg, st, Input{Now: at, Signals: allocatable(128, false), Pods: []Candidate{sample(at, 1100*time.Millisecond)}})
+	if len(plan.Actions) != 0 || math.Abs(st.Pods["a"].Stall-0.2) > 1e-9 {
 		t.Fatalf("actions %v stall %v", highs(plan), st.Pods["a"].Stall)
 	}
 	// 300 ms in the next second: past the bound, restored, and not
 	// throttled again during the backoff although the deficit is back.
-	now := t0.Add(2 * time.Second)
-	plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 500*time.Millisecond)}})
-	if got := highs(plan); len(got) != 1 || got["a/relax"] != NoLimit || plan.Actions[0].Stall != 0.3 {
+	now := t0.Add(3 * time.Second)
+	plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 1400*time.Millisecond)}})
+	if got := highs(plan); len(got) != 1 || got["a/relax"] != NoLimit || math.Abs(plan.Actions[0].Stall-0.3) > 1e-9 {
 		t.Fatalf("actions %+v, want a relaxed to max", plan.Actions)
 	}
 	if len(plan.Hold) != 0 {
 		t.Fatalf("held %v with no pod throttled", plan.Hold)
 	}
 	now = now.Add(DefaultBackoff - time.Second)
-	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); len(plan.Actions) != 0 {
+	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 2*time.Second)}}); len(plan.Actions) != 0 {
 		t.Fatalf("throttled again in the backoff: %v", highs(plan))
 	}
 	now = now.Add(time.Second)
-	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, time.Second)}}); highs(plan)["a/throttle"] == 0 {
+	if plan = Decide(cfg, st, Input{Now: now, Signals: allocatable(100, true), Pods: []Candidate{sample(now, 2*time.Second)}}); highs(plan)["a/throttle"] == 0 {
 		t.Fatalf("not throttled after the backoff: %v", highs(plan))
 	}
 }
