@@ -84,7 +84,10 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 				anon = min(anon, int64(m.AnonBytes.V), swapFree)
 			}
 		}
-		s.Reclaimable = int64(m.FileBytes.Or(0)) + max(anon, 0)
+		// Mapped file pages (the pod's executables and libraries) are
+		// left out: taken, they refault at once.
+		file := int64(m.FileBytes.Or(0)) - int64(m.FileMappedBytes.Or(0))
+		s.Reclaimable = max(file, 0) + max(anon, 0)
 		out[p.UID] = s
 	}
 	return out

@@ -146,7 +146,7 @@ func throttle(cfg Config, st *State, in Input, deficit int64) []Action {
 		}
 		floor := max(c.Request, cfg.MinHigh)
 		room := min(base-floor, s.Reclaimable-max(s.Usage-base, 0))
-		if room <= 0 {
+		if room < minCut {
 			continue
 		}
 		take := min(room, need)

@@ -19,6 +19,10 @@ const NoLimit int64 = -1
 // pageSize rounds every memory.high written down.
 const pageSize = 4096
 
+// minCut is the least room worth throttling a pod for: below it, what
+// is left to reclaim is too little to help and its reclaim only stalls.
+const minCut = 1 << 20
+
 // Defaults of Config.
 const (
 	DefaultDeadline    = 30 * time.Second

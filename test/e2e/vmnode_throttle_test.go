@@ -22,9 +22,9 @@ const throttleSwapOn = `swapon --show=NAME --noheadings | grep -q . || { test -f
 // testV2NodeThrottle is memoryThrottle (throttle before evicting) on the
 // v2 node: kubepods at 512 MiB (systemReserved), evictionHard
 // allocatableMemory.available<64Mi, swap on with LimitedSwap. One
-// Burstable pod (request 300Mi, so LimitedSwap lets its container swap
-// about 300/MemTotal of the swap) holds 380 MiB and leaks 80 MiB more at
-// 2 MiB/s, to about 47 MiB below the threshold. With memoryThrottle on,
+// Burstable pod (request 400Mi, so LimitedSwap lets its container swap
+// 400/MemTotal of the 256 MiB swap, about 52 MiB) holds 380 MiB and
+// leaks 80 MiB more at 2 MiB/s, to about 30 MiB below the threshold. With memoryThrottle on,
 // kernelet lowers the pod cgroup's memory.high by the deficit, the kernel
 // swaps out what the pod's swap allowance holds, the threshold is never
 // met: the pod keeps running, no eviction, no OOM kill in kubepods, the
@@ -62,7 +62,7 @@ func (n *v2Node) throttlePod(name string) *v1.Pod {
 		Spec: v1.PodSpec{NodeName: n.name, TerminationGracePeriodSeconds: &grace, AutomountServiceAccountToken: &no,
 			Containers: []v1.Container{{Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 				Command:   []string{"/bin/sh", "-c", "/testbox alloc --mib 380 --hold & sleep 5; /testbox alloc --mib 80 --rate 2 --hold & wait"},
-				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("300Mi")}}}}},
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("400Mi")}}}}},
 	}
 }
 
