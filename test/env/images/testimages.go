@@ -130,21 +130,11 @@ func buildSet(testbox string) (*Set, error) {
 	if err := CheckStatic(testbox); err != nil {
 		return nil, fmt.Errorf("test images: %w", err)
 	}
-	bbFiles, err := busyboxFiles()
+	bbFiles, err := BusyboxFiles()
 	if err != nil {
 		return nil, fmt.Errorf("test images: %w", err)
 	}
-	base := []File{
-		{Path: "/testbox", Mode: 0o755, Data: tb},
-		{Path: "/dev", Mode: fs.ModeDir | 0o755},
-		{Path: "/proc", Mode: fs.ModeDir | 0o555},
-		{Path: "/sys", Mode: fs.ModeDir | 0o555},
-		{Path: "/etc", Mode: fs.ModeDir | 0o755},
-		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
-		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\n")},
-		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
-		{Path: "/root", Mode: fs.ModeDir | 0o700},
-	}
+	base := append([]File{{Path: "/testbox", Mode: 0o755, Data: tb}}, RootFiles()...)
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	pause, err := Build(Spec{
 		Name:       PauseImage,
@@ -198,9 +188,24 @@ func CheckStatic(path string) error {
 	return nil
 }
 
-// busyboxFiles returns /bin/busybox and a symlink to it for every applet it
-// lists.
-func busyboxFiles() ([]File, error) {
+// RootFiles is the skeleton of every test image: /dev, /proc, /sys, /tmp,
+// /root and an /etc/passwd and /etc/group with root and nobody.
+func RootFiles() []File {
+	return []File{
+		{Path: "/dev", Mode: fs.ModeDir | 0o755},
+		{Path: "/proc", Mode: fs.ModeDir | 0o555},
+		{Path: "/sys", Mode: fs.ModeDir | 0o555},
+		{Path: "/etc", Mode: fs.ModeDir | 0o755},
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\n")},
+		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Path: "/root", Mode: fs.ModeDir | 0o700},
+	}
+}
+
+// BusyboxFiles returns /bin/busybox (from busybox-static) and a symlink to
+// it for every applet it lists.
+func BusyboxFiles() ([]File, error) {
 	bb, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		return nil, fmt.Errorf("busybox (install busybox-static): %w", err)
