@@ -29,7 +29,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation e2e-node-upstream demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -185,6 +185,17 @@ e2e-kubeadm: deps build components vm-node-image ## kubeadm join in the cgroup v
 	@KUBELET=1 hack/apiserver/build.sh >/dev/null
 	@$(BIN)/testenv reap
 	KERNELET_KUBEADM_UPSTREAM=1 $(GO) test -count=1 -v -timeout 20m -run '^TestKubeadmJoin$$' ./test/e2e/
+
+# Not in `make test` (long, and upstream's suite, not ours): the upstream node
+# e2e specs (e2e_node.test of kubernetes v1.37.2, hack/e2enode/build.sh) of the
+# device plugins, the device, CPU, memory and topology managers and the
+# podresources API against kernelet, then the same focus against the real
+# kubelet v1.37.2 (E2E_NODE_AGENTS picks; E2E_NODE_FOCUS/E2E_NODE_SKIP narrow).
+# Results per agent in bin/e2e-node/<agent>-<time>/results.tsv; docs/testing.md.
+E2E_NODE_AGENTS ?= kernelet kubelet
+e2e-node-upstream: build ## upstream node e2e specs of the resource managers against kernelet and the real kubelet (hack/e2enode)
+	@$(BIN)/testenv reap
+	@rc=0; for a in $(E2E_NODE_AGENTS); do hack/e2enode/run.sh $$a || rc=1; done; exit $$rc
 
 # Not in `make test` (CI waits for one renewal): TestTLSBootstrap for 10
 # minutes of pod churn with at least two client certificate renewals (3-minute

@@ -11,8 +11,8 @@
 # systemd-run, systemctl and sudo (the unit's process started detached,
 # killed with SIGTERM, restarted with the recorded command line). The run
 # lives in its own mount and network namespaces (unshare): 127.0.0.1:6443,
-# :10248, :10250, :10255 and /var/lib/kubelet (bind-mounted from the work
-# dir), /run/cdi are its own, nothing else on the machine is touched but
+# :10248, :10250, :10255 and /var/lib/kubelet, /var/log/pods,
+# /var/log/containers, /run/cdi (bind-mounted from the work dir) are its own, nothing else on the machine is touched but
 # the cgroupRoot /<run>-e2enode (removed at the end) and a private containerd
 # (bin/testenv containerd up/down, its own state, CNI bridge and images; the
 # specs' images built by hack/e2enode/images and imported into it).
@@ -104,7 +104,7 @@ cleanup() {
   done
   "$BIN/testenv" containerd down >"$OUT/containerd-down.log" 2>&1 9>&- || log "containerd down failed: $OUT/containerd-down.log"
   rm_cgroups
-  umount /var/lib/kubelet 2>/dev/null || true
+  umount /var/lib/kubelet /var/log/pods /var/log/containers 2>/dev/null || true
   umount /run/cdi 2>/dev/null || true
   [ $made_cdi = 1 ] && rmdir /run/cdi 2>/dev/null
   rm -f "$rundir/owner-$$.lock"; rmdir "$rundir" 2>/dev/null || true
@@ -123,9 +123,13 @@ ip link set e2enode0 up
 ip link set e2enode1 up
 ip route add default dev e2enode0
 
-# Mounts: /var/lib/kubelet and /run/cdi of this run only.
-mkdir -p /var/lib/kubelet
-mount --bind "$work/var-lib-kubelet" /var/lib/kubelet
+# Mounts: /var/lib/kubelet, /var/log/pods, /var/log/containers and /run/cdi
+# of this run only (a kubelet removes the log directories of pods it does
+# not know: two runs, or a run and another agent, must not share them).
+for d in var-lib-kubelet:/var/lib/kubelet pod-logs:/var/log/pods container-logs:/var/log/containers; do
+  mkdir -p "$work/${d%%:*}" "${d#*:}"
+  mount --bind "$work/${d%%:*}" "${d#*:}"
+done
 if [ ! -d /run/cdi ]; then mkdir /run/cdi; made_cdi=1; fi
 mount --bind "$work/cdi" /run/cdi
 
