@@ -13,7 +13,8 @@
 # lives in its own mount and network namespaces (unshare): 127.0.0.1:6443,
 # :10248, :10250, :10255 and /var/lib/kubelet, /var/log/pods,
 # /var/log/containers, /run/cdi (bind-mounted from the work dir) are its own, nothing else on the machine is touched but
-# the cgroupRoot /<run>-e2enode (removed at the end) and a private containerd
+# the cgroupRoot /<run>-e2enode (removed at the end), the host's 2 MiB huge
+# page pools the memory manager specs size (put back at the end) and a private containerd
 # (bin/testenv containerd up/down, its own state, CNI bridge and images; the
 # specs' images built by hack/e2enode/images and imported into it).
 #
@@ -97,8 +98,11 @@ rm_cgroups() {
   return 0
 }
 cleanup() {
-  local rc=$? u
+  local rc=$? u f
   trap '' INT TERM
+  # The memory manager specs size the host's 2 MiB huge page pools (and set
+  # them back to 0 after each spec): put back what the run found.
+  for f in "${!hugepages[@]}"; do echo "${hugepages[$f]}" >"$f" 2>/dev/null || log "could not restore $f"; done
   for u in "$work"/units/*/; do
     [ -d "$u" ] && E2ENODE_SHIM_STATE=$work/units "$work/shim/systemctl" stop "$(basename "$u")" 9>&- || true
   done
@@ -110,6 +114,10 @@ cleanup() {
   rm -f "$rundir/owner-$$.lock"; rmdir "$rundir" 2>/dev/null || true
   exit $rc
 }
+declare -A hugepages=()
+for f in /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages /sys/devices/system/node/node*/hugepages/hugepages-2048kB/nr_hugepages; do
+  [ -e "$f" ] && hugepages[$f]=$(cat "$f")
+done
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
