@@ -10,17 +10,18 @@ import (
 
 	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/podresources"
+	"github.com/kernelet/kernelet/agent/runtime"
 )
 
 // startDevices starts the device plugin manager on
 // <root-dir>/device-plugins (it serves until ctx ends; Wait after).
-func (a *Agent) startDevices(ctx context.Context) (*devicemanager.Manager, error) {
+func (a *Agent) startDevices(ctx context.Context, p *pods) (*devicemanager.Manager, error) {
 	nodes, err := a.numaNodes()
 	if err != nil {
 		return nil, fmt.Errorf("device manager: %w", err)
 	}
 	dm := devicemanager.New(devicemanager.Config{Dir: filepath.Join(a.opts.RootDir, devicemanager.DirName), Now: a.deps.Now,
-		Metrics: a.metrics.devices, NUMANodes: nodes.Nodes()})
+		Metrics: a.metrics.devices, NUMANodes: nodes.Nodes(), Running: p.containerRunning})
 	if err := dm.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -54,6 +55,21 @@ func (p *pods) dispatchDeviceHealth(ctx context.Context) {
 			p.workers.Wake(uid)
 		}
 	}
+}
+
+// containerRunning tells whether the PLEG cache (relisted before the pods
+// are admitted) has the pod's container running.
+func (p *pods) containerRunning(uid types.UID, name string) bool {
+	st := p.podStatus(uid)
+	if st == nil {
+		return false
+	}
+	for _, c := range st.Containers {
+		if c.Name == name && c.State == runtime.ContainerRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseDevices forgets the devices of a pod whose containers are gone.

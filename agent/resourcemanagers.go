@@ -68,7 +68,7 @@ func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dm, err := a.startDevices(ctx)
+	dm, err := a.startDevices(ctx, p)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -54,6 +54,26 @@ func Capacity(rs map[string]ResourceState, now time.Time) Capacities {
 	return out
 }
 
+// HeldUsable decides whether a container that does not run may start
+// again with the devices it held before an agent restart (kubelet's node
+// reboot case): only for a known resource (registered, or read from the
+// checkpoint) whose plugin lists healthy devices again, all of the held
+// ones among them.
+func HeldUsable(name string, registered bool, healthy, held []string) error {
+	switch {
+	case !registered:
+		return fmt.Errorf(errUnregistered, name)
+	case len(healthy) == 0:
+		return fmt.Errorf(errNoHealthy, name)
+	}
+	for _, id := range held {
+		if !slices.Contains(healthy, id) {
+			return fmt.Errorf(errPrevUnhealthy, name)
+		}
+	}
+	return nil
+}
+
 // Available are the healthy devices no container holds, sorted.
 func Available(healthy []string, inUse map[string]bool) []string {
 	var out []string

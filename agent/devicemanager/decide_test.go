@@ -2,6 +2,7 @@ package devicemanager
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -175,5 +176,27 @@ func TestIsExtendedResourceName(t *testing.T) {
 		if got := IsExtendedResourceName(name); got != want {
 			t.Errorf("IsExtendedResourceName(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestHeldUsable(t *testing.T) {
+	const name = "example.com/r"
+	tests := map[string]struct {
+		registered    bool
+		healthy, held []string
+		wantErr       string
+	}{
+		"plugin not back":          {registered: false, healthy: nil, held: []string{"d0"}, wantErr: "cannot allocate unregistered device example.com/r"},
+		"back, nothing healthy":    {registered: true, healthy: nil, held: []string{"d0"}, wantErr: "no healthy devices present; cannot allocate unhealthy devices example.com/r"},
+		"back, held one unhealthy": {registered: true, healthy: []string{"d1"}, held: []string{"d0"}, wantErr: "previously allocated devices are no longer healthy; cannot allocate unhealthy devices example.com/r"},
+		"back, held ones healthy":  {registered: true, healthy: []string{"d0", "d1"}, held: []string{"d1", "d0"}},
+	}
+	for n, tt := range tests {
+		t.Run(n, func(t *testing.T) {
+			err := HeldUsable(name, tt.registered, tt.healthy, tt.held)
+			if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
+				t.Errorf("HeldUsable = %v, want %q", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -29,6 +29,14 @@ type resource struct {
 
 func (r *resource) connected() bool { return r.ep != nil && !r.ep.isStopped() }
 
+// healthyOrNil is healthy of a resource that may be nil.
+func (r *resource) healthyOrNil() []string {
+	if r == nil {
+		return nil
+	}
+	return r.healthy()
+}
+
 func (r *resource) healthy() []string {
 	var out []string
 	if !r.connected() {
@@ -455,11 +463,18 @@ func (m *Manager) allocateResource(ctx context.Context, pod *v1.Pod, container, 
 		return nil
 	}
 	if have := m.alloc.get(uid, container, name); have != nil {
-		m.mu.Unlock()
+		defer m.mu.Unlock()
 		if len(have.DeviceIDs) != need {
 			return fmt.Errorf(errChangedRequest, uid, container, name, len(have.DeviceIDs), need)
 		}
-		return nil // allocated before (admitted again after an agent restart)
+		// allocated before (admitted again after an agent restart)
+		if m.cfg.Running == nil || m.cfg.Running(pod.UID, container) {
+			return nil
+		}
+		// A resource of the checkpoint is known with no healthy device until
+		// its plugin registers again (kubelet's).
+		r := m.resources[name]
+		return HeldUsable(name, r != nil, r.healthyOrNil(), have.DeviceIDs)
 	}
 	r := m.resources[name]
 	if r == nil {

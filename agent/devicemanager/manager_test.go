@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -296,5 +297,58 @@ func TestReleaseOnReject(t *testing.T) {
 		if r.Admit != tc.wantAdmit || len(m.Devices("uid-1", "app")) != tc.wantHeld {
 			t.Errorf("%s: admit %v, devices %v", tc.name, r.Admit, m.Devices("uid-1", "app"))
 		}
+	}
+}
+
+// After an agent restart a pod admitted again keeps its devices when its
+// container runs; one whose container does not run (its sandbox gone: a
+// node reboot) is refused until the plugin is back with the devices
+// healthy (kubelet's devicesToAllocate).
+func TestAdmitAgainAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
+	start := func(running bool) (*Manager, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		m := New(Config{Dir: dir, Running: func(types.UID, string) bool { return running }})
+		if err := m.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m, func() { cancel(); m.Wait() }
+	}
+	m, stop := start(true)
+	servePlugin(t, p, filepath.Join(dir, "a.sock"))
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "a.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device listed", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 1 })
+	pod := devicePod("uid-1", "one", 1)
+	if r := admit(t, m, pod); !r.Admit {
+		t.Fatal(r)
+	}
+	stop()
+
+	m, stop = start(true)
+	if r := admit(t, m, pod); !r.Admit {
+		t.Errorf("container running, plugin not back: %+v, want admitted", r)
+	}
+	stop()
+
+	m, stop = start(false)
+	defer stop()
+	r := admit(t, m, pod)
+	want := "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/r, which is unexpected"
+	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != want {
+		t.Errorf("container not running, plugin not back: %+v, want %q", r, want)
+	}
+	if got := m.Devices("uid-1", "app"); len(got) != 1 {
+		t.Errorf("the refused pod's checkpointed devices = %+v, want kept", got)
+	}
+	servePlugin(t, p, filepath.Join(dir, "b.sock"))
+	if err := register(t, dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "b.sock", ResourceName: "example.com/r"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the device listed again", func() bool { _, a := m.Capacity(); return a["example.com/r"] == 1 })
+	if r := admit(t, m, pod); !r.Admit {
+		t.Errorf("container not running, plugin back: %+v, want admitted", r)
 	}
 }

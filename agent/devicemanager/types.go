@@ -3,6 +3,7 @@ package devicemanager
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -32,6 +33,7 @@ const (
 	errUnavailable         = "requested number of devices unavailable for %s. Requested: %d, Available: %d"
 	errUnregistered        = "cannot allocate unregistered device %s"
 	errNoHealthy           = "no healthy devices present; cannot allocate unhealthy devices %s"
+	errPrevUnhealthy       = "previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s"
 	errChangedRequest      = "pod %q container %q changed request for resource %q from %d to %d"
 	errNoContainers        = "no containers return in allocation response %v"
 	errEndpointStopped     = "endpoint %v has been stopped"
@@ -57,6 +59,13 @@ type Config struct {
 	// NUMANodes are the machine's NUMA nodes, for the topology hints (only
 	// asked for under a topology manager policy other than none).
 	NUMANodes []int
+	// Running tells whether a pod's container runs. A pod admitted again
+	// (after an agent restart) keeps the devices it holds as they are for
+	// a running container; for one that does not run (its sandbox gone: a
+	// node reboot) the plugin must be back with those devices healthy, else
+	// the pod fails admission (kubelet's devicesToAllocate). nil: every
+	// container counts as running.
+	Running func(podUID types.UID, container string) bool
 }
 
 // ContainerAllocation is what one container holds of one resource: the
