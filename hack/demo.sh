@@ -33,18 +33,11 @@ flock -n 9
 kpid=""
 root=""
 cgroot="/${KERNELET_TEST_RUN}-demo"
-# rm_cgroups removes the demo's cgroupRoot in every hierarchy, children
-# first (containerd down already killed every process in it).
-rm_cgroups() {
-  local h d
-  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
-    d="${h%/}$cgroot"
-    [ -d "$d" ] || continue
-    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    [ -d "$d" ] && echo "demo: could not remove cgroup $d" >&2 2>/dev/null
-  done
-  return 0
-}
+# rm_cgroups removes the demo's cgroupRoot in every hierarchy
+# (containerd down already killed every process in it).
+# shellcheck source=hack/lib/cgroups.sh
+. hack/lib/cgroups.sh
+rm_cgroups() { rm_cgroup_root "$cgroot" demo; }
 # dashboard_up: GET /dashboard/ on the read-only port answers 200 (bash's
 # /dev/tcp: the demo needs no HTTP client).
 dashboard_up() {

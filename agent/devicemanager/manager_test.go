@@ -152,6 +152,15 @@ func admit(t *testing.T, m *Manager, pod *v1.Pod) podworkers.AdmitResult {
 	return topologyAdmit(t, m).Admit(podworkers.AdmitAttributes{Pod: pod})
 }
 
+// wantAdmissionError checks that r is kubelet's UnexpectedAdmissionError
+// with message want.
+func wantAdmissionError(t *testing.T, what string, r podworkers.AdmitResult, want string) {
+	t.Helper()
+	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != want {
+		t.Errorf("%s: %+v, want %q", what, r, want)
+	}
+}
+
 func devicePod(uid, name string, n int64) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metavGen(uid, name),
@@ -212,11 +221,8 @@ func TestManagerLifecycle(t *testing.T) {
 		t.Errorf("offered at admission = %d, want the 2 healthy devices", o)
 	}
 	pod2 := devicePod("uid-2", "two", 2)
-	r := admit(t, m, pod2)
-	want := "Allocate failed due to requested number of devices unavailable for example.com/r. Requested: 2, Available: 1, which is unexpected"
-	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != want {
-		t.Errorf("admitting two: %+v, want %q", r, want)
-	}
+	wantAdmissionError(t, "admitting two", admit(t, m, pod2),
+		"Allocate failed due to requested number of devices unavailable for example.com/r. Requested: 2, Available: 1, which is unexpected")
 	if got := m.Devices("uid-2", "app"); len(got) != 0 {
 		t.Errorf("rejected pod holds %+v", got)
 	}
@@ -335,11 +341,8 @@ func TestAdmitAgainAfterRestart(t *testing.T) {
 
 	m, stop = start(false)
 	defer stop()
-	r := admit(t, m, pod)
-	want := "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/r, which is unexpected"
-	if r.Admit || r.Reason != "UnexpectedAdmissionError" || r.Message != want {
-		t.Errorf("container not running, plugin not back: %+v, want %q", r, want)
-	}
+	wantAdmissionError(t, "container not running, plugin not back", admit(t, m, pod),
+		"Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/r, which is unexpected")
 	if got := m.Devices("uid-1", "app"); len(got) != 1 {
 		t.Errorf("the refused pod's checkpointed devices = %+v, want kept", got)
 	}

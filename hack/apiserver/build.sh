@@ -27,6 +27,10 @@
 #                 without it (make components, CI) does no extra work
 #   KUBEADM=1     also build (or find) kubeadm from the same scratch module,
 #                 for the kubeadm join test in the cgroup v2 node
+#   KUBE_MODULE_DIR=DIR
+#                 only write the scratch module (kubernetes required, its
+#                 staging modules replaced) into DIR and exit: for the other
+#                 builds from kubernetes' sources (hack/e2enode/build.sh)
 #   SAMPLE_DEVICE_PLUGIN=1
 #                 also build (or find) the upstream sample device plugin
 #                 (k8s.io/kubernetes/test/images/sample-device-plugin, the
@@ -239,6 +243,11 @@ EOF
   exec 9>&-
 }
 
+if [ -n "${KUBE_MODULE_DIR:-}" ]; then
+  kube_src=$KUBE_MODULE_DIR
+  kube_module
+  exit 0
+fi
 build_etcd
 build_kube
 if [ "${KUBELET:-}" = 1 ]; then build_cmd kubelet "$KUBELET_BIN"; fi

@@ -7,9 +7,9 @@
 #   $CACHE/e2e-node/<KUBE_VERSION>/e2e_node.test
 #   $CACHE/e2e-node/<KUBE_VERSION>/ginkgo
 #
-# CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}. The scratch module (the
-# same recipe as hack/apiserver/build.sh: k8s.io/kubernetes required, its
-# staging modules replaced by their v0.Y.Z releases) lives in
+# CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}. The scratch module
+# (written by hack/apiserver/build.sh with KUBE_MODULE_DIR: k8s.io/kubernetes
+# required, its staging modules replaced by their v0.Y.Z releases) lives in
 # $CACHE/e2e-node/<KUBE_VERSION>/src; every go command runs there with
 # GOWORK=off. A binary that exists is not rebuilt; a flock serialises runs.
 # Prints, last, E2E_NODE_TEST=<path> and GINKGO=<path>.
@@ -25,32 +25,7 @@ unset GOOS GOARCH
 log() { echo "hack/e2enode/build.sh: $*" >&2; }
 command -v go >/dev/null || { log "the go toolchain is required"; exit 1; }
 
-GO_DIRECTIVE=$(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+(\.[0-9]+)?).*/\1/')
 kube_minor=$(echo "$KUBE_VERSION" | sed -E 's/^v1\.([0-9]+)\..*/\1/')
-staging_version="v0.${KUBE_VERSION#v1.}"
-
-# scratch_module writes $src/go.mod requiring k8s.io/kubernetes@KUBE_VERSION
-# with every staging module it pins at v0.0.0 replaced by its release.
-scratch_module() {
-  mkdir -p "$src"
-  printf 'module kltest.invalid/e2enode\n\ngo %s\n' "$GO_DIRECTIVE" >"$src/go.mod"
-  rm -f "$src/go.sum"
-  local gomod staging m
-  gomod=$(cd "$src" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
-    sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
-  [ -f "$gomod" ] || { log "k8s.io/kubernetes@$KUBE_VERSION: go.mod not found"; exit 1; }
-  staging=$(sed -nE 's#^[[:space:]]*(k8s\.io/[^ ]+) v0\.0\.0([[:space:]].*)?$#\1#p' "$gomod" | sort -u)
-  {
-    printf 'module kltest.invalid/e2enode\n\ngo %s\n\n' "$GO_DIRECTIVE"
-    printf 'require k8s.io/kubernetes %s\n\nreplace (\n' "$KUBE_VERSION"
-    # sample-controller is not on the proxy; the suite does not import it.
-    for m in $staging; do
-      [ "$m" = k8s.io/sample-controller ] && continue
-      printf '\t%s => %s %s\n' "$m" "$m" "$staging_version"
-    done
-    printf ')\n'
-  } >"$src/go.mod"
-}
 
 mkdir -p "$dir"
 exec 8>"$dir/.lock"
@@ -60,7 +35,7 @@ if [ -x "$dir/e2e_node.test" ] && [ -x "$dir/ginkgo" ]; then
 else
   start=$SECONDS
   log "building e2e_node.test $KUBE_VERSION in $src (cold: many minutes, ~3 GB RAM)"
-  scratch_module
+  KUBE_VERSION=$KUBE_VERSION KUBE_MODULE_DIR=$src "$(dirname "$0")/../apiserver/build.sh"
   (cd "$src" && go get -t "k8s.io/kubernetes/test/e2e_node@$KUBE_VERSION")
   pkg=k8s.io/component-base/version
   (cd "$src" && go test -c -vet=off -trimpath -o "$dir/e2e_node.test.tmp" \

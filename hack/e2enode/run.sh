@@ -87,16 +87,8 @@ cgroot="/$KERNELET_TEST_RUN-e2enode"
 made_cdi=0
 node_ip=10.123.0.1
 
-rm_cgroups() {
-  local h d
-  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
-    d="${h%/}$cgroot"
-    [ -d "$d" ] || continue
-    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    [ -d "$d" ] && log "could not remove cgroup $d"
-  done
-  return 0
-}
+# shellcheck source=hack/lib/cgroups.sh
+. "$ROOT/hack/lib/cgroups.sh"
 cleanup() {
   local rc=$? u f
   trap '' INT TERM
@@ -107,7 +99,7 @@ cleanup() {
     [ -d "$u" ] && E2ENODE_SHIM_STATE=$work/units "$work/shim/systemctl" stop "$(basename "$u")" 9>&- || true
   done
   "$BIN/testenv" containerd down >"$OUT/containerd-down.log" 2>&1 9>&- || log "containerd down failed: $OUT/containerd-down.log"
-  rm_cgroups
+  rm_cgroup_root "$cgroot" e2enode
   umount /var/lib/kubelet /var/log/pods /var/log/containers 2>/dev/null || true
   umount /run/cdi 2>/dev/null || true
   [ $made_cdi = 1 ] && rmdir /run/cdi 2>/dev/null
