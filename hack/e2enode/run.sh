@@ -178,6 +178,9 @@ evictionMinimumReclaim:
 serializeImagePulls: false
 # kernelet refuses kubelet v1.37's default NeverVerifyPreloadedImages
 imagePullCredentialsVerificationPolicy: NeverVerify
+# no image GC on disk usage: the specs' images are imported, not pullable
+# offline, and this shared disk has been above 85 %
+imageGCHighThresholdPercent: 100
 CFG
 
 args=(
