@@ -89,7 +89,7 @@ var kerneletGates = map[string]kerneletDecision{
 
 	// Devices and dynamic resource allocation.
 	"DynamicResourceAllocation":   yes("the ResourceClaims of a pod are prepared by their DRA drivers' kubelet plugins (plugin registration, dra v1 and v1beta1 gRPC) before its sandbox is created and unprepared once its containers stopped and no other pod uses them, checkpointed in dra_manager_state; their CDI devices go to the runtime through CRI; the ResourceSlices of a driver whose plugins went are deleted after 30 s, all of the node's at start", "test/e2e.TestDRA"),
-	"DRAExtendedResource":         no("extended resources backed by DRA (status.extendedResourceClaimStatus) are refused at admission"),
+	"DRAExtendedResource":         yes("a pod whose extended resources the scheduler backed by a DeviceClass's ResourceClaim (status.extendedResourceClaimStatus) is admitted without them counting against the node's allocatable and without device plugin allocation for them; that claim is prepared with the pod's others, each container gets the CDI devices of the requests mapped to it, the podresources API lists it, it is unprepared after the pod", "test/e2e.TestDRA"),
 	"DRANodeAllocatableResources": no("node resources allocated by DRA (status.nodeAllocatableResourceClaimStatuses) are refused at admission"),
 	"DRAOptionalNodeOperations":   no("a claim whose allocation skips node operations fails to prepare with kubelet's error for the gate off"),
 	"DRAWorkloadResourceClaims":   no("claims owned by or reserved for a PodGroup are not accepted for a pod (kubelet's behaviour with the gate off)"),

@@ -168,17 +168,6 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 }
 
-func TestIsExtendedResourceName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"example.com/resource": true, "cpu": false, "kubernetes.io/foo": false, "requests.example.com/x": false,
-		"example.com/bad name": false, "hugepages-2Mi": false,
-	} {
-		if got := IsExtendedResourceName(name); got != want {
-			t.Errorf("IsExtendedResourceName(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
 func TestHeldUsable(t *testing.T) {
 	const name = "example.com/r"
 	tests := map[string]struct {

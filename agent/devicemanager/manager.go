@@ -16,6 +16,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	tm "github.com/kernelet/kernelet/agent/topologymanager"
 	"github.com/kernelet/kernelet/internal/atomicfile"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // resource is one registered device plugin resource.
@@ -304,7 +305,7 @@ func (m *Manager) ExtendedOffered(node func() *v1.Node) func() map[v1.ResourceNa
 		out := map[v1.ResourceName]int64{}
 		if n := node(); n != nil {
 			for name, q := range n.Status.Allocatable {
-				if IsExtendedResourceName(string(name)) {
+				if podutil.IsExtendedResourceName(string(name)) {
 					out[name] = q.Value()
 				}
 			}
@@ -433,10 +434,14 @@ func (m *Manager) updateReuse(uid types.UID, container string, reuse map[string]
 }
 
 // allocateContainer allocates each device plugin resource container c
-// asks for in its limits and not yet holds.
+// asks for in its limits and not yet holds (those the scheduler backed by
+// dynamic resource allocation for c left out, as kubelet).
 func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, reuse map[string][]string, affinity tm.Mask) error {
 	for _, name := range sortedResourceNames(c.Resources.Limits) {
 		q := c.Resources.Limits[v1.ResourceName(name)]
+		if podutil.IsDRABackedResource(pod, c.Name, name) {
+			continue
+		}
 		if err := m.allocateResource(ctx, pod, c.Name, name, int(q.Value()), reuse[name], affinity); err != nil {
 			return err
 		}
@@ -554,7 +559,7 @@ func (m *Manager) ContainerDevices(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	missing := false
 	for _, name := range sortedResourceNames(c.Resources.Limits) {
 		q := c.Resources.Limits[v1.ResourceName(name)]
-		if q.Value() == 0 || !m.isPluginResourceLocked(name) {
+		if q.Value() == 0 || !m.isPluginResourceLocked(name) || podutil.IsDRABackedResource(pod, c.Name, name) {
 			continue
 		}
 		names = append(names, name)

@@ -355,3 +355,27 @@ func TestAdmitAgainAfterRestart(t *testing.T) {
 		t.Errorf("container not running, plugin back: %+v, want admitted", r)
 	}
 }
+
+// TestDRABackedResourceSkipped: a resource the scheduler backed by dynamic
+// resource allocation for the container (status.extendedResourceClaimStatus)
+// gets no device of the plugin of the same name, at admission nor at the
+// container's creation (kubelet's allocateContainerResources).
+func TestDRABackedResourceSkipped(t *testing.T) {
+	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
+	m := startWithPlugin(t, Config{}, p, 1)
+	pod := devicePod("uid-1", "one", 2) // more than the plugin has
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "c",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/r", RequestName: "container-0-request-0"}}}
+	if r := admit(t, m, pod); !r.Admit {
+		t.Fatalf("the DRA-backed pod was rejected: %+v", r)
+	}
+	run, err := m.ContainerDevices(t.Context(), pod, &pod.Spec.Containers[0])
+	if err != nil || len(run.Envs)+len(run.Mounts)+len(run.Devices)+len(run.CDIDevices) != 0 || len(m.Devices("uid-1", "app")) != 0 {
+		t.Errorf("the DRA-backed resource got devices: %+v, %v, held %v", run, err, m.Devices("uid-1", "app"))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.allocs) != 0 {
+		t.Errorf("Allocate called: %v", p.allocs)
+	}
+}

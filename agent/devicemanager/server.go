@@ -9,15 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // registration is the Registration service on kubelet.sock.
@@ -37,7 +36,7 @@ func (r registration) Register(ctx context.Context, req *pluginapi.RegisterReque
 		log.Error(err, "Bad registration request from device plugin with resource", "resourceName", req.ResourceName)
 		return &pluginapi.Empty{}, err
 	}
-	if !IsExtendedResourceName(req.ResourceName) {
+	if !podutil.IsExtendedResourceName(req.ResourceName) {
 		err := fmt.Errorf(errInvalidResourceName, req.ResourceName)
 		log.Error(err, "Bad registration request from device plugin")
 		return &pluginapi.Empty{}, err
@@ -47,20 +46,6 @@ func (r registration) Register(ctx context.Context, req *pluginapi.RegisterReque
 		return &pluginapi.Empty{}, err
 	}
 	return &pluginapi.Empty{}, nil
-}
-
-// IsExtendedResourceName tells whether name is an extended resource name
-// (kubelet's rule): not a native resource (no domain, or a
-// kubernetes.io domain), not "requests."-prefixed, and a qualified name
-// once prefixed with "requests.".
-func IsExtendedResourceName(name string) bool {
-	if !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/") {
-		return false
-	}
-	if strings.HasPrefix(name, v1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+name)) == 0
 }
 
 // serve listens on the registration socket, after removing the stale

@@ -10,6 +10,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // errOptionalNodeOperations is kubelet's error for an allocation that
@@ -35,12 +37,26 @@ func newClaimState(claim *resourceapi.ResourceClaim) (*ClaimState, error) {
 		PodUIDs: sets.New[string](), DriverState: drivers}, nil
 }
 
+// podResourceClaims are pod's spec.resourceClaims and, when the scheduler
+// backed extended resources of the pod by dynamic resource allocation,
+// its special claim (status.extendedResourceClaimStatus), last, as kubelet.
+func podResourceClaims(pod *v1.Pod) []v1.PodResourceClaim {
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil {
+		return pod.Spec.ResourceClaims
+	}
+	out := slices.Clone(pod.Spec.ResourceClaims)
+	return append(out, v1.PodResourceClaim{ResourceClaimName: &st.ResourceClaimName})
+}
+
 // podClaimNames are the names of the ResourceClaims of pod's
-// spec.resourceClaims (those without a generated claim left out).
+// spec.resourceClaims (those without a generated claim left out) and its
+// extended resource claim.
 func podClaimNames(pod *v1.Pod) ([]string, error) {
 	var out []string
-	for i := range pod.Spec.ResourceClaims {
-		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
+	claims := podResourceClaims(pod)
+	for i := range claims {
+		name, _, err := resourceclaim.Name(pod, &claims[i])
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +68,9 @@ func podClaimNames(pod *v1.Pod) ([]string, error) {
 }
 
 // containerRequests maps the ResourceClaim names of c's
-// resources.claims to the requests it names ("" for the whole claim).
+// resources.claims to the requests it names ("" for the whole claim), and
+// the pod's extended resource claim to the requests serving c's extended
+// resources (podutil.ExtendedClaimRequests).
 func containerRequests(pod *v1.Pod, c *v1.Container) (map[string][]string, error) {
 	byPodClaim := map[string][]string{}
 	for _, cl := range c.Resources.Claims {
@@ -72,6 +90,10 @@ func containerRequests(pod *v1.Pod, c *v1.Container) (map[string][]string, error
 		if name != nil {
 			out[*name] = append(out[*name], reqs...)
 		}
+	}
+	if reqs := podutil.ExtendedClaimRequests(pod, c); len(reqs) > 0 {
+		name := pod.Status.ExtendedResourceClaimStatus.ResourceClaimName
+		out[name] = append(out[name], reqs...)
 	}
 	return out, nil
 }

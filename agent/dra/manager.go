@@ -128,8 +128,8 @@ func (m *Manager) Reconcile(ctx context.Context, known []*v1.Pod) {
 	}
 }
 
-// PrepareResources prepares pod's claims (kubelet's
-// PrepareDynamicResources): nothing changes in the cache until every claim
+// PrepareResources prepares pod's claims, its extended resource claim
+// too (kubelet's PrepareDynamicResources): nothing changes in the cache until every claim
 // was fetched and checked and its drivers are registered.
 func (m *Manager) PrepareResources(ctx context.Context, pod *v1.Pod) error {
 	start := time.Now()
@@ -151,8 +151,9 @@ type fetched struct {
 }
 
 func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
+	podClaims := podResourceClaims(pod)
 	switch {
-	case len(pod.Spec.ResourceClaims) == 0:
+	case len(podClaims) == 0:
 		return nil
 	case m == nil:
 		return errors.New("dynamic resource allocation needs the node plugins (not with --runonce)")
@@ -162,8 +163,8 @@ func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
 		return errors.New("no API server to fetch ResourceClaims from")
 	}
 	var claims []fetched
-	for i := range pod.Spec.ResourceClaims {
-		f, ok, err := m.fetch(ctx, pod, &pod.Spec.ResourceClaims[i])
+	for i := range podClaims {
+		f, ok, err := m.fetch(ctx, pod, &podClaims[i])
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // UnprepareResources drops pod from its claims and unprepares those it
@@ -97,7 +99,8 @@ func (m *Manager) callUnprepare(ctx context.Context, driver string, reqs []*drap
 
 // CDIDevices are the CDI device IDs of the claims c names (kubelet's
 // GetResources): every prepared device of a claim named whole, those of
-// the request for a claim named with a request.
+// the request for a claim named with a request, those of the extended
+// resource claim's requests mapped to c's extended resources.
 func (m *Manager) CDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error) {
 	reqs, err := containerRequests(pod, c)
 	if err != nil || len(reqs) == 0 {
@@ -146,14 +149,20 @@ func sortedKeys(m map[string][]string) []string {
 	return out
 }
 
-// ContainerClaims are copies of the cache's claims c names (kubelet's
+// ContainerClaims are copies of the cache's claims c names and, last, the
+// pod's extended resource claim when a request mapping names c (kubelet's
 // GetContainerClaimInfos, for the podresources API); an error when one is
 // not in the cache.
 func (m *Manager) ContainerClaims(pod *v1.Pod, c *v1.Container) ([]ClaimState, error) {
 	reqs, err := containerRequests(pod, c)
-	if err != nil || len(reqs) == 0 || m == nil {
+	if err != nil || m == nil {
 		return nil, err
 	}
+	var extended string
+	if podutil.HasExtendedClaim(pod, c.Name) {
+		extended = pod.Status.ExtendedResourceClaimStatus.ResourceClaimName
+	}
+	delete(reqs, extended)
 	m.claimsMu.Lock()
 	defer m.claimsMu.Unlock()
 	var out []ClaimState
@@ -161,6 +170,13 @@ func (m *Manager) ContainerClaims(pod *v1.Pod, c *v1.Container) ([]ClaimState, e
 		ci := m.claims.claims[claimKey(pod.Namespace, name)]
 		if ci == nil {
 			return nil, fmt.Errorf("unable to get information for ResourceClaim %s", name)
+		}
+		out = append(out, ci.copyState())
+	}
+	if extended != "" {
+		ci := m.claims.claims[claimKey(pod.Namespace, extended)]
+		if ci == nil {
+			return nil, fmt.Errorf("unable to get claim info for claim %s in namespace %s", extended, pod.Namespace)
 		}
 		out = append(out, ci.copyState())
 	}

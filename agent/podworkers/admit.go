@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/kernelet/kernelet/agent/qos"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // Rejection reasons (kubelet's).
@@ -80,17 +82,22 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 // ExtendedFit admits a pod whose extended resource requests fit what the
 // node offers (offered: device plugins', an admin's on the Node) beside
 // the other pods' requests, kubelet's predicate after cpu and memory
-// (OutOf<resource>, kubelet's message); a resource the node does not
-// offer is not checked (kubelet leaves it to the cluster).
+// (OutOf<resource>, kubelet's message). As kubelet, the pod's requests
+// leave out what the scheduler backed by dynamic resource allocation for
+// their container (status.extendedResourceClaimStatus) and the extended
+// resources the node does not offer (kubelet leaves them to the cluster);
+// a DeviceClass's implicit resource (deviceclass.resource.kubernetes.io/)
+// not backed so is not offered by any node and does not fit.
 func ExtendedFit(offered func() map[v1.ResourceName]int64) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult { return extendedFit(a, offered()) })
 }
 
 func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResult {
-	req := resourcehelper.PodRequests(a.Pod, resourcehelper.PodResourcesOptions{})
+	req := resourcehelper.PodRequests(podutil.WithoutDRABackedRequests(a.Pod), resourcehelper.PodResourcesOptions{})
 	var names []v1.ResourceName
 	for name, q := range req {
-		if _, ok := offered[name]; ok && !q.IsZero() && isExtendedResource(name) {
+		_, ok := offered[name]
+		if !q.IsZero() && (ok && podutil.IsExtendedResourceName(string(name)) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)) {
 			names = append(names, name)
 		}
 	}
@@ -107,13 +114,6 @@ func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResu
 		}
 	}
 	return AdmitResult{Admit: true}
-}
-
-// isExtendedResource tells an extended resource name: a domain outside
-// kubernetes.io, not requests.-prefixed.
-func isExtendedResource(name v1.ResourceName) bool {
-	n := string(name)
-	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }
 
 // Admit runs handlers in order; the first rejection wins.

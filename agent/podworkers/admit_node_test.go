@@ -388,6 +388,18 @@ func TestResourceFitExtended(t *testing.T) {
 		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Resources: v1.ResourceRequirements{
 			Requests: v1.ResourceList{"example.com/r": q}, Limits: v1.ResourceList{"example.com/r": q}}}}}}
 	}
+	// backed: the scheduler backed example.com/r of container name by
+	// the pod's extended resource claim (DRA).
+	backed := func(p *v1.Pod, name string) *v1.Pod {
+		p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "c",
+			RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: name, ResourceName: "example.com/r", RequestName: "container-0-request-0"}}}
+		return p
+	}
+	implicit := func() *v1.Pod {
+		p := pod(1)
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{"deviceclass.resource.kubernetes.io/gpu": resource.MustParse("1")}
+		return p
+	}
 	tests := map[string]struct {
 		offered    map[v1.ResourceName]int64
 		pod        *v1.Pod
@@ -395,7 +407,17 @@ func TestResourceFitExtended(t *testing.T) {
 		wantReason string
 		wantMsg    string
 	}{
-		"fits":                        {offered: map[v1.ResourceName]int64{"example.com/r": 2}, pod: pod(1), others: []*v1.Pod{pod(1)}},
+		"fits":                       {offered: map[v1.ResourceName]int64{"example.com/r": 2}, pod: pod(1), others: []*v1.Pod{pod(1)}},
+		"backed by DRA: not counted": {offered: map[v1.ResourceName]int64{"example.com/r": 1}, pod: backed(pod(2), "app"), others: []*v1.Pod{pod(1)}},
+		"backed for another container": {offered: map[v1.ResourceName]int64{"example.com/r": 1}, pod: backed(pod(2), "other"),
+			wantReason: "OutOfexample.com/r", wantMsg: "Node didn't have enough resource: example.com/r, requested: 2, used: 0, capacity: 1"},
+		"implicit DeviceClass resource backed": {offered: map[v1.ResourceName]int64{}, pod: func() *v1.Pod {
+			p := backed(implicit(), "app")
+			p.Status.ExtendedResourceClaimStatus.RequestMappings[0].ResourceName = "deviceclass.resource.kubernetes.io/gpu"
+			return p
+		}()},
+		"implicit DeviceClass resource not backed": {offered: map[v1.ResourceName]int64{}, pod: implicit(),
+			wantReason: "OutOfdeviceclass.resource.kubernetes.io/gpu", wantMsg: "Node didn't have enough resource: deviceclass.resource.kubernetes.io/gpu, requested: 1, used: 0, capacity: 0"},
 		"not offered: left unchecked": {offered: map[v1.ResourceName]int64{}, pod: pod(3)},
 		"offered at 0 (plugin gone)": {offered: map[v1.ResourceName]int64{"example.com/r": 0}, pod: pod(1),
 			wantReason: "OutOfexample.com/r", wantMsg: "Node didn't have enough resource: example.com/r, requested: 1, used: 0, capacity: 0"},

@@ -52,8 +52,8 @@ func (m *Manager) unprepareResources(ctx context.Context, pod *v1.Pod, r *SyncRe
 }
 
 // containerDevices are what the device plugins allocated to c and the CDI
-// devices of its claims after theirs (kubelet's order); an error holds c
-// back (CreateContainerConfigError).
+// devices of its claims (its extended resource claim's too) after theirs
+// (kubelet's order); an error holds c back (CreateContainerConfigError).
 func (m *Manager) containerDevices(ctx context.Context, pod *v1.Pod, c *v1.Container) (podconfig.ContainerDevices, error) {
 	var d podconfig.ContainerDevices
 	var err error
@@ -62,7 +62,7 @@ func (m *Manager) containerDevices(ctx context.Context, pod *v1.Pod, c *v1.Conta
 			return d, err
 		}
 	}
-	if m.claims != nil && len(c.Resources.Claims) > 0 {
+	if m.claims != nil && (len(c.Resources.Claims) > 0 || pod.Status.ExtendedResourceClaimStatus != nil) {
 		cdi, err := m.claims.CDIDevices(pod, c)
 		if err != nil {
 			return d, err

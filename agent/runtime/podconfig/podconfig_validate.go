@@ -152,9 +152,8 @@ func envFieldRef(path string) bool {
 //     HTTP/2 (h2c) and TLS gRPC probes; restartPolicyRules with an action
 //     other than Restart (RestartAllContainers: kubelet's
 //     RestartAllContainersOnContainerExits is not implemented);
-//   - status: extendedResourceClaimStatus and
-//     nodeAllocatableResourceClaimStatuses (resources from dynamic
-//     resource allocation, which the scheduler records there).
+//   - status: nodeAllocatableResourceClaimStatuses (node resources from
+//     dynamic resource allocation, which the scheduler records there).
 func ValidatePodForRuntime(pod *v1.Pod) error {
 	var fields []UnsupportedField
 	add := func(path, format string, args ...any) {
@@ -225,9 +224,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 		for i := range set.list {
 			fields = append(fields, unsupportedInContainer(fmt.Sprintf("%s[%d]", set.path, i), &set.list[i], hostUsers(pod))...)
 		}
-	}
-	if pod.Status.ExtendedResourceClaimStatus != nil {
-		add("status.extendedResourceClaimStatus", "extended resources backed by dynamic resource allocation are not supported")
 	}
 	if len(pod.Status.NodeAllocatableResourceClaimStatuses) > 0 {
 		add("status.nodeAllocatableResourceClaimStatuses", "node resources allocated by dynamic resource allocation are not supported")

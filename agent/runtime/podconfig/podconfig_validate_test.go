@@ -170,8 +170,7 @@ func TestValidatePodForRuntimeNewFields(t *testing.T) {
 		"projected without users": {vol(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
 			{Secret: &v1.SecretProjection{Items: []v1.KeyToPath{{Key: "a", Path: "a"}}}}}}}), ""},
 		"extended resource claim": {&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "i"}}},
-			Status: v1.PodStatus{ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "gpu-claim"}}},
-			"status.extendedResourceClaimStatus: extended resources backed by dynamic resource allocation are not supported"},
+			Status: v1.PodStatus{ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "gpu-claim"}}}, ""},
 		"node allocatable claim": {&v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "i"}}},
 			Status: v1.PodStatus{NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "cpu-claim"}}}},
 			"status.nodeAllocatableResourceClaimStatuses: node resources allocated by dynamic resource allocation are not supported"},
