@@ -29,7 +29,9 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 // MergeStatus is the status to send for a pod whose API server status is
 // api when the agent computed ours: ours, with the conditions the agent
 // does not own taken from api, and — when api is terminal and ours is not
-// — api's phase, reason and message, as a terminal phase never regresses.
+// — api's phase, reason and message, as a terminal phase never regresses;
+// api's extendedResourceClaimStatus and nodeAllocatableResourceClaimStatuses
+// (the scheduler's) and, when ours has none, its resourceClaimStatuses.
 // A pod with generation gen reports it as observedGeneration.
 func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	out := *ours.DeepCopy()
@@ -54,9 +56,14 @@ func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	if out.NominatedNodeName == "" {
 		out.NominatedNodeName = api.NominatedNodeName
 	}
+	// What the control plane records of dynamic resource allocation is
+	// not the node's to change (the NodeRestriction admission refuses a
+	// node's change of extendedResourceClaimStatus).
 	if len(out.ResourceClaimStatuses) == 0 {
 		out.ResourceClaimStatuses = api.ResourceClaimStatuses
 	}
+	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = api.NodeAllocatableResourceClaimStatuses
 	if gen > 0 {
 		out.ObservedGeneration = gen
 	}

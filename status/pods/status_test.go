@@ -37,6 +37,13 @@ func TestMergeStatus(t *testing.T) {
 			ours: v1.PodStatus{Phase: v1.PodSucceeded},
 			want: v1.PodStatus{Phase: v1.PodSucceeded},
 		},
+		"the scheduler's DRA statuses are the API server's": {
+			api: v1.PodStatus{Phase: v1.PodPending, ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "c"},
+				NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "n"}}},
+			ours: v1.PodStatus{Phase: v1.PodRunning, ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "stale"}},
+			want: v1.PodStatus{Phase: v1.PodRunning, ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "c"},
+				NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "n"}}},
+		},
 		"DisruptionTarget of a controller is kept": {
 			api:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{cond(v1.DisruptionTarget, v1.ConditionTrue)}},
 			ours: v1.PodStatus{Phase: v1.PodRunning},

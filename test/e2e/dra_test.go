@@ -14,7 +14,9 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/kernelet/kernelet/agent/dra"
@@ -59,7 +61,10 @@ func startDRADriver(t *testing.T, c *clusterNode, name, cdiDir string) string {
 // driver's health service; the podresources API lists the claim, the DRA
 // metrics count it; the claim survives an agent restart in
 // dra_manager_state and is unprepared when the pod is deleted; a pod whose
-// claim does not exist gets kubelet's FailedPrepareDynamicResources.
+// claim does not exist gets kubelet's FailedPrepareDynamicResources. Beside
+// it, a pod asking for the extended resource the DeviceClass backs
+// (extendedResourceName) runs on the claim the scheduler made for it
+// (checkExtendedResourcePod), unprepared at its deletion.
 func TestDRA(t *testing.T) {
 	start := time.Now()
 	cd := containerd.Shared2(t) // containerd 1.6 has no CDI
@@ -80,10 +85,12 @@ func TestDRA(t *testing.T) {
 	})
 	t.Logf("plugin registered and ResourceSlice published %v after the driver started", took.Round(time.Millisecond))
 
+	// The class backs the extended resource extended (DRAExtendedResource).
 	classes := c.admin.ResourceV1().DeviceClasses()
+	extended := driver + "/dev"
 	if _, err := classes.Create(ctx, &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: driver},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", driver)}}}}}, metav1.CreateOptions{}); err != nil {
+			Expression: fmt.Sprintf("device.driver == %q", driver)}}}, ExtendedResourceName: &extended}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	o.cleanup("deviceclass", func(ctx context.Context) error { return classes.Delete(ctx, driver, metav1.DeleteOptions{}) })
@@ -101,6 +108,13 @@ func TestDRA(t *testing.T) {
 	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl.Name}}
 	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
 	if _, err := c.admin.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	extPod := apiTestPod("dra-ext", 1, "sleep")
+	extPod.Namespace = c.ns
+	extPod.Spec.NodeSelector = pod.Spec.NodeSelector
+	extPod.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceName(extended): resource.MustParse("1")}
+	if _, err := c.admin.CoreV1().Pods(c.ns).Create(ctx, extPod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	running := c.waitPhase(t, "dra", v1.PodRunning, 2*time.Minute)
@@ -132,7 +146,8 @@ func TestDRA(t *testing.T) {
 		return len(rs) == 1 && rs[0].Name == "claim:gpu" && len(rs[0].Resources) == 1 && string(rs[0].Resources[0].ResourceID) == cdiID &&
 			rs[0].Resources[0].Health == v1.ResourceHealthStatusHealthy && rs[0].Resources[0].Message != nil && *rs[0].Resources[0].Message == "test device"
 	})
-	if m := c.metrics(t); !strings.Contains(m, `dra_resource_claims_in_use{driver_name="`+driver+`"} 1`) ||
+	extClaim, extUID := checkExtendedResourcePod(t, c, driver, extended)
+	if m := c.metrics(t); !strings.Contains(m, `dra_resource_claims_in_use{driver_name="`+driver+`"} 2`) ||
 		!strings.Contains(m, `dra_operations_duration_seconds_count{is_error="false",operation_name="PrepareResources"}`) {
 		t.Errorf("DRA metrics missing:\n%s", grepLines(m, "dra_"))
 	}
@@ -147,12 +162,19 @@ func TestDRA(t *testing.T) {
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, "dra", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.admin.CoreV1().Pods(c.ns).Delete(ctx, "dra-ext", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
 	c.waitGone(t, "dra", running.UID, time.Minute)
+	c.waitGone(t, "dra-ext", extUID, time.Minute)
 	calls, err := dradriver.ReadCallLog(state)
-	if want := []string{"Prepare " + c.ns + "/" + claim, "Unprepare " + c.ns + "/" + claim}; err != nil || !slices.Equal(calls, want) {
+	slices.Sort(calls) // the two pods' calls interleave
+	want := []string{"Prepare " + c.ns + "/" + claim, "Prepare " + c.ns + "/" + extClaim, "Unprepare " + c.ns + "/" + claim, "Unprepare " + c.ns + "/" + extClaim}
+	if slices.Sort(want); err != nil || !slices.Equal(calls, want) {
 		t.Errorf("driver calls %v (%v), want %v", calls, err, want)
 	}
 	checkpointHas(t, c, claim, false)
+	checkpointHas(t, c, extClaim, false)
 	if left, _ := filepath.Glob(filepath.Join(cd.CDIDir(), "*")); len(left) != 0 {
 		t.Errorf("CDI specs left after the unprepare: %v", left)
 	}
@@ -168,6 +190,41 @@ func TestDRA(t *testing.T) {
 		t.Errorf("the pod whose claim is missing has %d containers, %d sandboxes", len(ctrs), len(sbs))
 	}
 	t.Logf("TestDRA took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkExtendedResourcePod checks pod dra-ext, which asks for the
+// extended resource extended that the driver's DeviceClass backs: the
+// scheduler allocated its special claim (status.extendedResourceClaimStatus)
+// and kernelet admitted it though the Node does not list extended, prepared
+// the claim, gave the container the CDI device of its request and lists
+// the claim in podresources; the claim's name and the pod's UID.
+func checkExtendedResourcePod(t *testing.T, c *clusterNode, driver, extended string) (string, types.UID) {
+	t.Helper()
+	pod := c.waitPhase(t, "dra-ext", v1.PodRunning, time.Minute)
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil || len(st.RequestMappings) != 1 || st.RequestMappings[0].ResourceName != extended || st.RequestMappings[0].ContainerName != "app" {
+		t.Fatalf("extendedResourceClaimStatus %+v", st)
+	}
+	rc, err := c.admin.ResourceV1().ResourceClaims(c.ns).Get(t.Context(), st.ResourceClaimName, metav1.GetOptions{})
+	if err != nil || rc.Status.Allocation == nil || len(rc.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("extended resource claim %s: %+v, %v", st.ResourceClaimName, rc, err)
+	}
+	device := rc.Status.Allocation.Devices.Results[0].Device
+	waitExec(t, c.rs, pod, `echo "$DRA_CLAIM $DRA_DEVICE_0"`, c.ns+"/"+rc.Name+" "+device, 10*time.Second)
+	checkpointHas(t, c, rc.Name, true)
+	cli, pctx, done := c.podResourcesClient(t)
+	defer done()
+	get, err := cli.Get(pctx, &podresourcesv1.GetPodResourcesRequest{PodName: "dra-ext", PodNamespace: c.ns}, grpc.WaitForReady(true))
+	if err != nil || len(get.PodResources.Containers) != 1 || len(get.PodResources.Containers[0].DynamicResources) != 1 ||
+		len(get.PodResources.Containers[0].Devices) != 0 {
+		t.Fatalf("podresources Get of the extended resource pod: %v, %v", get, err)
+	}
+	if dr := get.PodResources.Containers[0].DynamicResources[0]; dr.ClaimName != rc.Name || len(dr.ClaimResources) != 1 ||
+		dr.ClaimResources[0].DeviceName != device || dr.ClaimResources[0].DriverName != driver {
+		t.Errorf("podresources dynamic resources of the extended resource pod: %v", dr)
+	}
+	t.Logf("pod with extended resource %s running on claim %s (device %s)", extended, rc.Name, device)
+	return rc.Name, pod.UID
 }
 
 // checkpointHas tells whether the agent's dra_manager_state names claim.
