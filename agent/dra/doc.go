@@ -12,8 +12,11 @@
 //     ResourceSlice of the node is deleted (kubelet's wiping).
 //
 //   - claims.go: the pure parts — the drivers of an allocated claim, a
-//     pod's claim names (resourceclaim.Name), the CDI devices of a
-//     container's claims and requests.
+//     pod's claims (resourceclaim.Name; with the special claim of its
+//     extended resources backed by DRA, status.extendedResourceClaimStatus,
+//     last), the CDI devices of a container's claims and requests (the
+//     special claim's requests mapped to the container's extended
+//     resources: internal/podutil.ExtendedClaimRequests).
 //
 //   - state.go: the claim cache (claim, its pods, each driver's prepared
 //     devices with their CDI device IDs) and its checkpoint
@@ -37,11 +40,15 @@
 //     timeout; in memory only), the containers' allocatedResourcesStatus
 //     (claim:<name>[/<request>]) and the pods to refresh on a change.
 //
-// Not done: extended resources backed by DRA (status.
-// extendedResourceClaimStatus is refused at admission), optional node
+// Extended resources backed by DRA (DRAExtendedResource) need nothing
+// else here: admission leaves the mapped requests out of the fit
+// (podworkers.ExtendedFit) and the device plugins skip them
+// (agent/devicemanager); the special claim's devices have no health entry
+// (kubelet reports resources.claims only). Not done: optional node
 // operations (skipNodeOperations is refused, as kubelet with
 // DRAOptionalNodeOperations off). metrics.go has kubelet's DRA metrics;
-// ContainerClaims feeds the podresources API. A Manager needs the API server (standalone nodes
+// ContainerClaims feeds the podresources API (the special claim after the
+// container's own, for a container a mapping names). A Manager needs the API server (standalone nodes
 // cannot fetch ResourceClaims: their pods with claims fail to prepare).
 // A nil *Manager (no node plugins: --runonce) fails every preparation.
 package dra
