@@ -6,9 +6,13 @@
 //     its driver name and lists the gRPC services it serves; kubelet
 //     v1.37.2 speaks v1.DRAPlugin (k8s.io/kubelet/pkg/apis/dra/v1) and
 //     v1beta1.DRAPlugin, the newest both sides have wins, with kubelet's
-//     errors otherwise. Calls time out after 45 s. When the last plugin of
-//     a driver goes away, the driver's ResourceSlices of this node are
-//     deleted 30 s later unless a plugin came back; at start every
+//     errors otherwise. Calls time out after 45 s. Each plugin's gRPC
+//     connection is followed (connWatch, a gRPC stats handler; a new one
+//     is asked for when it ends): a driver is usable while one of its
+//     plugins is connected, and calls go to the latest connected one.
+//     When a driver stops being usable (its last plugin deregistered, or
+//     its plugins' connections ended) its ResourceSlices of this node are
+//     deleted 30 s later unless it became usable again; at start every
 //     ResourceSlice of the node is deleted (kubelet's wiping).
 //
 //   - claims.go: the pure parts — the drivers of an allocated claim, a

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -77,8 +78,9 @@ func (f *fakePlugin) calls() (prepared, unprepared []string) {
 }
 
 // startPlugin serves f on a socket of a temp dir (v1, or v1beta1 when
-// beta) with the health servers given, stopped at the end of the test.
-func startPlugin(t *testing.T, f *fakePlugin, beta bool, health ...drahealthv1.DRAResourceHealthServer) {
+// beta) with the health servers given, stopped at the end of the test or
+// by the function returned.
+func startPlugin(t *testing.T, f *fakePlugin, beta bool, health ...drahealthv1.DRAResourceHealthServer) func() {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dra")
 	if err != nil {
@@ -101,6 +103,7 @@ func startPlugin(t *testing.T, f *fakePlugin, beta bool, health ...drahealthv1.D
 	}
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
+	return s.Stop
 }
 
 // allocated is a claim allocated on testDriver and reserved for pods.
@@ -310,10 +313,74 @@ func TestReconcileAndWipe(t *testing.T) {
 	if _, unprep := f.calls(); len(unprep) != 1 || len(m.Claims(pod.UID)) != 0 {
 		t.Fatalf("the claim of a pod gone: unprepared %v, cache %v", unprep, m.Claims(pod.UID))
 	}
+	waitConnected(t, m, true)
+	drain(wiped) // a plugin registered is not usable before it is connected
 	m.DeRegisterPlugin(t.Context(), testDriver, f.endpoint)
 	sel := <-wiped
 	if !strings.Contains(sel, "spec.nodeName=node") || !strings.Contains(sel, "spec.driver="+testDriver) {
 		t.Errorf("wiped with field selector %q, want this node's slices of the driver", sel)
+	}
+}
+
+// TestWipeOnConnectionEnd: as kubelet v1.37, a driver whose plugins are
+// registered but none connected has its ResourceSlices wiped after the
+// delay; a connection coming up cancels a pending wipe.
+func TestWipeOnConnectionEnd(t *testing.T) {
+	f := &fakePlugin{}
+	stop := startPlugin(t, f, false)
+	m, cs := newTestManager(t, t.TempDir())
+	wiped := make(chan string, 4)
+	cs.PrependReactor("delete-collection", "resourceslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		wiped <- a.(k8stesting.DeleteCollectionAction).GetListRestrictions().Fields.String()
+		return true, nil, nil
+	})
+	m.wipingDelay = time.Hour
+	register(t, m, f, drapb.DRAPluginService)
+	waitConnected(t, m, true)
+	m.mu.Lock()
+	pending := m.wipes[testDriver] != nil
+	m.wipingDelay = 1 // fires at once from now on
+	m.mu.Unlock()
+	if pending {
+		t.Error("a wipe is pending for a driver whose plugin is connected")
+	}
+	stop() // the plugin dies without removing its registration
+	waitConnected(t, m, false)
+	select {
+	case sel := <-wiped:
+		if !strings.Contains(sel, "spec.driver="+testDriver) {
+			t.Errorf("wiped with field selector %q, want the driver's slices", sel)
+		}
+	case <-time.After(30 * time.Second): // a bound, not a timing assertion
+		t.Fatal("the ResourceSlices of a driver whose plugin's connection ended were not wiped")
+	}
+	if p, err := m.pluginFor(testDriver); err != nil || p.endpoint != f.endpoint {
+		t.Errorf("the disconnected plugin is no longer used: %v, %v", p, err)
+	}
+}
+
+// waitConnected waits up to 30 s (a bound, not a timing assertion) for
+// testDriver's plugin to be connected (or not).
+func waitConnected(t *testing.T, m *Manager, want bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		m.mu.Lock()
+		got := m.usableLocked(testDriver)
+		m.mu.Unlock()
+		if got == want {
+			return
+		}
+	}
+	t.Fatalf("the plugin's connection never became connected=%v", want)
+}
+
+func drain(ch chan string) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
 	}
 }
 

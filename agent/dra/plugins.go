@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ type plugin struct {
 	conn                      *grpc.ClientConn
 	// stopHealth ends its health stream (nil: none).
 	stopHealth context.CancelFunc
+	// connected: its gRPC connection is up; removed: deregistered (its
+	// connection closed). Both guarded by Manager.mu.
+	connected, removed bool
 }
 
 func (p *plugin) prepare(ctx context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
@@ -71,8 +75,8 @@ func (m *Manager) ValidatePlugin(_ context.Context, driver, endpoint string, ver
 }
 
 // RegisterPlugin implements pluginmanager.Handler: the plugin's newest
-// service is chosen and a connection made (gRPC dials on demand); a
-// pending wipe of the driver's ResourceSlices is cancelled.
+// service is chosen and a connection made (gRPC dials at once and on
+// demand); the driver is usable once the connection is up (connWatch).
 func (m *Manager) RegisterPlugin(ctx context.Context, driver, endpoint string, versions []string) error {
 	service, err := chooseService(versions)
 	if err != nil {
@@ -85,62 +89,133 @@ func (m *Manager) RegisterPlugin(ctx context.Context, driver, endpoint string, v
 			return fmt.Errorf("endpoint %s already registered for DRA driver plugin %s", endpoint, driver)
 		}
 	}
+	p := &plugin{driver: driver, endpoint: endpoint, service: service}
 	conn, err := grpc.NewClient("unix:"+endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(m.cfg.Metrics.interceptor(driver)))
+		grpc.WithChainUnaryInterceptor(m.cfg.Metrics.interceptor(driver)), grpc.WithStatsHandler(connWatch{m: m, p: p}))
 	if err != nil {
 		return fmt.Errorf("create gRPC connection to DRA driver %s plugin at endpoint %s: %w", driver, endpoint, err)
 	}
+	p.conn = conn
 	conn.Connect()
-	p := &plugin{driver: driver, endpoint: endpoint, service: service, conn: conn}
 	if hs := chooseHealthService(versions); hs != "" {
 		var hctx context.Context
 		hctx, p.stopHealth = context.WithCancel(klog.NewContext(m.bg, klog.FromContext(ctx)))
 		go m.watchHealth(hctx, p, hs)
 	}
 	m.plugins[driver] = append(m.plugins[driver], p)
-	if t := m.wipes[driver]; t != nil {
-		t.Stop()
-		delete(m.wipes, driver)
-	}
+	m.syncLocked(driver)
 	klog.FromContext(ctx).V(2).Info("Registered DRA plugin", "driverName", driver, "endpoint", endpoint, "chosenService", service)
 	return nil
 }
 
-// DeRegisterPlugin implements pluginmanager.Handler: once a driver has no
-// plugin left its ResourceSlices are wiped after the wiping delay.
+// DeRegisterPlugin implements pluginmanager.Handler: the plugin's
+// connection is closed; a driver left without a connected plugin has its
+// ResourceSlices wiped after the wiping delay (syncLocked).
 func (m *Manager) DeRegisterPlugin(ctx context.Context, driver, endpoint string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	ps := m.plugins[driver]
 	i := slices.IndexFunc(ps, func(p *plugin) bool { return p.endpoint == endpoint })
 	if i < 0 {
+		m.mu.Unlock()
 		return
 	}
-	if ps[i].stopHealth != nil {
-		ps[i].stopHealth()
+	p := ps[i]
+	p.removed = true
+	if p.stopHealth != nil {
+		p.stopHealth()
 	}
-	_ = ps[i].conn.Close()
 	m.plugins[driver] = slices.Delete(ps, i, i+1)
+	if len(m.plugins[driver]) == 0 {
+		delete(m.plugins, driver)
+	}
 	klog.FromContext(ctx).V(2).Info("Unregistered DRA plugin", "driverName", driver, "endpoint", endpoint, "numPlugins", len(m.plugins[driver]))
-	if len(m.plugins[driver]) > 0 {
-		return
-	}
-	delete(m.plugins, driver)
-	if m.cfg.Client != nil && m.wipes[driver] == nil {
-		m.wipes[driver] = time.AfterFunc(m.wipingDelay, func() {
-			m.mu.Lock()
-			delete(m.wipes, driver)
-			gone := len(m.plugins[driver]) == 0
-			m.mu.Unlock()
-			if gone {
-				m.wipeSlices(m.bg, driver)
-			}
-		})
-	}
+	m.syncLocked(driver)
+	m.mu.Unlock()
+	// Closed unlocked: closing reports the connection's end (connWatch).
+	_ = p.conn.Close()
 }
 
-// pluginFor is the plugin calls for driver go to: its latest one
-// (kubelet's errors when there is none).
+// usableLocked tells whether one of driver's plugins is connected.
+func (m *Manager) usableLocked(driver string) bool {
+	return slices.ContainsFunc(m.plugins[driver], func(p *plugin) bool { return p.connected })
+}
+
+// syncLocked follows a change of driver's plugins or of their
+// connections as kubelet: a usable driver has no pending wipe; one that
+// is not gets one, its ResourceSlices deleted after the wiping delay
+// unless it became usable meanwhile (a pending wipe keeps its time).
+func (m *Manager) syncLocked(driver string) {
+	if m.cfg.Client == nil {
+		return
+	}
+	if m.usableLocked(driver) {
+		if t := m.wipes[driver]; t != nil {
+			t.Stop()
+			delete(m.wipes, driver)
+		}
+		return
+	}
+	if m.wipes[driver] != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(m.wipingDelay, func() {
+		m.mu.Lock()
+		mine := m.wipes[driver] == t
+		if mine {
+			delete(m.wipes, driver)
+		}
+		wipe := mine && !m.usableLocked(driver)
+		m.mu.Unlock()
+		if wipe {
+			m.wipeSlices(m.bg, driver)
+		}
+	})
+	m.wipes[driver] = t
+}
+
+// connWatch follows a plugin's gRPC connection (a grpc stats.Handler):
+// up at ConnBegin, down at ConnEnd, when a new connection is asked for
+// at once (gRPC would not try again by itself, and a restarted plugin
+// would go unnoticed).
+type connWatch struct {
+	m *Manager
+	p *plugin
+}
+
+func (connWatch) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (connWatch) HandleRPC(context.Context, stats.RPCStats)                         {}
+func (connWatch) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+func (w connWatch) HandleConn(_ context.Context, s stats.ConnStats) {
+	var connected bool
+	switch s.(type) {
+	case *stats.ConnBegin:
+		connected = true
+	case *stats.ConnEnd:
+	default:
+		return
+	}
+	if w.m.bg.Err() != nil {
+		return // shutting down
+	}
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.p.removed {
+		return
+	}
+	if !connected {
+		// Not from here: gRPC deadlocks when asked to connect inside
+		// HandleConn of a connection going idle.
+		go w.p.conn.Connect()
+	}
+	klog.FromContext(w.m.bg).V(2).Info("Connection changed", "driverName", w.p.driver, "endpoint", w.p.endpoint, "connected", connected)
+	w.p.connected = connected
+	w.m.syncLocked(w.p.driver)
+}
+
+// pluginFor is the plugin calls for driver go to: its latest connected
+// one, else its latest one (kubelet's errors when there is none).
 func (m *Manager) pluginFor(driver string) (*plugin, error) {
 	if driver == "" {
 		return nil, errors.New("DRA driver name is empty")
@@ -150,6 +225,11 @@ func (m *Manager) pluginFor(driver string) (*plugin, error) {
 	ps := m.plugins[driver]
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("DRA driver %s is not registered", driver)
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].connected {
+			return ps[i], nil
+		}
 	}
 	return ps[len(ps)-1], nil
 }
