@@ -41,7 +41,7 @@
 //
 //   - health.go: the DRAResourceHealth stream of a plugin that offers it
 //     (v1, v1alpha1), the devices' health (Unknown past the report's
-//     timeout; in memory only), the containers' allocatedResourcesStatus
+//     timeout; healthstate.go: checkpointed in kubelet's dra_health_state), the containers' allocatedResourcesStatus
 //     (claim:<name>[/<request>]) and the pods to refresh on a change.
 //
 // Extended resources backed by DRA (DRAExtendedResource) need nothing

@@ -115,6 +115,7 @@ func (m *Manager) updateHealth(driver string, devs []*drahealthv1.DeviceHealth, 
 	}
 	changed := map[string]bool{}
 	reported := map[string]bool{}
+	deleted := false
 	for _, d := range devs {
 		key := d.GetDevice().GetPoolName() + "/" + d.GetDevice().GetDeviceName()
 		reported[key] = true
@@ -137,6 +138,12 @@ func (m *Manager) updateHealth(driver string, devs []*drahealthv1.DeviceHealth, 
 				changed[key] = true
 			}
 			delete(known, key)
+			deleted = true
+		}
+	}
+	if len(changed) > 0 || deleted {
+		if err := m.saveHealthLocked(); err != nil {
+			klog.Background().Error(err, "Failed to save health checkpoint after update. Kubelet restart may lose the device health information.")
 		}
 	}
 	m.healthMu.Unlock()
@@ -167,10 +174,14 @@ func (m *Manager) podsUsing(driver string, keys map[string]bool) []types.UID {
 	return out
 }
 
+// clearHealth forgets driver's health (its stream ended), checkpointed.
 func (m *Manager) clearHealth(driver string) {
 	m.healthMu.Lock()
+	defer m.healthMu.Unlock()
 	delete(m.health, driver)
-	m.healthMu.Unlock()
+	if err := m.saveHealthLocked(); err != nil {
+		klog.Background().Error(err, "Failed to clear health info cache for driver", "driverName", driver)
+	}
 }
 
 func healthOf(h drahealthv1.HealthStatus) v1.ResourceHealthStatus {

@@ -40,13 +40,15 @@ type Manager struct {
 	loadErr  error
 
 	// healthMu guards health: each driver's devices' health by
-	// pool/device; healthUpdates the pods whose devices changed health.
+	// pool/device, checkpointed in healthFile (""; none); healthUpdates
+	// the pods whose devices changed health.
 	healthMu      sync.Mutex
 	health        map[string]map[string]deviceHealth
+	healthFile    string
 	healthUpdates chan []types.UID
 }
 
-// New makes a Manager and reads its checkpoint back.
+// New makes a Manager and reads its checkpoints back.
 func New(cfg Config) *Manager {
 	m := &Manager{cfg: cfg, wipingDelay: cfg.WipingDelay, plugins: map[string][]*plugin{}, wipes: map[string]*time.Timer{},
 		health: map[string]map[string]deviceHealth{}, healthUpdates: make(chan []types.UID, healthUpdatesCap)}
@@ -58,6 +60,14 @@ func New(cfg Config) *Manager {
 	m.claims, m.loadErr = loadCache(filepath.Join(cfg.RootDir, StateFile))
 	if m.loadErr != nil {
 		m.loadErr = fmt.Errorf("DRA state file: %w (drain the node and remove the DRA state file)", m.loadErr)
+	}
+	if cfg.RootDir != "" {
+		m.healthFile = filepath.Join(cfg.RootDir, HealthStateFile)
+		if h, err := loadHealth(m.healthFile); err != nil {
+			klog.Background().Error(err, "Failed to load health checkpoint, proceeding with empty cache")
+		} else {
+			m.health = h
+		}
 	}
 	return m
 }
