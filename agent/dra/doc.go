@@ -41,8 +41,10 @@
 //
 //   - health.go: the DRAResourceHealth stream of a plugin that offers it
 //     (v1, v1alpha1), the devices' health (Unknown past the report's
-//     timeout; healthstate.go: checkpointed in kubelet's dra_health_state), the containers' allocatedResourcesStatus
-//     (claim:<name>[/<request>]) and the pods to refresh on a change.
+//     timeout), the containers' allocatedResourcesStatus
+//     (claim:<name>[/<request>]) and the pods to refresh on a change;
+//     healthstate.go: that health checkpointed in kubelet's
+//     <root-dir>/dra_health_state.
 //
 // Extended resources backed by DRA (DRAExtendedResource) need nothing
 // else here: admission leaves the mapped requests out of the fit
