@@ -17,19 +17,10 @@ import (
 // podresources view lists the extended claim for app after its own; the
 // pod's claim names (unpreparing without a cache entry) include it.
 func TestExtendedResourceClaim(t *testing.T) {
-	ctx := t.Context()
 	pod := podWith("a", "regular", "nic")
 	pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "side"})
-	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "a-extended-resources-x",
-		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "gpu"}}}
-	f := &fakePlugin{}
-	startPlugin(t, f, false)
-	m, _ := newTestManager(t, t.TempDir(), allocated("regular", pod), allocated("a-extended-resources-x", pod))
-	register(t, m, f, drapb.DRAPluginService)
-	if err := m.PrepareResources(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	m, f := prepareExtended(t, pod, "a-extended-resources-x")
 	if prep, _ := f.calls(); !reflect.DeepEqual(prep, []string{"regular", "a-extended-resources-x"}) {
 		t.Errorf("NodePrepareResources for %v, want the regular claim and the extended one", prep)
 	}
@@ -56,18 +47,9 @@ func TestExtendedResourceClaim(t *testing.T) {
 // TestExtendedResourceClaimUnprepare: the extended claim is unprepared
 // with the pod's other claims.
 func TestExtendedResourceClaimUnprepare(t *testing.T) {
-	ctx := t.Context()
 	pod := podWith("a", "regular", "")
-	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "ext",
-		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "gpu"}}}
-	f := &fakePlugin{}
-	startPlugin(t, f, false)
-	m, _ := newTestManager(t, t.TempDir(), allocated("regular", pod), allocated("ext", pod))
-	register(t, m, f, drapb.DRAPluginService)
-	if err := m.PrepareResources(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.UnprepareResources(ctx, pod); err != nil {
+	m, f := prepareExtended(t, pod, "ext")
+	if err := m.UnprepareResources(t.Context(), pod); err != nil {
 		t.Fatal(err)
 	}
 	if _, unprep := f.calls(); !reflect.DeepEqual(unprep, []string{"regular", "ext"}) && !reflect.DeepEqual(unprep, []string{"ext", "regular"}) {
@@ -76,4 +58,21 @@ func TestExtendedResourceClaimUnprepare(t *testing.T) {
 	if len(m.Claims(pod.UID)) != 0 {
 		t.Errorf("claims left for the pod: %v", m.Claims(pod.UID))
 	}
+}
+
+// prepareExtended gives pod (its claim "regular") the extended resource
+// claim named claim, example.com/gpu of container app mapped to its
+// request "gpu", and prepares both on a fake plugin.
+func prepareExtended(t *testing.T, pod *v1.Pod, claim string) (*Manager, *fakePlugin) {
+	t.Helper()
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim,
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "gpu"}}}
+	f := &fakePlugin{}
+	startPlugin(t, f, false)
+	m, _ := newTestManager(t, t.TempDir(), allocated("regular", pod), allocated(claim, pod))
+	register(t, m, f, drapb.DRAPluginService)
+	if err := m.PrepareResources(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return m, f
 }

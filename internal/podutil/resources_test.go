@@ -48,6 +48,11 @@ func extendedPod() *v1.Pod {
 	}
 }
 
+// containers are extendedPod's containers by name.
+func containers(pod *v1.Pod) map[string]*v1.Container {
+	return map[string]*v1.Container{"init": &pod.Spec.InitContainers[0], "app": &pod.Spec.Containers[0], "side": &pod.Spec.Containers[1]}
+}
+
 func TestExtendedClaim(t *testing.T) {
 	pod := extendedPod()
 	for _, tc := range []struct {
@@ -59,7 +64,7 @@ func TestExtendedClaim(t *testing.T) {
 		{"side", []string{"container-1-request-0"}, true},
 		{"init", nil, false},
 	} {
-		c := containerNamed(pod, tc.container)
+		c := containers(pod)[tc.container]
 		if got := ExtendedClaimRequests(pod, c); !slices.Equal(got, tc.requests) {
 			t.Errorf("ExtendedClaimRequests(%s) = %v, want %v", tc.container, got, tc.requests)
 		}
@@ -83,7 +88,7 @@ func TestWithoutDRABackedRequests(t *testing.T) {
 	want := map[string][]v1.ResourceName{"init": {"example.com/gpu"}, "app": {v1.ResourceCPU}, "side": nil}
 	for name, names := range want {
 		var have []v1.ResourceName
-		for n := range containerNamed(got, name).Resources.Requests {
+		for n := range containers(got)[name].Resources.Requests {
 			have = append(have, n)
 		}
 		if !slices.Equal(have, names) {
@@ -97,15 +102,4 @@ func TestWithoutDRABackedRequests(t *testing.T) {
 	if WithoutDRABackedRequests(plain) != plain {
 		t.Error("a pod without extendedResourceClaimStatus was copied")
 	}
-}
-
-func containerNamed(pod *v1.Pod, name string) *v1.Container {
-	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range cs {
-			if cs[i].Name == name {
-				return &cs[i]
-			}
-		}
-	}
-	return nil
 }
