@@ -24,9 +24,12 @@ import (
 type Manager struct {
 	cfg         Config
 	wipingDelay time.Duration
-	// bg is the context of background work (wipes); Run ends it.
+	// bg is the context of background work (wipes, health streams); Run
+	// ends it and waits for the health streams (wg), whose end writes the
+	// health checkpoint.
 	bg     context.Context
 	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	// mu guards plugins and wipes.
 	mu      sync.Mutex
@@ -80,6 +83,7 @@ func (m *Manager) Run(ctx context.Context, known func() []*v1.Pod, ready func() 
 	if m == nil {
 		return
 	}
+	defer m.wg.Wait()
 	defer m.cancel()
 	stop := context.AfterFunc(ctx, m.cancel)
 	defer stop()

@@ -130,7 +130,7 @@ func newTestManager(t *testing.T, root string, objs ...runtime.Object) (*Manager
 	t.Helper()
 	cs := fake.NewClientset(objs...)
 	m := New(Config{RootDir: root, NodeName: "node", Client: clientsettest.FromClientset(cs)})
-	t.Cleanup(m.cancel)
+	t.Cleanup(func() { m.cancel(); m.wg.Wait() })
 	return m, cs
 }
 
@@ -407,7 +407,7 @@ func TestMetrics(t *testing.T) {
 	}
 	cs := fake.NewClientset(allocated("c", pod))
 	m := New(Config{RootDir: t.TempDir(), NodeName: "node", Client: clientsettest.FromClientset(cs), Metrics: metrics})
-	t.Cleanup(m.cancel)
+	t.Cleanup(func() { m.cancel(); m.wg.Wait() })
 	register(t, m, f, drapb.DRAPluginService)
 	if err := m.PrepareResources(t.Context(), pod); err != nil {
 		t.Fatal(err)

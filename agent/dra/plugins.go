@@ -100,7 +100,7 @@ func (m *Manager) RegisterPlugin(ctx context.Context, driver, endpoint string, v
 	if hs := chooseHealthService(versions); hs != "" {
 		var hctx context.Context
 		hctx, p.stopHealth = context.WithCancel(klog.NewContext(m.bg, klog.FromContext(ctx)))
-		go m.watchHealth(hctx, p, hs)
+		m.wg.Go(func() { m.watchHealth(hctx, p, hs) })
 	}
 	m.plugins[driver] = append(m.plugins[driver], p)
 	m.syncLocked(driver)
