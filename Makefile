@@ -76,6 +76,7 @@ containerd2: ## build or find containerd 2 and runc for the host's containerd 2 
 # found when cached; cold ~2–4 min. Its own step so that no test hides it.
 vm-node-image: ## build or find the cgroup v2 test node's disk (hack/vmnode/build.sh; needs bin/testbox from make build)
 	@hack/deps.sh vmnode
+	@hack/deps.sh runc
 	@echo "== vm-node-image: hack/vmnode/build.sh"
 	@time hack/vmnode/build.sh
 

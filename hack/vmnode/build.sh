@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the root disk of kernelet's cgroup v2 test node (test/env/vmnode):
 # a Debian 12 guest with systemd as PID 1, containerd 2 (hack/containerd2/containerd.sh),
-# Debian's runc, CNI plugins and iproute2, the host's cloud kernel's modules
+# runc 1.5 (hack/containerd2/runc.sh, at /usr/local/sbin/runc: Debian's runc 1.1.5 has no
+# idmapped mounts, without which containerd 2 reports no user namespace support), CNI plugins
+# and iproute2, the host's cloud kernel's modules
 # and the test images (hack/images: pause and testbox) imported into
 # containerd's k8s.io namespace. kernelet itself is not in the image: each run
 # copies bin/kernelet in (test/env/vmnode), so a code change needs no rebuild.
@@ -11,8 +13,8 @@
 #   $CACHE/vmnode/<key>/info         what went in: versions, packages, build time
 #
 # CACHE=${KERNELET_CACHE:-$HOME/.cache/kernelet}. <key> hashes every input:
-# this script, the containerd version and build directory (keyed by its
-# recipe), the files under hack/vmnode/rootfs, the Debian
+# this script, the containerd and runc versions and build directories (keyed
+# by their recipes), the files under hack/vmnode/rootfs, the Debian
 # suite and package list, the kernel release, the containerd version and the
 # test images' tar. A cached image only prints what it found; builds
 # serialise on a flock; the three most recently used images are kept, older
@@ -32,7 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${KERNELET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernelet}
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,udev,dbus,iproute2,iptables,kmod,runc,containernetworking-plugins,openssh-server,procps
+PACKAGES=systemd,systemd-sysv,udev,dbus,iproute2,iptables,kmod,libseccomp2,containernetworking-plugins,openssh-server,procps
 DISK_SIZE=4G
 
 log() { echo "hack/vmnode/build.sh: $*" >&2; }
@@ -54,6 +56,12 @@ cout=$("$here/../containerd2/containerd.sh")
 echo "$cout" | grep -v '^CONTAINERD_' >&2
 CONTAINERD_DIR=$(echo "$cout" | sed -n 's/^CONTAINERD_DIR=//p')
 CONTAINERD_VERSION=$(echo "$cout" | sed -n 's/^CONTAINERD_VERSION=//p')
+# runc (cached by its own version key; cgo against libseccomp, which the
+# guest has from Debian's libseccomp2: host and guest are both bookworm).
+rout=$("$here/../containerd2/runc.sh")
+echo "$rout" | grep -v '^RUNC_' >&2
+RUNC_DIR=$(echo "$rout" | sed -n 's/^RUNC_DIR=//p')
+RUNC_VERSION=$(echo "$rout" | sed -n 's/^RUNC_VERSION=//p')
 
 # The test images: built each time (a few seconds), their tar is a key input.
 TESTBOX=${KERNELET_TESTBOX:-$repo/bin/testbox}
@@ -101,7 +109,7 @@ TOML
 }
 
 key=$( {
-  echo "suite=$SUITE packages=$PACKAGES disk=$DISK_SIZE kernel=$kver containerd=$CONTAINERD_VERSION $(basename "$CONTAINERD_DIR")"
+  echo "suite=$SUITE packages=$PACKAGES disk=$DISK_SIZE kernel=$kver containerd=$CONTAINERD_VERSION $(basename "$CONTAINERD_DIR") runc=$(basename "$RUNC_DIR")"
   sha256sum "$here/build.sh" "$work/images/images.tar" | cut -d' ' -f1
   (cd "$here/rootfs" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 } | sha256sum | cut -c1-16)
@@ -130,6 +138,7 @@ else
   cp -a "/lib/modules/$kver" "$rootfs/lib/modules/"
   # containerd 2 and its shim and ctr.
   install -m 0755 "$CONTAINERD_DIR"/{containerd,containerd-shim-runc-v2,ctr} "$rootfs/usr/local/bin/"
+  install -D -m 0755 "$RUNC_DIR/runc" "$rootfs/usr/local/sbin/runc"
   # The node's configuration files.
   cp -a "$here/rootfs/." "$rootfs/"
   chown -R 0:0 "$rootfs/etc/containerd" "$rootfs/etc/cni" "$rootfs/etc/systemd" "$rootfs/etc/ssh/sshd_config.d" \
@@ -159,6 +168,7 @@ else
     echo "suite: $SUITE from $MIRROR"
     echo "kernel: $KERNEL"
     echo "containerd: $("$CONTAINERD_DIR/containerd" --version)"
+    echo "runc: $RUNC_VERSION ($("$RUNC_DIR/runc" --version | head -1))"
     echo "rootfs: $(du -sh "$rootfs" | cut -f1)"
     echo "packages:"; echo "$dpkg_list"
   } >"$dir.tmp/info"

@@ -194,7 +194,8 @@ func (n *v2Node) waitReady(t *testing.T, timeout time.Duration) v1.NodeCondition
 // against the host's kube-apiserver: the node registers and goes Ready; an
 // API pod's container gets its memory limit in memory.max of its cgroup
 // in the guest; deleting the pod removes the pod cgroup; containerd 2's
-// container events; the node switched to the systemd cgroup driver and
+// container events; a hostUsers: false pod (testV2NodeUserNamespaces);
+// the node switched to the systemd cgroup driver and
 // back (testV2NodeSystemd); swap, Memory QoS and in-place resize
 // (testV2NodeSwapResize).
 func TestV2Node(t *testing.T) {
@@ -216,6 +217,7 @@ func TestV2Node(t *testing.T) {
 	}
 	t.Run("APIPodCgroup", func(t *testing.T) { testV2NodePodCgroup(t, n) })
 	t.Run("ContainerEvents", func(t *testing.T) { testV2NodeContainerEvents(t, n) })
+	t.Run("UserNamespaces", func(t *testing.T) { testV2NodeUserNamespaces(t, n) })
 	// It switches the node to the systemd driver and back to cgroupfs.
 	t.Run("SystemdDriver", func(t *testing.T) { testV2NodeSystemd(t, n) })
 	// Last: it turns swap on and restarts kernelet with another configuration.
