@@ -120,10 +120,12 @@ func testOOMCounterRecreated(t *testing.T, c *clusterNode) {
 		m := c.metrics(t)
 		return strings.Contains(m, series+"2\n"), fmt.Errorf("have:\n%s", grepLines(m, `pod="rehog"`))
 	})
-	msgs := c.podEvents(t, pod, "OOMKilling")
-	if len(msgs) < 2 || msgs[0] == msgs[1] {
-		t.Fatalf("OOMKilling events %q: want two kills of different containers", msgs)
-	}
+	// The events are posted after the count, asynchronously: wait for both.
+	var msgs []string
+	waitFor(t, 30*time.Second, "two OOMKilling events of rehog, of different containers", func() (bool, error) {
+		msgs = c.podEvents(t, pod, "OOMKilling")
+		return len(msgs) >= 2 && msgs[0] != msgs[1], fmt.Errorf("events %q", msgs)
+	})
 	t.Logf("re-created container's kills: %q", msgs)
 	zero := int64(0)
 	if err := c.admin.CoreV1().Pods(c.ns).Delete(t.Context(), "rehog", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
