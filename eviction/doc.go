@@ -35,7 +35,10 @@
 // − available) needs, estimated from each pod's usage; pods already evicted
 // for a signal count as freeing their usage until their cgroup is gone or
 // a cooldown passes, so a pod whose memory is being freed does not cause
-// more evictions. Critical pods (podutil.IsCritical: static, mirror,
+// more evictions — unless the deficit grows more than a quarter of the
+// threshold past the deficit they were evicted for (Uncovered: another pod
+// grows while a slow runtime still stops them), then that growth is evicted
+// for too. Critical pods (podutil.IsCritical: static, mirror,
 // priority ≥ 2000000000) are never evicted.
 //
 // Disk (disk.go, reclaim_disk.go, localstorage.go): nodefs.*, imagefs.*

@@ -305,3 +305,68 @@ func TestManagerOneStatlessPodPerDecision(t *testing.T) {
 		t.Fatalf("one decision evicted %v, want one pod", n.evicted)
 	}
 }
+
+func TestUncovered(t *testing.T) {
+	for name, tc := range map[string]struct{ need, freeing, covered, slack, want int64 }{
+		"nothing pending":                   {need: 50, want: 50},
+		"covered by the pods being evicted": {need: 40, freeing: 300, covered: 30, slack: 16, want: -260},
+		"grown within the slack":            {need: 45, freeing: 300, covered: 30, slack: 16, want: -255},
+		"grown past the slack":              {need: 64, freeing: 300, covered: 10, slack: 16, want: 54},
+		"freeing covers less than growth":   {need: 64, freeing: 20, covered: 10, slack: 16, want: 54},
+		"freeing covers less, no growth":    {need: 64, freeing: 20, covered: 60, slack: 16, want: 44},
+	} {
+		if got := Uncovered(tc.need, tc.freeing, tc.covered, tc.slack); got != tc.want {
+			t.Errorf("%s: Uncovered(%d, %d, %d, %d) = %d, want %d", name, tc.need, tc.freeing, tc.covered, tc.slack, got, tc.want)
+		}
+	}
+}
+
+// A large pod evicted for a small deficit and still being stopped (a slow
+// runtime) does not cover another pod's growth: once the deficit grew
+// past what it was evicted for, the grower is evicted too; a deficit that
+// stays within the slack evicts nothing more.
+func TestManagerEvictsGrowthWhileStopping(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	be := mkPod("besteffort")
+	burst := mkPod("burstable", memRequest("500Mi"))
+	guar := mkPod("guaranteed", memLimit("200Mi"))
+	n := &fakeNode{capacity: 1024 * mi, pods: []*v1.Pod{guar, burst, be}, usage: map[types.UID]int64{}}
+	n.set(guar, 150, true)
+	n.set(be, 300, true)
+	n.set(burst, 510, true) // 960 MiB: 64 MiB available, deficit 36 MiB
+	m := newTestManager(t, n, clk, hard(SignalAllocatableMemoryAvailable, "100Mi"))
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 || n.evicted[0] != "besteffort" {
+		t.Fatalf("evicted %v, want the BestEffort pod", n.evicted)
+	}
+	// The BestEffort pod is still there; the Burstable one grows by 20
+	// MiB: deficit 56 MiB, 20 past the 36 it was evicted for (slack 25).
+	n.set(burst, 530, true)
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 {
+		t.Fatalf("evicted %v within the slack", n.evicted)
+	}
+	// 40 MiB more: available 4 MiB, deficit 96 MiB, 60 past.
+	n.set(burst, 570, true)
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 2 || n.evicted[1] != "burstable" {
+		t.Fatalf("evicted %v, want the growing Burstable pod next", n.evicted)
+	}
+	// Both still stopping, nothing grows: the Guaranteed pod stays.
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 2 {
+		t.Fatalf("evicted %v while both pods are being stopped", n.evicted)
+	}
+}

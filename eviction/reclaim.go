@@ -44,6 +44,23 @@ func Deficit(t Threshold, o Observation) int64 {
 	return max(ThresholdQuantity(t, o)+MinReclaimQuantity(t, o)-o.Available, 1)
 }
 
+// Uncovered is what a decision must still evict for: the deficit (need)
+// minus what the pods already evicted for the signal still hold
+// (freeing) — unless the deficit grew by more than slack past the deficit
+// those pods were evicted for (covered, 0 when none is pending): then
+// other pods grow faster than the evicted ones free their memory (a
+// runtime slow to stop them), and that growth is evicted for too. Without
+// it a large evicted pod still being stopped would cover every later
+// deficit, which is capped by the threshold, and the kernel's OOM killer
+// would act first.
+func Uncovered(need, freeing, covered, slack int64) int64 {
+	rem := need - freeing
+	if covered > 0 && need-covered > slack {
+		rem = max(rem, need-covered)
+	}
+	return rem
+}
+
 // usageFor is what evicting the pod frees of the signal's resource.
 func usageFor(s Signal, ps PodStats) int64 {
 	if ResourceOf(s) == "pids" {
@@ -78,12 +95,12 @@ func GracePeriod(t Threshold, maxPodGrace int64, pod *v1.Pod) *int64 {
 }
 
 // freeing is what the pods evicted for s still hold (their memory not yet
-// freed: their cgroup still exists and the cooldown has not passed);
-// pods whose usage is gone are forgotten.
-func (m *Manager) freeing(s Signal, stats Stats, now time.Time) int64 {
+// freed: their cgroup still exists and the cooldown has not passed), and
+// the largest deficit they were evicted for; pods whose usage is gone are
+// forgotten.
+func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var sum int64
 	for uid, p := range m.pending[s] {
 		ps, ok := stats.Pods[uid]
 		if !ok || !now.Before(p.until) {
@@ -91,8 +108,9 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) int64 {
 			continue
 		}
 		sum += usageFor(s, ps)
+		covered = max(covered, p.covers)
 	}
-	return sum
+	return sum, covered
 }
 
 // hasPending reports whether an evicted pod still counts as freeing.
@@ -124,13 +142,17 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 	log := klog.FromContext(ctx)
 	o := obs[t.Signal]
 	need := Deficit(t, o)
-	freeing := m.freeing(t.Signal, stats, now)
-	if freeing >= need {
+	freeing, covered := m.freeing(t.Signal, stats, now)
+	remaining := Uncovered(need, freeing, covered, ThresholdQuantity(t, o)/4)
+	if remaining <= 0 {
 		log.V(3).Info("Eviction manager: waiting for evicted pods to free their resources", "signal", t.Signal,
 			"deficit", need, "freeing", freeing)
 		return
 	}
-	remaining := need - freeing
+	if remaining > need-freeing {
+		log.Info("Eviction manager: the deficit grew past what the pods being evicted were evicted for", "signal", t.Signal,
+			"deficit", need, "evictedFor", covered, "freeing", freeing)
+	}
 	res := ResourceOf(t.Signal)
 	announced := false
 	limit, count := maxPodsPerDecision(m.cfg.Mode), 0
@@ -171,7 +193,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
 			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger())
 		remaining -= usageFor(t.Signal, ps)
-		m.started(pod, t.Signal, e.Message, now)
+		m.started(pod, t.Signal, e.Message, now, need)
 		m.reacted(t, evictAt)
 		if !hasStats {
 			// What it frees is unknown: count it as enough for this
@@ -199,9 +221,9 @@ func (m *Manager) reacted(t Threshold, at time.Time) {
 	}
 }
 
-// started records an eviction: pending for its signal, in the history,
-// in the counter.
-func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
+// started records an eviction: pending for its signal (evicted for the
+// deficit covers; 0: not tracked), in the history, in the counter.
+func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, covers int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending[s] == nil {
@@ -210,7 +232,7 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time) {
 	if m.cfg.Mode == ModeKubelet {
 		m.cleanup = append(m.cleanup, pod) // kubelet waits for it instead
 	} else {
-		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown)}
+		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown), covers: covers}
 	}
 	r := newRecord(now, pod, s, msg)
 	r.Trigger = m.trigger
