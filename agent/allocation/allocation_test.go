@@ -194,8 +194,27 @@ func TestEventMessage(t *testing.T) {
 type fakeNode struct {
 	capacity int64
 	pods     []*v1.Pod
+	mu       sync.Mutex // Wake and Record run on Retry's goroutine too
 	woken    []types.UID
 	events   []string
+}
+
+func (n *fakeNode) wake(uid types.UID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.woken = append(n.woken, uid)
+}
+
+func (n *fakeNode) record(_ *v1.Pod, _, reason, _ string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.events = append(n.events, reason)
+}
+
+func (n *fakeNode) eventList() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.events, " ")
 }
 
 func (n *fakeNode) admit(pod *v1.Pod, others []*v1.Pod) (bool, string, string) {
@@ -214,8 +233,8 @@ func TestManagerResize(t *testing.T) {
 	n := &fakeNode{capacity: 1000}
 	m := NewManager(Config{Allocated: NewMemoryStore(), Admit: n.admit,
 		ActivePods: func() []*v1.Pod { return n.pods },
-		Wake:       func(uid types.UID) { n.woken = append(n.woken, uid) },
-		Record:     func(_ *v1.Pod, _, reason, _ string) { n.events = append(n.events, reason) },
+		Wake:       n.wake,
+		Record:     n.record,
 		Clock:      clocktesting.NewFakeClock(time.Unix(1000, 0)),
 	})
 	a, b := testPod("a", "400m", "64Mi"), testPod("b", "400m", "64Mi")
@@ -238,7 +257,7 @@ func TestManagerResize(t *testing.T) {
 	// b goes: a's resize is allocated on the retry.
 	n.pods = []*v1.Pod{a2}
 	m.Forget(ctx, "b")
-	waitUntil(t, func() bool { return m.Allocated(a2) == a2 })
+	waitUntil(t, func() bool { return m.Allocated(a2) == a2 && strings.Contains(n.eventList(), "ResizeStarted") })
 	if m.Conditions().Pending("a") != nil {
 		t.Error("pending condition left after the allocation")
 	}
@@ -250,7 +269,7 @@ func TestManagerResize(t *testing.T) {
 	if len(m.Conditions().List("a")) != 0 {
 		t.Error("in progress left after actuation")
 	}
-	if got := strings.Join(n.events, " "); got != "ResizeDeferred ResizeStarted ResizeCompleted" {
+	if got := n.eventList(); got != "ResizeDeferred ResizeStarted ResizeCompleted" {
 		t.Errorf("events %s", got)
 	}
 	// A pod-level resize is allocated like any other (the pod-level cpu
@@ -459,5 +478,57 @@ func TestStoreWrites(t *testing.T) {
 	}
 	if len(again.UIDs()) != 17 {
 		t.Fatalf("after Flush the file holds %d pods, want 17", len(again.UIDs()))
+	}
+}
+
+// Retry calls ActivePods and Wake, which take the pod workers' lock, and a
+// pod worker calls RetrySoon while it holds that lock (a pod that
+// finished): the two must not wait for each other. The kit's [Slow] run of
+// 2026-11-29 hung the agent this way (a resize allocated by a pod's sync
+// while another pod terminated).
+func TestRetryAndRetrySoonDoNotDeadlock(t *testing.T) {
+	ctx := context.Background()
+	n := &fakeNode{capacity: 1000}
+	var workers sync.Mutex // the pod workers' lock
+	a, b := testPod("a", "400m", "64Mi"), testPod("b", "400m", "64Mi")
+	n.pods = []*v1.Pod{a, b}
+	var m *Manager
+	finished := make(chan struct{})
+	m = NewManager(Config{Allocated: NewMemoryStore(), Admit: n.admit,
+		ActivePods: func() []*v1.Pod { workers.Lock(); defer workers.Unlock(); return n.pods },
+		Wake: func(types.UID) {
+			// Another pod worker, holding the lock, sees a pod finish
+			// while this Retry wakes the resized pod.
+			held := make(chan struct{})
+			go func() {
+				workers.Lock()
+				close(held)
+				m.RetrySoon(ctx, "pod_terminated")
+				workers.Unlock()
+				close(finished)
+			}()
+			<-held
+			workers.Lock() // Wake takes the pod workers' lock
+			workers.Unlock()
+		},
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+	})
+	m.Admitted(ctx, a)
+	m.Admitted(ctx, b)
+	a2 := a.DeepCopy()
+	a2.Generation = 2
+	a2.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("500m") // fits: allocated, woken
+	n.pods = []*v1.Pod{a2, b}
+	synced := make(chan struct{})
+	go func() { m.Sync(ctx, a2); close(synced) }()
+	for _, ch := range []chan struct{}{synced, finished} {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Retry and RetrySoon wait for each other (a lock held across a call to the pod workers)")
+		}
+	}
+	if m.Allocated(a2) != a2 {
+		t.Error("the resize was not allocated")
 	}
 }

@@ -54,7 +54,13 @@ type Config struct {
 type Manager struct {
 	cfg Config
 
-	mu      sync.Mutex // serializes allocation decisions
+	// retryMu serializes the allocation decisions (Retry), which call
+	// ActivePods and Wake: both take the pod workers' lock, so no caller
+	// that holds it may take retryMu. mu guards pending only and is never
+	// held across a call out (RetrySoon takes it under the pod workers'
+	// lock).
+	retryMu sync.Mutex
+	mu      sync.Mutex
 	pending []types.UID
 
 	seenMu sync.Mutex
@@ -187,15 +193,19 @@ func (m *Manager) Run(ctx context.Context) {
 // allocation or conditions changed are woken.
 func (m *Manager) Retry(ctx context.Context, trigger string) {
 	log := klog.FromContext(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.retryMu.Lock()
+	defer m.retryMu.Unlock()
 	active := m.cfg.ActivePods()
 	byUID := make(map[types.UID]*v1.Pod, len(active))
 	for _, p := range active {
 		byUID[p.UID] = p
 	}
+	m.mu.Lock()
+	uids := m.pending
+	m.pending = nil
+	m.mu.Unlock()
 	var queue []Pending
-	for _, uid := range m.pending {
+	for _, uid := range uids {
 		pod, ok := byUID[uid]
 		if !ok {
 			continue
@@ -207,7 +217,7 @@ func (m *Manager) Retry(ctx context.Context, trigger string) {
 		queue = append(queue, p)
 	}
 	SortPending(queue)
-	m.pending = m.pending[:0]
+	var again, wake []types.UID
 	for _, p := range queue {
 		before := m.cfg.Conditions.List(p.Pod.UID)
 		wasDeferred := m.cfg.Conditions.Pending(p.Pod.UID)
@@ -215,7 +225,7 @@ func (m *Manager) Retry(ctx context.Context, trigger string) {
 		switch {
 		case err != nil:
 			log.Error(err, "Allocating a pod resize", "pod", klog.KObj(p.Pod))
-			m.pending = append(m.pending, p.Pod.UID)
+			again = append(again, p.Pod.UID)
 		case allocated:
 			log.V(2).Info("Pod resize allocated", "pod", klog.KObj(p.Pod), "trigger", trigger)
 			if wasDeferred != nil && wasDeferred.Reason == v1.PodReasonDeferred {
@@ -224,13 +234,23 @@ func (m *Manager) Retry(ctx context.Context, trigger string) {
 			}
 		default:
 			if c := m.cfg.Conditions.Pending(p.Pod.UID); c != nil && c.Reason == v1.PodReasonDeferred {
-				m.pending = append(m.pending, p.Pod.UID)
+				again = append(again, p.Pod.UID)
 			}
 		}
 		if allocated || !conditionsEqual(before, m.cfg.Conditions.List(p.Pod.UID)) {
-			if m.cfg.Wake != nil {
-				m.cfg.Wake(p.Pod.UID)
-			}
+			wake = append(wake, p.Pod.UID)
+		}
+	}
+	m.mu.Lock()
+	for _, uid := range again { // resizes queued meanwhile (Sync) stay
+		if !slices.Contains(m.pending, uid) {
+			m.pending = append(m.pending, uid)
+		}
+	}
+	m.mu.Unlock()
+	if m.cfg.Wake != nil {
+		for _, uid := range wake {
+			m.cfg.Wake(uid)
 		}
 	}
 }
