@@ -223,7 +223,10 @@ func TestV2Node(t *testing.T) {
 	// Last: it turns swap on and restarts kernelet with another configuration.
 	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
 	// After it: swap on (its swap file, LimitedSwap), kernelet restarted.
-	t.Run("Throttle", func(t *testing.T) { testV2NodeThrottle(t, n) })
+	// Not in make test (3.5–4 min): make e2e-throttle.
+	if os.Getenv(throttleEnv) == "1" {
+		t.Run("Throttle", func(t *testing.T) { testV2NodeThrottle(t, n) })
+	}
 }
 
 // limitedPod is a Burstable API pod for the node: one container sleeping,
