@@ -489,7 +489,8 @@ func TestStoreWrites(t *testing.T) {
 func TestRetryAndRetrySoonDoNotDeadlock(t *testing.T) {
 	ctx := context.Background()
 	n := &fakeNode{capacity: 1000}
-	var workers sync.Mutex // the pod workers' lock
+	var workers sync.Mutex // the pod workers' lock, guarding woken
+	woken := 0
 	a, b := testPod("a", "400m", "64Mi"), testPod("b", "400m", "64Mi")
 	n.pods = []*v1.Pod{a, b}
 	var m *Manager
@@ -509,6 +510,7 @@ func TestRetryAndRetrySoonDoNotDeadlock(t *testing.T) {
 			}()
 			<-held
 			workers.Lock() // Wake takes the pod workers' lock
+			woken++
 			workers.Unlock()
 		},
 		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
@@ -528,7 +530,9 @@ func TestRetryAndRetrySoonDoNotDeadlock(t *testing.T) {
 			t.Fatal("Retry and RetrySoon wait for each other (a lock held across a call to the pod workers)")
 		}
 	}
-	if m.Allocated(a2) != a2 {
-		t.Error("the resize was not allocated")
+	workers.Lock()
+	defer workers.Unlock()
+	if m.Allocated(a2) != a2 || woken != 1 {
+		t.Errorf("the resize allocated: %v, the pod woken %d times; want allocated, woken once", m.Allocated(a2) == a2, woken)
 	}
 }
