@@ -36,9 +36,9 @@
 // for a signal count as freeing their usage until their cgroup is gone or
 // a cooldown passes, so a pod whose memory is being freed does not cause
 // more evictions — unless the deficit grows more than a quarter of the
-// threshold past the deficit they were evicted for (Uncovered: another pod
-// grows while a slow runtime still stops them), then that growth is evicted
-// for too. Critical pods (podutil.IsCritical: static, mirror,
+// threshold past the deficit they were evicted for and their own growth
+// since (Uncovered: another pod grows while a slow runtime still stops
+// them), then that growth is evicted for too. Critical pods (podutil.IsCritical: static, mirror,
 // priority ≥ 2000000000) are never evicted.
 //
 // Disk (disk.go, reclaim_disk.go, localstorage.go): nodefs.*, imagefs.*

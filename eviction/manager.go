@@ -115,8 +115,9 @@ type ManagerConfig struct {
 type pending struct {
 	pod   *v1.Pod
 	until time.Time
-	// covers is the deficit the decision that evicted it was for.
-	covers int64
+	// covers is the deficit the decision that evicted it was for, usage
+	// its usage then.
+	covers, usage int64
 }
 
 // Manager decides evictions: on every Wake and every tick it reads fresh

@@ -323,8 +323,8 @@ func TestUncovered(t *testing.T) {
 
 // A large pod evicted for a small deficit and still being stopped (a slow
 // runtime) does not cover another pod's growth: once the deficit grew
-// past what it was evicted for, the grower is evicted too; a deficit that
-// stays within the slack evicts nothing more.
+// past what it was evicted for (and its own growth since), the grower is
+// evicted too; a deficit that stays within the slack evicts nothing more.
 func TestManagerEvictsGrowthWhileStopping(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
@@ -342,8 +342,18 @@ func TestManagerEvictsGrowthWhileStopping(t *testing.T) {
 	if len(n.evicted) != 1 || n.evicted[0] != "besteffort" {
 		t.Fatalf("evicted %v, want the BestEffort pod", n.evicted)
 	}
-	// The BestEffort pod is still there; the Burstable one grows by 20
-	// MiB: deficit 56 MiB, 20 past the 36 it was evicted for (slack 25).
+	// The BestEffort pod, held, still creeps up by 20 MiB: its own growth,
+	// covered by its eviction.
+	n.set(be, 320, true)
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 {
+		t.Fatalf("evicted %v for the evicted pod's own growth", n.evicted)
+	}
+	// The Burstable one grows by 20 MiB: deficit 76 MiB, 20 past the 56
+	// covered (slack 25).
 	n.set(burst, 530, true)
 	clk.Step(100 * time.Millisecond)
 	if err := m.Synchronize(ctx); err != nil {
@@ -352,8 +362,8 @@ func TestManagerEvictsGrowthWhileStopping(t *testing.T) {
 	if len(n.evicted) != 1 {
 		t.Fatalf("evicted %v within the slack", n.evicted)
 	}
-	// 40 MiB more: available 4 MiB, deficit 96 MiB, 60 past.
-	n.set(burst, 570, true)
+	// 30 MiB more: nothing available, deficit at least 100 MiB.
+	n.set(burst, 560, true)
 	clk.Step(100 * time.Millisecond)
 	if err := m.Synchronize(ctx); err != nil {
 		t.Fatal(err)

@@ -96,21 +96,28 @@ func GracePeriod(t Threshold, maxPodGrace int64, pod *v1.Pod) *int64 {
 
 // freeing is what the pods evicted for s still hold (their memory not yet
 // freed: their cgroup still exists and the cooldown has not passed), and
-// the largest deficit they were evicted for; pods whose usage is gone are
-// forgotten.
+// the deficit they cover: the largest one they were evicted for plus what
+// they grew since (an evicted pod held at its usage may still creep up,
+// which is no other pod's growth); pods whose usage is gone are forgotten.
 func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var grown int64
 	for uid, p := range m.pending[s] {
 		ps, ok := stats.Pods[uid]
 		if !ok || !now.Before(p.until) {
 			delete(m.pending[s], uid)
 			continue
 		}
-		sum += usageFor(s, ps)
+		u := usageFor(s, ps)
+		sum += u
 		covered = max(covered, p.covers)
+		grown += max(u-p.usage, 0)
 	}
-	return sum, covered
+	if covered == 0 {
+		return sum, 0
+	}
+	return sum, covered + grown
 }
 
 // hasPending reports whether an evicted pod still counts as freeing.
@@ -150,7 +157,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		return
 	}
 	if remaining > need-freeing {
-		log.Info("Eviction manager: the deficit grew past what the pods being evicted were evicted for", "signal", t.Signal,
+		log.V(2).Info("Eviction manager: the deficit grew past what the pods being evicted were evicted for", "signal", t.Signal,
 			"deficit", need, "evictedFor", covered, "freeing", freeing)
 	}
 	res := ResourceOf(t.Signal)
@@ -193,7 +200,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
 			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger())
 		remaining -= usageFor(t.Signal, ps)
-		m.started(pod, t.Signal, e.Message, now, need)
+		m.started(pod, t.Signal, e.Message, now, need, usageFor(t.Signal, ps))
 		m.reacted(t, evictAt)
 		if !hasStats {
 			// What it frees is unknown: count it as enough for this
@@ -222,8 +229,9 @@ func (m *Manager) reacted(t Threshold, at time.Time) {
 }
 
 // started records an eviction: pending for its signal (evicted for the
-// deficit covers; 0: not tracked), in the history, in the counter.
-func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, covers int64) {
+// deficit covers, 0: not tracked, at its usage), in the history, in the
+// counter.
+func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, covers, usage int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending[s] == nil {
@@ -232,7 +240,7 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, cove
 	if m.cfg.Mode == ModeKubelet {
 		m.cleanup = append(m.cleanup, pod) // kubelet waits for it instead
 	} else {
-		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown), covers: covers}
+		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown), covers: covers, usage: usage}
 	}
 	r := newRecord(now, pod, s, msg)
 	r.Trigger = m.trigger
