@@ -15,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	storagehelpers "k8s.io/component-helpers/storage/volume"
+	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/agent/csi"
@@ -227,7 +227,26 @@ func (m *Manager) checkNodeAffinity(ctx context.Context, pv *v1.PersistentVolume
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", m.cfg.NodeName, err)
 	}
-	return storagehelpers.CheckNodeAffinity(pv, node.Labels)
+	return pvAffinityMatches(pv, node.Labels)
+}
+
+// pvAffinityMatches is the check itself: the PV's required node selector
+// terms against the node's labels, with component-helpers' error text
+// (its storage/volume package is not used: it links client-go's scheme,
+// which kernelet keeps out, cmd/kernelet.TestFootprintDependencies).
+func pvAffinityMatches(pv *v1.PersistentVolume, labels map[string]string) error {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	matches, err := schedulingcorev1.MatchNodeSelectorTerms(node, pv.Spec.NodeAffinity.Required)
+	if err != nil {
+		return err
+	}
+	if !matches {
+		return fmt.Errorf("no matching NodeSelectorTerms")
+	}
+	return nil
 }
 
 // remember caches a pod volume's spec.
