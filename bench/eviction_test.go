@@ -213,14 +213,8 @@ func BenchmarkEviction(b *testing.B) {
 	var rows []evictionRow
 	for i := range b.N {
 		for _, name := range agents {
-			a := &nodeAgent{name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet}
+			a := newEvictionAgent(name, ns, admin, rs, srv, kernelet, kubelet)
 			a.limitedNode("ev", fmt.Sprintf("%s%d", evictionTag(name), i), reserved)
-			switch name {
-			case agentKubelet:
-				a.bin = kubelet
-			case agentKerneletKubelet:
-				a.extraArgs = []string{"--eviction-mode=kubelet"}
-			}
 			rows = append(rows, a.runEviction(b, cd.Endpoint(), workloads, runs)...)
 		}
 	}

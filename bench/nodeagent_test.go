@@ -427,3 +427,16 @@ func unescapeMountPath(s string) string {
 	}
 	return sb.String()
 }
+
+// newEvictionAgent is the node agent called name: kernelet (bin
+// kernelet), the real kubelet (bin kubelet) or kernelet's kubelet mode.
+func newEvictionAgent(name, ns string, admin kubernetes.Interface, rs internalapi.RuntimeService, srv *apiserver.Server, kernelet, kubelet string) *nodeAgent {
+	a := &nodeAgent{name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet}
+	switch name {
+	case agentKubelet:
+		a.bin = kubelet
+	case agentKerneletKubelet:
+		a.extraArgs = []string{"--eviction-mode=kubelet"}
+	}
+	return a
+}

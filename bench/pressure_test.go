@@ -142,13 +142,9 @@ func BenchmarkPressure(b *testing.B) {
 	var cells []pressureCell
 	for i := range b.N {
 		for _, name := range agents {
-			a := &nodeAgent{name: name, ns: ns, admin: admin, rs: rs, srv: srv, bin: kernelet}
+			a := newEvictionAgent(name, ns, admin, rs, srv, kernelet, kubelet)
 			a.limitedNode("pr", fmt.Sprintf("%s%d", pressureTag(name), i), reserved)
 			switch name {
-			case agentKubelet:
-				a.bin = kubelet
-			case agentKerneletKubelet:
-				a.extraArgs = []string{"--eviction-mode=kubelet"}
 			case agentKerneletPageCache:
 				a.extraConfig = "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nmemoryPageCache: refaults\n"
 			case agentNone:
