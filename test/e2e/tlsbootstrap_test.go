@@ -507,10 +507,21 @@ func TestTLSBootstrapServing(t *testing.T) {
 // server against a running pod that prints lines.
 func kubectlLogsExec(t *testing.T, kubeconfig, ns, pod string) {
 	t.Helper()
+	// Stdout alone is compared: kubectl may log to stderr (e.g. its
+	// websocket client's "Unknown stream id 1, discarding message").
 	kubectl := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...).CombinedOutput()
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig, "-n", ns}, args...)...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || stderr.Len() > 0 {
+			t.Logf("kubectl %s: stderr %q", strings.Join(args, " "), stderr.String())
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
 		return string(out), err
 	}
 	waitFor(t, 30*time.Second, "kubectl logs", func() (bool, error) {
