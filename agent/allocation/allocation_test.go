@@ -536,3 +536,47 @@ func TestRetryAndRetrySoonDoNotDeadlock(t *testing.T) {
 		t.Errorf("the resize allocated: %v, the pod woken %d times; want allocated, woken once", m.Allocated(a2) == a2, woken)
 	}
 }
+
+// Store.Keep asks its callback (the pod workers' Known, under their lock)
+// without holding the store's lock: a pod worker holding that lock records
+// an admitted pod's allocation meanwhile. The kit's [Slow] re-run of
+// 2026-11-29 hung the agent on this cycle.
+func TestStoreKeepDoesNotHoldItsLockAcrossKeep(t *testing.T) {
+	s, err := OpenStore(filepath.Join(t.TempDir(), "allocated_pods_state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set("gone", Of(testPod("gone", "100m", "16Mi"))); err != nil {
+		t.Fatal(err)
+	}
+	var workers sync.Mutex // the pod workers' lock
+	set := make(chan error, 1)
+	err = s.Keep(func(types.UID) bool {
+		// A pod worker holds the lock and admits a pod while Keep asks.
+		held := make(chan struct{})
+		go func() {
+			workers.Lock()
+			close(held)
+			set <- s.Set("new", Of(testPod("new", "100m", "16Mi")))
+			workers.Unlock()
+		}()
+		<-held
+		select {
+		case err := <-set:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Set waits for Keep: the store's lock is held across the keep callback")
+		}
+		workers.Lock() // Known takes the pod workers' lock
+		defer workers.Unlock()
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.UIDs(); len(got) != 1 || got[0] != "new" {
+		t.Errorf("the store holds %v, want only the pod admitted meanwhile", got)
+	}
+}

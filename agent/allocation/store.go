@@ -228,10 +228,18 @@ func (s *Store) Remove(uid types.UID) error {
 
 // Keep forgets every pod keep says no to (written as Remove's).
 func (s *Store) Keep(keep func(types.UID) bool) error {
+	// keep is asked without s.mu held: it may take the pod workers' lock,
+	// whose holder records an admitted pod's allocation (Set) under it.
+	var gone []types.UID
+	for _, uid := range s.UIDs() {
+		if !keep(uid) {
+			gone = append(gone, uid)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for uid := range s.pods {
-		if !keep(uid) {
+	for _, uid := range gone {
+		if _, ok := s.pods[uid]; ok {
 			s.forgetLocked(uid)
 		}
 	}
