@@ -26,6 +26,7 @@ type Manager struct {
 	handlers   map[string]Handler
 	gen        uint64
 	desired    map[string]uint64
+	files      map[string]fs.FileInfo // the socket file each desired generation is
 	registered map[string]Plugin
 	busy       map[string]bool
 	retry      map[string]retryState
@@ -44,7 +45,7 @@ type retryState struct {
 func New(cfg Config) *Manager {
 	m := &Manager{
 		dir: cfg.Dir, now: time.Now,
-		handlers: map[string]Handler{}, desired: map[string]uint64{},
+		handlers: map[string]Handler{}, desired: map[string]uint64{}, files: map[string]fs.FileInfo{},
 		registered: map[string]Plugin{}, busy: map[string]bool{},
 		retry: map[string]retryState{}, kick: make(chan struct{}, 1),
 	}
@@ -136,21 +137,35 @@ func (m *Manager) walk(ctx context.Context, w *fsnotify.Watcher, dir string) err
 			}
 			return nil
 		}
-		m.consider(ctx, path, d.Type())
+		fi, err := d.Info()
+		if err != nil {
+			return nil // gone already: its Remove event follows
+		}
+		m.consider(ctx, path, fi)
 		return nil
 	})
 }
 
 // consider desires path when it is a socket not hidden by a leading dot.
-func (m *Manager) consider(ctx context.Context, path string, mode fs.FileMode) {
-	if strings.HasPrefix(filepath.Base(path), ".") || mode&fs.ModeSocket == 0 {
+// A socket seen again as the same file (a new sub-directory's walk and
+// the Create event of a socket made while it was walked) keeps its
+// generation; another file at the path is a new generation, registered
+// again.
+func (m *Manager) consider(ctx context.Context, path string, fi fs.FileInfo) {
+	if strings.HasPrefix(filepath.Base(path), ".") || fi.Mode().Type()&fs.ModeSocket == 0 {
 		klog.FromContext(ctx).V(5).Info("Ignoring file in the plugin registration dir", "path", path)
 		return
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.files[path]; ok && os.SameFile(old, fi) {
+		if _, desired := m.desired[path]; desired {
+			return
+		}
+	}
 	m.gen++
 	m.desired[path] = m.gen
-	m.mu.Unlock()
+	m.files[path] = fi
 }
 
 func (m *Manager) handleEvent(ctx context.Context, w *fsnotify.Watcher, ev fsnotify.Event) {
@@ -166,13 +181,14 @@ func (m *Manager) handleEvent(ctx context.Context, w *fsnotify.Watcher, ev fsnot
 			}
 			return
 		}
-		m.consider(ctx, ev.Name, fi.Mode().Type())
+		m.consider(ctx, ev.Name, fi)
 	case ev.Has(fsnotify.Remove), ev.Has(fsnotify.Rename):
 		m.mu.Lock()
 		prefix := ev.Name + string(filepath.Separator)
 		for path := range m.desired {
 			if path == ev.Name || strings.HasPrefix(path, prefix) {
 				delete(m.desired, path)
+				delete(m.files, path)
 			}
 		}
 		m.mu.Unlock()

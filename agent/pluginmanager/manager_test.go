@@ -293,3 +293,53 @@ func TestReRegistrationAndRetry(t *testing.T) {
 	}
 	waitPlugins(t, m, "d", "gpu")
 }
+
+// A socket seen twice as the same file (a new sub-directory's walk and the
+// Create event of a socket made during that walk: CI once saw late.csi
+// deregistered and registered again for it) keeps its generation; a socket
+// re-created at the path is a new generation.
+func TestConsiderSameSocketKeepsGeneration(t *testing.T) {
+	dir := shortDir(t)
+	m := New(Config{Dir: dir})
+	path := filepath.Join(dir, "a.sock")
+	listen := func() net.Listener {
+		t.Helper()
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	stat := func() os.FileInfo {
+		t.Helper()
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	ctx := context.Background()
+	l := listen()
+	m.consider(ctx, path, stat())
+	first := m.desired[path]
+	m.consider(ctx, path, stat())
+	if got := m.desired[path]; got != first {
+		t.Fatalf("the same socket seen again: generation %d, want %d", got, first)
+	}
+	_ = l.Close() // removes the socket file
+	// Keep the old file's inode from being reused by holding another file.
+	hold, err := os.CreateTemp(dir, "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Close() }()
+	l = listen()
+	defer func() { _ = l.Close() }()
+	m.consider(ctx, path, stat())
+	if got := m.desired[path]; got == first {
+		t.Fatalf("a re-created socket kept generation %d", got)
+	}
+}
