@@ -11,6 +11,7 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/kernelet/kernelet/agent/apiobjects"
+	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/pluginmanager"
@@ -31,12 +32,20 @@ type nodePlugins struct {
 	watcher  *pluginmanager.Manager
 	volumes  *volumemanager.Manager
 	dra      *dra.Manager
+	// storageHealth probes the drivers' storage backends every
+	// healthPeriod (volumeStatsAggPeriod) with the CSIVolumeHealth gate
+	// (0: never).
+	storageHealth *csi.StorageHealth
+	healthPeriod  time.Duration
 }
 
 // newNodePlugins builds the node plugins' side and reconstructs the CSI
 // volumes' state.
 func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
-	n := &nodePlugins{}
+	n := &nodePlugins{storageHealth: a.metrics.storageHealth}
+	if kc := &a.opts.Config.Kubelet; config.FeatureEnabled(kc, "CSIVolumeHealth") {
+		n.healthPeriod = kc.VolumeStatsAggPeriod.Duration
+	}
 	vcfg := volumemanager.Config{RootDir: a.opts.RootDir, NodeName: a.opts.NodeName,
 		Warn:  func(pod *v1.Pod, reason, msg string) { a.recorder.Event(pod, v1.EventTypeWarning, reason, msg) },
 		Event: a.recorder.Event}
@@ -76,6 +85,7 @@ func (n *nodePlugins) run(ctx context.Context) error {
 			})
 		}()
 	}
+	go n.storageHealth.Run(ctx, n.healthPeriod, n.registry, n.nodeInfo)
 	return n.watcher.Run(ctx)
 }
 

@@ -77,6 +77,9 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 			return append(p.devices.HealthStatus(pod.UID, name), p.claims.HealthStatus(pod, name)...)
 		}
 	}
+	if p.csiVols != nil && p.volumeHealth {
+		in.VolumeHealth = func() []v1.PodVolumeHealth { return p.csiVols.VolumeHealth(pod.UID) }
+	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }
 		in.PodCgroup = func() cgroups.CgroupSettings { return p.mgr.PodCgroupSettings(pod) }

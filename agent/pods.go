@@ -77,6 +77,9 @@ type pods struct {
 	// volumeStatsPeriod is how long the CSI volumes' stats are served
 	// before their drivers are asked again (volumeStatsAggPeriod).
 	volumeStatsPeriod time.Duration
+	// volumeHealth: the CSIVolumeHealth gate; the drivers are asked for
+	// the volumes' health every volumeStatsPeriod (status.volumeHealth).
+	volumeHealth bool
 	// cpus and mem are the CPU and memory managers
 	// (agent/resourcemanagers.go).
 	cpus *cpumanager.Manager
@@ -237,7 +240,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
-		devices: dm}
+		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm}
 	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
@@ -379,6 +382,9 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.dispatchEvents(ctx) })
 	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
+	if p.volumeHealth && p.csiVols != nil {
+		wg.Go(func() { p.csiVols.RunHealth(ctx, p.volumeStatsPeriod, p.workers.Wake) })
+	}
 	wg.Go(func() { p.pressure.Run(ctx) }) // the eviction manager; throttled pods restored at the end
 	wg.Go(func() { p.alloc.Run(ctx) })
 	wg.Go(func() { a.servePodResources(ctx, p) })

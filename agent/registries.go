@@ -16,6 +16,7 @@ import (
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/cpumanager"
 	"github.com/kernelet/kernelet/agent/crimetrics"
+	"github.com/kernelet/kernelet/agent/csi"
 	"github.com/kernelet/kernelet/agent/devicemanager"
 	"github.com/kernelet/kernelet/agent/dra"
 	"github.com/kernelet/kernelet/agent/gc"
@@ -63,6 +64,7 @@ type podMetrics struct {
 	podResources  *podresources.Metrics
 	cpu           *cpumanager.Metrics
 	dra           *dra.Metrics
+	storageHealth *csi.StorageHealth
 }
 
 // newRegistries builds the endpoints' registries, each package registering
@@ -75,7 +77,8 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		probes: prober.NewMetrics(), eviction: eviction.NewMetrics(), throttle: throttle.NewMetrics(), imageGC: gc.NewImageGCMetrics(r.main),
 		oomScores: runtime.NewOOMScores(), oomKills: oomwatch.NewKillsCounter(), reclaimStalls: oomwatch.NewReclaimStallCounter(),
 		bpf: bpf.NewCollector(), cgroups: cgroups.NewManagerMetrics(r.main), resize: allocation.NewMetrics(), cpu: cpumanager.NewMetrics(),
-		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics(), dra: dra.NewMetrics()}
+		devices: devicemanager.NewMetrics(), podResources: podresources.NewMetrics(), dra: dra.NewMetrics(),
+		storageHealth: csi.NewStorageHealth()}
 	m.cri.ObservePulls(m.workers.ImagePulled) // kubelet_pod_start_sli_duration_seconds leaves pulls out
 	err := errors.Join(
 		r.main.Register(collectors.NewGoCollector()),
@@ -90,6 +93,7 @@ func (a *Agent) newRegistries() (registries, podMetrics, error) {
 		m.devices.Register(r.main),
 		m.podResources.Register(r.main),
 		m.dra.Register(r.main),
+		r.main.Register(m.storageHealth),
 		r.main.Register(m.oomScores),
 		r.main.Register(m.cpu),
 		r.main.Register(m.oomKills),

@@ -46,6 +46,10 @@ type NodeCapabilities struct {
 	StageUnstage, VolumeStats, VolumeMountGroup bool
 	// Expand: the driver expands volumes on the node (EXPAND_VOLUME).
 	Expand bool
+	// VolumeHealth and StorageHealth: the driver answers
+	// NodeGetVolumeHealth (GET_VOLUME_HEALTH) and NodeGetStorageHealth
+	// (GET_STORAGE_HEALTH).
+	VolumeHealth, StorageHealth bool
 }
 
 // NodeGetCapabilities asks the node service's capabilities.
@@ -65,6 +69,10 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) (NodeCapabilities, err
 			caps.VolumeMountGroup = true
 		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
 			caps.Expand = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:
+			caps.VolumeHealth = true
+		case csipb.NodeServiceCapability_RPC_GET_STORAGE_HEALTH:
+			caps.StorageHealth = true
 		}
 	}
 	return caps, nil

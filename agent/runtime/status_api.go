@@ -48,6 +48,9 @@ type StatusInputs struct {
 	// status.allocatedResources (InPlacePodLevelResourcesVerticalScaling);
 	// nil: neither is reported.
 	PodCgroup func() cgroups.CgroupSettings
+	// VolumeHealth gives the pod's status.volumeHealth (the CSI drivers'
+	// NodeGetVolumeHealth; the CSIVolumeHealth gate); nil: none.
+	VolumeHealth func() []v1.PodVolumeHealth
 }
 
 // ToAPIStatus converts the runtime's view of pod into its API status at
@@ -110,6 +113,9 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 		}
 	}
 	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses, initDone, reset)
+	if in.VolumeHealth != nil {
+		out.VolumeHealth = in.VolumeHealth()
+	}
 
 	cond := func(typ v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
 		c := v1.PodCondition{Type: typ, Status: v1.ConditionTrue, LastTransitionTime: t}

@@ -56,6 +56,10 @@
 //   - VolumesInUse is the node status's volumesInUse; Usage the volumes'
 //     NodeGetVolumeStats (cached for volumeStatsAggPeriod) for the Summary
 //     API and kubelet_volume_stats_*.
+//   - ProbeHealth asks the drivers with GET_VOLUME_HEALTH for the
+//     published persistent volumes' health (NodeGetVolumeHealth; the
+//     CSIVolumeHealth gate) and VolumeHealth is a pod's
+//     status.volumeHealth from it (decisions in health.go).
 //
 // The PV pv.beta.kubernetes.io/gid annotations of a pod's published
 // volumes are its containers' extra supplemental groups

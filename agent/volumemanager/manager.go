@@ -30,8 +30,10 @@ type Manager struct {
 	// pod; resolved caches each pod volume's spec.
 	desired  map[types.UID]map[v1.UniqueVolumeName]bool
 	resolved map[types.UID]map[string]volumeSpec
-	// usage caches the volumes' stats (Usage).
-	usage map[usageKey]VolumeUsage
+	// usage caches the volumes' stats (Usage); health is each pod's
+	// status.volumeHealth (ProbeHealth).
+	usage  map[usageKey]VolumeUsage
+	health map[types.UID][]v1.PodVolumeHealth
 	// resize is each volume's node expansion state, until unstaged.
 	resize map[v1.UniqueVolumeName]*resizeState
 	// locks serialize the operations on one volume, podLocks on one pod.
@@ -81,7 +83,7 @@ func New(cfg Config) *Manager {
 		staged: map[v1.UniqueVolumeName]*stagedVol{}, published: map[types.UID]map[string]*publishedVol{},
 		desired: map[types.UID]map[v1.UniqueVolumeName]bool{}, resolved: map[types.UID]map[string]volumeSpec{},
 		locks: map[v1.UniqueVolumeName]*sync.Mutex{}, podLocks: map[types.UID]*sync.Mutex{},
-		usage: map[usageKey]VolumeUsage{}, resize: map[v1.UniqueVolumeName]*resizeState{},
+		usage: map[usageKey]VolumeUsage{}, health: map[types.UID][]v1.PodVolumeHealth{}, resize: map[v1.UniqueVolumeName]*resizeState{},
 	}
 }
 

@@ -55,6 +55,7 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	delete(m.published, uid)
 	delete(m.desired, uid)
 	delete(m.resolved, uid)
+	delete(m.health, uid)
 	for k := range m.usage {
 		if k.uid == uid {
 			delete(m.usage, k)

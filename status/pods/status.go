@@ -31,7 +31,8 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 // does not own taken from api, and — when api is terminal and ours is not
 // — api's phase, reason and message, as a terminal phase never regresses;
 // api's extendedResourceClaimStatus and nodeAllocatableResourceClaimStatuses
-// (the scheduler's) and, when ours has none, its resourceClaimStatuses.
+// (the scheduler's) and, when ours has none, its resourceClaimStatuses
+// and volumeHealth.
 // A pod with generation gen reports it as observedGeneration.
 func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	out := *ours.DeepCopy()
@@ -61,6 +62,11 @@ func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	// node's change of extendedResourceClaimStatus).
 	if len(out.ResourceClaimStatuses) == 0 {
 		out.ResourceClaimStatuses = api.ResourceClaimStatuses
+	}
+	// The volumes' health survives a status without it (an agent that
+	// restarted and has not asked the drivers yet), as with kubelet.
+	if len(out.VolumeHealth) == 0 {
+		out.VolumeHealth = api.VolumeHealth
 	}
 	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
 	out.NodeAllocatableResourceClaimStatuses = api.NodeAllocatableResourceClaimStatuses

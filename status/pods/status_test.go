@@ -37,6 +37,16 @@ func TestMergeStatus(t *testing.T) {
 			ours: v1.PodStatus{Phase: v1.PodSucceeded},
 			want: v1.PodStatus{Phase: v1.PodSucceeded},
 		},
+		"the volumes' health is kept until ours has some": {
+			api:  v1.PodStatus{Phase: v1.PodRunning, VolumeHealth: []v1.PodVolumeHealth{{Name: "old"}}},
+			ours: v1.PodStatus{Phase: v1.PodRunning},
+			want: v1.PodStatus{Phase: v1.PodRunning, VolumeHealth: []v1.PodVolumeHealth{{Name: "old"}}},
+		},
+		"our volumes' health wins": {
+			api:  v1.PodStatus{Phase: v1.PodRunning, VolumeHealth: []v1.PodVolumeHealth{{Name: "old"}}},
+			ours: v1.PodStatus{Phase: v1.PodRunning, VolumeHealth: []v1.PodVolumeHealth{{Name: "new"}}},
+			want: v1.PodStatus{Phase: v1.PodRunning, VolumeHealth: []v1.PodVolumeHealth{{Name: "new"}}},
+		},
 		"the scheduler's DRA statuses are the API server's": {
 			api: v1.PodStatus{Phase: v1.PodPending, ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "c"},
 				NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{{ResourceClaimName: "n"}}},

@@ -28,6 +28,9 @@
 // directory made at NodePublishVolume and deleted at
 // NodeUnpublishVolume. The log keeps NodePublishVolume's volume context
 // and secret names for the tests.
+// NodeGetVolumeHealth and NodeGetStorageHealth answer the adverse
+// conditions a test set with SetVolumeHealth and SetStorageHealth (files
+// under <state>/health; none: healthy).
 //
 // Registrar serves the pluginregistration.v1 API on a socket in the
 // node's plugins_registry, as node-driver-registrar does. cmd/csidriver

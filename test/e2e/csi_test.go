@@ -171,6 +171,8 @@ func TestCSIPersistentVolume(t *testing.T) {
 	ctx := t.Context()
 	prefix := strings.ToLower(env.RunID())
 	driverName := prefix + ".csi.kernelet.test"
+	// Volume and storage health, asked every 2 s.
+	appendConfig(t, c.agentNode, "featureGates: {CSIVolumeHealth: true}\nvolumeStatsAggPeriod: 2s\n")
 	c.start(t)
 	d := startCSIDriver(t, c.agentNode, driverName)
 	o := apiObjects{t: t, admin: c.admin}
@@ -298,6 +300,7 @@ func TestCSIPersistentVolume(t *testing.T) {
 	waitFor(t, time.Minute, series+" on /metrics", func() (bool, error) {
 		return strings.Contains(agentGet(t, c.url("/metrics")), series), nil
 	})
+	checkVolumeHealth(t, c, d, second, handle2)
 	before := d.nodeCalls(t, "")
 	c.stop(t, syscall.SIGKILL)
 	c.start(t)
@@ -384,6 +387,57 @@ func TestCSIPersistentVolume(t *testing.T) {
 	if _, err := os.Stat(csidriver.VolumePath(d.stateDir, inlineHandle)); !os.IsNotExist(err) {
 		t.Errorf("the inline volume is left in the driver: %v", err)
 	}
+}
+
+// checkVolumeHealth: the driver reports the pod's volume (handle)
+// degraded and its storage backend degraded, then healthy again: the
+// pod's status.volumeHealth, the CSINode's status.storageHealth and
+// csi_node_storage_health_status follow (CSIVolumeHealth).
+func checkVolumeHealth(t *testing.T, c *clusterNode, d *csiDriverProc, pod *v1.Pod, handle string) {
+	t.Helper()
+	ctx := t.Context()
+	start := time.Now()
+	if err := csidriver.SetVolumeHealth(d.stateDir, handle, csidriver.HealthEntry{Type: "DEGRADED", Reason: "ReplicaLost", Message: "one replica of two"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := csidriver.SetStorageHealth(d.stateDir, csidriver.HealthEntry{Type: "STORAGE_DEGRADED", Reason: "SlowBackend", Message: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "status.volumeHealth of "+pod.Name, func() (bool, error) {
+		p, err := c.getPod(t, pod.Name)
+		if err != nil {
+			return false, err
+		}
+		h := p.Status.VolumeHealth
+		ok := len(h) == 1 && h[0].Name == "data" && len(h[0].HealthConditions) == 1 &&
+			h[0].HealthConditions[0] == v1.VolumeHealthCondition{Status: v1.VolumeHealthDegraded, Reason: "ReplicaLost", Message: "one replica of two"}
+		return ok, fmt.Errorf("volumeHealth %+v", h)
+	})
+	storageHealth := func(want int) {
+		t.Helper()
+		waitFor(t, time.Minute, "the CSINode's status.storageHealth", func() (bool, error) {
+			cn, err := c.admin.StorageV1().CSINodes().Get(ctx, c.node, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			h := cn.Status.StorageHealth
+			if want == 0 {
+				return len(h) == 0, fmt.Errorf("storageHealth %+v", h)
+			}
+			return len(h) == 1 && h[0].Name == d.name && len(h[0].HealthConditions) == 1 &&
+				h[0].HealthConditions[0].Status == storagev1.StorageDegraded && h[0].HealthConditions[0].Reason == "SlowBackend", fmt.Errorf("storageHealth %+v", h)
+		})
+	}
+	storageHealth(1)
+	series := fmt.Sprintf(`csi_node_storage_health_status{driver_name=%q,reason="SlowBackend",status="StorageDegraded"} 1`, d.name)
+	if m := agentGet(t, c.url("/metrics")); !strings.Contains(m, series) {
+		t.Errorf("no %s on /metrics", series)
+	}
+	if err := csidriver.SetStorageHealth(d.stateDir); err != nil {
+		t.Fatal(err)
+	}
+	storageHealth(0)
+	t.Logf("volume and storage health reported and cleared in %v", time.Since(start).Round(time.Millisecond))
 }
 
 // checkInlinePublish checks the volume context of the inline volume's

@@ -102,6 +102,9 @@ type Options struct {
 	// authenticator (--enable-bootstrap-token-auth), as kubeadm does:
 	// CreateBootstrapToken then makes a token nodes join with.
 	BootstrapTokenAuth bool
+	// FeatureGates is kube-apiserver's --feature-gates (name=bool,...;
+	// "": the defaults).
+	FeatureGates string
 	// ClusterSigningDuration is kube-controller-manager's
 	// --cluster-signing-duration (0: its default, a year): the lifetime of
 	// the certificates its csrsigning controller issues.
@@ -300,6 +303,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.BootstrapTokenAuth {
 		apiserverArgs = append(apiserverArgs, "--enable-bootstrap-token-auth=true")
+	}
+	if opts.FeatureGates != "" {
+		apiserverArgs = append(apiserverArgs, "--feature-gates="+opts.FeatureGates)
 	}
 	if opts.VerifyKubeletServing {
 		apiserverArgs = append(apiserverArgs, "--kubelet-certificate-authority="+f(caCertFile))
@@ -624,6 +630,12 @@ func Down(stateDir string) error {
 
 var shared env.Shared[*Server]
 
+// SharedFeatureGates are the shared API server's alpha gates that node
+// features kernelet implements need: CSIVolumeHealth keeps the pods'
+// status.volumeHealth and the CSINodes' status.storageHealth and lets
+// nodes write csinodes/status.
+const SharedFeatureGates = "CSIVolumeHealth=true"
+
 // Shared returns the control plane shared by the tests of this test binary,
 // starting it on first use; env.Main stops it (the package's TestMain must
 // use env.Main). A missing prerequisite (no cached build and no Go
@@ -645,7 +657,7 @@ func Shared(t testing.TB) *Server {
 				DefaultKubeVersion, DefaultEtcdVersion, env.CacheDir(), err))
 		}
 		t.Logf("control plane binaries ready in %v", time.Since(buildStart).Round(time.Millisecond))
-		srv, err := Start(ctx, Options{Binaries: bins, Logf: t.Logf})
+		srv, err := Start(ctx, Options{Binaries: bins, Logf: t.Logf, FeatureGates: SharedFeatureGates})
 		if err != nil {
 			return nil, nil, err
 		}
