@@ -166,9 +166,9 @@ func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 	var errs []error
 	external := false
 	for _, p := range plugins {
-		if p.Name() == PluginCSI {
-			// The CSI volumes are agent/volumemanager's: NodeUnpublish,
-			// never an unmount or a removal from here.
+		if isExternal(p.Name()) {
+			// The CSI volumes and local PVs are agent/volumemanager's:
+			// NodeUnpublish, never an unmount or a removal from here.
 			external = true
 			continue
 		}
@@ -191,7 +191,7 @@ func (m *Manager) removeVolumes(ctx context.Context, uid types.UID) error {
 	}
 	if external {
 		for _, p := range plugins {
-			if p.Name() != PluginCSI {
+			if !isExternal(p.Name()) {
 				errs = append(errs, os.Remove(filepath.Join(root, p.Name())))
 			}
 		}

@@ -19,7 +19,13 @@ const (
 	// PluginCSI holds the CSI volumes, which agent/volumemanager sets up
 	// and tears down: this package leaves that directory alone.
 	PluginCSI = "kubernetes.io~csi"
+	// PluginLocal holds the local PVs' bind mounts, agent/volumemanager's
+	// too.
+	PluginLocal = "kubernetes.io~local-volume"
 )
+
+// isExternal tells whether a pod volumes directory is agent/volumemanager's.
+func isExternal(plugin string) bool { return plugin == PluginCSI || plugin == PluginLocal }
 
 // DefaultMode is the mode of the files of configMap, secret, downwardAPI
 // and projected volumes that set none (0644).

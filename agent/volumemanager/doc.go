@@ -65,9 +65,14 @@
 // volumes are its containers' extra supplemental groups
 // (ExtraSupplementalGroups, kubelet's GetExtraSupplementalGroupsForPod).
 // A hostPath PV is the host path itself (its type checked as an inline
-// hostPath volume's), a PV with node affinity is used only on a node its
-// terms select; the other in-tree PV sources (local among them) are
-// refused, with an error naming the source.
+// hostPath volume's); a local PV's directory is bind-mounted at
+// <pods>/<uid>/volumes/kubernetes.io~local-volume/<pv> (read-only for a
+// read-only claim, the pod's fsGroup applied unless another pod mounts
+// it; kubelet's missing path message; block mode, a block device path and
+// mountOptions refused), reconstructed and torn down as the CSI volumes
+// (local.go); a PV with node affinity is used only on a node its terms
+// select; the other in-tree PV sources are refused, with an error naming
+// the source.
 // Which paths, names and requests a volume gets are pure functions
 // (paths.go, spec.go); the API reads, CSI calls and the block volumes'
 // links and bind mounts sit beside them. Filesystems are mounted by the

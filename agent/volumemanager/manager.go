@@ -58,10 +58,29 @@ type publishedVol struct {
 	target                 string
 	mounted                bool
 	// block: mapped to the pod's device link; inline: a CSI ephemeral
-	// inline volume (never staged, not in volumesInUse); republish: its
+	// inline volume (never staged, not in volumesInUse); local: a local
+	// PV bind-mounted at target (no driver); republish: its
 	// driver requiresRepublish, which reconstructed volumes (checked
 	// false) learn at their first sync.
-	block, inline, republish, checked bool
+	block, inline, local, republish, checked bool
+}
+
+// unique is the volume's name in volumesInUse.
+func (p *publishedVol) unique() v1.UniqueVolumeName {
+	if p.local {
+		return localUniqueName(p.pvName)
+	}
+	return UniqueVolumeName(p.driver, p.handle)
+}
+
+// want records that pod uid wants volume u (volumesInUse).
+func (m *Manager) want(uid types.UID, u v1.UniqueVolumeName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.desired[uid] == nil {
+		m.desired[uid] = map[v1.UniqueVolumeName]bool{}
+	}
+	m.desired[uid][u] = true
 }
 
 // New returns a Manager; call Reconstruct before the first SetUp.
@@ -121,7 +140,7 @@ func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
 	for _, vols := range m.published {
 		for _, p := range vols {
 			if !p.inline {
-				set[UniqueVolumeName(p.driver, p.handle)] = true
+				set[p.unique()] = true
 			}
 		}
 	}

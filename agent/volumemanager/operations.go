@@ -38,6 +38,14 @@ func (m *Manager) ensure(ctx context.Context, pod *v1.Pod, vol v1.Volume) (strin
 		}
 		return src.Path, volumeError{}
 	}
+	if spec.Local != nil {
+		m.want(pod.UID, spec.Unique())
+		path, err := m.setUpLocal(ctx, pod, spec)
+		if err != nil {
+			return "", volumeError{err: err}
+		}
+		return path, volumeError{}
+	}
 	m.mu.Lock()
 	if !spec.Inline {
 		if m.desired[pod.UID] == nil {

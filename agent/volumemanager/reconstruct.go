@@ -73,7 +73,7 @@ func (m *Manager) Reconstruct(ctx context.Context) error {
 		m.published[uid] = vols
 		m.mu.Unlock()
 		for _, v := range vols {
-			log.Info("Reconstructed a published volume", "podUID", uid, "volume", UniqueVolumeName(v.driver, v.handle), "mounted", v.mounted)
+			log.Info("Reconstructed a published volume", "podUID", uid, "volume", v.unique(), "mounted", v.mounted)
 		}
 	}
 	return errors.Join(errs...)
@@ -116,9 +116,9 @@ func (m *Manager) reconstructBlock(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// CleanupOrphans tears down the CSI volumes of the pods keep does not
-// want (pods deleted while the agent was down, teardowns that failed)
-// and unstages the staged volumes no pod uses.
+// CleanupOrphans tears down the CSI volumes and local PVs of the pods
+// keep does not want (pods deleted while the agent was down, teardowns
+// that failed) and unstages the staged volumes no pod uses.
 func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool) error {
 	var errs []error
 	entries, err := os.ReadDir(m.cfg.PodsDir)
@@ -132,10 +132,11 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 		}
 		_, fsErr := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumes", PluginDir))
 		_, blockErr := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumeDevices", PluginDir))
-		if fsErr != nil && blockErr != nil {
+		_, localErr := os.Stat(filepath.Join(m.cfg.PodsDir, e.Name(), "volumes", LocalPluginDir))
+		if fsErr != nil && blockErr != nil && localErr != nil {
 			continue
 		}
-		klog.FromContext(ctx).Info("Tearing down the CSI volumes of an orphaned pod", "podUID", uid)
+		klog.FromContext(ctx).Info("Tearing down the CSI volumes and local PVs of an orphaned pod", "podUID", uid)
 		if err := m.TearDown(ctx, uid); err != nil {
 			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
 		}

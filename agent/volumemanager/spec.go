@@ -33,6 +33,9 @@ type volumeSpec struct {
 	// HostPath is a hostPath PV's source (no CSI driver: the pod gets
 	// the host path itself, checked against its type).
 	HostPath *v1.HostPathVolumeSource
+	// Local is a local PV's source (no CSI driver: its directory is
+	// bind-mounted for the pod, local.go).
+	Local *v1.LocalVolumeSource
 	// GID is the PV's pv.beta.kubernetes.io/gid annotation: a group the
 	// pod's containers get besides their supplemental groups.
 	GID string
@@ -46,7 +49,12 @@ type volumeSpec struct {
 }
 
 // Unique is the volume's unique name.
-func (s volumeSpec) Unique() v1.UniqueVolumeName { return UniqueVolumeName(s.Driver, s.Handle) }
+func (s volumeSpec) Unique() v1.UniqueVolumeName {
+	if s.Local != nil {
+		return localUniqueName(s.PVName)
+	}
+	return UniqueVolumeName(s.Driver, s.Handle)
+}
 
 // Lifecycle is the volume's CSI lifecycle mode.
 func (s volumeSpec) Lifecycle() storagev1.VolumeLifecycleMode {
@@ -186,12 +194,16 @@ func resolve(pod *v1.Pod, vol v1.Volume, pvc *v1.PersistentVolumeClaim, pv *v1.P
 }
 
 // resolveInTree is the spec of a PV with an in-tree source: hostPath
-// (filesystem mode only, as kubelet's hostPath plugin); the other sources
+// (filesystem mode only, as kubelet's hostPath plugin) and local
+// (resolveLocal); the other sources
 // are refused, naming the source.
 func resolveInTree(vol v1.Volume, pv *v1.PersistentVolume, readOnly bool) (volumeSpec, error) {
+	if pv.Spec.Local != nil {
+		return resolveLocal(vol, pv, readOnly)
+	}
 	src := pv.Spec.HostPath
 	if src == nil {
-		return volumeSpec{}, fmt.Errorf("%w: PV %s: %s persistent volumes are not mounted by kernelet (only CSI and hostPath ones)", ErrUnsupported, pv.Name, pvSourceName(pv))
+		return volumeSpec{}, fmt.Errorf("%w: PV %s: %s persistent volumes are not mounted by kernelet (only CSI, hostPath and local ones)", ErrUnsupported, pv.Name, pvSourceName(pv))
 	}
 	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == v1.PersistentVolumeBlock {
 		return volumeSpec{}, fmt.Errorf("%w: PV %s: a hostPath persistent volume in volumeMode Block", ErrUnsupported, pv.Name)

@@ -92,9 +92,12 @@ func TestResolve(t *testing.T) {
 			pv.Spec.CSI = nil
 			pv.Spec.NFS = &v1.NFSVolumeSource{Server: "s", Path: "/"}
 		}, unsupported: true,
-			want: "not supported by kernelet: PV pv-1: nfs persistent volumes are not mounted by kernelet (only CSI and hostPath ones)"},
-		"local": {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.Local = &v1.LocalVolumeSource{Path: "/mnt"} }, unsupported: true,
-			want: "not supported by kernelet: PV pv-1: local persistent volumes are not mounted by kernelet (only CSI and hostPath ones)"},
+			want: "not supported by kernelet: PV pv-1: nfs persistent volumes are not mounted by kernelet (only CSI, hostPath and local ones)"},
+		"local block": {mut: func(pv *v1.PersistentVolume) {
+			pv.Spec.CSI, pv.Spec.Local, pv.Spec.VolumeMode = nil, &v1.LocalVolumeSource{Path: "/mnt"}, ptr.To(v1.PersistentVolumeBlock)
+		}, unsupported: true, want: "not supported by kernelet: PV pv-1: a local persistent volume in volumeMode Block"},
+		"local mount options": {mut: func(pv *v1.PersistentVolume) { pv.Spec.CSI = nil; pv.Spec.Local = &v1.LocalVolumeSource{Path: "/mnt"} },
+			unsupported: true, want: "not supported by kernelet: PV pv-1: mountOptions [noatime] on a local persistent volume"},
 		"hostPath block": {mut: func(pv *v1.PersistentVolume) {
 			pv.Spec.CSI, pv.Spec.HostPath, pv.Spec.VolumeMode = nil, &v1.HostPathVolumeSource{Path: "/x"}, ptr.To(v1.PersistentVolumeBlock)
 		}, unsupported: true},

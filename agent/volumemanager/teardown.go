@@ -39,6 +39,13 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	m.mu.Unlock()
 	touched := map[v1.UniqueVolumeName]stagedRef{}
 	for _, p := range vols {
+		if p.local {
+			if err := m.tearDownLocal(ctx, uid, p); err != nil {
+				errs = append(errs, fmt.Errorf("UnmountVolume.TearDown failed for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
+					p.pvName, p.unique(), uid, uid, err))
+			}
+			continue
+		}
 		if err := m.unpublish(ctx, uid, p); err != nil {
 			errs = append(errs, fmt.Errorf("UnmountVolume.TearDown failed for volume %q (UniqueName: %q) pod %q (UID: %q) : %w",
 				p.pvName, UniqueVolumeName(p.driver, p.handle), uid, uid, err))
@@ -67,8 +74,10 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := removeEmpty(filepath.Join(m.cfg.PodsDir, string(uid), "volumes", PluginDir)); err != nil {
-		errs = append(errs, err)
+	for _, dir := range []string{PluginDir, LocalPluginDir} {
+		if err := removeEmpty(filepath.Join(m.cfg.PodsDir, string(uid), "volumes", dir)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -84,18 +93,19 @@ func (m *Manager) paths(uid types.UID, p *publishedVol) volumePaths {
 	return pathsOf(m.cfg.RootDir, m.cfg.PodsDir, uid, volumeSpec{PVName: p.pvName, Driver: p.driver, Handle: p.handle, Block: p.block, Inline: p.inline})
 }
 
-// podVolumesOnDisk reads the vol_data.json files of pod uid's CSI volumes.
+// podVolumesOnDisk reads the vol_data.json files of pod uid's CSI
+// volumes, its block volumes' links and its local PV mounts.
 func (m *Manager) podVolumesOnDisk(uid types.UID) (map[string]*publishedVol, error) {
 	out := map[string]*publishedVol{}
 	root := filepath.Join(m.cfg.PodsDir, string(uid), "volumes", PluginDir)
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, m.podDevicesOnDisk(uid, out)
+		return out, errors.Join(m.podDevicesOnDisk(uid, out), m.podLocalsOnDisk(uid, out))
 	}
 	if err != nil {
 		return out, err
 	}
-	errs := []error{m.podDevicesOnDisk(uid, out)}
+	errs := []error{m.podDevicesOnDisk(uid, out), m.podLocalsOnDisk(uid, out)}
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
 		data, err := readVolData(dir)
@@ -119,10 +129,7 @@ func (m *Manager) podVolumesOnDisk(uid types.UID) (map[string]*publishedVol, err
 // named by its PV, whose vol_data.json is in the PV's block data dir.
 func (m *Manager) podDevicesOnDisk(uid types.UID, out map[string]*publishedVol) error {
 	root := filepath.Join(m.cfg.PodsDir, string(uid), "volumeDevices", PluginDir)
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	entries, err := readDirIfExists(root)
 	if err != nil {
 		return err
 	}
@@ -285,6 +292,15 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
+}
+
+// readDirIfExists is os.ReadDir, with no entries for a missing dir.
+func readDirIfExists(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return entries, err
 }
 
 // removeEmpty removes dir when it exists and is empty.

@@ -496,10 +496,18 @@ func statefulSet(c *clusterNode, name, template string, gid int64, script string
 // given); it returns the PV's name.
 func staticCSIVolume(t *testing.T, c *clusterNode, d *csiDriverProc, name, handle string, mode ...v1.PersistentVolumeMode) string {
 	t.Helper()
-	ctx := t.Context()
 	if err := os.MkdirAll(csidriver.VolumePath(d.stateDir, handle), 0o777); err != nil {
 		t.Fatal(err)
 	}
+	return staticVolume(t, c, name, v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle}}, nil, mode...)
+}
+
+// staticVolume makes a PV of src (with affinity, nil: none) and the PVC
+// name bound to it, and waits until kube-controller-manager bound them;
+// it returns the PV's name. Both are deleted at the end of the test.
+func staticVolume(t *testing.T, c *clusterNode, name string, src v1.PersistentVolumeSource, affinity *v1.VolumeNodeAffinity, mode ...v1.PersistentVolumeMode) string {
+	t.Helper()
+	ctx := t.Context()
 	pvName := strings.ToLower(env.RunID()) + "-" + name
 	var volumeMode *v1.PersistentVolumeMode
 	if len(mode) > 0 {
@@ -511,7 +519,7 @@ func staticCSIVolume(t *testing.T, c *clusterNode, d *csiDriverProc, name, handl
 		Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
 		AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain, VolumeMode: volumeMode,
-		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: d.name, VolumeHandle: handle}},
+		PersistentVolumeSource: src, NodeAffinity: affinity,
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
