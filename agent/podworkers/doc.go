@@ -12,7 +12,10 @@
 // Admission runs the AdmitHandlers it is given, in order; kubelet's own
 // are here (admit.go: ResourceFit, Validate; admit_node.go: PodOS,
 // NodeName, NodeAffinity, Taints, NodePorts, Sysctls), and a rejected pod
-// ends Failed (RejectedStatus). With an Allocation (agent/allocation),
+// ends Failed (RejectedStatus). A pod already Succeeded or Failed in its
+// source when first seen (an agent restart) is not admitted: it is
+// stopped, never synced, keeps its source's status and counts against no
+// other pod. With an Allocation (agent/allocation),
 // a pod and the others are admitted at their allocated requirements and
 // an admitted pod's are recorded. Metrics (metrics.go) times the syncs as
 // kubelet's kubelet_pod_worker_duration_seconds,

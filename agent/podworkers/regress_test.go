@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -179,5 +180,88 @@ func TestSyncCancelledByTerminateIsNoFailure(t *testing.T) {
 	}
 	if !strings.Contains(log, "Sync pod cancelled") {
 		t.Errorf("no \"Sync pod cancelled\" line:\n%s", log)
+	}
+}
+
+// A pod already Succeeded in the API server when the workers first see it
+// (an agent restart) is not admitted again nor run: its phase stays, what
+// of it may still run is stopped, and its requests do not count against
+// the pods admitted after it. Before, it went through admission again and
+// the resource fit (its extended resource not offered yet) turned it
+// Failed.
+func TestTerminalInSourceNotAdmitted(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	var admitted []string
+	var statuses []string
+	record := AdmitFunc(func(a AdmitAttributes) AdmitResult {
+		mu.Lock()
+		defer mu.Unlock()
+		admitted = append(admitted, a.Pod.Name)
+		return AdmitResult{Admit: true}
+	})
+	const ext = v1.ResourceName("example.com/resource")
+	terminated := make(chan *v1.Pod, 1)
+	ws, err := New(Config{Syncer: f, Admit: []AdmitHandler{record,
+		ResourceFit(Allocatable{MilliCPU: 1000, Pods: 1}),
+		ExtendedFit(func() map[v1.ResourceName]int64 { return map[v1.ResourceName]int64{ext: 1} })},
+		OnStatus: func(p *v1.Pod, st v1.PodStatus) {
+			mu.Lock()
+			defer mu.Unlock()
+			statuses = append(statuses, p.Name+"="+string(st.Phase))
+		},
+		OnTerminated: func(p *v1.Pod) { terminated <- p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); ws.Wait() }()
+	withExt := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Containers[0].Resources.Requests[ext] = resource.MustParse("1")
+		p.Spec.Containers[0].Resources.Limits = v1.ResourceList{ext: resource.MustParse("1")}
+		return p
+	}
+	done := withExt(testPod("done", "600m", ""))
+	done.Status = v1.PodStatus{Phase: v1.PodSucceeded, Reason: "Completed", Message: "all done"}
+	ws.Update(ctx, Update{Type: SyncPod, Pod: done})
+	if uid := wait(t, f.stopped); uid != done.UID {
+		t.Fatalf("stopped %s, want the terminal pod stopped", uid)
+	}
+	ws.Reconcile(ctx, done) // its status echoed again: still nothing runs
+	b := withExt(testPod("b", "600m", ""))
+	ws.Update(ctx, Update{Type: SyncPod, Pod: b}) // fits only if done does not count (cpu, pods, ext)
+	wait(t, f.syncDone)
+	mu.Lock()
+	if len(admitted) != 1 || admitted[0] != "b" {
+		t.Errorf("admitted %v, want only b", admitted)
+	}
+	for _, s := range statuses {
+		if strings.HasPrefix(s, "done=") {
+			t.Errorf("the terminal pod's status was changed: %s", s)
+		}
+	}
+	mu.Unlock()
+	for _, r := range ws.Pods() {
+		switch r.Pod.Name {
+		case "done":
+			if r.Status.Phase != v1.PodSucceeded || r.Status.Reason != "Completed" || !r.Finished {
+				t.Errorf("terminal pod record %+v", r)
+			}
+		case "b":
+			if r.Status.Phase != v1.PodRunning {
+				t.Errorf("b is %q, want admitted and running", r.Status.Phase)
+			}
+		}
+	}
+	if n := f.count("sync"); n != 1 {
+		t.Errorf("%d syncs, want 1 (b's; the terminal pod never syncs)", n)
+	}
+	ws.Update(ctx, Update{Type: TerminatePod, Pod: done}) // deleted in the API server
+	if uid := wait(t, f.killed); uid != done.UID {
+		t.Fatalf("killed %s", uid)
+	}
+	wait(t, f.cleaned)
+	if p := wait(t, terminated); p.UID != done.UID {
+		t.Fatalf("terminated %s", p.UID)
 	}
 }

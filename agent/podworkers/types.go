@@ -150,7 +150,8 @@ type PodRecord struct {
 	// Terminating is true from a terminate or kill update on.
 	Terminating bool
 	// Finished is true once the pod reached Succeeded or Failed on its own
-	// and was stopped: it no longer counts against the node's capacity.
+	// and was stopped, or from the start for a pod terminal in its source
+	// when first seen: it no longer counts against the node's capacity.
 	Finished bool
 	// LastSync is when the last sync finished; LastErr its error.
 	LastSync time.Time

@@ -52,6 +52,9 @@ type worker struct {
 	// or kill on (requestGrace).
 	deadline *grace.Deadline
 	grace    int64
+	// terminal: the pod was Succeeded or Failed in its source when first
+	// seen: it is stopped, never synced, and keeps its source's status.
+	terminal bool
 }
 
 // New returns workers; nothing runs until the first Update.
@@ -163,6 +166,10 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			return
 		}
 	}
+	if podutil.IsTerminal(u.Pod.Status.Phase) {
+		ws.startTerminal(klog.NewContext(ctx, log), u.Pod)
+		return
+	}
 	alloc := func(p *v1.Pod) *v1.Pod { return p }
 	if ws.cfg.Allocation != nil {
 		// After an agent restart a pod is admitted at what it was
@@ -187,6 +194,18 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 	w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod}, wake: make(chan struct{}, 1)}
 	ws.workers[uid] = w
 	ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
+}
+
+// startTerminal starts the worker of a pod terminal in its source (it
+// finished before an agent restart, or the control plane failed it): it
+// is never admitted again nor run, its phase stays, and whatever of it
+// still runs stops (kubelet's).
+func (ws *Workers) startTerminal(ctx context.Context, pod *v1.Pod) {
+	klog.FromContext(ctx).V(2).Info("Pod is terminal in its source; not admitted", "phase", pod.Status.Phase)
+	w := &worker{uid: pod.UID, rec: PodRecord{Pod: pod, Status: *pod.Status.DeepCopy(), Finished: true},
+		wake: make(chan struct{}, 1), terminal: true}
+	ws.workers[pod.UID] = w
+	ws.wg.Go(func() { ws.run(ctx, w) })
 }
 
 // statusChanged hands a pod's new status to Config.OnStatus.
@@ -320,6 +339,13 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			ws.terminate(ctx, w, *u)
 			return
 		}
+		if w.terminal {
+			cancel()
+			if next := ws.finish(ctx, w); next != nil {
+				ws.terminate(ctx, w, *next)
+			}
+			return
+		}
 		res, err := ws.cfg.Syncer.SyncPod(sctx, u.Pod)
 		// Whether the sync was cut short by a terminate or kill is the
 		// worker's own knowledge, not the error's: a CRI call cut short
@@ -378,7 +404,7 @@ func (ws *Workers) finish(ctx context.Context, w *worker) *Update {
 		st, err := ws.cfg.Syncer.StopPod(ctx, pod)
 		if err == nil {
 			ws.mu.Lock()
-			if st.Phase != "" {
+			if st.Phase != "" && !w.terminal { // a terminal pod's status is its source's
 				w.rec.Status = withTransitionTimes(w.rec.Status, st)
 				ws.statusChanged(w.rec.Pod, w.rec.Status)
 			}

@@ -28,8 +28,9 @@ var OwnedConditions = map[v1.PodConditionType]bool{
 
 // MergeStatus is the status to send for a pod whose API server status is
 // api when the agent computed ours: ours, with the conditions the agent
-// does not own taken from api, and — when api is terminal and ours is not
-// — api's phase, reason and message, as a terminal phase never regresses;
+// does not own taken from api, and — when api is terminal and ours is
+// another phase — api's phase, reason and message, as a terminal phase
+// never changes (kubelet's "illegal phase transition");
 // api's extendedResourceClaimStatus and nodeAllocatableResourceClaimStatuses
 // (the scheduler's) and, when ours has none, its resourceClaimStatuses
 // and volumeHealth.
@@ -48,7 +49,7 @@ func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 	}
 	// The API server's own conditions first, in its order, then ours.
 	out.Conditions = append(conds, out.Conditions...)
-	if podutil.IsTerminal(api.Phase) && !podutil.IsTerminal(out.Phase) {
+	if podutil.IsTerminal(api.Phase) && out.Phase != api.Phase {
 		out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
 	}
 	if out.StartTime == nil && api.StartTime != nil {

@@ -32,6 +32,11 @@ func TestMergeStatus(t *testing.T) {
 			ours: v1.PodStatus{Phase: v1.PodRunning},
 			want: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "low on memory"},
 		},
+		"a terminal phase never changes": {
+			api:  v1.PodStatus{Phase: v1.PodSucceeded, Reason: "Completed"},
+			ours: v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfexample.com/resource", Message: "Node didn't have enough resource"},
+			want: v1.PodStatus{Phase: v1.PodSucceeded, Reason: "Completed"},
+		},
 		"a terminal phase of ours wins": {
 			api:  v1.PodStatus{Phase: v1.PodRunning},
 			ours: v1.PodStatus{Phase: v1.PodSucceeded},

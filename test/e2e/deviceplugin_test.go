@@ -280,6 +280,14 @@ func TestDevicePlugins(t *testing.T) {
 		t.Errorf("the pod's container was restarted: %+v", p.Status.ContainerStatuses)
 	}
 
+	// A pod that used a device and Succeeded before the agent restarts.
+	donePod := devicePod("device-done", 1)
+	donePod.Spec.RestartPolicy = v1.RestartPolicyNever
+	donePod.Spec.Containers[0].Args = []string{"exit", "--code", "0"}
+	c.createPod(t, donePod)
+	done := c.waitPhase(t, donePod.Name, v1.PodSucceeded, 60*time.Second)
+	refused := rejected // the pod asking for 3
+
 	// The agent restarts: the allocation comes back from the checkpoint.
 	c.stop(t, syscall.SIGTERM)
 	if _, err := os.Stat(filepath.Join(dir, devicemanager.CheckpointName)); err != nil {
@@ -308,5 +316,19 @@ func TestDevicePlugins(t *testing.T) {
 	}
 	if got := c.deviceFiles(t, one); got != files {
 		t.Errorf("after the agent's restart the pod sees %q, want %q", got, files)
+	}
+	// The pods that were terminal before the restart were not admitted
+	// again: their phase, reason and message are unchanged (before, the
+	// Succeeded pod was re-admitted while the plugin had not registered
+	// yet and turned Failed).
+	for _, before := range []*v1.Pod{done, refused} {
+		p, err := c.getPod(t, before.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status.Phase != before.Status.Phase || p.Status.Reason != before.Status.Reason || p.Status.Message != before.Status.Message {
+			t.Errorf("pod %s after the agent's restart: %s %q %q, want it unchanged: %s %q %q", p.Name, p.Status.Phase, p.Status.Reason,
+				p.Status.Message, before.Status.Phase, before.Status.Reason, before.Status.Message)
+		}
 	}
 }
