@@ -31,6 +31,10 @@ const (
 	// true rather than at the next period.
 	fastStatusInterval = 100 * time.Millisecond
 	fastStatusFor      = 2 * time.Minute
+	// runtimeCheckWait bounds the wait, before the first status after
+	// start, for the inputs to carry a runtime check (kubelet checks the
+	// runtime once before its first status update).
+	runtimeCheckWait = 2 * time.Second
 )
 
 // DefaultStartingMessage is the message of the Starting event (kubelet's
@@ -50,14 +54,19 @@ type Controller struct {
 
 	started time.Time // set by Run
 
-	mu            sync.Mutex
-	readyReported bool // the Node was seen or written Ready
-	status        Status
-	node          *v1.Node // last known (written or read)
-	nodeUID       types.UID
-	statusOut     outage
-	registerOut   outage
-	leaseOutage   outage
+	mu sync.Mutex
+	// readyComputed: a status this agent computed said Ready. The Node's
+	// own Ready condition does not count: after a restart it is the
+	// previous agent's.
+	readyComputed bool
+	// runtimeAwaited: the wait for the first runtime check is over.
+	runtimeAwaited bool
+	status         Status
+	node           *v1.Node // last known (written or read)
+	nodeUID        types.UID
+	statusOut      outage
+	registerOut    outage
+	leaseOutage    outage
 }
 
 // outage tracks one loop's failures so that an outage is logged once.
@@ -120,8 +129,9 @@ func (c *Controller) Node() *v1.Node {
 // registers the Node (retrying with back-off until it succeeds: an
 // unreachable API server does not block the caller beyond Run itself),
 // then updates its status every nodeStatusUpdateFrequency, the first time
-// right after registration; until the Node is first Ready (for at most
-// 2 minutes after start), also as soon as the inputs say it would be. A Node deleted behind its back is registered
+// right after registration (once the runtime was asked, for at most
+// runtimeCheckWait); until a status it computed says Ready (for at most 2
+// minutes after start), also as soon as the inputs say it would be. A Node deleted behind its back is registered
 // again (registerNode: true) or waited for. Run returns when ctx is done;
 // it is called once.
 func (c *Controller) Run(ctx context.Context) {
@@ -226,6 +236,9 @@ func (c *Controller) registered(ctx context.Context, n *v1.Node, msg string) {
 // statusLoop updates the status now and then every period until ctx ends
 // (nil) or the Node is gone (errNodeGone).
 func (c *Controller) statusLoop(ctx context.Context) error {
+	if !c.awaitRuntimeCheck(ctx) {
+		return nil
+	}
 	t := c.clock.NewTicker(c.cfg.Kubelet.NodeStatusUpdateFrequency.Duration)
 	defer t.Stop()
 	for {
@@ -246,15 +259,49 @@ func (c *Controller) statusLoop(ctx context.Context) error {
 	}
 }
 
+// awaitRuntimeCheck waits, once after start, until the inputs carry a
+// runtime check (Runtime.LastSync set), checking every fastStatusInterval
+// for at most runtimeCheckWait: the first status then does not say
+// NotReady ("container runtime status check may not have completed yet")
+// only because the runtime was not asked yet, which after a restart
+// turned a Ready Node NotReady until the next period. False when ctx ends
+// first.
+func (c *Controller) awaitRuntimeCheck(ctx context.Context) bool {
+	c.mu.Lock()
+	done := c.runtimeAwaited
+	c.runtimeAwaited = true
+	c.mu.Unlock()
+	if done {
+		return true
+	}
+	deadline := c.clock.Now().Add(runtimeCheckWait)
+	for c.cfg.Inputs(ctx).Runtime.LastSync.IsZero() && c.clock.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.clock.After(fastStatusInterval):
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// FastStatusUpdates reports whether the status is still checked every
+// fastStatusInterval for readiness: after start, until a status the agent
+// computed said Ready, for at most fastStatusFor (kubelet's fast status
+// update at start, which then falls back to nodeStatusUpdateFrequency).
+func FastStatusUpdates(readyComputed bool, sinceStart time.Duration) bool {
+	return !readyComputed && sinceStart < fastStatusFor
+}
+
 // waitNextUpdate waits for the next status update: the next period, or —
-// after start, until the Node is first Ready — the moment the inputs say
+// after start, until a status computed here says Ready — the moment the inputs say
 // it would be Ready (checked every fastStatusInterval, as kubelet does).
 // False when ctx ends first.
 func (c *Controller) waitNextUpdate(ctx context.Context, period <-chan time.Time) bool {
 	for {
 		var fast <-chan time.Time
 		c.mu.Lock()
-		if !c.readyReported && c.clock.Since(c.started) < fastStatusFor {
+		if FastStatusUpdates(c.readyComputed, c.clock.Since(c.started)) {
 			fast = c.clock.After(fastStatusInterval)
 		}
 		c.mu.Unlock()
@@ -323,6 +370,7 @@ func (c *Controller) tryUpdateStatus(ctx context.Context, in Inputs, try int) er
 	events := SetStatus(updated, &c.cfg, in, now)
 	c.mu.Lock()
 	last := c.status.LastStatusPatch
+	c.readyComputed = c.readyComputed || isReady(&updated.Status)
 	c.mu.Unlock()
 	if !ShouldPatch(StatusChanged(&n.Status, &updated.Status), last, now, c.cfg.Kubelet.NodeStatusReportFrequency.Duration) {
 		c.mu.Lock()
@@ -354,11 +402,16 @@ func (c *Controller) setNode(n *v1.Node) {
 
 func (c *Controller) setNodeLocked(n *v1.Node) {
 	c.node, c.nodeUID = n, n.UID
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue {
-			c.readyReported = true
+}
+
+// isReady reports whether st's Ready condition is True.
+func isReady(st *v1.NodeStatus) bool {
+	for _, cond := range st.Conditions {
+		if cond.Type == v1.NodeReady {
+			return cond.Status == v1.ConditionTrue
 		}
 	}
+	return false
 }
 
 // heartbeatTimeout bounds one status call: min(lease duration, update

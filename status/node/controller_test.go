@@ -38,6 +38,8 @@ type harness struct {
 
 	mu sync.Mutex
 	in Inputs
+	// unchecked: the runtime was not asked yet (Runtime.LastSync zero).
+	unchecked bool
 }
 
 func newHarness(t *testing.T, cfg *Config, objects ...runtime.Object) *harness {
@@ -49,6 +51,9 @@ func newHarness(t *testing.T, cfg *Config, objects ...runtime.Object) *harness {
 		defer h.mu.Unlock()
 		in := h.in
 		in.Runtime.LastSync = h.clock.Now()
+		if h.unchecked {
+			in.Runtime.LastSync = time.Time{}
+		}
 		return in
 	}
 	ctl, err := New(*cfg)
@@ -437,4 +442,113 @@ func TestControllerReadyAsSoonAsItIs(t *testing.T) {
 	h.eventually("the NodeReady event", func() bool {
 		return slices.Contains(h.events(), "Normal NodeReady Node node-a status is now: NodeReady")
 	})
+}
+
+// After a restart the Node is still Ready from the previous agent: the
+// fast status checks go on until a status this agent computed says Ready,
+// so Ready is written within a fast interval of the runtime turning
+// ready, not a period later (before, the adopted Node's Ready ended them
+// and the Node stayed NotReady for nodeStatusUpdateFrequency).
+func TestControllerReadyPromptlyAfterRestart(t *testing.T) {
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-1"},
+		Status: v1.NodeStatus{Capacity: fullCapacity(), Conditions: steadyConditions()}}
+	h := newHarness(t, testConfig(), existing)
+	notReady := RuntimeCondition{Type: RuntimeReadyCondition, Reason: "Starting", Message: "loading plugins"}
+	h.setInputs(func(in *Inputs) {
+		in.Runtime.Conditions = []RuntimeCondition{notReady, {Type: NetworkReadyCondition, Status: true}}
+	})
+	h.start()
+	h.eventually("the NotReady status", func() bool {
+		c := cond(&h.node().Status, v1.NodeReady)
+		return c != nil && c.Status == v1.ConditionFalse
+	})
+	h.setInputs(func(in *Inputs) { in.Runtime.Conditions = readyRuntime(t0).Conditions })
+	h.eventually("Ready written", func() bool {
+		if c := cond(&h.node().Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+			if h.clock.HasWaiters() {
+				h.clock.Step(fastStatusInterval)
+			}
+			return false
+		}
+		return true
+	})
+	if d := h.clock.Since(t0); d >= time.Second {
+		t.Errorf("Ready after %v of fake time, want within a second of the runtime turning ready", d)
+	}
+}
+
+// Before its first status the controller waits (a bounded while) for the
+// runtime to have been asked, as kubelet checks the runtime once before
+// its first status update: a Node Ready from the previous agent is not
+// turned NotReady ("container runtime status check may not have
+// completed yet") only because the runtime was not asked yet.
+func TestControllerFirstStatusAwaitsRuntimeCheck(t *testing.T) {
+	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-1"},
+		Status: v1.NodeStatus{Capacity: fullCapacity(), Conditions: steadyConditions()}}
+	h := newHarness(t, testConfig(), existing)
+	h.unchecked = true
+	h.start()
+	h.eventually("registration", func() bool { return !h.ctl.Status().Registered.IsZero() })
+	for range 3 {
+		h.eventually("the wait", h.clock.HasWaiters)
+		h.clock.Step(fastStatusInterval)
+	}
+	if n := h.count("patch", "status"); n != 0 {
+		t.Fatalf("%d status patches before the runtime was asked", n)
+	}
+	h.setInputs(func(*Inputs) { h.unchecked = false })
+	h.eventually("the first status computation", func() bool {
+		if h.ctl.Status().LastStatusCheck.IsZero() {
+			if h.clock.HasWaiters() {
+				h.clock.Step(fastStatusInterval)
+			}
+			return false
+		}
+		return true
+	})
+	if c := cond(&h.node().Status, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %+v, want still True", c)
+	}
+	if n := h.count("patch", "status"); n != 1 {
+		t.Errorf("%d status patches, want the first status written once", n)
+	}
+
+	// A runtime that never answers: the first status comes after
+	// runtimeCheckWait and says so.
+	h2 := newHarness(t, testConfig(), existing.DeepCopy())
+	h2.unchecked = true
+	h2.start()
+	h2.eventually("the first status computation", func() bool {
+		if h2.count("patch", "status") == 0 {
+			if h2.clock.HasWaiters() {
+				h2.clock.Step(fastStatusInterval)
+			}
+			return false
+		}
+		return true
+	})
+	if d := h2.clock.Since(t0); d < runtimeCheckWait || d > runtimeCheckWait+time.Second {
+		t.Errorf("first status after %v of fake time, want after runtimeCheckWait %v", d, runtimeCheckWait)
+	}
+	if c := cond(&h2.node().Status, v1.NodeReady); c == nil || c.Status != v1.ConditionFalse ||
+		!strings.Contains(c.Message, "container runtime status check may not have completed yet") {
+		t.Errorf("Ready = %+v", c)
+	}
+}
+
+func TestFastStatusUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		ready bool
+		since time.Duration
+		want  bool
+	}{
+		{false, 0, true},
+		{false, fastStatusFor - time.Millisecond, true},
+		{false, fastStatusFor, false},
+		{true, time.Second, false},
+	} {
+		if got := FastStatusUpdates(tc.ready, tc.since); got != tc.want {
+			t.Errorf("FastStatusUpdates(%v, %v) = %v, want %v", tc.ready, tc.since, got, tc.want)
+		}
+	}
 }

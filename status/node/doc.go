@@ -30,9 +30,13 @@
 //   - Status is computed every nodeStatusUpdateFrequency from the Node just
 //     read, and PATCHed (strategic merge, status subresource) when it
 //     changed apart from heartbeat times, or when nodeStatusReportFrequency
-//     passed; up to 5 tries per period. After start, until the Node is
-//     first Ready (at most 2 min), the inputs are checked every 100 ms so that
-//     Ready is written at once. Capacity keeps resources kernelet
+//     passed; up to 5 tries per period. After start, until a status the
+//     agent computed says Ready (at most 2 min; a Node still Ready from
+//     before a restart does not count), the inputs are checked every
+//     100 ms so that Ready is written at once; the first status waits (up
+//     to 2 s) for the runtime to have been asked, so that a restart does
+//     not turn the Node NotReady only because the runtime check had not
+//     run yet. Capacity keeps resources kernelet
 //     does not manage (extended resources an admin advertised); a huge page
 //     size the kernel no longer has is removed.
 //   - Status fields: capacity/allocatable, addresses (InternalIPs, then

@@ -125,7 +125,7 @@ type Inputs struct {
 }
 
 // InputsFunc gathers the Inputs; it is called once per status computation
-// and, after start until the Node is first Ready, every 100 ms to see
+// and, after start until a status computed says Ready, every 100 ms to see
 // whether it would be: it returns the agent's latest known state and must
 // not block for long (it bounds any RPC of its own by ctx).
 type InputsFunc func(ctx context.Context) Inputs

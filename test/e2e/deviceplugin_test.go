@@ -300,7 +300,16 @@ func TestDevicePlugins(t *testing.T) {
 	// The plugin sees kubelet.sock created again and registers again
 	// (the sample plugin waits 10 s before it does): until then the new
 	// agent has no allocatable device.
+	// Meanwhile the Node, Ready before the restart, never turns NotReady
+	// (kubelet checks the runtime before its first status after start).
 	took = waitFor(t, 90*time.Second, "the plugin registered with the restarted agent", func() (bool, error) {
+		if n, err := c.admin.CoreV1().Nodes().Get(t.Context(), c.node, metav1.GetOptions{}); err == nil {
+			for _, cd := range n.Status.Conditions {
+				if cd.Type == v1.NodeReady && cd.Status != v1.ConditionTrue {
+					t.Fatalf("the Node turned Ready=%s after the agent's restart: %s: %s", cd.Status, cd.Reason, cd.Message)
+				}
+			}
+		}
 		return c.podResourcesAllocatable(t) == 2, nil
 	})
 	t.Logf("agent restarted: the plugin registered again %v after", took.Round(time.Millisecond))
