@@ -39,7 +39,12 @@
 //     CRC-32 of the data's JSON, not kubelet's hash: the two agents do not
 //     read each other's file.
 //
-//   - manager.go: Manager, which allocates a container's devices (an
+//   - manager.go: Manager, which keeps the plugins of each resource as
+//     kubelet's endpoint store: the newest registration serves the
+//     resource, an older plugin of another socket keeps running and its
+//     device lists still count, and when one goes away while another runs
+//     the devices stay (the newest remaining one serves); only when the
+//     last one goes do they turn unhealthy. It allocates a container's devices (an
 //     error rejects the pod with kubelet's UnexpectedAdmissionError
 //     "Allocate failed due to ..., which is unexpected"), keeps the
 //     allocations across agent restarts, gives a container's run options at

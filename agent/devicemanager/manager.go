@@ -24,11 +24,56 @@ type resource struct {
 	devices map[string]*pluginapi.Device
 	// ep is the latest plugin (stopped once it went away); nil for a
 	// resource known only from the checkpoint.
-	ep        *endpoint
+	ep *endpoint
+	// older are the plugins of the resource that registered before ep
+	// (from other sockets) and still run, oldest first: each one's device
+	// lists still count, and when ep goes away the newest of them takes
+	// its place, the devices kept (kubelet's endpoint store).
+	older     []*endpoint
 	stoppedAt time.Time
 }
 
 func (r *resource) connected() bool { return r.ep != nil && !r.ep.isStopped() }
+
+// register makes ep the resource's plugin. The plugin it replaces keeps
+// running among the older ones unless it had ep's socket (the same plugin
+// registering again); it returns the endpoints to stop.
+func (r *resource) register(ep *endpoint) (replaced []*endpoint) {
+	if r.ep != nil && !r.ep.isStopped() {
+		r.older = append(r.older, r.ep)
+	}
+	kept := r.older[:0]
+	for _, o := range r.older {
+		if o.socket == ep.socket {
+			replaced = append(replaced, o)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	r.ep, r.older = ep, kept
+	return replaced
+}
+
+// has tells whether ep is one of the resource's plugins.
+func (r *resource) has(ep *endpoint) bool { return r.ep == ep || slices.Contains(r.older, ep) }
+
+// unregister drops ep, which went away: when it was the resource's
+// plugin, the newest older one takes its place. True when none is left
+// (the devices turn unhealthy).
+func (r *resource) unregister(ep *endpoint) (last bool) {
+	if i := slices.Index(r.older, ep); i >= 0 {
+		r.older = slices.Delete(r.older, i, i+1)
+		return false
+	}
+	if r.ep != ep {
+		return false
+	}
+	if n := len(r.older); n > 0 {
+		r.ep, r.older = r.older[n-1], r.older[:n-1]
+		return false
+	}
+	return true
+}
 
 // healthyOrNil is healthy of a resource that may be nil.
 func (r *resource) healthyOrNil() []string {
@@ -145,6 +190,9 @@ func (m *Manager) Wait() {
 		if r.ep != nil {
 			r.ep.stop()
 		}
+		for _, o := range r.older {
+			o.stop()
+		}
 	}
 }
 
@@ -160,11 +208,11 @@ func (m *Manager) connect(ctx context.Context, name, socket string) error {
 		r = &resource{devices: map[string]*pluginapi.Device{}}
 		m.resources[name] = r
 	}
-	old := r.ep
-	r.ep, r.stoppedAt = ep, time.Time{}
+	replaced := r.register(ep)
+	r.stoppedAt = time.Time{}
 	delete(m.removed, name)
 	m.mu.Unlock()
-	if old != nil {
+	for _, old := range replaced {
 		old.stop()
 	}
 	klog.FromContext(m.ctx).Info("Device plugin connected", "resourceName", name, "socket", socket,
@@ -180,7 +228,7 @@ func (m *Manager) connect(ctx context.Context, name, socket string) error {
 func (m *Manager) devicesUpdated(name string, ep *endpoint, devs []*pluginapi.Device) {
 	m.mu.Lock()
 	r := m.resources[name]
-	if r == nil || r.ep != ep {
+	if r == nil || !r.has(ep) {
 		m.mu.Unlock()
 		return
 	}
@@ -201,11 +249,11 @@ func (m *Manager) devicesUpdated(name string, ep *endpoint, devs []*pluginapi.De
 }
 
 // disconnected marks the resource's devices unhealthy when ep was its
-// plugin.
+// last plugin; an older plugin still running takes the place of ep.
 func (m *Manager) disconnected(name string, ep *endpoint) {
 	m.mu.Lock()
 	r := m.resources[name]
-	if r != nil && r.ep == ep {
+	if r != nil && r.unregister(ep) {
 		r.stoppedAt = m.now()
 	}
 	m.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -378,4 +379,100 @@ func TestDRABackedResourceSkipped(t *testing.T) {
 	if len(p.allocs) != 0 {
 		t.Errorf("Allocate called: %v", p.allocs)
 	}
+}
+
+// currentSocket is the socket of the resource's current plugin ("" when
+// none runs).
+func currentSocket(m *Manager, name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.resources[name]
+	if r == nil || !r.connected() {
+		return ""
+	}
+	return filepath.Base(r.ep.socket)
+}
+
+// Two plugins of one resource (upstream's "Device Plugin Multiple" specs):
+// the second registration takes over, the first keeps running, and
+// whichever goes away first leaves the devices to the other: allocatable
+// stays (before, the first plugin was dropped at the second registration
+// and allocatable fell to 0 when the second went away: "DP2 changed its
+// mind"). When the last one goes the devices turn unhealthy.
+func TestTwoPluginsOfOneResource(t *testing.T) {
+	devs := []*pluginapi.Device{{ID: "Dev-1", Health: pluginapi.Healthy}, {ID: "Dev-2", Health: pluginapi.Healthy}}
+	const name = "example.com/r"
+	for _, goesFirst := range []string{"dp2", "dp1"} {
+		t.Run(goesFirst+" goes first", func(t *testing.T) {
+			dp1 := &testPlugin{devs: devs}
+			m := startWithPlugin(t, Config{}, dp1, 2) // test.sock
+			dp2 := &testPlugin{devs: devs}
+			s2 := servePlugin(t, dp2, filepath.Join(m.cfg.Dir, "dp2.sock"))
+			if err := register(t, m.cfg.Dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "dp2.sock", ResourceName: name}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "dp2 registered", func() bool { return currentSocket(m, name) == "dp2.sock" })
+			// The one that stays serves the allocations afterwards.
+			stays, staysSock := dp1, "test.sock"
+			if goesFirst == "dp2" {
+				s2.Stop()
+			} else {
+				stays, staysSock = dp2, "dp2.sock"
+				m.mu.Lock()
+				older := slices.Clone(m.resources[name].older)
+				m.mu.Unlock()
+				if len(older) != 1 {
+					t.Fatalf("%d older plugins after dp2 registered, want dp1 still running", len(older))
+				}
+				older[0].stop() // dp1's stream ends as when its plugin goes
+				eventually(t, "dp1 forgotten", func() bool {
+					m.mu.Lock()
+					defer m.mu.Unlock()
+					return len(m.resources[name].older) == 0
+				})
+			}
+			eventually(t, "the remaining plugin current", func() bool { return currentSocket(m, name) == staysSock })
+			if c, a := m.Capacity(); c[name] != 2 || a[name] != 2 {
+				t.Errorf("after %s went away: capacity %d allocatable %d, want 2/2", goesFirst, c[name], a[name])
+			}
+			pod := devicePod("uid-1", "one", 1)
+			if r := admit(t, m, pod); !r.Admit {
+				t.Fatalf("admitting a device pod after %s went away: %+v", goesFirst, r)
+			}
+			if _, err := m.ContainerDevices(context.Background(), pod, &pod.Spec.Containers[0]); err != nil {
+				t.Fatal(err)
+			}
+			stays.mu.Lock()
+			if len(stays.allocs) != 1 {
+				t.Errorf("Allocate calls of the remaining plugin: %v, want 1", stays.allocs)
+			}
+			stays.mu.Unlock()
+		})
+	}
+}
+
+// The same plugin registering again (its socket) replaces its endpoint;
+// when the last plugin goes the devices turn unhealthy.
+func TestPluginRegistersAgainThenGoes(t *testing.T) {
+	const name = "example.com/r"
+	p := &testPlugin{devs: []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy}}}
+	m := startWithPlugin(t, Config{}, p, 1)
+	m.mu.Lock()
+	first := m.resources[name].ep
+	m.mu.Unlock()
+	if err := register(t, m.cfg.Dir, &pluginapi.RegisterRequest{Version: "v1beta1", Endpoint: "test.sock", ResourceName: name}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	r := m.resources[name]
+	replaced, older := r.ep != first, len(r.older)
+	m.mu.Unlock()
+	if !replaced || older != 0 || !first.isStopped() {
+		t.Fatalf("registering again from the same socket: replaced %v, %d older endpoints, first stopped %v", replaced, older, first.isStopped())
+	}
+	m.mu.Lock()
+	ep := m.resources[name].ep
+	m.mu.Unlock()
+	ep.stop()
+	eventually(t, "the devices unhealthy", func() bool { c, a := m.Capacity(); return c[name] == 1 && a[name] == 0 })
 }
