@@ -9,6 +9,7 @@
 // policy over a State — hints for the topology manager, allocation within
 // an affinity, release, and the checkpoint (policy.go, state.go). The
 // Manager (manager.go) holds the checkpoint `<root-dir>/memory_manager_state`
+// (kubelet's policyName, machineState and entries)
 // and takes part in admission as a topology manager provider; it never
 // touches containers: the runtime asks it for a container's memory nodes.
 package memorymanager

@@ -76,7 +76,7 @@ func New(cfg Config) (*Manager, error) {
 func (m *Manager) Static() bool { return m.policy != nil }
 
 func (m *Manager) saveLocked() error {
-	b, err := EncodeState(PolicyStatic, m.state)
+	b, err := EncodeState(PolicyStatic, m.state, m.policy.MachineState(&m.state))
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,12 @@
 package memorymanager
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/podworkers"
 	tm "github.com/kernelet/kernelet/agent/topologymanager"
+	"github.com/kernelet/kernelet/internal/checksum"
 )
 
 const gi = 1 << 30
@@ -182,5 +187,115 @@ func TestMemoryResizeOfGuaranteed(t *testing.T) {
 	c.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("200m")
 	if !MemoryResizeOfGuaranteed(b, a) || MemoryResizeOfGuaranteed(c, a) {
 		t.Fatal("memory resize of a Guaranteed pod misjudged")
+	}
+}
+
+// upstreamCheckpoint is the part of kubelet's checkpoint its node e2e
+// memory manager specs read (policyName, machineState, entries, checksum),
+// in kubelet's JSON names.
+type upstreamCheckpoint struct {
+	PolicyName   string `json:"policyName"`
+	MachineState map[int]struct {
+		NumberOfAssignments int `json:"numberOfAssignments"`
+		MemoryMap           map[v1.ResourceName]struct {
+			Total          uint64 `json:"total"`
+			SystemReserved uint64 `json:"systemReserved"`
+			Allocatable    uint64 `json:"allocatable"`
+			Reserved       uint64 `json:"reserved"`
+			Free           uint64 `json:"free"`
+		} `json:"memoryMap"`
+		Cells []int `json:"cells"`
+	} `json:"machineState"`
+	Entries map[string]map[string][]struct {
+		NUMAAffinity []int           `json:"numaAffinity"`
+		Type         v1.ResourceName `json:"type"`
+		Size         uint64          `json:"size"`
+	} `json:"entries"`
+	Checksum uint64 `json:"checksum"`
+}
+
+// The checkpoint carries kubelet's machineState: read back as JSON, each
+// node's memory resources with their total, reserved part, allocatable,
+// given and free amounts, its number of assignments and cells.
+func TestCheckpointMachineState(t *testing.T) {
+	const mi = 1 << 20
+	cfg := Config{Policy: PolicyStatic, StateFile: filepath.Join(t.TempDir(), StateFile),
+		Nodes:    []Node{{ID: 0, Total: map[v1.ResourceName]uint64{v1.ResourceMemory: 4 * gi, "hugepages-2Mi": 512 * mi}}},
+		Reserved: Reserved{0: {v1.ResourceMemory: gi}}}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ctr("c", "2Gi")
+	c.Resources.Requests["hugepages-2Mi"] = resource.MustParse("128Mi")
+	c.Resources.Limits["hugepages-2Mi"] = resource.MustParse("128Mi")
+	tmgr, err := tm.New(tm.Config{Policy: tm.PolicyNone, Scope: tm.ScopeContainer, Nodes: tm.NewMask(0), Providers: []tm.Provider{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tmgr.Admit(podworkers.AdmitAttributes{Pod: guaranteed("a", nil, c)}); !r.Admit {
+		t.Fatal(r)
+	}
+	b, err := os.ReadFile(cfg.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp upstreamCheckpoint
+	if err := json.Unmarshal(b, &cp); err != nil {
+		t.Fatal(err)
+	}
+	n0, ok := cp.MachineState[0]
+	if cp.PolicyName != PolicyStatic || len(cp.MachineState) != 1 || !ok || cp.Checksum == 0 {
+		t.Fatalf("checkpoint %s", b)
+	}
+	if n0.NumberOfAssignments != 2 || !reflect.DeepEqual(n0.Cells, []int{0}) {
+		t.Errorf("node 0: %d assignments, cells %v; want 2 (memory and hugepages), [0]", n0.NumberOfAssignments, n0.Cells)
+	}
+	mem, huge := n0.MemoryMap[v1.ResourceMemory], n0.MemoryMap["hugepages-2Mi"]
+	if mem.Total != 4*gi || mem.SystemReserved != gi || mem.Allocatable != 3*gi || mem.Reserved != 2*gi || mem.Free != gi {
+		t.Errorf("node 0 memory: %+v", mem)
+	}
+	if huge.Total != 512*mi || huge.SystemReserved != 0 || huge.Allocatable != 512*mi || huge.Reserved != 128*mi || huge.Free != 384*mi {
+		t.Errorf("node 0 hugepages-2Mi: %+v", huge)
+	}
+	if e := cp.Entries["a"]["c"]; len(e) != 2 || e[1].Type != v1.ResourceMemory || e[1].Size != 2*gi || !reflect.DeepEqual(e[1].NUMAAffinity, []int{0}) {
+		t.Errorf("entries %+v", cp.Entries)
+	}
+	// The checksum covers the machine state.
+	tampered := strings.Replace(string(b), `"free":1073741824`, `"free":1073741825`, 1)
+	if _, err := DecodeState(PolicyStatic, []byte(tampered)); !errors.Is(err, ErrCorruptCheckpoint) {
+		t.Errorf("machineState changed: %v, want a corrupt checkpoint", err)
+	}
+	if m2, err := New(cfg); err != nil || m2.MemoryNodes("a", "c") != "0" {
+		t.Fatalf("restored: %v", err)
+	}
+}
+
+// A checkpoint of an older kernelet (no machineState, its checksum over
+// policyName and entries) is read; one with checksum 0 is taken unchecked
+// (kubelet's rule).
+func TestCheckpointWithoutMachineState(t *testing.T) {
+	entries := map[string]map[string][]Block{"a": {"c": {{NUMA: []int{0}, Type: v1.ResourceMemory, Size: gi, PerNode: map[int]uint64{0: gi}}}}}
+	legacy := struct {
+		PolicyName string                        `json:"policyName"`
+		Entries    map[string]map[string][]Block `json:"entries,omitempty"`
+		Checksum   uint64                        `json:"checksum"`
+	}{PolicyName: PolicyStatic, Entries: entries}
+	sum, err := checksum.Of(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, cs := range map[string]uint64{"its checksum": sum, "checksum 0": 0} {
+		legacy.Checksum = cs
+		b, _ := json.Marshal(legacy)
+		s, err := DecodeState(PolicyStatic, b)
+		if err != nil || !reflect.DeepEqual(s.Assignments, entries) {
+			t.Errorf("%s: %v, %+v", name, err, s.Assignments)
+		}
+	}
+	legacy.Checksum = sum + 1
+	b, _ := json.Marshal(legacy)
+	if _, err := DecodeState(PolicyStatic, b); !errors.Is(err, ErrCorruptCheckpoint) {
+		t.Errorf("wrong checksum: %v", err)
 	}
 }

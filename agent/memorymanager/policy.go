@@ -121,6 +121,39 @@ func (p *Static) Allocatable() []Block {
 	return out
 }
 
+// MachineState is the nodes' memory as s leaves it (the checkpoint's
+// machineState, kubelet's): per node and memory resource its total, the
+// reserved part, the allocatable rest, what s gives and what is free; a
+// node's assignments count its blocks (a container's memory and
+// hugepages on it are two) and its cells are the nodes its blocks span
+// (itself alone when it serves no multi-node block).
+func (p *Static) MachineState(s *State) MachineState {
+	used, groups := p.used(s), p.groups(s)
+	count := map[int]int{}
+	for _, cs := range s.Assignments {
+		for _, bs := range cs {
+			for _, b := range bs {
+				for _, n := range b.NUMA {
+					count[n]++
+				}
+			}
+		}
+	}
+	out := MachineState{}
+	for _, n := range p.nodes {
+		ns := &NodeState{NumberOfAssignments: count[n.ID], MemoryMap: map[v1.ResourceName]*MemoryTable{}, Cells: []int{n.ID}}
+		if g, ok := groups[n.ID]; ok {
+			ns.Cells = g.Nodes()
+		}
+		for r, total := range n.Total {
+			alloc, given := p.allocatable[n.ID][r], used[n.ID][r]
+			ns.MemoryMap[r] = &MemoryTable{Total: total, SystemReserved: total - alloc, Allocatable: alloc, Reserved: given, Free: alloc - given}
+		}
+		out[n.ID] = ns
+	}
+	return out
+}
+
 // Start checks a restored state against the nodes: every block on known
 // nodes and resources, no node giving more than it can.
 func (p *Static) Start(s *State) error {

@@ -59,12 +59,43 @@ func (s *State) delete(uid, name string) {
 	}
 }
 
-// checkpoint is the file: kubelet's policyName and entries with kernelet's
-// blocks and checksum (FNV-64a of the document with checksum 0).
+// MemoryTable is one memory resource of a NUMA node in the checkpoint's
+// machineState (kubelet's): its total, what reservedMemory keeps, the rest
+// (allocatable), what containers were given (reserved) and what is left
+// (free), in bytes.
+type MemoryTable struct {
+	Total          uint64 `json:"total"`
+	SystemReserved uint64 `json:"systemReserved"`
+	Allocatable    uint64 `json:"allocatable"`
+	Reserved       uint64 `json:"reserved"`
+	Free           uint64 `json:"free"`
+}
+
+// NodeState is one NUMA node in the checkpoint's machineState (kubelet's):
+// how many blocks use it, its memory resources, and its cells: the node
+// and the nodes it shares multi-node blocks with.
+type NodeState struct {
+	NumberOfAssignments int                              `json:"numberOfAssignments"`
+	MemoryMap           map[v1.ResourceName]*MemoryTable `json:"memoryMap"`
+	Cells               []int                            `json:"cells"`
+}
+
+// MachineState is the NUMA nodes' memory as the state leaves it, by node.
+type MachineState map[int]*NodeState
+
+// checkpoint is the file: kubelet's policyName, machineState and entries
+// with kernelet's blocks, and a checksum that covers them all, as
+// kubelet's, but computed as kernelet's checkpoints are (FNV-64a of the
+// document's JSON with checksum 0; kubelet hashes a dump of its Go
+// structure: the two agents do not read each other's file). A checkpoint
+// of an older kernelet has no machineState (its checksum did not cover
+// one); one with checksum 0 is taken unchecked (kubelet's rule, for its
+// old file backend).
 type checkpoint struct {
-	PolicyName string                        `json:"policyName"`
-	Entries    map[string]map[string][]Block `json:"entries,omitempty"`
-	Checksum   uint64                        `json:"checksum"`
+	PolicyName   string                        `json:"policyName"`
+	MachineState MachineState                  `json:"machineState,omitempty"`
+	Entries      map[string]map[string][]Block `json:"entries,omitempty"`
+	Checksum     uint64                        `json:"checksum"`
 }
 
 // ErrCorruptCheckpoint is returned for a checkpoint whose checksum does
@@ -76,9 +107,10 @@ func (cp checkpoint) sum() (uint64, error) {
 	return checksum.Of(cp)
 }
 
-// EncodeState is the checkpoint of s under policy.
-func EncodeState(policy string, s State) ([]byte, error) {
-	cp := checkpoint{PolicyName: policy, Entries: s.Assignments}
+// EncodeState is the checkpoint of s under policy, with machine the
+// nodes' memory it leaves (Static.MachineState).
+func EncodeState(policy string, s State, machine MachineState) ([]byte, error) {
+	cp := checkpoint{PolicyName: policy, MachineState: machine, Entries: s.Assignments}
 	sum, err := cp.sum()
 	if err != nil {
 		return nil, err
@@ -95,7 +127,7 @@ func DecodeState(policy string, b []byte) (State, error) {
 	}
 	if sum, err := cp.sum(); err != nil {
 		return State{}, err
-	} else if sum != cp.Checksum {
+	} else if cp.Checksum != 0 && sum != cp.Checksum {
 		return State{}, ErrCorruptCheckpoint
 	}
 	if cp.PolicyName != policy {
