@@ -37,6 +37,9 @@ type nodePlugins struct {
 	// (0: never).
 	storageHealth *csi.StorageHealth
 	healthPeriod  time.Duration
+	// allocatable re-reads the drivers' volume limits (with the API
+	// server; MutableCSINodeAllocatableCount).
+	allocatable *csi.AllocatableUpdater
 }
 
 // newNodePlugins builds the node plugins' side and reconstructs the CSI
@@ -52,6 +55,7 @@ func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 	if a.clients != nil && a.clients.Main != nil {
 		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
 		n.registry = csi.NewRegistry(n.nodeInfo)
+		n.allocatable = csi.NewAllocatableUpdater(n.registry, n.nodeInfo, a.clients.Main)
 		vcfg.Client = a.clients.Main
 		vcfg.Tokens = apiobjects.NewTokenManager(a.clients.Main, nil)
 	} else {
@@ -86,6 +90,9 @@ func (n *nodePlugins) run(ctx context.Context) error {
 		}()
 	}
 	go n.storageHealth.Run(ctx, n.healthPeriod, n.registry, n.nodeInfo)
+	if n.allocatable != nil {
+		go n.allocatable.Run(ctx)
+	}
 	return n.watcher.Run(ctx)
 }
 

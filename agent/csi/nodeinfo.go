@@ -80,6 +80,21 @@ func (n *NodeInfo) InstallDriver(ctx context.Context, driver string, info Driver
 	return nil
 }
 
+// UpdateDriver records driver's node ID, topology keys and allocatable
+// count again in the CSINode (MutableCSINodeAllocatableCount; the Node is
+// left as it is, as by kubelet).
+func (n *NodeInfo) UpdateDriver(ctx context.Context, driver string, info DriverInfo) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	err := n.updateCSINode(ctx, true, func(ds []storagev1.CSINodeDriver) ([]storagev1.CSINodeDriver, bool) {
+		return WithDriver(ds, driver, info)
+	})
+	if err != nil {
+		return fmt.Errorf("error updating CSINode object with CSI driver node info: %w", err)
+	}
+	return nil
+}
+
 // UninstallDriver removes driver from the CSINode and the annotation.
 func (n *NodeInfo) UninstallDriver(ctx context.Context, driver string) error {
 	n.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -26,9 +28,17 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 	return resp, nil
 }
 
-// NodeGetInfo answers the node ID, the volume limit and the topology.
+// NodeGetInfo answers the node ID, the volume limit (the one a test set
+// with SetMaxVolumesPerNode, else the configured one) and the topology.
 func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
 	resp := &csi.NodeGetInfoResponse{NodeId: d.cfg.NodeID, MaxVolumesPerNode: d.cfg.MaxVolumesPerNode}
+	if b, err := os.ReadFile(maxVolumesPath(d.cfg.StateDir)); err == nil {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return nil, errf(codes.Internal, "%s: %v", maxVolumesPath(d.cfg.StateDir), err)
+		}
+		resp.MaxVolumesPerNode = n
+	}
 	if d.cfg.TopologyKey != "" {
 		resp.AccessibleTopology = &csi.Topology{Segments: map[string]string{d.cfg.TopologyKey: d.cfg.NodeID}}
 	}
@@ -231,4 +241,12 @@ func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeSta
 		{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
 		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
 	}}, nil
+}
+
+func maxVolumesPath(stateDir string) string { return filepath.Join(stateDir, "max-volumes-per-node") }
+
+// SetMaxVolumesPerNode makes NodeGetInfo of the driver with state dir
+// stateDir answer n as its volume limit from now on.
+func SetMaxVolumesPerNode(stateDir string, n int64) error {
+	return os.WriteFile(maxVolumesPath(stateDir), []byte(strconv.FormatInt(n, 10)), 0o644)
 }
