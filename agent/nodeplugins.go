@@ -56,6 +56,7 @@ func (a *Agent) newNodePlugins(ctx context.Context) *nodePlugins {
 		n.nodeInfo = csi.NewNodeInfo(a.clients.Main, a.opts.NodeName)
 		n.registry = csi.NewRegistry(n.nodeInfo)
 		n.allocatable = csi.NewAllocatableUpdater(n.registry, n.nodeInfo, a.clients.Main)
+		vcfg.UpdateDriver = n.allocatable.UpdateDriver
 		vcfg.Client = a.clients.Main
 		vcfg.Tokens = apiobjects.NewTokenManager(a.clients.Main, nil)
 	} else {

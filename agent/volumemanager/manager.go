@@ -188,6 +188,9 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 			return paths, nil
 		}
 		if permanent || ctx.Err() != nil || !m.now().Before(deadline) {
+			if !permanent && ctx.Err() == nil {
+				m.refreshExhausted(ctx, pod, pending)
+			}
 			return paths, waitError(vols, pending, ctx.Err(), permanent, m.cfg.Warn != nil)
 		}
 		m.report(pod, pending, reported)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -292,6 +293,45 @@ func (m *Manager) attachment(ctx context.Context, spec volumeSpec) (map[string]s
 		return nil, fmt.Errorf("MountVolume.WaitForAttach failed for volume %q : volume %s is not attached yet (VolumeAttachment %s)%s", spec.PVName, spec.Handle, name, msg)
 	}
 	return va.Status.AttachmentMetadata, nil
+}
+
+// resourceExhausted tells whether an attachment failed with the gRPC
+// code ResourceExhausted (the node's volume limit reached).
+func resourceExhausted(va *storagev1.VolumeAttachment) bool {
+	e := va.Status.AttachError
+	return e != nil && e.ErrorCode != nil && *e.ErrorCode == int32(codes.ResourceExhausted)
+}
+
+// refreshExhausted is kubelet's check at the end of a pod's wait
+// (MutableCSINodeAllocatableCount): an unattached volume whose attachment
+// failed with ResourceExhausted, of a driver whose CSIDriver sets
+// nodeAllocatableUpdatePeriodSeconds, has the driver's NodeGetInfo read
+// again into the CSINode. (kubelet then rejects the pod with
+// VolumeAttachmentLimitExceeded; here it keeps waiting.)
+func (m *Manager) refreshExhausted(ctx context.Context, pod *v1.Pod, pending map[string]volumeError) {
+	if m.cfg.UpdateDriver == nil {
+		return
+	}
+	for name, pe := range pending {
+		m.mu.Lock()
+		spec, ok := m.resolved[pod.UID][name]
+		m.mu.Unlock()
+		if !pe.unattached || !ok || spec.Driver == "" || spec.Inline {
+			continue
+		}
+		cd, err := m.csiDriver(ctx, spec.Driver)
+		if err != nil || csi.UpdatePeriod(cd) == 0 {
+			continue
+		}
+		va, err := m.cfg.Client.VolumeAttachments().Get(ctx, AttachmentName(spec.Handle, spec.Driver, m.cfg.NodeName), metav1.GetOptions{})
+		if err != nil || !resourceExhausted(va) {
+			continue
+		}
+		klog.FromContext(ctx).V(4).Info("Detected ResourceExhausted error for volume", "pluginName", spec.Driver, "volumeHandle", spec.Handle)
+		if err := m.cfg.UpdateDriver(ctx, spec.Driver); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to update CSIDriver", "pluginName", spec.Driver)
+		}
+	}
 }
 
 // secret reads a stage or publish secret's data.

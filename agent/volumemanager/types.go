@@ -52,6 +52,10 @@ type Config struct {
 	// expansion's FileSystemResizeSuccessful, FileSystemResizeFailed and
 	// VolumeResizeFailed.
 	Event func(obj runtime.Object, eventType, reason, message string)
+	// UpdateDriver asks a driver's NodeGetInfo again into the CSINode
+	// (csi.AllocatableUpdater.UpdateDriver; nil: never): at the end of a
+	// wait whose attachment failed with ResourceExhausted.
+	UpdateDriver func(ctx context.Context, driver string) error
 	// WaitTimeout bounds SetUp's wait for a pod's volumes (default
 	// kubelet's 2m3s); RetryInterval is the pause between attempts
 	// (default 300 ms, kubelet's).
