@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -42,7 +43,7 @@ func (q *qosCgroups) update(ctx context.Context, p *pods, force bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := cgroups.ComputeQoSSettings(q.cfg, prs)
-	if s == q.last && !force && time.Since(q.written) < qosRefresh {
+	if reflect.DeepEqual(s, q.last) && !force && time.Since(q.written) < qosRefresh {
 		return
 	}
 	if _, err := q.cm.EnsureQoS(ctx, q.cfg, prs); err != nil {

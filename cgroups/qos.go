@@ -67,6 +67,9 @@ type NodeAllocatable struct {
 	MemoryBytes int64
 	// Pids is the number of process IDs; 0 means not known (no limit).
 	Pids int64
+	// HugePages are the allocatable bytes of huge pages by page size
+	// (bytes): kubepods' hugetlb limits when allocatable is enforced.
+	HugePages map[int64]int64
 }
 
 // QoSConfig is what the settings depend on besides the pods: the node's
@@ -93,6 +96,10 @@ type QoSConfig struct {
 	TieredReservation bool
 	// PageSize rounds memory.high down (os.Getpagesize() on the node).
 	PageSize int64
+	// HugePageSizes are the huge page sizes (bytes) the node supports
+	// (/sys/kernel/mm/hugepages): every pod cgroup gets a hugetlb limit for
+	// each, 0 where the pod asks for none. None: no hugetlb limit.
+	HugePageSizes []int64
 }
 
 // Validate reports the first field that makes the formulas meaningless.
@@ -134,6 +141,9 @@ type PodResources struct {
 	// requests or limits (spec.resources): only then does the pod cgroup
 	// get memory.high under Memory QoS.
 	PodLevelResources bool
+	// HugePages are the pod's huge page requests in bytes by page size
+	// (bytes).
+	HugePages map[int64]int64
 }
 
 // CgroupSettings are the desired values of one cgroup, independent of the cgroup
@@ -156,6 +166,10 @@ type CgroupSettings struct {
 	// MemoryHigh is memory.high in bytes, or NoLimit (Memory QoS, cgroup
 	// v2 only).
 	MemoryHigh int64
+	// HugePageLimits are the hugetlb limits in bytes by page size (bytes),
+	// written where a hugetlb controller is available (a v1 hugetlb
+	// hierarchy, or cgroup v2 in unified mode); nil writes none.
+	HugePageLimits map[int64]int64
 }
 
 // Validate checks that every value is one the kernel accepts.
@@ -184,6 +198,11 @@ func (s CgroupSettings) Validate() error {
 	}
 	if s.MemoryHigh != NoLimit && s.MemoryHigh <= 0 {
 		errs = append(errs, fmt.Errorf("memory.high %d: want > 0 or NoLimit", s.MemoryHigh))
+	}
+	for _, size := range sortedSizes(s.HugePageLimits) {
+		if size <= 0 || s.HugePageLimits[size] < 0 {
+			errs = append(errs, fmt.Errorf("hugetlb limit %d of page size %d: want >= 0 and a page size > 0", s.HugePageLimits[size], size))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid cgroup settings: %w", err)
@@ -290,6 +309,9 @@ func ComputeQoSSettings(c QoSConfig, pods []PodResources) QoSSettings {
 	if c.EnforceAllocatable && c.Allocatable.Pids > 0 {
 		kube.PidsLimit = c.Allocatable.Pids
 	}
+	if c.EnforceAllocatable {
+		kube.HugePageLimits = hugePageLimits(c.HugePageSizes, c.Allocatable.HugePages)
+	}
 	burst := base
 	burst.CPUShares = CPUShares(burstableCPU)
 	if c.TieredReservation {
@@ -305,6 +327,8 @@ func ComputeQoSSettings(c QoSConfig, pods []PodResources) QoSSettings {
 //   - a CFS quota from the cpu limits, only when every container has one;
 //   - a memory limit, only when every container has one;
 //   - pids.max = PodPidsLimit when > 0;
+//   - a hugetlb limit per huge page size of the node: the pod's huge page
+//     requests, 0 for the sizes it does not ask for;
 //   - Memory QoS (ComputePodMemoryQoS): memory.min or memory.low, and
 //     memory.high.
 func ComputePodSettings(c QoSConfig, p PodResources) CgroupSettings {
@@ -324,6 +348,7 @@ func ComputePodSettings(c QoSConfig, p PodResources) CgroupSettings {
 	if c.PodPidsLimit > 0 {
 		s.PidsLimit = c.PodPidsLimit
 	}
+	s.HugePageLimits = hugePageLimits(c.HugePageSizes, p.HugePages)
 	s.MemoryMin, s.MemoryLow, s.MemoryHigh = ComputePodMemoryQoS(c, p)
 	return s
 }
@@ -410,5 +435,6 @@ func WidenSettings(a, b CgroupSettings) CgroupSettings {
 	out.MemoryHigh = limit(a.MemoryHigh, b.MemoryHigh)
 	out.MemoryMin = max(a.MemoryMin, b.MemoryMin)
 	out.MemoryLow = max(a.MemoryLow, b.MemoryLow)
+	out.HugePageLimits = widenHugePages(a.HugePageLimits, b.HugePageLimits)
 	return out
 }

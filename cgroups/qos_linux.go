@@ -46,7 +46,12 @@ type Manager struct {
 	// the unified one.
 	mounts []*Mount
 	// owner maps cpu, memory and pids to the hierarchy holding them.
-	owner        map[string]*Mount
+	owner map[string]*Mount
+	// hugetlb is the hierarchy where hugetlb limits are written: a v1
+	// hugetlb hierarchy, or the cgroup2 one in unified mode when it has
+	// the controller (as kubelet, never the cgroup2 mount of a hybrid
+	// host); nil: none is written.
+	hugetlb      *Mount
 	memoryQoS    bool
 	memoryQoSWhy error
 	pageSize     int64
@@ -90,6 +95,12 @@ func NewManager(h *Hierarchies, cfg ManagerConfig) (*Manager, error) {
 			return nil, fmt.Errorf("qos manager: %w: %s is in no v1 hierarchy and not in %s/cgroup.controllers",
 				ErrControllerUnavailable, c, qosMountPath(h.Unified))
 		}
+	}
+	switch {
+	case h.V1["hugetlb"] != nil:
+		m.hugetlb = h.V1["hugetlb"]
+	case h.Mode == Unified && slices.Contains(v2, "hugetlb"):
+		m.hugetlb = h.Unified
 	}
 	if cfg.MemoryQoS {
 		m.memoryQoS, m.memoryQoSWhy = memoryQoSAvailable(m.owner["memory"])
@@ -280,6 +291,9 @@ func (m *Manager) ensure(ctx context.Context, cgroup string, s CgroupSettings) e
 		if err := m.ensureV2(mt, cgroup, s); err != nil {
 			return fmt.Errorf("ensure cgroup %s: %w", cgroup, err)
 		}
+	}
+	if err := m.ensureHugetlb(cgroup, s.HugePageLimits); err != nil {
+		return fmt.Errorf("ensure cgroup %s: %w", cgroup, err)
 	}
 	klog.FromContext(ctx).V(4).Info("Ensured cgroup", "cgroup", cgroup, "settings", s, "memoryQoS", m.memoryQoS)
 	return nil

@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +240,7 @@ func TestComputeQoSSettings(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := ComputeQoSSettings(tc.cfg, tc.pods)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n %+v\nwant\n %+v", got, tc.want)
 			}
 			for _, s := range []CgroupSettings{got.Kubepods, got.Burstable, got.BestEffort} {
@@ -334,7 +335,7 @@ func TestComputePodSettings(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := ComputePodSettings(tc.cfg, tc.pod)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n %+v\nwant\n %+v", got, tc.want)
 			}
 			if err := got.Validate(); err != nil {

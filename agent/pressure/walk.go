@@ -18,7 +18,7 @@ func (s *localStorage) pod(ctx context.Context, pod *v1.Pod) *eviction.PodStorag
 	st := &eviction.PodStorage{Volumes: map[string]eviction.FsUsage{}, Containers: map[string]eviction.ContainerStorage{},
 		DedicatedImageFs: s.dedicated}
 	for _, vol := range pod.Spec.Volumes {
-		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory || s.vols == nil {
+		if vol.EmptyDir == nil || vol.EmptyDir.Medium != v1.StorageMediumDefault || s.vols == nil { // tmpfs, hugetlbfs: not disk
 			continue
 		}
 		if u, ok := s.usage(ctx, s.vols.VolumeDir(pod.UID, volume.PluginEmptyDir, vol.Name)); ok {

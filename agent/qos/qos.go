@@ -345,7 +345,7 @@ func allLimits(pod *v1.Pod, name v1.ResourceName) bool {
 // requests plus overhead; the effective limits plus overhead where the
 // limit is not zero; AllCPULimits and AllMemoryLimits when every container
 // (init containers included) has that limit, or the pod has a pod-level
-// one.
+// one; the huge pages it asks for (HugePages).
 func PodResources(pod *v1.Pod) cgroups.PodResources {
 	req, lim, oh := PodRequests(pod), PodLimits(pod), Overhead(pod)
 	p := cgroups.PodResources{
@@ -358,6 +358,7 @@ func PodResources(pod *v1.Pod) cgroups.PodResources {
 		AllCPULimits:       allLimits(pod, v1.ResourceCPU),
 		AllMemoryLimits:    allLimits(pod, v1.ResourceMemory),
 		PodLevelResources:  PodLevelSet(pod),
+		HugePages:          HugePages(pod),
 	}
 	if p.CPULimitMilli != 0 {
 		p.CPULimitMilli += oh.CPUMilli

@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -200,7 +201,7 @@ func TestPodResources(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := PodResources(tc.pod); got != tc.want {
+			if got := PodResources(tc.pod); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("PodResources =\n %+v, want\n %+v", got, tc.want)
 			}
 		})

@@ -21,14 +21,23 @@ import (
 
 // fakeMounter records tmpfs mounts without mounting.
 type fakeMounter struct {
-	mu      sync.Mutex
-	mounted map[string]int64
+	mu        sync.Mutex
+	mounted   map[string]int64
+	hugetlbfs []string
 }
 
 func (f *fakeMounter) MountTmpfs(dir string, size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mounted[dir] = size
+	return nil
+}
+
+func (f *fakeMounter) MountHugetlbfs(dir, pageSize string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mounted[dir] = -1
+	f.hugetlbfs = append(f.hugetlbfs, dir+" pagesize="+pageSize)
 	return nil
 }
 

@@ -47,6 +47,15 @@ func (m systemMounter) MountTmpfs(dir string, sizeBytes int64) error {
 	return nil
 }
 
+// MountHugetlbfs mounts hugetlbfs with option pagesize=<pageSize>, as
+// kubelet (source "nodev").
+func (systemMounter) MountHugetlbfs(dir, pageSize string) error {
+	if err := unix.Mount("nodev", dir, "hugetlbfs", 0, "pagesize="+pageSize); err != nil {
+		return fmt.Errorf("mount hugetlbfs (pagesize=%s) on %s: %w", pageSize, dir, err)
+	}
+	return nil
+}
+
 func (systemMounter) Unmount(dir string) error {
 	err := unix.Unmount(dir, 0)
 	if errors.Is(err, unix.EBUSY) {

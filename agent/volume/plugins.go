@@ -54,7 +54,8 @@ func EmptyDirSize(pod *v1.Pod, src *v1.EmptyDirVolumeSource, nodeAllocatable int
 	return size
 }
 
-// setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory). Until
+// setUpEmptyDir makes the emptyDir (on a tmpfs for medium Memory, a
+// hugetlbfs for HugePages and HugePages-<size>: HugePagesPageSize). Until
 // its set-up completed once (the ready marker, see readyMarker), it gets
 // EmptyDirMode and, with an fsGroup, kubelet's volume ownership
 // (fsGroupChangePolicy honoured), also when an earlier attempt failed
@@ -68,10 +69,16 @@ func (m *Manager) setUpEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
-	switch src.Medium {
-	case v1.StorageMediumDefault:
-	case v1.StorageMediumMemory:
+	switch {
+	case src.Medium == v1.StorageMediumDefault:
+	case src.Medium == v1.StorageMediumMemory:
 		mounted, err := m.ensureTmpfs(dir, EmptyDirSize(pod, src, m.cfg.NodeAllocatable.Memory().Value()))
+		if err != nil {
+			return "", err
+		}
+		fresh = fresh || mounted
+	case isHugePagesMedium(src.Medium):
+		mounted, err := m.ensureHugetlbfs(pod, dir, src.Medium)
 		if err != nil {
 			return "", err
 		}

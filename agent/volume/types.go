@@ -87,6 +87,9 @@ type Config struct {
 type Mounter interface {
 	// MountTmpfs mounts a tmpfs on dir (existing), of sizeBytes when > 0.
 	MountTmpfs(dir string, sizeBytes int64) error
+	// MountHugetlbfs mounts a hugetlbfs of pages of pageSize ("2Mi") on
+	// dir (existing).
+	MountHugetlbfs(dir, pageSize string) error
 	// Unmount unmounts dir (lazily, when busy).
 	Unmount(dir string) error
 	// IsMountPoint tells whether dir is a mount point.

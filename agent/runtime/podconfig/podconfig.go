@@ -511,8 +511,8 @@ func ContainerOOMScoreAdj(pod *v1.Pod, c *v1.Container, memoryCapacity int64) in
 // with, and updated to by an in-place resize (UpdateContainerResources):
 // cpu shares from the request, a CFS quota and a memory limit from the
 // container's limits — the pod-level limits where the container sets
-// none (qos.EffectiveLimits) —, the oom_score_adj, memory.oom.group and
-// Memory QoS.
+// none (qos.EffectiveLimits) —, the oom_score_adj, memory.oom.group,
+// Memory QoS, swap and the huge page limits (hugepageLimits).
 func ContainerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *runtimeapi.LinuxContainerResources {
 	return containerResources(pod, c, opts)
 }
@@ -535,7 +535,23 @@ func containerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) *ru
 		maps.Copy(r.Unified, mq)
 	}
 	applySwap(r, pod, c, opts.Swap, opts.CgroupV2)
+	r.HugepageLimits = hugepageLimits(pod, c, opts.HugePageSizes)
 	return r
+}
+
+// hugepageLimits are the CRI huge page limits of container c of pod on a
+// node with huge pages of sizes (bytes), kubelet's: one per size, the
+// container's limit (or the pod-level one) where it sets one, else 0.
+func hugepageLimits(pod *v1.Pod, c *v1.Container, sizes []int64) []*runtimeapi.HugepageLimit {
+	if len(sizes) == 0 {
+		return nil
+	}
+	want := qos.ContainerHugePageLimits(pod, c)
+	out := make([]*runtimeapi.HugepageLimit, 0, len(sizes))
+	for _, size := range slices.Sorted(slices.Values(sizes)) {
+		out = append(out, &runtimeapi.HugepageLimit{PageSize: cgroups.HugePageSizeName(size), Limit: uint64(max(want[size], 0))})
+	}
+	return out
 }
 
 func mountPropagation(p *v1.MountPropagationMode) runtimeapi.MountPropagation {

@@ -143,6 +143,10 @@ type ContainerOptions struct {
 	// NodeMemoryCapacity is the node's memory capacity in bytes, for the
 	// oom_score_adj of Burstable containers.
 	NodeMemoryCapacity int64
+	// HugePageSizes are the huge page sizes (bytes) of the node
+	// (/sys/kernel/mm/hugepages): the container gets a hugetlb limit for
+	// each, 0 for the sizes it does not ask for (kubelet's).
+	HugePageSizes []int64
 	CPUOptions
 	// CPUSet is the cpuset the container runs on (cpuset_cpus: the CPU
 	// manager's exclusive CPUs or its shared pool); "" leaves the

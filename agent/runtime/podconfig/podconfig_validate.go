@@ -3,7 +3,6 @@ package podconfig
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -47,20 +46,6 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
-}
-
-// hugePages are the huge page resources requested or limited, sorted.
-func hugePages(r v1.ResourceRequirements) []string {
-	var out []string
-	for _, l := range []v1.ResourceList{r.Requests, r.Limits} {
-		for name := range l {
-			if n := string(name); strings.HasPrefix(n, v1.ResourceHugePagesPrefix) && !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // atomicWriterUser names the first field of a configMap, secret,
@@ -138,12 +123,12 @@ func envFieldRef(path string) bool {
 // why. Checked:
 //   - spec.os.name windows; hostNetwork, hostPID or hostIPC with
 //     hostUsers: false (the API server's rule, for static pods);
-//     pod-level or container hugepages; supplementalGroupsPolicy Strict;
+//     supplementalGroupsPolicy Strict;
 //   - sysctls that would change the node: net.* with hostNetwork, ipc ones
 //     with hostIPC;
 //   - volumes other than emptyDir, hostPath, configMap, secret,
 //     persistentVolumeClaim, ephemeral, csi, downwardAPI and projected (configMap, secret, downwardAPI,
-//     serviceAccountToken sources), emptyDir on huge pages or with a mode,
+//     serviceAccountToken sources), emptyDir with a mode,
 //     files owned by a user (defaultUser, items[].user);
 //   - per container: fieldRef paths and resourceFieldRef resources the env cannot resolve;
 //     recursiveReadOnly Enabled; bindMountOptions;
@@ -175,11 +160,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 			}
 		}
 	}
-	if spec.Resources != nil {
-		if hp := hugePages(*spec.Resources); len(hp) > 0 {
-			add("spec.resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
-		}
-	}
 	if psc := spec.SecurityContext; psc != nil {
 		if psc.SupplementalGroupsPolicy != nil && *psc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
 			add("spec.securityContext.supplementalGroupsPolicy", "Strict is not supported by the runtime")
@@ -201,9 +181,6 @@ func ValidatePodForRuntime(pod *v1.Pod) error {
 			add(p+"."+f, "volume %q: files owned by a chosen user are not supported yet", v.Name)
 		}
 		switch {
-		case v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumHugePages,
-			v.EmptyDir != nil && strings.HasPrefix(string(v.EmptyDir.Medium), string(v1.StorageMediumHugePagesPrefix)):
-			add(p, "volume %q: emptyDir on huge pages is not supported yet", v.Name)
 		case v.EmptyDir != nil && v.EmptyDir.Mode != nil:
 			add(p+".emptyDir.mode", "volume %q: the mode of an emptyDir is not supported yet", v.Name)
 		case v.Projected != nil:
@@ -286,9 +263,6 @@ func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []Un
 		case h.GRPC != nil && h.GRPC.Mode != nil && *h.GRPC.Mode == v1.GRPCProbeModeTLS:
 			add(pr.path+".grpc.mode", "gRPC probes over TLS are not supported yet")
 		}
-	}
-	if hp := hugePages(c.Resources); len(hp) > 0 {
-		add(".resources", "huge pages (%s) are not supported yet", strings.Join(hp, ", "))
 	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.ProcMount != nil && *sc.ProcMount == v1.UnmaskedProcMount && hostUsers {
