@@ -452,3 +452,32 @@ func TestQOSClassString(t *testing.T) {
 		}
 	}
 }
+
+// Pod cgroups get a hugetlb limit per page size of the node (the pod's
+// request, 0 for the others); kubepods the allocatable when enforced;
+// without page sizes none is written. Names are the controller's.
+func TestHugePageSettings(t *testing.T) {
+	cfg := QoSConfig{CPUCFSQuotaPeriod: 100 * time.Millisecond, PageSize: 4096, EnforceAllocatable: true,
+		HugePageSizes: []int64{2 << 20, 1 << 30}, Allocatable: NodeAllocatable{HugePages: map[int64]int64{2 << 20: 8 << 20}}}
+	s := ComputePodSettings(cfg, PodResources{QOS: Guaranteed, HugePages: map[int64]int64{2 << 20: 4 << 20}})
+	if want := map[int64]int64{2 << 20: 4 << 20, 1 << 30: 0}; !reflect.DeepEqual(s.HugePageLimits, want) {
+		t.Errorf("pod hugetlb = %v, want %v", s.HugePageLimits, want)
+	}
+	q := ComputeQoSSettings(cfg, nil)
+	if want := map[int64]int64{2 << 20: 8 << 20, 1 << 30: 0}; !reflect.DeepEqual(q.Kubepods.HugePageLimits, want) || q.Burstable.HugePageLimits != nil {
+		t.Errorf("kubepods hugetlb = %v, burstable %v; want %v and none", q.Kubepods.HugePageLimits, q.Burstable.HugePageLimits, want)
+	}
+	w := WidenSettings(ComputePodSettings(cfg, PodResources{QOS: Guaranteed, HugePages: map[int64]int64{1 << 30: 1 << 30}}), s)
+	if want := map[int64]int64{2 << 20: 4 << 20, 1 << 30: 1 << 30}; !reflect.DeepEqual(w.HugePageLimits, want) {
+		t.Errorf("widened = %v, want %v", w.HugePageLimits, want)
+	}
+	cfg.HugePageSizes = nil
+	if s := ComputePodSettings(cfg, PodResources{QOS: Guaranteed, HugePages: map[int64]int64{2 << 20: 4 << 20}}); s.HugePageLimits != nil {
+		t.Errorf("no page sizes: hugetlb %v, want none", s.HugePageLimits)
+	}
+	for size, want := range map[int64]string{2 << 20: "2MB", 1 << 30: "1GB", 64 << 10: "64KB", 16 << 30: "16GB", 3000: "3000B"} {
+		if got := HugePageSizeName(size); got != want {
+			t.Errorf("HugePageSizeName(%d) = %q, want %q", size, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package podsetup
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -9,10 +10,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/podworkers"
+	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/cgroups"
@@ -25,12 +28,24 @@ type Capacity struct {
 	MilliCPU, MemoryBytes int64
 	// SwapBytes is the swap space (SwapTotal; 0: none).
 	SwapBytes int64
+	// HugePages are the reserved huge pages by page size in bytes (each
+	// size the kernel supports, 0 pages included).
+	HugePages map[int64]int64
 }
 
-// NodeCapacity reads the node's CPUs and memory (MemTotal through the
-// cgroups node reader).
+// hugePageSizes are the page sizes of c, ascending.
+func (c Capacity) hugePageSizes() []int64 { return slices.Sorted(maps.Keys(c.HugePages)) }
+
+// NodeCapacity reads the node's CPUs, memory (MemTotal through the
+// cgroups node reader) and huge pages (/sys/kernel/mm/hugepages, as the
+// Node's capacity; unreadable: none).
 func NodeCapacity(ctx context.Context, h *cgroups.Hierarchies) Capacity {
 	c := Capacity{MilliCPU: int64(goruntime.NumCPU()) * 1000}
+	if hp, err := node.HugePages("/sys/kernel/mm/hugepages"); err == nil {
+		c.HugePages = hp
+	} else {
+		klog.FromContext(ctx).Error(err, "Reading the huge pages; the node offers none")
+	}
 	if r, err := cgroups.NewReader(h); err == nil {
 		var ns cgroups.NodeStats
 		_ = r.Node(ctx, &ns) // a partial read still tells the capacity
@@ -63,9 +78,14 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 	// kubepods is limited to capacity − reserved, as kubelet enforces it:
 	// the hard eviction thresholds are left inside it, as headroom between
 	// allocatableMemory.available crossing and the kernel's OOM killer.
-	enforced := Allocatable(kc, nil, c)
+	// (Huge pages are not taken off the memory it enforces, as kubelet.)
+	withoutHuge := c
+	withoutHuge.HugePages = nil
+	enforced := Allocatable(kc, nil, withoutHuge)
 	qosCfg := cgroups.QoSConfig{
-		Allocatable:        cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes},
+		Allocatable: cgroups.NodeAllocatable{MilliCPU: enforced.MilliCPU, MemoryBytes: enforced.MemoryBytes,
+			HugePages: hugePagesBySize(alloc.HugePages)},
+		HugePageSizes:      c.hugePageSizes(),
 		EnforceAllocatable: slices.Contains(kc.EnforceNodeAllocatable, "pods"),
 		CPUCFSQuotaPeriod:  kc.CPUCFSQuotaPeriod.Duration,
 		TieredReservation:  kc.MemoryReservationPolicy == kubeletv1beta1.TieredReservationMemoryReservationPolicy,
@@ -98,7 +118,7 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 	sync := runtime.SyncOptions{
 		Sandbox: podconfig.SandboxOptions{ClusterDNS: kc.ClusterDNS, ClusterDomain: kc.ClusterDomain,
 			NodeIPs: nodeIPs, CPUOptions: cpu, SeccompOptions: seccomp},
-		Container: podconfig.ContainerOptions{HostIPs: nodeIPs, NodeMemoryCapacity: c.MemoryBytes,
+		Container: podconfig.ContainerOptions{HostIPs: nodeIPs, NodeMemoryCapacity: c.MemoryBytes, HugePageSizes: c.hugePageSizes(),
 			NodeAllocatable: v1.ResourceList{
 				v1.ResourceCPU:    *resource.NewMilliQuantity(alloc.MilliCPU, resource.DecimalSI),
 				v1.ResourceMemory: *resource.NewQuantity(alloc.MemoryBytes, resource.BinarySI)},
@@ -116,14 +136,42 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 
 // Allocatable is capacity − systemReserved − kubeReserved − the hard
 // eviction thresholds ths, computed as the Node's status.allocatable is
-// (node.Allocatable), so admission and the Node agree to the byte.
+// (node.Allocatable: memory less the huge pages' capacity), so admission
+// and the Node agree to the byte.
 func Allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Threshold, c Capacity) podworkers.Allocatable {
 	capacity := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewMilliQuantity(c.MilliCPU, resource.DecimalSI),
 		v1.ResourceMemory: *resource.NewQuantity(c.MemoryBytes, resource.BinarySI),
 		v1.ResourcePods:   *resource.NewQuantity(int64(kc.MaxPods), resource.DecimalSI),
 	}
+	for size, pages := range c.HugePages {
+		capacity[node.HugePageResource(size)] = *resource.NewQuantity(size*pages, resource.BinarySI)
+	}
 	alloc := node.Allocatable(capacity, kc.KubeReserved, kc.SystemReserved, ths)
 	cpu, mem, pods := alloc[v1.ResourceCPU], alloc[v1.ResourceMemory], alloc[v1.ResourcePods]
-	return podworkers.Allocatable{MilliCPU: cpu.MilliValue(), MemoryBytes: mem.Value(), Pods: pods.Value()}
+	out := podworkers.Allocatable{MilliCPU: cpu.MilliValue(), MemoryBytes: mem.Value(), Pods: pods.Value()}
+	for name, q := range alloc {
+		if _, ok := qos.HugePageSize(name); ok {
+			if out.HugePages == nil {
+				out.HugePages = map[v1.ResourceName]int64{}
+			}
+			out.HugePages[name] = q.Value()
+		}
+	}
+	return out
+}
+
+// hugePagesBySize turns hugepages-<size> amounts into amounts by page size
+// in bytes.
+func hugePagesBySize(l map[v1.ResourceName]int64) map[int64]int64 {
+	var out map[int64]int64
+	for name, v := range l {
+		if size, ok := qos.HugePageSize(name); ok {
+			if out == nil {
+				out = map[int64]int64{}
+			}
+			out[size] = v
+		}
+	}
+	return out
 }

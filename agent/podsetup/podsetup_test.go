@@ -1,8 +1,11 @@
 package podsetup
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
@@ -55,7 +58,7 @@ func TestAllocatable(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			got := Allocatable(&tc.kc, tc.ths, Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30})
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("allocatable = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -92,5 +95,32 @@ func TestMemoryQoSOptions(t *testing.T) {
 				t.Errorf("memory QoS %+v: want allocatable 7Gi (capacity − reserved), a page size, policy None", mq)
 			}
 		})
+	}
+}
+
+// Huge pages: admission offers each size's pages × size and takes them
+// off memory, as the Node's allocatable; kubepods enforces the memory
+// without that cut and gets a hugetlb limit per size; containers and pod
+// cgroups get the node's page sizes.
+func TestNewHugePages(t *testing.T) {
+	cfg := config.Default()
+	cfg.Kubelet.MaxPods = 10
+	cfg.Thresholds = nil
+	c := Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30, HugePages: map[int64]int64{2 << 20: 4, 1 << 30: 0}}
+	s := New(cfg, c, cgroups.Legacy, nil, t.TempDir())
+	want := podworkers.Allocatable{MilliCPU: 2000, MemoryBytes: 4<<30 - 8<<20, Pods: 10,
+		HugePages: map[v1.ResourceName]int64{"hugepages-2Mi": 8 << 20, "hugepages-1Gi": 0}}
+	if !reflect.DeepEqual(s.Allocatable, want) {
+		t.Errorf("allocatable = %+v, want %+v", s.Allocatable, want)
+	}
+	if s.QoS.Allocatable.MemoryBytes != 4<<30 {
+		t.Errorf("kubepods memory = %d, want %d (huge pages not taken off)", s.QoS.Allocatable.MemoryBytes, int64(4<<30))
+	}
+	if got, want := s.QoS.Allocatable.HugePages, map[int64]int64{2 << 20: 8 << 20, 1 << 30: 0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("kubepods huge pages = %v, want %v", got, want)
+	}
+	sizes := []int64{2 << 20, 1 << 30}
+	if !slices.Equal(s.QoS.HugePageSizes, sizes) || !slices.Equal(s.Sync.Container.HugePageSizes, sizes) {
+		t.Errorf("page sizes: qos %v, containers %v, want %v", s.QoS.HugePageSizes, s.Sync.Container.HugePageSizes, sizes)
 	}
 }

@@ -37,6 +37,9 @@ type Allocatable struct {
 	MilliCPU    int64
 	MemoryBytes int64
 	Pods        int64
+	// HugePages are the allocatable bytes of each hugepages-<size>
+	// resource of the node; a size missing offers none.
+	HugePages map[v1.ResourceName]int64
 }
 
 // insufficient is kubelet's message for a resource that does not fit.
@@ -55,8 +58,9 @@ func admitRequests(pod *v1.Pod) qos.Amounts {
 }
 
 // ResourceFit admits a pod when the node has room for one more pod and its
-// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods
-// (extended resources: ExtendedFit). A zero amount is not checked.
+// cpu and memory requests (with the pod overhead) fit the allocatable left by the other pods,
+// then its huge page requests (hugePagesFit; extended resources:
+// ExtendedFit). A zero amount is not checked.
 func ResourceFit(alloc Allocatable) AdmitHandler {
 	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
 		if alloc.Pods > 0 && int64(len(a.OtherPods))+1 > alloc.Pods {
@@ -75,8 +79,22 @@ func ResourceFit(alloc Allocatable) AdmitHandler {
 		if alloc.MemoryBytes > 0 && req.MemoryBytes > 0 && used.MemoryBytes+req.MemoryBytes > alloc.MemoryBytes {
 			return AdmitResult{Reason: ReasonOutOfMemory, Message: insufficient("memory", req.MemoryBytes, used.MemoryBytes, alloc.MemoryBytes)}
 		}
-		return AdmitResult{Admit: true}
+		return hugePagesFit(a, alloc.HugePages)
 	})
+}
+
+// hugePagesFit admits a pod whose huge page requests fit what the node
+// offers of each size beside the other pods' requests (a size the node
+// lacks offers 0), kubelet's resource fit: OutOfhugepages-<size>.
+func hugePagesFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResult {
+	req := resourcehelper.PodRequests(a.Pod, resourcehelper.PodResourcesOptions{})
+	var names []v1.ResourceName
+	for name, q := range req {
+		if strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) && !q.IsZero() {
+			names = append(names, name)
+		}
+	}
+	return fitEach(a, req, names, offered)
 }
 
 // ExtendedFit admits a pod whose extended resource requests fit what the
@@ -101,6 +119,14 @@ func extendedFit(a AdmitAttributes, offered map[v1.ResourceName]int64) AdmitResu
 			names = append(names, name)
 		}
 	}
+	return fitEach(a, req, names, offered)
+}
+
+// fitEach admits a pod when each resource of names (its requests req)
+// fits what the node offers beside the other pods' requests (kubelet's
+// OutOf<resource> and message for the first, in name order, that does
+// not).
+func fitEach(a AdmitAttributes, req v1.ResourceList, names []v1.ResourceName, offered map[v1.ResourceName]int64) AdmitResult {
 	slices.Sort(names)
 	for _, name := range names {
 		want := req[name]

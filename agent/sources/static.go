@@ -160,6 +160,16 @@ func defaultContainer(c *v1.Container) {
 			c.Ports[i].Protocol = v1.ProtocolTCP
 		}
 	}
+	// A huge page limit without a request requests as much (the API
+	// server's defaulting; admission and the pod cgroup count requests).
+	for name, q := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok && isHugePages(name) {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = v1.ResourceList{}
+			}
+			c.Resources.Requests[name] = q.DeepCopy()
+		}
+	}
 }
 
 // Validate checks what the agent needs of a defaulted pod: a DNS-1123

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -213,21 +214,61 @@ func validateContainerValues(c *v1.Container, volumes sets.Set[string], p *field
 	return errs
 }
 
-// validateResources checks that quantities are not negative and that no
-// request exceeds its limit.
+// validateResources checks that quantities are not negative, that no
+// request exceeds its limit and the API server's huge page rules: a huge
+// page request needs an equal limit, each amount is a multiple of its page
+// size, and huge pages come with a cpu or memory request or limit.
 func validateResources(r v1.ResourceRequirements, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	hugePages, cpuOrMemory := false, false
 	for name, q := range r.Limits {
-		errs = append(errs, nonNegative(q, p.Child("limits").Key(string(name)))...)
+		lp := p.Child("limits").Key(string(name))
+		errs = append(errs, nonNegative(q, lp)...)
+		errs = append(errs, hugePageValue(name, q, lp)...)
+		hugePages = hugePages || isHugePages(name)
+		cpuOrMemory = cpuOrMemory || name == v1.ResourceCPU || name == v1.ResourceMemory
 	}
 	for name, q := range r.Requests {
 		rp := p.Child("requests").Key(string(name))
 		errs = append(errs, nonNegative(q, rp)...)
-		if l, ok := r.Limits[name]; ok && q.Cmp(l) > 0 {
+		l, ok := r.Limits[name]
+		switch {
+		case isHugePages(name) && ok && q.Cmp(l) != 0:
+			errs = append(errs, field.Invalid(p.Child("requests"), q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, l.String())))
+		case isHugePages(name) && !ok:
+			errs = append(errs, field.Required(p.Child("limits"), "Limit must be set for non overcommitable resources"))
+		case ok && q.Cmp(l) > 0:
 			errs = append(errs, field.Invalid(rp, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, l.String())))
 		}
+		errs = append(errs, hugePageValue(name, q, rp)...)
+		hugePages = hugePages || isHugePages(name)
+		cpuOrMemory = cpuOrMemory || name == v1.ResourceCPU || name == v1.ResourceMemory
+	}
+	if hugePages && !cpuOrMemory {
+		errs = append(errs, field.Forbidden(p, "HugePages require cpu or memory"))
 	}
 	return errs
+}
+
+func isHugePages(name v1.ResourceName) bool {
+	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
+}
+
+// hugePageValue checks that a huge page amount is a multiple of its page
+// size (the API server's message).
+func hugePageValue(name v1.ResourceName, q resource.Quantity, p *field.Path) field.ErrorList {
+	size, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+	if !ok {
+		return nil
+	}
+	ps, err := resource.ParseQuantity(size)
+	if err != nil || ps.Value() <= 0 {
+		return field.ErrorList{field.Invalid(p, string(name), "must be a valid hugepages resource name")}
+	}
+	if q.Value()%ps.Value() != 0 {
+		return field.ErrorList{field.Invalid(p, q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name))}
+	}
+	return nil
 }
 
 func nonNegative(q resource.Quantity, p *field.Path) field.ErrorList {

@@ -54,7 +54,7 @@ func ReadMachine(f MachineFiles) (Machine, error) {
 	} else {
 		m.MemoryBytes, m.SwapBytes = mem, swap
 	}
-	hp, err := hugePages(p("/sys/kernel/mm/hugepages"))
+	hp, err := HugePages(p("/sys/kernel/mm/hugepages"))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -152,9 +152,9 @@ func memTotal(path string) (mem, swap int64, err error) {
 	return int64(mi.MemTotal.V), swap, nil
 }
 
-// hugePages reads dir's hugepages-<size>kB/nr_hugepages: page size in
+// HugePages reads dir's hugepages-<size>kB/nr_hugepages: page size in
 // bytes → pages. A missing dir (no huge page support) is no huge pages.
-func hugePages(dir string) (map[int64]int64, error) {
+func HugePages(dir string) (map[int64]int64, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
