@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kernelet/kernelet/agent/volume"
+	"github.com/kernelet/kernelet/test/env/containerd"
+	"github.com/kernelet/kernelet/test/env/images"
+)
+
+const nrHugePages2M = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+
+// hugePagePool adds pages 2 MiB huge pages to the host's pool for the
+// test and puts nr_hugepages back as found when it ends, failed or not;
+// it returns the pool's size in pages. It skips without 2 MiB pages,
+// with less than 1 GiB available, or when the kernel cannot reserve them.
+func hugePagePool(t *testing.T, pages int64) int64 {
+	t.Helper()
+	b, err := os.ReadFile(nrHugePages2M)
+	if err != nil {
+		t.Skipf("no 2 MiB huge pages: %v", err)
+	}
+	orig, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if avail := memAvailable(t); avail < 1<<30 {
+		t.Skipf("MemAvailable %d bytes: not reserving huge pages below 1 GiB", avail)
+	}
+	write := func(n int64) error { return os.WriteFile(nrHugePages2M, []byte(strconv.FormatInt(n, 10)), 0) }
+	t.Cleanup(func() {
+		if err := write(orig); err != nil {
+			t.Errorf("putting nr_hugepages back to %d: %v", orig, err)
+		}
+	})
+	if err := write(orig + pages); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(nrHugePages2M)
+	if got, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil || got < orig+pages {
+		t.Skipf("the kernel reserved %d of %d huge pages (%v)", got, orig+pages, err)
+	}
+	return orig + pages
+}
+
+func memAvailable(t *testing.T) int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func hugePagesPod(name string, bytes int64) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: IfNotPresent
+    args: ["sleep"]
+    resources:
+      limits: {memory: 32Mi, hugepages-2Mi: "%d"}
+    volumeMounts:
+    - {name: hp, mountPath: /hugepages}
+  volumes:
+  - name: hp
+    emptyDir: {medium: HugePages}
+`, name, images.TestboxImage, bytes)
+}
+
+// TestAgentHugePages: with a 2 MiB huge page pool of 4 pages added by the
+// test (put back as found), a pod asking for hugepages-2Mi (a limit, its
+// request by default) with an emptyDir on HugePages runs: the volume is a
+// hugetlbfs of 2 MiB pages (pagesize=2M in the container's mounts, the
+// host's statfs); a pod asking for more than is left is rejected with
+// kubelet's OutOfhugepages-2Mi and message; the hugetlbfs goes with the
+// pod. (The hugetlb limits need a hugetlb controller: this host has none
+// in cgroup v1, and containerd drops the containers' by default; they are
+// unit-tested.)
+func TestAgentHugePages(t *testing.T) {
+	pool := hugePagePool(t, 4)
+	cd := containerd.Shared(t)
+	n, rs, _ := newAgentWithCleanup(t, cd)
+	volumeCleanup(t, n)
+	writeManifest(t, n.manifests, "hp.yaml", hugePagesPod("hp", 4<<20))
+	n.start(t)
+	pod := n.waitRunning(t, 60*time.Second, "hp")["hp"]
+	if out, err := execIn(t, rs, &pod, "grep ' /hugepages ' /proc/mounts"); err != nil || !strings.Contains(out, "hugetlbfs") || !strings.Contains(out, "pagesize=2M") {
+		t.Errorf("/hugepages in the container: %q (%v), want a hugetlbfs with pagesize=2M", out, err)
+	}
+	dir := filepath.Join(n.root, "pods", string(pod.UID), "volumes", volume.PluginEmptyDir, "hp")
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil || st.Type != 0x958458f6 || st.Bsize != 2<<20 {
+		t.Errorf("host side %s: statfs type %#x block %d (%v), want hugetlbfs of 2 MiB", dir, st.Type, st.Bsize, err)
+	}
+
+	capacity := pool * 2 << 20
+	greedy := capacity - 4<<20 + 2<<20
+	writeManifest(t, n.manifests, "greedy.yaml", hugePagesPod("greedy", greedy))
+	wantMsg := fmt.Sprintf("Node didn't have enough resource: hugepages-2Mi, requested: %d, used: %d, capacity: %d", greedy, 4<<20, capacity)
+	n.waitPod(t, "greedy", "rejected", 60*time.Second, func(p v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfhugepages-2Mi" && p.Status.Message == wantMsg
+	})
+
+	if err := os.Remove(filepath.Join(n.manifests, "hp.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, n, dir, 60*time.Second)
+}
