@@ -82,7 +82,9 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }
-		in.PodCgroup = func() cgroups.CgroupSettings { return p.mgr.PodCgroupSettings(pod) }
+		if p.alloc.PodLevelStatus() {
+			in.PodCgroup = func() cgroups.CgroupSettings { return p.mgr.PodCgroupSettings(pod) }
+		}
 	}
 	return in
 }

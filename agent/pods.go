@@ -311,7 +311,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 	// allocated.
 	admit = []podworkers.AdmitHandler{p.devices.ReleaseOnReject(admit)}
 	p.resizeMetrics = a.metrics.resize
-	p.newAllocation(env.allocated, admit, a.metrics.resize)
+	p.newAllocation(env.allocated, admit, a.metrics.resize, config.FeatureEnabled(kc, "InPlacePodLevelResourcesVerticalScaling"))
 	if err := p.startProbes(rs, a.metrics.probes); err != nil {
 		return err
 	}
@@ -656,7 +656,7 @@ func (p *pods) PodList() *v1.PodList {
 }
 
 // admitHandlers are kubelet's admission checks in kubelet's order (the
-// first rejection wins): sysctls, the topology manager's alignment and
+// first rejection wins): sysctls, pod-level resources with their gate off, the topology manager's alignment and
 // allocation of devices, CPUs and memory (allocate: kubelet's resource
 // allocation handler), the pod's OS, resources (extended ones too), node affinity,
 // node name, host ports, NoExecute taints, then what the runtime cannot
@@ -668,6 +668,7 @@ func (a *Agent) admitHandlers(ctx context.Context, alloc podworkers.Allocatable,
 	}
 	hs := []podworkers.AdmitHandler{
 		sysctls,
+		podworkers.PodFeatures(config.FeatureEnabled(&a.opts.Config.Kubelet, "PodLevelResources")),
 		allocate,
 		podworkers.PodOS(goruntime.GOOS),
 		podworkers.ResourceFit(alloc),

@@ -36,10 +36,11 @@ func openAllocationStores(ctx context.Context, rootDir string) (allocated, actua
 
 // newAllocation builds the allocation manager on the pod side: resizes
 // are admitted by the node's admit handlers against the other active
-// pods, and a pod whose allocation or resize conditions change is synced.
-func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler, metrics *allocation.Metrics) {
+// pods, and a pod whose allocation or resize conditions change is synced;
+// podLevelResize is InPlacePodLevelResourcesVerticalScaling.
+func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.AdmitHandler, metrics *allocation.Metrics, podLevelResize bool) {
 	p.alloc = allocation.NewManager(allocation.Config{
-		Allocated: allocated, Metrics: metrics,
+		Allocated: allocated, Metrics: metrics, NoPodLevelResize: !podLevelResize,
 		SwapBehavior: func(pod *v1.Pod, c *v1.Container) string {
 			o := p.syncOpt.Container
 			return podconfig.ContainerSwapBehavior(pod, c, o.Swap, o.CgroupV2)

@@ -28,7 +28,7 @@ func featureRows() string {
 		if g.Locked {
 			stage += ", locked"
 		}
-		kernelet := map[config.Support]string{config.Implemented: "yes", config.NotImplemented: "refused", config.NotApplicable: "n.a."}[g.Kernelet]
+		kernelet := map[config.Support]string{config.Implemented: "yes", config.NotImplemented: "refused", config.NotApplicable: "n.a.", config.BothValues: "both"}[g.Kernelet]
 		what := g.What
 		if g.Test != "" {
 			what += fmt.Sprintf(" (`%s`)", g.Test)
@@ -64,7 +64,8 @@ func TestFeaturesTable(t *testing.T) {
 	t.Errorf("features.md's table is not agent/config's; run KERNELET_WRITE_FEATURES=1 go test ./docs -run TestFeaturesTable. Want:\n%s", want)
 }
 
-// Every row says yes, refused or n.a., and every yes names its test.
+// Every row says yes, both, refused or n.a., and every yes or both names
+// its test.
 func TestFeaturesRows(t *testing.T) {
 	rows := strings.Split(strings.TrimSpace(featureRows()), "\n")[2:]
 	if len(rows) < 40 {
@@ -73,7 +74,7 @@ func TestFeaturesRows(t *testing.T) {
 	for _, r := range rows {
 		cols := strings.Split(r, " | ")
 		switch cols[2] {
-		case "yes":
+		case "yes", "both":
 			if !strings.Contains(cols[3], "(`") {
 				t.Errorf("a yes without its test: %s", r)
 			}

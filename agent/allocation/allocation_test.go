@@ -580,3 +580,41 @@ func TestStoreKeepDoesNotHoldItsLockAcrossKeep(t *testing.T) {
 		t.Errorf("the store holds %v, want only the pod admitted meanwhile", got)
 	}
 }
+
+// InPlacePodLevelResourcesVerticalScaling off: a resize of spec.resources
+// is Infeasible with the gate named and the pod keeps its allocated
+// pod-level resources; a container resize is allocated as before; no
+// pod-level status is reported.
+func TestPodLevelResizeOff(t *testing.T) {
+	ctx := context.Background()
+	n := &fakeNode{capacity: 2000}
+	m := NewManager(Config{Allocated: NewMemoryStore(), Admit: n.admit, NoPodLevelResize: true,
+		ActivePods: func() []*v1.Pod { return n.pods }, Wake: n.wake, Record: n.record,
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
+	if m.PodLevelStatus() {
+		t.Error("pod-level status reported with the gate off")
+	}
+	a := testPod("a", "400m", "64Mi")
+	a.Spec.Resources = &v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("500m")}}
+	n.pods = []*v1.Pod{a}
+	m.Admitted(ctx, a)
+	a2 := a.DeepCopy()
+	a2.Generation = 2
+	a2.Spec.Resources.Requests[v1.ResourceCPU] = q("700m")
+	n.pods = []*v1.Pod{a2}
+	m.Sync(ctx, a2)
+	if p := m.Conditions().Pending("a"); p == nil || p.Reason != v1.PodReasonInfeasible || p.Message != MessagePodLevelResizeOff {
+		t.Fatalf("pending %+v, want Infeasible %q", p, MessagePodLevelResizeOff)
+	}
+	if got := m.Allocated(a2).Spec.Resources.Requests.Cpu().MilliValue(); got != 500 {
+		t.Errorf("allocated pod-level cpu %dm, want 500m", got)
+	}
+	a3 := a.DeepCopy()
+	a3.Generation = 3
+	a3.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = q("300m")
+	n.pods = []*v1.Pod{a3}
+	m.Sync(ctx, a3)
+	if got := m.Allocated(a3); got != a3 {
+		t.Errorf("container resize not allocated: pending %+v", m.Conditions().Pending("a"))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -46,7 +47,20 @@ type Config struct {
 	Metrics *Metrics
 	// SwapBehavior tells which containers swap (nil: none does).
 	SwapBehavior SwapBehaviorFunc
+	// NoPodLevelResize is InPlacePodLevelResourcesVerticalScaling off: a
+	// resize that changes spec.resources is Infeasible
+	// (MessagePodLevelResizeOff), and no pod-level status.resources is
+	// reported (PodLevelStatus).
+	NoPodLevelResize bool
 }
+
+// MessagePodLevelResizeOff is the Infeasible message of a resize of
+// pod-level resources with InPlacePodLevelResourcesVerticalScaling off.
+const MessagePodLevelResizeOff = "In-place resize of pod-level resources is not supported: feature gate InPlacePodLevelResourcesVerticalScaling is disabled"
+
+// PodLevelStatus tells whether pods report pod-level status.resources
+// and status.allocatedResources (InPlacePodLevelResourcesVerticalScaling).
+func (m *Manager) PodLevelStatus() bool { return !m.cfg.NoPodLevelResize }
 
 // Manager allocates in-place resizes (kubelet's allocation manager): it
 // holds what each pod was allocated, admits a requested resize against the
@@ -265,6 +279,10 @@ func (m *Manager) handle(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (bo
 	if msg, detail := Infeasible(pod, allocated, m.cfg.SwapBehavior); msg != "" {
 		m.cfg.Metrics.infeasibleResize(detail)
 		m.setPending(pod, v1.PodReasonInfeasible, msg)
+		return false, nil
+	}
+	if m.cfg.NoPodLevelResize && !apiequality.Semantic.DeepEqual(pod.Spec.Resources, allocated.Spec.Resources) {
+		m.setPending(pod, v1.PodReasonInfeasible, MessagePodLevelResizeOff)
 		return false, nil
 	}
 	others := make([]*v1.Pod, 0, len(active))

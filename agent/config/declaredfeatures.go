@@ -38,5 +38,6 @@ type implementedGates struct {
 }
 
 func (g implementedGates) Enabled(name string) bool {
-	return FeatureEnabled(g.kc, name) && gateSupport(name).Kernelet == Implemented
+	k := gateSupport(name).Kernelet
+	return FeatureEnabled(g.kc, name) && (k == Implemented || k == BothValues)
 }

@@ -52,6 +52,9 @@ const (
 	// component-base) that keeps the library's default; the other value
 	// is refused.
 	LibraryDefault
+	// BothValues: kernelet does what the gate on means and, set false,
+	// what kubelet does with it off: any value is accepted.
+	BothValues
 )
 
 // GateSupport is one gate kubelet knows with what kernelet does about it.
@@ -268,6 +271,11 @@ func yes(what, test string) kerneletDecision {
 	return kerneletDecision{support: Implemented, what: what, test: test}
 }
 func no(what string) kerneletDecision { return kerneletDecision{support: NotImplemented, what: what} }
+
+// both is a gate kernelet acts on either way: what it does on, and off.
+func both(on, off, test string) kerneletDecision {
+	return kerneletDecision{support: BothValues, what: on + "; off: " + off, test: test}
+}
 func na(what string) kerneletDecision { return kerneletDecision{support: NotApplicable, what: what} }
 func library(what string) kerneletDecision {
 	return kerneletDecision{support: LibraryDefault, what: what, library: true}

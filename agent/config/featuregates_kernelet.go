@@ -58,9 +58,11 @@ var kerneletGates = map[string]kerneletDecision{
 	"DefaultPodSysctls":                      no("no default sysctls are added to pods"),
 
 	// Resources, cgroups and eviction.
-	"CustomCPUCFSQuotaPeriod":     yes("cpuCFSQuotaPeriod sets the CFS period of pods and containers", "agent/runtime/podconfig.TestContainerResources"),
-	"PodLevelResources":           yes("pod-level requests and limits size the pod cgroup and decide the QoS class", "agent/qos.TestComputeClass"),
-	"PodLevelResourceManagers":    no("no CPU, memory or topology manager (issue 27)"),
+	"CustomCPUCFSQuotaPeriod": both("cpuCFSQuotaPeriod sets the CFS period of pods and containers",
+		"a cpuCFSQuotaPeriod other than 100ms is refused at config load (kubelet's message; agent/config.TestGatesOff)", "agent/runtime/podconfig.TestContainerResources"),
+	"PodLevelResources": both("pod-level requests and limits size the pod cgroup and decide the QoS class",
+		"a pod with pod-level requests or limits is refused at admission (PodLevelResourcesNotSupported, kubelet's message; agent/podworkers.TestPodLevelResourcesOff)", "agent/qos.TestComputeClass"),
+	"PodLevelResourceManagers":    no("the static CPU and memory managers leave pods with pod-level resources in the shared pool and unpinned (kubelet with the gate off, its default); exclusive CPUs and NUMA memory sized from pod-level resources are not implemented"),
 	"MemoryQoS":                   yes("on cgroup v2 (kernel 5.9 or later) containers get memory.min/memory.low and memory.high (memoryThrottlingFactor) in the CRI, pods with pod-level memory limits memory.high, and with memoryReservationPolicy TieredReservation the requests as memory.min/memory.low of containers, pods and the QoS cgroups (kept in step with the pods), as kubelet does", "test/e2e.TestV2Node"),
 	"QOSReserved":                 no("qosReserved is not acted on"),
 	"HugepageAwareEviction":       no("memory.available does not subtract the huge page capacity"),
@@ -84,8 +86,9 @@ var kerneletGates = map[string]kerneletDecision{
 	"InPlacePodVerticalScalingExclusiveMemory":     no("under the Static memory manager policy a memory resize of a Guaranteed pod is Infeasible with kubelet's message"),
 	"InPlacePodVerticalScalingMemoryBackedVolumes": no("an emptyDir sizeLimit is not resized"),
 	"InPlacePodVerticalScalingSchedulerPreemption": na("a resize never preempts on the node (the scheduler's)"),
-	"InPlacePodLevelResourcesVerticalScaling":      yes("a resize of spec.resources is admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to the pod cgroup (cpu shares, quota, memory limit; what grows before the containers, what shrinks after, a memory limit below usage refused) and to the containers whose limits derive from it; status.resources and status.allocatedResources as kubelet reports them; the node declares the feature", "test/e2e.TestClusterResizePodLevel"),
-	"KubeletAllocatedPodsEndpoint":                 no("no /allocatedPods endpoint"),
+	"InPlacePodLevelResourcesVerticalScaling": both("a resize of spec.resources is admitted against the node (PodResizePending Deferred/Infeasible), checkpointed, and applied to the pod cgroup (cpu shares, quota, memory limit; what grows before the containers, what shrinks after, a memory limit below usage refused) and to the containers whose limits derive from it; status.resources and status.allocatedResources as kubelet reports them; the node declares the feature",
+		"a resize that changes spec.resources stays PodResizePending Infeasible (the gate named), the pod keeps its allocated pod-level resources, no pod-level status.resources; the node does not declare the feature (agent/allocation.TestPodLevelResizeOff)", "test/e2e.TestClusterResizePodLevel"),
+	"KubeletAllocatedPodsEndpoint": no("no /allocatedPods endpoint"),
 
 	// Devices and dynamic resource allocation.
 	"DynamicResourceAllocation":   yes("the ResourceClaims of a pod are prepared by their DRA drivers' kubelet plugins (plugin registration, dra v1 and v1beta1 gRPC) before its sandbox is created and unprepared once its containers stopped and no other pod uses them, checkpointed in dra_manager_state; their CDI devices go to the runtime through CRI; the ResourceSlices of a driver without a connected plugin (deregistered, or its connection ended) are deleted after 30 s, all of the node's at start", "test/e2e.TestDRA"),

@@ -184,8 +184,8 @@ func TestFeatureGateTable(t *testing.T) {
 }
 
 // Every decision names a gate of the table, is consistent with the gate's
-// lock, and an Implemented node gate on by default names a test that
-// exists (docs/features.md lists it).
+// lock, and an Implemented node gate on by default, or one acted on either
+// way, names a test that exists (docs/features.md lists it).
 func TestKerneletGateDecisions(t *testing.T) {
 	testRE := regexp.MustCompile(`^([a-z0-9/]+)\.(Test[A-Za-z0-9_]+)$`)
 	for name, d := range kerneletGates {
@@ -203,7 +203,10 @@ func TestKerneletGateDecisions(t *testing.T) {
 		if d.library != (d.support == LibraryDefault) {
 			t.Errorf("%s: library gates, and only they, keep the library's default", name)
 		}
-		if d.support != Implemented {
+		if d.support == BothValues && (g.Locked || d.test == "") {
+			t.Errorf("%s: a gate acted on either way is not locked and names its test", name)
+		}
+		if d.support != Implemented && d.support != BothValues {
 			if d.test != "" {
 				t.Errorf("%s: a test named for a gate kernelet does not implement", name)
 			}
@@ -243,4 +246,35 @@ func testExists(t *testing.T, dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// The gates kernelet acts on either way: false is accepted (the upstream
+// node e2e CPU manager suite sets all three false); CustomCPUCFSQuotaPeriod
+// off refuses a cpuCFSQuotaPeriod other than 100ms with kubelet's words;
+// PodLevelResources off alone is kubelet's dependency error.
+func TestGatesOff(t *testing.T) {
+	off := "featureGates: {PodLevelResources: false, InPlacePodLevelResourcesVerticalScaling: false, CustomCPUCFSQuotaPeriod: false,\n  PodLevelResourcesFixDefaulting: false, PodLevelResourcesFixKubeletQOSClass: false}\n"
+	cfg, err := Parse("cfg.yaml", []byte(header+off))
+	if err != nil {
+		t.Fatalf("must load: %v", err)
+	}
+	for _, g := range []string{"PodLevelResources", "InPlacePodLevelResourcesVerticalScaling", "CustomCPUCFSQuotaPeriod"} {
+		if FeatureEnabled(&cfg.Kubelet, g) {
+			t.Errorf("%s on", g)
+		}
+	}
+	if _, err := Parse("cfg.yaml", []byte(header+off+"cpuCFSQuotaPeriod: 100ms\n")); err != nil {
+		t.Errorf("the default period with the gate off: %v", err)
+	}
+	_, err = Parse("cfg.yaml", []byte(header+off+"cpuCFSQuotaPeriod: 50ms\n"))
+	if err == nil || !strings.Contains(err.Error(), `cpuCFSQuotaPeriod: Invalid value: "50ms": requires feature gate CustomCPUCFSQuotaPeriod`) {
+		t.Errorf("50ms with the gate off: %v", err)
+	}
+	if _, err := Parse("cfg.yaml", []byte(header+"cpuCFSQuotaPeriod: 50ms\n")); err != nil {
+		t.Errorf("50ms with the gate on: %v", err)
+	}
+	_, err = Parse("cfg.yaml", []byte(header+"featureGates: {PodLevelResources: false}\n"))
+	if err == nil || !strings.Contains(err.Error(), "InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: [PodLevelResources]") {
+		t.Errorf("PodLevelResources off alone: %v (kubelet's dependency error)", err)
+	}
 }

@@ -88,7 +88,10 @@ func validateDurations(errs field.ErrorList, kc *kubeletv1beta1.KubeletConfigura
 	if m := kc.ImageMaximumGCAge.Duration; m > 0 && m <= kc.ImageMinimumGCAge.Duration {
 		errs = append(errs, field.Invalid(p("imageMaximumGCAge"), m.String(), "must be greater than imageMinimumGCAge"))
 	}
-	if q := kc.CPUCFSQuotaPeriod.Duration; q < time.Millisecond || q > time.Second {
+	switch q := kc.CPUCFSQuotaPeriod.Duration; {
+	case !FeatureEnabled(kc, "CustomCPUCFSQuotaPeriod") && q != 100*time.Millisecond:
+		errs = append(errs, field.Invalid(p("cpuCFSQuotaPeriod"), q.String(), "requires feature gate CustomCPUCFSQuotaPeriod"))
+	case q < time.Millisecond || q > time.Second:
 		errs = append(errs, field.Invalid(p("cpuCFSQuotaPeriod"), q.String(), "must be between 1ms and 1s"))
 	}
 	if kc.NodeLeaseDurationSeconds <= 0 {

@@ -27,6 +27,10 @@ const (
 	ReasonNodePorts       = "NodePorts"
 	ReasonTaintToleration = "TaintToleration"
 
+	// ReasonPodLevelResourcesNotSupported: pod-level resources with the
+	// PodLevelResources gate off.
+	ReasonPodLevelResourcesNotSupported = "PodLevelResourcesNotSupported"
+
 	ReasonPodOSNotSupported                  = "PodOSNotSupported"
 	ReasonPodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"
 	ReasonSysctlForbidden                    = "SysctlForbidden"
@@ -140,6 +144,19 @@ func fitEach(a AdmitAttributes, req v1.ResourceList, names []v1.ResourceName, of
 		}
 	}
 	return AdmitResult{Admit: true}
+}
+
+// PodFeatures refuses, with the PodLevelResources gate off (enabled
+// false), a pod with pod-level requests or limits of a resource supported
+// there (kubelet's pod features handler, reason and message); with it on
+// it admits every pod.
+func PodFeatures(podLevelResources bool) AdmitHandler {
+	return AdmitFunc(func(a AdmitAttributes) AdmitResult {
+		if !podLevelResources && resourcehelper.IsPodLevelResourcesSet(a.Pod) {
+			return AdmitResult{Reason: ReasonPodLevelResourcesNotSupported, Message: "PodLevelResources feature gate is disabled"}
+		}
+		return AdmitResult{Admit: true}
+	})
 }
 
 // Admit runs handlers in order; the first rejection wins.

@@ -48,3 +48,21 @@ func TestResourceFitHugePages(t *testing.T) {
 		})
 	}
 }
+
+// PodLevelResources off: a pod with pod-level requests or limits is
+// refused with kubelet's reason and message; others are admitted; with
+// the gate on every pod is.
+func TestPodLevelResourcesOff(t *testing.T) {
+	plain := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	podLevel := plain.DeepCopy()
+	podLevel.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}}
+	off, on := PodFeatures(false), PodFeatures(true)
+	if r := off.Admit(AdmitAttributes{Pod: podLevel}); r.Admit || r.Reason != "PodLevelResourcesNotSupported" || r.Message != "PodLevelResources feature gate is disabled" {
+		t.Errorf("gate off, pod-level resources: %+v", r)
+	}
+	for _, r := range []AdmitResult{off.Admit(AdmitAttributes{Pod: plain}), on.Admit(AdmitAttributes{Pod: podLevel})} {
+		if !r.Admit {
+			t.Errorf("refused: %+v", r)
+		}
+	}
+}
