@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +33,7 @@ func hugePagePool(t *testing.T, pages int64) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if avail := memAvailable(t); avail < 1<<30 {
+	if avail := meminfo(t, "MemAvailable"); avail < 1<<30 {
 		t.Skipf("MemAvailable %d bytes: not reserving huge pages below 1 GiB", avail)
 	}
 	write := func(n int64) error { return os.WriteFile(nrHugePages2M, []byte(strconv.FormatInt(n, 10)), 0) }
@@ -51,22 +50,6 @@ func hugePagePool(t *testing.T, pages int64) int64 {
 		t.Skipf("the kernel reserved %d of %d huge pages (%v)", got, orig+pages, err)
 	}
 	return orig + pages
-}
-
-func memAvailable(t *testing.T) int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func hugePagesPod(name string, bytes int64) string {

@@ -52,14 +52,17 @@ func readProcInt(t *testing.T, path string) int64 {
 }
 
 // memTotal is the node's memory capacity: MemTotal of /proc/meminfo.
-func memTotal(t *testing.T) int64 {
+func memTotal(t *testing.T) int64 { return meminfo(t, "MemTotal") }
+
+// meminfo is the named field of /proc/meminfo in bytes.
+func meminfo(t *testing.T, name string) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == name+":" {
 			kb, err := strconv.ParseInt(f[1], 10, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +70,7 @@ func memTotal(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Fatal("no MemTotal in /proc/meminfo")
+	t.Fatalf("no %s in /proc/meminfo", name)
 	return 0
 }
 
