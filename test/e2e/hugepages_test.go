@@ -113,3 +113,31 @@ func TestAgentHugePages(t *testing.T) {
 	}
 	waitGone(t, n, dir, 60*time.Second)
 }
+
+// TestAgentPodLevelResourcesOff: with the gates the upstream node e2e CPU
+// manager suite turns off (PodLevelResources, its dependants and
+// CustomCPUCFSQuotaPeriod) kernelet starts; a pod with pod-level
+// resources is refused with kubelet's PodLevelResourcesNotSupported and
+// message, a plain pod runs.
+func TestAgentPodLevelResourcesOff(t *testing.T) {
+	n, _, _ := newAgentWithCleanup(t, containerd.Shared(t))
+	appendConfig(t, n, "featureGates: {PodLevelResources: false, InPlacePodLevelResourcesVerticalScaling: false,"+
+		" PodLevelResourcesFixDefaulting: false, PodLevelResourcesFixKubeletQOSClass: false, CustomCPUCFSQuotaPeriod: false}\n")
+	writeManifest(t, n.manifests, "plain.yaml", podManifest("plain", `["sleep"]`, "", 1))
+	writeManifest(t, n.manifests, "plr.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: plr, namespace: default}
+spec:
+  hostNetwork: true
+  resources:
+    limits: {memory: 64Mi}
+  containers:
+  - {name: app, image: `+images.TestboxImage+`, imagePullPolicy: IfNotPresent, args: ["sleep"]}
+`)
+	n.start(t)
+	n.waitRunning(t, 30*time.Second, "plain")
+	n.waitPod(t, "plr", "refused", 30*time.Second, func(p v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "PodLevelResourcesNotSupported" &&
+			p.Status.Message == "PodLevelResources feature gate is disabled"
+	})
+}
