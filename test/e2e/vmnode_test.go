@@ -296,6 +296,11 @@ func testV2NodePodCgroup(t *testing.T, n *v2Node) {
 		t.Fatalf("no process in %s", ctrDir)
 	}
 	t.Logf("container cgroup %s: memory.max %s", ctrDir, want)
+	// The pod asks for no huge pages: its cgroup gets a hugetlb limit of
+	// 0 for the guest's 2 MiB pages (kubelet's; cgroup v2 has hugetlb).
+	if got := n.guest(t, "cat "+podDir+"/hugetlb.2MB.max"); got != "0" {
+		t.Errorf("pod cgroup hugetlb.2MB.max %q, want 0", got)
+	}
 
 	start = time.Now()
 	if err := n.admin.CoreV1().Pods(n.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
