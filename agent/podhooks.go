@@ -77,8 +77,11 @@ func (p *pods) statusInputs(pod *v1.Pod, waiting map[string]runtime.Waiting) run
 			return append(p.devices.HealthStatus(pod.UID, name), p.claims.HealthStatus(pod, name)...)
 		}
 	}
-	if p.csiVols != nil && p.volumeHealth {
-		in.VolumeHealth = func() []v1.PodVolumeHealth { return p.csiVols.VolumeHealth(pod.UID) }
+	if p.csiVols != nil {
+		in.Rejected = func() (string, string, bool) { return p.csiVols.Rejected(pod.UID) }
+		if p.volumeHealth {
+			in.VolumeHealth = func() []v1.PodVolumeHealth { return p.csiVols.VolumeHealth(pod.UID) }
+		}
 	}
 	if p.actuated != nil {
 		in.Actuated = func(name string) (v1.ResourceRequirements, bool) { return p.actuated.Container(pod.UID, name) }

@@ -562,6 +562,9 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if left > 0 && (res.RetryAfter == 0 || left+retryMargin < res.RetryAfter) {
 		res.RetryAfter = left + retryMargin // sync when the deadline passes
 	}
+	if res.Status.Phase == v1.PodFailed && res.Status.Reason == volumemanager.ReasonAttachLimitExceeded {
+		return res, nil // rejected by the volume manager: the worker stops it
+	}
 	return res, r.Err()
 }
 

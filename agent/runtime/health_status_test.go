@@ -34,3 +34,26 @@ func TestToAPIStatusResourcesStatus(t *testing.T) {
 		t.Errorf("without the input: %v", s.ContainerStatuses[0].AllocatedResourcesStatus)
 	}
 }
+
+// A pod the node rejected after admission (Rejected) is Failed with the
+// reason and kubelet's "Pod was rejected: " message, and its volumes'
+// health is reported.
+func TestToAPIStatusRejectedAndVolumeHealth(t *testing.T) {
+	pod := testPod(v1.RestartPolicyAlways, nil, nil, "app")
+	st := &PodStatus{UID: pod.UID}
+	health := []v1.PodVolumeHealth{{Name: "data", HealthConditions: []v1.VolumeHealthCondition{{Status: v1.VolumeHealthDegraded, Reason: "R"}}}}
+	s := ToAPIStatus(pod, st, t0, StatusInputs{
+		Rejected:     func() (string, string, bool) { return "VolumeAttachmentLimitExceeded", "limit", true },
+		VolumeHealth: func() []v1.PodVolumeHealth { return health },
+	})
+	if s.Phase != v1.PodFailed || s.Reason != "VolumeAttachmentLimitExceeded" || s.Message != "Pod was rejected: limit" {
+		t.Errorf("phase %s reason %q message %q", s.Phase, s.Reason, s.Message)
+	}
+	if len(s.VolumeHealth) != 1 || s.VolumeHealth[0].Name != "data" {
+		t.Errorf("volumeHealth %+v", s.VolumeHealth)
+	}
+	s = ToAPIStatus(pod, st, t0, StatusInputs{Rejected: func() (string, string, bool) { return "", "", false }})
+	if s.Phase == v1.PodFailed || s.VolumeHealth != nil {
+		t.Errorf("not rejected: phase %s, volumeHealth %v", s.Phase, s.VolumeHealth)
+	}
+}

@@ -695,8 +695,8 @@ type supplementalGroupsSource interface {
 const EventFailedMount = "FailedMount"
 
 // setUpVolumes sets up pod's volumes into opts.Container.VolumeHostPaths,
-// recording a FailedMount warning per volume that failed; false when one
-// did.
+// recording a FailedMount warning per volume that failed (or the reason
+// of an error with an EventReason method); false when one did.
 func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptions, r *SyncResult) bool {
 	if m.vols == nil {
 		return true
@@ -722,7 +722,12 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod, opts *SyncOptio
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		r.warn(EventFailedMount, e.Error())
+		reason := EventFailedMount
+		var own interface{ EventReason() string }
+		if errors.As(e, &own) {
+			reason = own.EventReason() // e.g. kubelet's VolumeAttachmentLimitExceeded rejection
+		}
+		r.warn(reason, e.Error())
 	}
 	return false
 }

@@ -51,6 +51,11 @@ type StatusInputs struct {
 	// VolumeHealth gives the pod's status.volumeHealth (the CSI drivers'
 	// NodeGetVolumeHealth; the CSIVolumeHealth gate); nil: none.
 	VolumeHealth func() []v1.PodVolumeHealth
+	// Rejected tells whether the node rejected the pod after admission
+	// (kubelet's rejectPod: VolumeAttachmentLimitExceeded) and why: the
+	// pod is then Failed with that reason and "Pod was rejected: " and
+	// the message; nil: never.
+	Rejected func() (reason, message string, rejected bool)
 }
 
 // ToAPIStatus converts the runtime's view of pod into its API status at
@@ -149,6 +154,11 @@ func ToAPIStatus(pod *v1.Pod, st *PodStatus, now time.Time, in StatusInputs) v1.
 	if in.PodCgroup != nil {
 		out.Resources = PodStatusResources(pod, in.PodCgroup())
 		out.AllocatedResources = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	}
+	if in.Rejected != nil {
+		if reason, msg, ok := in.Rejected(); ok {
+			out = WithFailed(out, reason, "Pod was rejected: "+msg, now)
+		}
 	}
 	return out
 }

@@ -30,6 +30,11 @@ func (f *fakeVolumes) SubPath(_ context.Context, _ *v1.Pod, req podconfig.SubPat
 	return req.VolumeHostPath + "/" + req.SubPath, nil
 }
 
+type ownReasonError struct{}
+
+func (ownReasonError) Error() string       { return "limit" }
+func (ownReasonError) EventReason() string { return "VolumeAttachmentLimitExceeded" }
+
 func TestSyncPodVolumes(t *testing.T) {
 	ctx := context.Background()
 	m, f, _ := newFakeManager(t)
@@ -52,6 +57,14 @@ func TestSyncPodVolumes(t *testing.T) {
 	if len(r.Events) != 1 || r.Events[0].Reason != EventFailedMount || r.Events[0].Type != v1.EventTypeWarning ||
 		r.Events[0].Message != `MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found` {
 		t.Errorf("events = %+v, want one FailedMount", r.Events)
+	}
+
+	// An error with its own event reason (the volume manager's
+	// VolumeAttachmentLimitExceeded rejection) is warned with it.
+	vols.setUpErr = ownReasonError{}
+	r = m.SyncPod(ctx, pod, st, SyncOptions{})
+	if len(r.Events) != 1 || r.Events[0].Reason != "VolumeAttachmentLimitExceeded" || r.Events[0].Message != "limit" {
+		t.Errorf("events = %+v, want the error's own reason", r.Events)
 	}
 
 	vols.setUpErr, vols.paths = nil, map[string]string{"cfg": "/pods/u/volumes/cfg"}

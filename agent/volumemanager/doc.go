@@ -45,10 +45,12 @@
 //   - SetUp waits for the volumes as kubelet's WaitForAttachAndMount
 //     (2m3s) and then fails with kubelet's "Unable to attach or mount
 //     volumes: unmounted volumes=[…], unattached volumes=[…], failed to
-//     process volumes=[…]: …" plus the last error of each volume (an
+//     process volumes=[…]: …" plus the last error of each volume; an
 //     attachment failed with ResourceExhausted, of a driver whose
 //     CSIDriver sets nodeAllocatableUpdatePeriodSeconds, has Config's
-//     UpdateDriver refresh the driver's CSINode entry first);
+//     UpdateDriver refresh the driver's CSINode entry and ends the wait
+//     with kubelet's AttachLimitError instead: the pod is Rejected
+//     (VolumeAttachmentLimitExceeded) until its teardown (exhausted.go);
 //   - node expansion (expand.go, decisions in resize.go): a published
 //     claim volume whose PV grew beyond the size the node knows gets
 //     NodeExpandVolume at mount or at a later sync, with kubelet's PVC

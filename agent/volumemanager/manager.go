@@ -34,6 +34,9 @@ type Manager struct {
 	// status.volumeHealth (ProbeHealth).
 	usage  map[usageKey]VolumeUsage
 	health map[types.UID][]v1.PodVolumeHealth
+	// rejected are the pods rejected at the end of their wait
+	// (AttachLimitError), with the message.
+	rejected map[types.UID]string
 	// resize is each volume's node expansion state, until unstaged.
 	resize map[v1.UniqueVolumeName]*resizeState
 	// locks serialize the operations on one volume, podLocks on one pod.
@@ -102,7 +105,7 @@ func New(cfg Config) *Manager {
 		staged: map[v1.UniqueVolumeName]*stagedVol{}, published: map[types.UID]map[string]*publishedVol{},
 		desired: map[types.UID]map[v1.UniqueVolumeName]bool{}, resolved: map[types.UID]map[string]volumeSpec{},
 		locks: map[v1.UniqueVolumeName]*sync.Mutex{}, podLocks: map[types.UID]*sync.Mutex{},
-		usage: map[usageKey]VolumeUsage{}, health: map[types.UID][]v1.PodVolumeHealth{}, resize: map[v1.UniqueVolumeName]*resizeState{},
+		usage: map[usageKey]VolumeUsage{}, health: map[types.UID][]v1.PodVolumeHealth{}, rejected: map[types.UID]string{}, resize: map[v1.UniqueVolumeName]*resizeState{},
 	}
 }
 
@@ -188,8 +191,8 @@ func (m *Manager) SetUp(ctx context.Context, pod *v1.Pod) (map[string]string, er
 			return paths, nil
 		}
 		if permanent || ctx.Err() != nil || !m.now().Before(deadline) {
-			if !permanent && ctx.Err() == nil {
-				m.refreshExhausted(ctx, pod, pending)
+			if !permanent && ctx.Err() == nil && m.exhausted(ctx, pod, pending) {
+				return paths, m.reject(pod.UID, vols, pending)
 			}
 			return paths, waitError(vols, pending, ctx.Err(), permanent, m.cfg.Warn != nil)
 		}

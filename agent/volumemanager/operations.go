@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -295,23 +294,13 @@ func (m *Manager) attachment(ctx context.Context, spec volumeSpec) (map[string]s
 	return va.Status.AttachmentMetadata, nil
 }
 
-// resourceExhausted tells whether an attachment failed with the gRPC
-// code ResourceExhausted (the node's volume limit reached).
-func resourceExhausted(va *storagev1.VolumeAttachment) bool {
-	e := va.Status.AttachError
-	return e != nil && e.ErrorCode != nil && *e.ErrorCode == int32(codes.ResourceExhausted)
-}
-
-// refreshExhausted is kubelet's check at the end of a pod's wait
-// (MutableCSINodeAllocatableCount): an unattached volume whose attachment
-// failed with ResourceExhausted, of a driver whose CSIDriver sets
-// nodeAllocatableUpdatePeriodSeconds, has the driver's NodeGetInfo read
-// again into the CSINode. (kubelet then rejects the pod with
-// VolumeAttachmentLimitExceeded; here it keeps waiting.)
-func (m *Manager) refreshExhausted(ctx context.Context, pod *v1.Pod, pending map[string]volumeError) {
-	if m.cfg.UpdateDriver == nil {
-		return
-	}
+// exhausted is kubelet's check at the end of a pod's wait
+// (MutableCSINodeAllocatableCount): whether an unattached volume's
+// attachment failed with ResourceExhausted, of a driver whose CSIDriver
+// sets nodeAllocatableUpdatePeriodSeconds; such a driver's NodeGetInfo
+// is read again into the CSINode (Config.UpdateDriver).
+func (m *Manager) exhausted(ctx context.Context, pod *v1.Pod, pending map[string]volumeError) bool {
+	found := false
 	for name, pe := range pending {
 		m.mu.Lock()
 		spec, ok := m.resolved[pod.UID][name]
@@ -328,10 +317,15 @@ func (m *Manager) refreshExhausted(ctx context.Context, pod *v1.Pod, pending map
 			continue
 		}
 		klog.FromContext(ctx).V(4).Info("Detected ResourceExhausted error for volume", "pluginName", spec.Driver, "volumeHandle", spec.Handle)
+		found = true
+		if m.cfg.UpdateDriver == nil {
+			continue
+		}
 		if err := m.cfg.UpdateDriver(ctx, spec.Driver); err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to update CSIDriver", "pluginName", spec.Driver)
 		}
 	}
+	return found
 }
 
 // secret reads a stage or publish secret's data.

@@ -63,6 +63,7 @@ func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	delete(m.desired, uid)
 	delete(m.resolved, uid)
 	delete(m.health, uid)
+	delete(m.rejected, uid)
 	for k := range m.usage {
 		if k.uid == uid {
 			delete(m.usage, k)
