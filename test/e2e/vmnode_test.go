@@ -222,6 +222,9 @@ func TestV2Node(t *testing.T) {
 	t.Run("SystemdDriver", func(t *testing.T) { testV2NodeSystemd(t, n) })
 	// Last: it turns swap on and restarts kernelet with another configuration.
 	t.Run("SwapResize", func(t *testing.T) { testV2NodeSwapResize(t, n) })
+	// After it: containerd applies huge page limits, the guest's pool is
+	// back to what it was (kernelet still counts 4 pages).
+	t.Run("HugePages", func(t *testing.T) { testV2NodeHugePages(t, n) })
 	// After it: swap on (its swap file, LimitedSwap), kernelet restarted.
 	// Not in make test (3.5–4 min): make e2e-throttle.
 	if os.Getenv(throttleEnv) == "1" {
