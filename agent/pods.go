@@ -306,7 +306,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 		return err
 	}
 	admit = append([]podworkers.AdmitHandler{p.pressure.Admit(a.opts.Config.Kernelet.PSINodeCondition)}, admit...)
-	admit = append(admit, imageVolumeAdmission(ctx, rs))
+	admit = append(admit, podworkers.Validate(runtime.ImageVolumesMountable(ctx, rs)))
 	// A pod a later handler rejects gives back the devices it was just
 	// allocated.
 	admit = []podworkers.AdmitHandler{p.devices.ReleaseOnReject(admit)}

@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +32,7 @@ import (
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/eviction/throttle"
 	"github.com/kernelet/kernelet/internal/kubeversion"
+	"github.com/kernelet/kernelet/internal/promreg"
 	"github.com/kernelet/kernelet/status/node"
 )
 
@@ -151,31 +151,12 @@ func MetricNames() (map[string][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	main := append(describe(a.regs.main), describe(certificates.MetricsDescription())...) // with rotation only
+	main := append(promreg.Names(a.regs.main), promreg.Names(certificates.MetricsDescription())...) // with rotation only
 	slices.Sort(main)
 	return map[string][]string{
 		"/metrics":          main,
-		"/metrics/cadvisor": describe(a.regs.cadvisor),
-		"/metrics/resource": describe(a.regs.resource),
-		"/metrics/probes":   describe(a.regs.probes),
+		"/metrics/cadvisor": promreg.Names(a.regs.cadvisor),
+		"/metrics/resource": promreg.Names(a.regs.resource),
+		"/metrics/probes":   promreg.Names(a.regs.probes),
 	}, nil
-}
-
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
-
-// describe returns the sorted family names of c's descriptors.
-func describe(c prometheus.Collector) []string {
-	ch := make(chan *prometheus.Desc)
-	go func() {
-		c.Describe(ch)
-		close(ch)
-	}()
-	var names []string
-	for d := range ch {
-		if m := fqName.FindStringSubmatch(d.String()); m != nil && !slices.Contains(names, m[1]) {
-			names = append(names, m[1])
-		}
-	}
-	slices.Sort(names)
-	return names
 }

@@ -5,10 +5,28 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/internal/imageref"
 )
+
+// ImageVolumesMountable refuses (for admission) a pod's image volumes
+// when the runtime cannot mount them (podconfig.ValidateRuntimeFeatures),
+// asking the runtime's version only for pods that have one.
+func ImageVolumesMountable(ctx context.Context, rs internalapi.RuntimeService) func(*v1.Pod) error {
+	return func(pod *v1.Pod) error {
+		if !podconfig.HasImageVolumes(pod) {
+			return nil
+		}
+		v, err := rs.Version(ctx, "v1")
+		if err != nil {
+			return fmt.Errorf("cannot tell whether the runtime mounts image volumes: %w", err)
+		}
+		return podconfig.ValidateRuntimeFeatures(pod, podconfig.RuntimeFeatures{Name: v.GetRuntimeName(), Version: v.GetRuntimeVersion()})
+	}
+}
 
 // imageVolumePull is the outcome of pulling one image volume's image.
 type imageVolumePull struct {

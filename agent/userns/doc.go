@@ -6,7 +6,8 @@
 // (kubelet's: from idsPerPod to 2^32, or the subordinate IDs of the user
 // "kubelet" that getsubids reports). Each allocation is kept in the pod's
 // directory (<root-dir>/pods/<uid>/userns, kubelet's file and format) so
-// that it survives a restart of the agent: New reads them back. A range is
+// that it survives a restart of the agent: New (and Open, which finds the
+// node's IDs first) reads them back. A range is
 // released when its pod terminates (Release) or is found gone (Cleanup).
 //
 // It decides the CRI user namespace of a pod (Mapping): NODE mode unless

@@ -8,10 +8,35 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+
+	"k8s.io/klog/v2"
 )
 
 // NodeUser is the user whose subordinate IDs are the node's (kubelet's).
 const NodeUser = "kubelet"
+
+// Open builds the node's user namespace ranges over podsDir as kubelet
+// does: idsPerPod (0: DefaultIDsPerPod) from the node's IDs (NodeIDs),
+// enough for maxPods; the allocations kept by an earlier run are read
+// back (and logged).
+func Open(ctx context.Context, podsDir string, idsPerPod uint32, maxPods int) (*Manager, error) {
+	per := idsPerPod
+	if per == 0 {
+		per = DefaultIDsPerPod
+	}
+	first, length, err := NodeIDs(ctx, per)
+	if err != nil {
+		return nil, err
+	}
+	m, err := New(Config{PodsDir: podsDir, IDsPerPod: idsPerPod, FirstID: first, Length: length, MaxPods: maxPods})
+	if err != nil {
+		return nil, err
+	}
+	if n := m.InUse(); n > 0 {
+		klog.FromContext(ctx).Info("User namespace ranges kept from before", "pods", n, "idsPerPod", m.IDsPerPod())
+	}
+	return m, nil
+}
 
 // NodeIDs are the host IDs the node may hand out, as kubelet finds them:
 // the subordinate UIDs of the user NodeUser that getsubids reports (they
