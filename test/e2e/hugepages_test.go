@@ -66,6 +66,8 @@ spec:
     args: ["sleep"]
     resources:
       limits: {memory: 32Mi, hugepages-2Mi: "%d"}
+    env:
+    - {name: HP, valueFrom: {resourceFieldRef: {resource: requests.hugepages-2Mi, divisor: 1Mi}}}
     volumeMounts:
     - {name: hp, mountPath: /hugepages}
   volumes:
@@ -78,7 +80,7 @@ spec:
 // test (put back as found), a pod asking for hugepages-2Mi (a limit, its
 // request by default) with an emptyDir on HugePages runs: the volume is a
 // hugetlbfs of 2 MiB pages (pagesize=2M in the container's mounts, the
-// host's statfs); a pod asking for more than is left is rejected with
+// host's statfs) and its env has the request (resourceFieldRef); a pod asking for more than is left is rejected with
 // kubelet's OutOfhugepages-2Mi and message; the hugetlbfs goes with the
 // pod. (The hugetlb limits need a hugetlb controller: this host has none
 // in cgroup v1, and containerd drops the containers' by default; they are
@@ -93,6 +95,9 @@ func TestAgentHugePages(t *testing.T) {
 	pod := n.waitRunning(t, 60*time.Second, "hp")["hp"]
 	if out, err := execIn(t, rs, &pod, "grep ' /hugepages ' /proc/mounts"); err != nil || !strings.Contains(out, "hugetlbfs") || !strings.Contains(out, "pagesize=2M") {
 		t.Errorf("/hugepages in the container: %q (%v), want a hugetlbfs with pagesize=2M", out, err)
+	}
+	if out, err := execIn(t, rs, &pod, "echo $HP"); err != nil || strings.TrimSpace(out) != "4" {
+		t.Errorf("HP (requests.hugepages-2Mi in Mi) = %q (%v), want 4", out, err)
 	}
 	dir := filepath.Join(n.root, "pods", string(pod.UID), "volumes", volume.PluginEmptyDir, "hp")
 	var st syscall.Statfs_t

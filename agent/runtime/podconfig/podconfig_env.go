@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
 
@@ -266,22 +267,24 @@ func ResourceFieldRefValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSe
 	return resourceFieldRefValue(pod, c, &r, ContainerOptions{NodeAllocatable: nodeAllocatable})
 }
 
-// resourceFieldRefValue resolves requests.* and limits.* of cpu, memory
-// and ephemeral-storage of the container itself, divided by the divisor
-// (default 1) and rounded up. A request that is not set defaults to the
-// limit; a limit that is not set is the pod-level limit when the pod has
-// one, else the node's allocatable amount.
+// resourceFieldRefValue resolves requests.* and limits.* of cpu, memory,
+// ephemeral-storage and hugepages-<size> of the container itself, divided
+// by the divisor (default 1) and rounded up. A request that is not set
+// defaults to the limit; a limit that is not set is the pod-level limit
+// when the pod has one, else the node's allocatable amount (huge pages:
+// 0, as kubelet).
 func resourceFieldRefValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, opts ContainerOptions) (string, error) {
 	if ref.ContainerName != "" && ref.ContainerName != c.Name {
 		return "", fmt.Errorf("%w: resourceFieldRef of another container (%q)", ErrUnsupported, ref.ContainerName)
 	}
 	kind, name, _ := strings.Cut(ref.Resource, ".")
 	rn := v1.ResourceName(name)
-	if (kind != "requests" && kind != "limits") || !slices.Contains([]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}, rn) {
+	_, huge := qos.HugePageSize(rn)
+	if (kind != "requests" && kind != "limits") || !huge && !slices.Contains([]v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage}, rn) {
 		return "", fmt.Errorf("%w: resourceFieldRef %q", ErrUnsupported, ref.Resource)
 	}
 	limit := func() resource.Quantity {
-		if q, ok := c.Resources.Limits[rn]; ok {
+		if q, ok := c.Resources.Limits[rn]; ok || huge { // huge pages: the container's own, else 0
 			return q
 		}
 		if pod.Spec.Resources != nil {

@@ -96,7 +96,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 	resources := v1.ResourceRequirements{
 		Requests: v1.ResourceList{v1.ResourceCPU: qty("250m")},
-		Limits:   v1.ResourceList{v1.ResourceCPU: qty("1500m"), v1.ResourceMemory: qty("64Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: qty("1500m"), v1.ResourceMemory: qty("64Mi"), "hugepages-2Mi": qty("4Mi")},
 	}
 	cases := map[string]struct {
 		env     []v1.EnvVar
@@ -137,7 +137,11 @@ func TestContainerEnv(t *testing.T) {
 		"configMap reference without an API server": {env: []v1.EnvVar{{Name: "CFG", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{Key: "k"}}}},
 			wantErr: `env "CFG": configmap "": unsupported pod fields: no API server`},
 		"unknown field path": {env: []v1.EnvVar{field("X", "spec.hostname")}, wantErr: `env "X": unsupported pod fields: fieldRef "spec.hostname"`},
-		"huge pages":         {env: []v1.EnvVar{res("HP", "limits.hugepages-2Mi", "")}, wantErr: `resourceFieldRef "limits.hugepages-2Mi"`},
+		// Huge pages: the request defaults to the limit; a size without a
+		// limit is 0 (no node allocatable stands in, as kubelet).
+		"huge pages": {env: []v1.EnvVar{res("HP", "limits.hugepages-2Mi", "1Mi"), res("HPR", "requests.hugepages-2Mi", ""), res("HG", "limits.hugepages-1Gi", "")},
+			want: "HP=4;HPR=4194304;HG=0;"},
+		"not a huge page size": {env: []v1.EnvVar{res("HP", "limits.hugepages-x", "")}, wantErr: `resourceFieldRef "limits.hugepages-x"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

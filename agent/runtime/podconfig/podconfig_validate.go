@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/kernelet/kernelet/agent/qos"
 	"github.com/kernelet/kernelet/internal/podutil"
 )
 
@@ -46,6 +47,16 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// hugePagesOf is the hugepages-<size> resource a resourceFieldRef's
+// requests.* or limits.* names, or "-" (matching no resource).
+func hugePagesOf(fieldRef string) string {
+	_, name, _ := strings.Cut(fieldRef, ".")
+	if _, ok := qos.HugePageSize(v1.ResourceName(name)); ok {
+		return name
+	}
+	return "-"
 }
 
 // atomicWriterUser names the first field of a configMap, secret,
@@ -235,6 +246,7 @@ func unsupportedInContainer(prefix string, c *v1.Container, hostUsers bool) []Un
 			r := src.ResourceFieldRef
 			switch r.Resource {
 			case "requests.cpu", "limits.cpu", "requests.memory", "limits.memory", "requests.ephemeral-storage", "limits.ephemeral-storage":
+			case "requests." + hugePagesOf(r.Resource), "limits." + hugePagesOf(r.Resource):
 			default:
 				add(p, "env %q: resourceFieldRef %q is not supported yet", e.Name, r.Resource)
 			}

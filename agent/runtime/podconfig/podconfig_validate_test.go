@@ -96,7 +96,7 @@ func TestValidatePodForRuntimeListsEverything(t *testing.T) {
 		"spec.securityContext.sysctls[0]", "spec.securityContext.sysctls[1]", "spec.securityContext.sysctls[2]",
 		"spec.volumes[1].projected.sources[1]", "spec.volumes[2]",
 		"spec.initContainers[0].restartPolicyRules[2].action",
-		"spec.containers[0].env[2]", "spec.containers[0].env[4]", "spec.containers[0].env[4]",
+		"spec.containers[0].env[2]", "spec.containers[0].env[4]",
 		"spec.containers[0].volumeMounts[1]",
 		"spec.containers[0].lifecycle.stopSignal",
 	}
