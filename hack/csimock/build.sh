@@ -18,7 +18,13 @@
 #   sig-storage/csi-node-driver-registrar, hostpathplugin:
 #       github.com/kubernetes-csi/node-driver-registrar and
 #       csi-driver-host-path; the module proxy serves neither (403 "not
-#       available", any version), so they cannot be built offline: they are
+#       available", any version), so they cannot be built offline. In their
+#       place (STANDINS=1, the default) hack/csimock/standin, built from this
+#       repository, under the upstream names: a registrar that does what
+#       node-driver-registrar does, and a hostpathplugin that only has the
+#       proxy mode of e2e's embedded mock driver (the specs with hooks); the
+#       in-cluster mock driver of the other specs is not there (it refuses to
+#       start). images.txt marks them "stand-in". With STANDINS=0 they are
 #       reported MISSING and the script exits 3 after building the rest;
 #   e2e-test-images/busybox:<tag> (the embedded mock's helper container):
 #       Debian's busybox-static, made as the kit's images.sh makes its
@@ -29,7 +35,9 @@
 # $KIT). Everything goes to CACHE=${KERNELET_CACHE:-~/.cache/kernelet}/
 # csi-mock/<KUBE_VERSION>: bin/ (binaries), src/ (module copies),
 # images/<name>-<tag>.tar, images.txt (one "image<TAB>tar or MISSING: why"
-# a line). A tar that exists is not rebuilt; a flock serialises runs.
+# a line, a third field "stand-in" for a stand-in). A tar that exists is not
+# rebuilt (but the stand-in's, from this repository's source, always is); a
+# flock serialises runs.
 # SNAPSHOTTER=0 skips csi-snapshotter (only the snapshot specs use it, and
 # they also need the snapshot CRDs and controller, which the kit lacks).
 set -euo pipefail
@@ -39,6 +47,8 @@ CACHE=${KERNELET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernelet}
 dir="$CACHE/csi-mock/$KUBE_VERSION"
 KIT=${KIT:-/work/shared/conformance}
 SNAPSHOTTER=${SNAPSHOTTER:-1}
+STANDINS=${STANDINS:-1}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 unset GOOS GOARCH
@@ -87,6 +97,10 @@ sidecar() {
   major=$(echo "$tag" | sed -E 's/^v([0-9]+)\..*/\1/')
   mod=github.com/kubernetes-csi/$repo; [ "$major" -ge 2 ] && mod=$mod/v$major
   src=$(moddir "$mod@$tag")
+  if [ -z "$src" ] && [ "$STANDINS" = 1 ] && { [ "$cmd" = hostpathplugin ] || [ "$cmd" = csi-node-driver-registrar ]; }; then
+    log "$mod@$tag is not served by the Go module proxy: $image is hack/csimock/standin"
+    standin "$image" "$cmd"; return 0
+  fi
   if [ -z "$src" ]; then
     log "MISSING $image: $mod@$tag is not served by the Go module proxy"
     record "$image" "MISSING: $mod@$tag not on the Go module proxy"; missing=$((missing + 1)); return 0
@@ -107,6 +121,15 @@ sidecar() {
   mv "$tar.tmp" "$tar"
   log "built $image in $((SECONDS - start)) s: $(du -h "$dir/bin/$cmd-$tag" | cut -f1) binary, $(du -h "$tar" | cut -f1) tar"
   record "$image" "$tar"
+}
+
+# standin IMAGE CMD: hack/csimock/standin as IMAGE, entrypoint "/standin MODE".
+standin() {
+  local image=$1 mode=hostpathplugin tar="$dir/images/$2-${1##*:}.tar"
+  [ "$2" = csi-node-driver-registrar ] && mode=registrar
+  (cd "$repo" && go build -trimpath -ldflags='-s -w' -o "$dir/bin/standin" ./hack/csimock/standin)
+  "$M" -o "$tar" -name "$image" -file "$dir/bin/standin:/standin:0755" -entrypoint "[\"/standin\",\"$mode\"]" >/dev/null
+  printf '%s\t%s\tstand-in\n' "$image" "$tar" >> "$dir/images.txt.tmp"
 }
 
 images=$(sed -nE 's/^\s*image:\s*(\S+)\s*$/\1/p' "$manifests"/*.yaml | sort -u)
