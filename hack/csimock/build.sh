@@ -48,7 +48,7 @@ dir="$CACHE/csi-mock/$KUBE_VERSION"
 KIT=${KIT:-/work/shared/conformance}
 SNAPSHOTTER=${SNAPSHOTTER:-1}
 STANDINS=${STANDINS:-1}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
 unset GOOS GOARCH
@@ -127,7 +127,7 @@ sidecar() {
 standin() {
   local image=$1 mode=hostpathplugin tar="$dir/images/$2-${1##*:}.tar"
   [ "$2" = csi-node-driver-registrar ] && mode=registrar
-  (cd "$repo" && go build -trimpath -ldflags='-s -w' -o "$dir/bin/standin" ./hack/csimock/standin)
+  (cd "$root" && go build -trimpath -ldflags='-s -w' -o "$dir/bin/standin" ./hack/csimock/standin)
   "$M" -o "$tar" -name "$image" -file "$dir/bin/standin:/standin:0755" -entrypoint "[\"/standin\",\"$mode\"]" >/dev/null
   printf '%s\t%s\tstand-in\n' "$image" "$tar" >> "$dir/images.txt.tmp"
 }
