@@ -109,8 +109,12 @@ sidecar() {
   rm -rf "$dir/src/$cmd"; cp -r "$src" "$dir/src/$cmd"; chmod -R u+w "$dir/src/$cmd"
   if grep -qE '=> \./client$' "$dir/src/$cmd/go.mod"; then
     # The snapshotter's client is a nested module: not in the module's zip.
-    local client; client=$(moddir "$mod/client/v$major@$tag")
-    [ -n "$client" ] || { log "$mod/client/v$major@$tag is not served"; exit 1; }
+    local cmod=github.com/kubernetes-csi/$repo/client/v$major client
+    client=$(moddir "$cmod@$tag")
+    if [ -z "$client" ]; then
+      log "MISSING $image: $cmod@$tag is not served by the Go module proxy"
+      record "$image" "MISSING: $cmod@$tag not on the Go module proxy"; missing=$((missing + 1)); return 0
+    fi
     rm -rf "$dir/src/$cmd/client"; cp -r "$client" "$dir/src/$cmd/client"; chmod -R u+w "$dir/src/$cmd/client"
   fi
   log "building $cmd $tag ($mod)"
