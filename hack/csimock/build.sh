@@ -129,7 +129,7 @@ sidecar() {
 
 # standin IMAGE CMD: hack/csimock/standin as IMAGE, entrypoint "/standin MODE".
 standin() {
-  local image=$1 mode=hostpathplugin tar="$dir/images/$2-${1##*:}.tar"
+  local image=$1 mode=hostpathplugin tar="$dir/images/standin-$2-${1##*:}.tar"
   [ "$2" = csi-node-driver-registrar ] && mode=registrar
   (cd "$root" && go build -trimpath -ldflags='-s -w' -o "$dir/bin/standin" ./hack/csimock/standin)
   "$M" -o "$tar" -name "$image" -file "$dir/bin/standin:/standin:0755" -entrypoint "[\"/standin\",\"$mode\"]" >/dev/null

@@ -52,6 +52,7 @@ log() { echo "hack/csimock/run.sh: $*" >&2; }
 standins=0
 if [ -f "$dir/images.txt" ] && grep -q $'\tstand-in$' "$dir/images.txt"; then standins=1; fi
 if [ "$standins" = 1 ]; then FOCUS=${FOCUS:-$EMBEDDED}; else FOCUS=${FOCUS:-$ALL}; fi
+case "$FOCUS$SKIP" in *"'"*) log "FOCUS and SKIP must not contain a single quote"; exit 2 ;; esac
 
 if [ "${DRY:-0}" = 1 ]; then
   e2e=${KC_CACHE:-$HOME/.cache/kernelet-conformance}/$KUBE_VERSION/e2e.test
@@ -87,7 +88,7 @@ cmds() {
       kernelet) printf '%s\n' "AGENT=custom AGENT_CMD='$KERNELET run"' --config=$KC_KUBELET_CONFIG --kubeconfig=$KC_NODE_KUBECONFIG --root-dir=$KC_ROOT_DIR --hostname-override=$KC_NODE --node-ip=$KC_NODE_IP --v=2'"' $KIT/kit up" ;;
       *) log "AGENTS: unknown agent $agent (kubelet or kernelet)"; exit 2 ;;
     esac
-    printf "OUT=%q %s run %q %q\n" "$OUTDIR/$agent" "$KIT/kit" "$FOCUS" "$SKIP"
+    printf "OUT=%s %s run '%s' '%s'\n" "$OUTDIR/$agent" "$KIT/kit" "$FOCUS" "$SKIP"
     echo "$KIT/kit down"
   done
 }
