@@ -63,8 +63,7 @@ func (a *Agent) newResourceManagers(ctx context.Context, p *pods, rs internalapi
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{
-		v1.ResourceMemory: uint64(max(setup.Capacity.MemoryBytes-setup.Allocatable.MemoryBytes, 0))})
+	mem, err := a.newMemoryManager(map[v1.ResourceName]uint64{v1.ResourceMemory: uint64(setup.ReservedMemory())})
 	if err != nil {
 		return nil, nil, nil, err
 	}

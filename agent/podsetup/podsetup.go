@@ -161,6 +161,18 @@ func Allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Thresho
 	return out
 }
 
+// ReservedMemory is the memory node allocatable reserves: kubeReserved,
+// systemReserved and the hard eviction threshold — not the huge pages,
+// which allocatable memory also leaves out. The memory manager's
+// reservedMemory must add up to it (kubelet's start check).
+func (s Setup) ReservedMemory() int64 {
+	var huge int64
+	for size, pages := range s.Capacity.HugePages {
+		huge += size * pages
+	}
+	return max(s.Capacity.MemoryBytes-s.Allocatable.MemoryBytes-huge, 0)
+}
+
 // hugePagesBySize turns hugepages-<size> amounts into amounts by page size
 // in bytes.
 func hugePagesBySize(l map[v1.ResourceName]int64) map[int64]int64 {

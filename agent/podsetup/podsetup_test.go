@@ -124,3 +124,22 @@ func TestNewHugePages(t *testing.T) {
 		t.Errorf("page sizes: qos %v, containers %v, want %v", s.QoS.HugePageSizes, s.Sync.Container.HugePageSizes, sizes)
 	}
 }
+
+// The memory manager's check compares reservedMemory with what node
+// allocatable reserves; the huge pages allocatable memory leaves out are
+// not part of it (upstream's memory manager specs size 8 huge pages and
+// reserve kubeReserved + systemReserved + evictionHard: kernelet refused
+// to start, "1100Mi … is not equal to … 1116Mi").
+func TestReservedMemoryLeavesOutHugePages(t *testing.T) {
+	cfg := config.Default() // evictionHard memory.available<100Mi
+	cfg.Kubelet.KubeReserved = map[string]string{"memory": "500Mi"}
+	cfg.Kubelet.SystemReserved = map[string]string{"memory": "500Mi"}
+	c := Capacity{MilliCPU: 2000, MemoryBytes: 4 << 30, HugePages: map[int64]int64{2 << 20: 8, 1 << 30: 0}}
+	s := New(cfg, c, cgroups.Legacy, nil, t.TempDir())
+	if got, want := s.ReservedMemory(), int64(1100<<20); got != want {
+		t.Errorf("reserved memory %d, want kubeReserved + systemReserved + evictionHard = %d", got, want)
+	}
+	if got, want := s.Allocatable.MemoryBytes, int64(4<<30-1100<<20-16<<20); got != want {
+		t.Errorf("allocatable memory %d, want %d (less the huge pages)", got, want)
+	}
+}
