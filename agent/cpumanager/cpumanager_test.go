@@ -196,6 +196,13 @@ func TestStaticOptions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"align-by-socket": kernelet does not support it`) || !strings.Contains(err.Error(), `unknown CPU Manager Policy option: "nope"`) {
 		t.Fatalf("err = %v", err)
 	}
+	// The options the alpha and beta gates allow are refused by name
+	// whatever the gates say (config accepts both gates either way).
+	for _, name := range []string{"distribute-cpus-across-numa", "distribute-cpus-across-cores", "prefer-align-cpus-by-uncorecache"} {
+		if _, err := ParseOptions(map[string]string{name: "true"}); err == nil || !strings.Contains(err.Error(), `"`+name+`": kernelet does not support it`) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
 	o, err := ParseOptions(map[string]string{"full-pcpus-only": "true", "strict-cpu-reservation": "true"})
 	if err != nil || !o.FullPCPUsOnly || !o.StrictCPUReservation {
 		t.Fatalf("options %+v, %v", o, err)
