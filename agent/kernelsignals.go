@@ -38,7 +38,7 @@ func (a *Agent) newPressure(p *pods, h *cgroups.Hierarchies, allocatableMemory i
 		return nil, err
 	}
 	return pressure.New(pressure.Config{Hierarchies: h, Layout: p.cgroups.Layout(), RootDir: a.opts.RootDir,
-		PodLogsDir: kc.PodLogsDir, AllocatableMemory: allocatableMemory, Thresholds: a.opts.Config.Thresholds,
+		PodLogsDir: kc.PodLogsDir, AllocatableMemory: allocatableMemory, HugePages: p.evictionHugePages, Thresholds: a.opts.Config.Thresholds,
 		PressureTransitionPeriod: kc.EvictionPressureTransitionPeriod.Duration,
 		MaxPodGracePeriod:        int64(kc.EvictionMaxPodGracePeriod),
 		Tick:                     tick, Cooldown: kern.EvictionCooldown.Duration,

@@ -78,12 +78,18 @@ func (a *Agent) readLive(ctx context.Context) (live.SnapshotInput, error) {
 	}
 	if err := r.Cgroup(ctx, layout.Kubepods(), cgroups.StatMemory|cgroups.StatPressure, &kp); err == nil {
 		in.Kubepods = &kp
+		// The pod side's allocatable memory (huge pages left out), as
+		// the eviction manager's; before it runs, without huge pages.
 		alloc := podsetup.Allocatable(kc, a.opts.Config.Thresholds, podsetup.Capacity{MemoryBytes: nodeCapacity}).MemoryBytes
+		if p != nil {
+			alloc = p.allocatableMemory
+		}
 		in.KubepodsCapacity = pressure.KubepodsCapacity(kp.Memory.LimitBytes, nodeCapacity, alloc)
 	}
 	if p == nil {
 		return in, nil
 	}
+	in.HugePages = p.evictionHugePages
 	if p.evictions != nil {
 		in.Eviction = p.evictions.Status()
 	}

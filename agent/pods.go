@@ -66,6 +66,10 @@ type pods struct {
 	// oomScores tracks the oom_score_adj each running container got.
 	oomScores   *runtime.OOMScores
 	memCapacity int64
+	// allocatableMemory is the node's allocatable memory (huge pages left
+	// out) and evictionHugePages the huge page capacity memory.available
+	// leaves out (podsetup.Setup).
+	allocatableMemory, evictionHugePages int64
 	// recorder records pod events; status (nil: standalone) writes pod
 	// statuses and mirror pods to the API server.
 	recorder record.EventRecorder
@@ -238,7 +242,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
-		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
+		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes,
+		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, recorder: a.recorder, images: is,
 		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm}
 	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })

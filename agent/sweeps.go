@@ -45,7 +45,7 @@ func (a *Agent) startStats(p *pods, h *cgroups.Hierarchies) error {
 	}
 	c, err := stats.NewCollector(stats.Config{Reader: r, Inventory: p.statsInventory(),
 		NodeName: a.opts.NodeName, Kubepods: p.cgroups.Layout().Kubepods(), RootDir: a.opts.RootDir,
-		BootTime: stats.BootTime()})
+		BootTime: stats.BootTime(), HugePages: p.evictionHugePages})
 	if err != nil {
 		return err
 	}

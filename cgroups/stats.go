@@ -308,6 +308,22 @@ func (m *NodeMemoryStats) AvailableWithSwapBytes() Value {
 	return add(m.AvailableBytes, m.SwapFreeBytes)
 }
 
+// RegularCapacityBytes is the memory memory.available refers to when the
+// node's huge page capacity hugePages is left out, as kubelet's
+// HugepageAwareEviction does: pages reserved for huge pages are in
+// MemTotal but never in the root cgroup's working set, so MemTotal −
+// working set would count them as available. CapacityBytes − hugePages,
+// floored at 0 (hugePages 0: CapacityBytes).
+func (m *NodeMemoryStats) RegularCapacityBytes(hugePages uint64) Value {
+	return sub(m.CapacityBytes, known(hugePages))
+}
+
+// AvailableWithoutHugePagesBytes is AvailableBytes with hugePages left out:
+// RegularCapacityBytes − WorkingSetBytes, floored at 0.
+func (m *NodeMemoryStats) AvailableWithoutHugePagesBytes(hugePages uint64) Value {
+	return sub(m.RegularCapacityBytes(hugePages), m.WorkingSetBytes)
+}
+
 // NodePIDStats are the inputs and the value of kubelet's pid.available.
 type NodePIDStats struct {
 	// PidMax is /proc/sys/kernel/pid_max.

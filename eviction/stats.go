@@ -37,8 +37,10 @@ type Stats struct {
 
 // MemoryStats are one memory signal's inputs, in bytes.
 type MemoryStats struct {
-	// Capacity is the total the threshold percentages refer to (MemTotal,
-	// or the pods' cgroup limit).
+	// Capacity is the total the threshold percentages refer to: for the
+	// node MemTotal less the huge page capacity with kubelet's
+	// HugepageAwareEviction (kubelet's available + working set), for
+	// kubepods the pods' cgroup limit.
 	Capacity int64
 	// WorkingSet is usage − inactive_file.
 	WorkingSet int64

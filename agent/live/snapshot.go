@@ -23,6 +23,9 @@ type SnapshotInput struct {
 	// KubepodsCapacity the capacity of allocatableMemory.available.
 	Kubepods         *cgroups.CgroupStats
 	KubepodsCapacity int64
+	// HugePages is the huge page capacity memory.available leaves out
+	// (HugepageAwareEviction; 0: none).
+	HugePages int64
 	// Thresholds are the configured eviction thresholds and Eviction the
 	// eviction manager's state (which are met, the pressure conditions).
 	Thresholds []eviction.Threshold
@@ -44,13 +47,14 @@ type PodInput struct {
 var memorySignals = []eviction.Signal{eviction.SignalMemoryAvailable, eviction.SignalAllocatableMemoryAvailable}
 
 // BuildSnapshot converts what was read into a Snapshot: memory.available
-// as the eviction manager computes it (swap-aware), the memory
+// as the eviction manager computes it (swap-aware, out of MemTotal less
+// the huge pages it leaves out), the memory
 // thresholds' amounts on their signal's capacity, pods sorted by
 // namespace and name.
 func BuildSnapshot(in SnapshotInput) Snapshot {
 	s := Snapshot{Time: in.Time, NodeName: in.NodeName, Thresholds: []Threshold{}, Conditions: []string{}, Pods: []Pod{}}
 	if m := in.Node.Memory; m.CapacityBytes.Known && m.WorkingSetBytes.Known {
-		c, ws := int64(m.CapacityBytes.V), int64(m.WorkingSetBytes.V)
+		c, ws := int64(m.RegularCapacityBytes(uint64(max(in.HugePages, 0))).V), int64(m.WorkingSetBytes.V)
 		s.Node = Memory{CapacityBytes: c, WorkingSetBytes: ws,
 			AvailableBytes: eviction.MemoryAvailable(c, ws, int64(m.SwapFreeBytes.Or(0)))}
 	}

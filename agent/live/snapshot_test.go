@@ -91,3 +91,20 @@ func TestBuildSnapshot(t *testing.T) {
 		t.Errorf("JSON round trip: %v %+v", err, back.Pods)
 	}
 }
+
+// The node's memory.available leaves out the huge pages handed in
+// (HugepageAwareEviction), out of MemTotal less them, as the eviction
+// manager's; kubepods' is not concerned.
+func TestBuildSnapshotHugePages(t *testing.T) {
+	var node cgroups.NodeStats
+	node.Memory.CapacityBytes, node.Memory.WorkingSetBytes, node.Memory.SwapFreeBytes = known(1000*mi), known(700*mi), known(0)
+	var kp cgroups.CgroupStats
+	kp.Memory.WorkingSetBytes = known(300 * mi)
+	s := BuildSnapshot(SnapshotInput{Node: node, Kubepods: &kp, KubepodsCapacity: 800 * mi, HugePages: 200 * mi})
+	if s.Node != (Memory{CapacityBytes: 800 * mi, WorkingSetBytes: 700 * mi, AvailableBytes: 100 * mi}) {
+		t.Errorf("node = %+v, want 100 MiB of 800 MiB available", s.Node)
+	}
+	if s.Allocatable == nil || *s.Allocatable != (Memory{CapacityBytes: 800 * mi, WorkingSetBytes: 300 * mi, AvailableBytes: 500 * mi}) {
+		t.Errorf("allocatable = %+v", s.Allocatable)
+	}
+}

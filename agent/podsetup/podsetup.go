@@ -33,6 +33,16 @@ type Capacity struct {
 	HugePages map[int64]int64
 }
 
+// hugePageBytes is the capacity of every huge page pool of c: pages ×
+// page size, summed.
+func (c Capacity) hugePageBytes() int64 {
+	var sum int64
+	for size, pages := range c.HugePages {
+		sum += size * pages
+	}
+	return sum
+}
+
 // hugePageSizes are the page sizes of c, ascending.
 func (c Capacity) hugePageSizes() []int64 { return slices.Sorted(maps.Keys(c.HugePages)) }
 
@@ -67,6 +77,24 @@ type Setup struct {
 	Allocatable podworkers.Allocatable
 	QoS         cgroups.QoSConfig
 	Sync        runtime.SyncOptions
+	// EvictionHugePages is the huge page capacity the node's
+	// memory.available leaves out (EvictionHugePages).
+	EvictionHugePages int64
+}
+
+// EvictionHugePages is the huge page capacity the node's memory.available
+// leaves out (its eviction signal, the Summary API, the dashboard): with
+// the HugepageAwareEviction gate on (kubelet's default) the sum of every
+// pool's pages × page size, as the Node's hugepages-<size> capacities add
+// up; with it off none, memory.available then counting the reserved
+// pages as available as kubelet did before the gate. The
+// allocatableMemory.available signal is not concerned (kubepods' limit
+// already leaves the huge pages out).
+func EvictionHugePages(kc *kubeletv1beta1.KubeletConfiguration, c Capacity) int64 {
+	if !config.FeatureEnabled(kc, "HugepageAwareEviction") {
+		return 0
+	}
+	return c.hugePageBytes()
 }
 
 // New derives the Setup of cfg on a node with capacity c,
@@ -131,7 +159,7 @@ func New(cfg *config.Config, c Capacity, mode cgroups.Mode, nodeIPs []string, ro
 	if kc.ResolverConfig != nil {
 		sync.Sandbox.ResolvConf = *kc.ResolverConfig
 	}
-	return Setup{Capacity: c, Allocatable: alloc, QoS: qosCfg, Sync: sync}
+	return Setup{Capacity: c, Allocatable: alloc, QoS: qosCfg, Sync: sync, EvictionHugePages: EvictionHugePages(kc, c)}
 }
 
 // Allocatable is capacity − systemReserved − kubeReserved − the hard
@@ -166,11 +194,7 @@ func Allocatable(kc *kubeletv1beta1.KubeletConfiguration, ths []eviction.Thresho
 // which allocatable memory also leaves out. The memory manager's
 // reservedMemory must add up to it (kubelet's start check).
 func (s Setup) ReservedMemory() int64 {
-	var huge int64
-	for size, pages := range s.Capacity.HugePages {
-		huge += size * pages
-	}
-	return max(s.Capacity.MemoryBytes-s.Allocatable.MemoryBytes-huge, 0)
+	return max(s.Capacity.MemoryBytes-s.Allocatable.MemoryBytes-s.Capacity.hugePageBytes(), 0)
 }
 
 // hugePagesBySize turns hugepages-<size> amounts into amounts by page size

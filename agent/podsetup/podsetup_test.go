@@ -143,3 +143,43 @@ func TestReservedMemoryLeavesOutHugePages(t *testing.T) {
 		t.Errorf("allocatable memory %d, want %d (less the huge pages)", got, want)
 	}
 }
+
+// With HugepageAwareEviction (kubelet's default) the node's
+// memory.available leaves out every huge page pool's capacity, floored at
+// 0; with it off it is MemTotal − working set as before the gate.
+func TestEvictionHugePages(t *testing.T) {
+	const memTotal, ws = 8 << 30, 3 << 30
+	off := map[string]bool{"HugepageAwareEviction": false}
+	for _, tc := range []struct {
+		name      string
+		gates     map[string]bool
+		pools     map[int64]int64
+		wantHuge  int64
+		wantAvail uint64
+	}{
+		{"no pools", nil, nil, 0, memTotal - ws},
+		{"empty pools", nil, map[int64]int64{2 << 20: 0, 1 << 30: 0}, 0, memTotal - ws},
+		{"one size", nil, map[int64]int64{2 << 20: 512}, 1 << 30, memTotal - ws - 1<<30},
+		{"two sizes", nil, map[int64]int64{2 << 20: 512, 1 << 30: 2}, 3 << 30, memTotal - ws - 3<<30},
+		{"clamp at 0", nil, map[int64]int64{1 << 30: 6}, 6 << 30, 0},
+		{"gate off", off, map[int64]int64{2 << 20: 512, 1 << 30: 2}, 0, memTotal - ws},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Kubelet.FeatureGates = tc.gates
+			c := Capacity{MilliCPU: 2000, MemoryBytes: memTotal, HugePages: tc.pools}
+			s := New(cfg, c, cgroups.Unified, nil, t.TempDir())
+			if s.EvictionHugePages != tc.wantHuge {
+				t.Fatalf("EvictionHugePages = %d, want %d", s.EvictionHugePages, tc.wantHuge)
+			}
+			m := cgroups.NodeMemoryStats{CapacityBytes: cgroups.Value{V: memTotal, Known: true},
+				WorkingSetBytes: cgroups.Value{V: ws, Known: true}}
+			if got := m.AvailableWithoutHugePagesBytes(uint64(s.EvictionHugePages)); got != (cgroups.Value{V: tc.wantAvail, Known: true}) {
+				t.Errorf("memory.available = %v, want %d", got, tc.wantAvail)
+			}
+			if got, want := m.RegularCapacityBytes(uint64(s.EvictionHugePages)).V, uint64(max(memTotal-tc.wantHuge, 0)); got != want {
+				t.Errorf("its capacity = %d, want %d", got, want)
+			}
+		})
+	}
+}

@@ -74,20 +74,28 @@ func (a *memcgArmer) decided(_ context.Context, stats eviction.Stats) {
 		return
 	}
 	for i, t := range a.thresholds {
-		ms := stats.Memory
-		if t.Signal == eviction.SignalAllocatableMemoryAvailable {
-			ms = stats.Allocatable
-		}
-		if ms == nil || ms.Capacity <= 0 {
-			continue
-		}
-		want := eviction.UsageThresholds(ms.Capacity, eviction.Quantity(t.Value, ms.Capacity), ms.InactiveFile)
+		want := armAt(t, stats)
 		old, ok := a.armed[i]
 		if ok && !eviction.NeedsRearm(old.at, want) || len(want) == 0 {
 			continue
 		}
 		a.arm(i, t, want, old)
 	}
+}
+
+// armAt is where the usage notifications of the memory threshold t
+// belong for stats (eviction.UsageThresholds on its signal's capacity —
+// for memory.available MemTotal less the huge pages it leaves out);
+// nil when its signal was not read.
+func armAt(t eviction.Threshold, stats eviction.Stats) []uint64 {
+	ms := stats.Memory
+	if t.Signal == eviction.SignalAllocatableMemoryAvailable {
+		ms = stats.Allocatable
+	}
+	if ms == nil || ms.Capacity <= 0 {
+		return nil
+	}
+	return eviction.UsageThresholds(ms.Capacity, eviction.Quantity(t.Value, ms.Capacity), ms.InactiveFile)
 }
 
 // arm opens the notification at want before closing the old one, so that

@@ -22,6 +22,7 @@ type nodeStats struct {
 	layout      cgroups.Layout
 	rootDir     string
 	allocatable int64
+	hugePages   int64 // left out of memory.available's capacity
 	// status is the runtime's last view of a pod (its running containers).
 	status PodStatusFunc
 	psi    bool // PSI thresholds exist: read the node's and kubepods' PSI
@@ -39,7 +40,7 @@ func newNodeStats(cfg Config, status PodStatusFunc) (*nodeStats, error) {
 		return nil, fmt.Errorf("eviction stats: %w", err)
 	}
 	ns := &nodeStats{r: r, kubepods: cfg.Layout.Kubepods(), layout: cfg.Layout,
-		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, status: status, psi: hasPSIThresholds(cfg.Thresholds)}
+		rootDir: cfg.RootDir, allocatable: cfg.AllocatableMemory, hugePages: cfg.HugePages, status: status, psi: hasPSIThresholds(cfg.Thresholds)}
 	if cfg.PageCache == eviction.PageCacheRefaults {
 		ns.pageCache = newPageCache(eviction.DefaultPageCachePolicy)
 	}
@@ -54,12 +55,13 @@ func (s *nodeStats) read(ctx context.Context, pods []*v1.Pod) (eviction.Stats, e
 	if err := s.r.Node(ctx, &ns); err != nil {
 		return out, fmt.Errorf("node stats: %w", err)
 	}
-	capacity := int64(0)
-	if m := ns.Memory; m.CapacityBytes.Known && m.WorkingSetBytes.Known {
+	capacity := int64(0) // MemTotal
+	if m := &ns.Memory; m.CapacityBytes.Known && m.WorkingSetBytes.Known {
 		capacity = int64(m.CapacityBytes.V)
+		regular := int64(m.RegularCapacityBytes(uint64(max(s.hugePages, 0))).V)
 		ws := int64(m.WorkingSetBytes.V)
-		out.Memory = &eviction.MemoryStats{Capacity: capacity, WorkingSet: ws, InactiveFile: int64(m.InactiveFileBytes.Or(0)),
-			Available: eviction.MemoryAvailable(capacity, ws, int64(m.SwapFreeBytes.Or(0)))}
+		out.Memory = &eviction.MemoryStats{Capacity: regular, WorkingSet: ws, InactiveFile: int64(m.InactiveFileBytes.Or(0)),
+			Available: eviction.MemoryAvailable(regular, ws, int64(m.SwapFreeBytes.Or(0)))}
 		s.nodePageCache(ctx, out.Memory, out.Time, &ns)
 	}
 	var cs cgroups.CgroupStats

@@ -30,6 +30,11 @@ type Config struct {
 	// AllocatableMemory is the capacity of allocatableMemory.available
 	// when the kubepods cgroup has no lower memory limit.
 	AllocatableMemory int64
+	// HugePages is the huge page capacity memory.available leaves out
+	// (HugepageAwareEviction; 0: none): its capacity is MemTotal −
+	// HugePages, where the v1 usage notifications of the root are armed
+	// too.
+	HugePages int64
 
 	// Thresholds are the eviction thresholds (hard, soft, PSI).
 	Thresholds []eviction.Threshold

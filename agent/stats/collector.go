@@ -71,7 +71,7 @@ func (c *Collector) Get(ctx context.Context) (*Sweep, error) {
 
 // read reads one sweep; c.mu is held.
 func (c *Collector) read(ctx context.Context, now time.Time) (*Sweep, error) {
-	s := &Sweep{Time: now, NodeName: c.cfg.NodeName, BootTime: c.cfg.BootTime, NumCPU: c.cfg.NumCPU}
+	s := &Sweep{Time: now, NodeName: c.cfg.NodeName, BootTime: c.cfg.BootTime, NumCPU: c.cfg.NumCPU, HugePages: c.cfg.HugePages}
 	if err := c.cfg.Reader.Node(ctx, &s.Node); err != nil {
 		return nil, fmt.Errorf("node stats: %w", err)
 	}

@@ -120,13 +120,15 @@ func memoryStats(s *cgroups.CgroupStats) *statsapi.MemoryStats {
 }
 
 // nodeMemory is the node's memory: the root cgroup's usage and the
-// memory.available inputs (capacity − working set).
+// memory.available inputs (capacity − working set, less the huge page
+// capacity with HugepageAwareEviction, floored at 0, as kubelet's
+// Summary and CPU-and-memory stats report them).
 func nodeMemory(s *Sweep) *statsapi.MemoryStats {
 	out := memoryStats(&s.Root.Stats)
 	nm := &s.Node.Memory
 	out.UsageBytes = ptr(nm.UsageBytes)
 	out.WorkingSetBytes = ptr(nm.WorkingSetBytes)
-	out.AvailableBytes = ptr(nm.AvailableBytes)
+	out.AvailableBytes = ptr(nm.AvailableWithoutHugePagesBytes(uint64(max(s.HugePages, 0))))
 	if out.PSI == nil {
 		out.PSI = psi(s.Node.Pressure.Memory)
 	}

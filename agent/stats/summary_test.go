@@ -107,3 +107,28 @@ func TestSummaryStorage(t *testing.T) {
 		t.Errorf("CSI inline volume stats = %+v (pvcRef %+v)", v, v.PVCRef)
 	}
 }
+
+// The node's availableBytes leaves out the huge pages of the sweep
+// (HugepageAwareEviction), in the Summary and its CPU-and-memory variant,
+// floored at 0; none left out, it is MemTotal − working set.
+func TestSummaryHugePages(t *testing.T) {
+	c, _ := fixtureCollector(t)
+	s, err := c.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.Node.Memory
+	plain := int64(m.CapacityBytes.V) - int64(m.WorkingSetBytes.V)
+	if !m.CapacityBytes.Known || !m.WorkingSetBytes.Known || plain <= 8<<20 {
+		t.Fatalf("fixture node memory %+v: want more than 8 MiB available", m)
+	}
+	for _, tc := range []struct{ huge, want int64 }{{0, plain}, {8 << 20, plain - 8<<20}, {plain + 1, 0}} {
+		hs := *s
+		hs.HugePages = tc.huge
+		for _, only := range []bool{false, true} {
+			if got := Summary(&hs, only).Node.Memory.AvailableBytes; got == nil || int64(*got) != tc.want {
+				t.Errorf("huge pages %d, only_cpu_and_memory %v: availableBytes %v, want %d", tc.huge, only, got, tc.want)
+			}
+		}
+	}
+}

@@ -120,6 +120,9 @@ type Config struct {
 	BootTime time.Time
 	// NumCPU is the number of CPUs (machine_cpu_cores).
 	NumCPU int
+	// HugePages is the huge page capacity the node's availableBytes
+	// leaves out (HugepageAwareEviction; 0: none).
+	HugePages int64
 	// MaxAge is how long a sweep is reused (0: DefaultMaxAge).
 	MaxAge time.Duration
 	// Now is the clock (nil: time.Now).
@@ -134,6 +137,8 @@ type Sweep struct {
 	BootTime time.Time
 	NumCPU   int
 	Node     cgroups.NodeStats
+	// HugePages is Config.HugePages.
+	HugePages int64
 	// Root is the root cgroup (the node's CPU, memory and I/O usage);
 	// Kubepods is the pods' cgroup. Found is false when unread.
 	Root, Kubepods CgroupSample
