@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/test/env/containerd"
@@ -82,7 +84,9 @@ spec:
 // hugetlbfs of 2 MiB pages (pagesize=2M in the container's mounts, the
 // host's statfs) and its env has the request (resourceFieldRef); a pod asking for more than is left is rejected with
 // kubelet's OutOfhugepages-2Mi and message; the hugetlbfs goes with the
-// pod. (The hugetlb limits need a hugetlb controller: this host has none
+// pod; /stats/summary's node memory.availableBytes leaves the pools out
+// (HugepageAwareEviction, on by default) and, after a restart with the
+// gate off, counts them. (The hugetlb limits need a hugetlb controller: this host has none
 // in cgroup v1, and containerd drops the containers' by default; they are
 // unit-tested.)
 func TestAgentHugePages(t *testing.T) {
@@ -113,10 +117,82 @@ func TestAgentHugePages(t *testing.T) {
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfhugepages-2Mi" && p.Status.Message == wantMsg
 	})
 
+	checkMemoryAvailable(t, n, true)
+
 	if err := os.Remove(filepath.Join(n.manifests, "hp.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, n, dir, 60*time.Second)
+
+	// HugepageAwareEviction off: the reserved pages count as available.
+	n.stop(t, syscall.SIGTERM)
+	appendConfig(t, n, "featureGates: {HugepageAwareEviction: false}\n")
+	n.start(t)
+	checkMemoryAvailable(t, n, false)
+}
+
+// checkMemoryAvailable: the node's memory.availableBytes of n's
+// /stats/summary (and of its only_cpu_and_memory variant) is MemTotal −
+// the summary's working set − the host's huge page pools (every size,
+// pages × size) with HugepageAwareEviction on, floored at 0, and MemTotal
+// − working set with it off. It waits for the pod side to serve stats.
+func checkMemoryAvailable(t *testing.T, n *agentNode, gateOn bool) {
+	t.Helper()
+	total := memTotal(t)
+	for _, path := range []string{"/stats/summary", "/stats/summary?only_cpu_and_memory=true"} {
+		var mem *statsapi.MemoryStats
+		var huge int64
+		waitFor(t, 30*time.Second, path+" node memory", func() (bool, error) {
+			before := hugePageBytes(t)
+			resp, err := agentClient.Get(n.url(path))
+			if err != nil {
+				return false, err
+			}
+			defer resp.Body.Close()
+			var sum statsapi.Summary
+			if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil || resp.StatusCode != 200 {
+				return false, fmt.Errorf("%d %v", resp.StatusCode, err)
+			}
+			// The pools were not resized meanwhile (by someone else).
+			mem, huge = sum.Node.Memory, hugePageBytes(t)
+			return huge == before && mem != nil && mem.AvailableBytes != nil && mem.WorkingSetBytes != nil, nil
+		})
+		if !gateOn {
+			huge = 0
+		}
+		want := max(total-int64(*mem.WorkingSetBytes)-huge, 0)
+		if got := int64(*mem.AvailableBytes); got != want {
+			t.Errorf("%s (HugepageAwareEviction %v): node availableBytes %d, want MemTotal %d − workingSet %d − huge pages %d = %d",
+				path, gateOn, got, total, *mem.WorkingSetBytes, huge, want)
+		}
+	}
+}
+
+// hugePageBytes is the capacity of the host's huge page pools: every
+// size's nr_hugepages × page size.
+func hugePageBytes(t *testing.T) int64 {
+	t.Helper()
+	dirs, err := filepath.Glob("/sys/kernel/mm/hugepages/hugepages-*kB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, d := range dirs {
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "hugepages-"), "kB"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(d, "nr_hugepages"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += pages * kb << 10
+	}
+	return sum
 }
 
 // TestAgentPodLevelResourcesOff: with the gates the upstream node e2e CPU
