@@ -242,9 +242,8 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	}
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
-		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes,
-		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, recorder: a.recorder, images: is,
-		cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
+		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
+		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm}
 	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })
 	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
