@@ -88,8 +88,8 @@ type Setup struct {
 // pool's pages × page size, as the Node's hugepages-<size> capacities add
 // up; with it off none, memory.available then counting the reserved
 // pages as available as kubelet did before the gate. The
-// allocatableMemory.available signal is not concerned (kubepods' limit
-// already leaves the huge pages out).
+// allocatableMemory.available signal (kubepods) is not concerned, as in
+// kubelet, whose adjustment is of the node's memory alone.
 func EvictionHugePages(kc *kubeletv1beta1.KubeletConfiguration, c Capacity) int64 {
 	if !config.FeatureEnabled(kc, "HugepageAwareEviction") {
 		return 0

@@ -3,7 +3,9 @@
 // and the effects the agent hands in (Config, Effects in types.go), and
 // owns what feeds it from the kernel.
 //
-//   - Stats at decision time: the node's and kubepods' memory, PIDs,
+//   - Stats at decision time: the node's memory (memory.available out of
+//     MemTotal less the huge pages Config.HugePages leaves out, kubelet's
+//     HugepageAwareEviction) and kubepods', PIDs,
 //     nodefs statfs and, with PSI thresholds only, PSI (the avg10 values
 //     of the PSI signals); a pod's cgroup and running containers are read
 //     only when a met threshold needs them.

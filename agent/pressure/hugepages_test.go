@@ -39,8 +39,9 @@ func memoryFixture(t *testing.T, memTotal, usage, inactive int64) *cgroups.Reade
 // With HugepageAwareEviction's huge pages left out, memory.available is
 // MemTotal − huge pages − working set, its percentages are of MemTotal −
 // huge pages (kubelet's available + working set), and the v1 usage
-// notification of the root is armed where the polled signal crosses: one
-// page below it the threshold is not met, at it and above it is. Without
+// notification of the root is armed where the polled signal crosses: at
+// that usage or a page below, the signal is at or above the threshold
+// (not met), a page above it is met. Without
 // huge pages left out (the gate off) the signal is MemTotal − working set.
 func TestNodeMemoryHugePages(t *testing.T) {
 	const memTotal, inactive, huge = 8 << 30, 256 << 20, 1 << 30
