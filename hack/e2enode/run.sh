@@ -27,6 +27,11 @@
 #                   junit.xml, results.tsv (status, seconds, spec), e2e.log,
 #                   kubelet.log, the work dir
 #   E2E_NODE_TIMEOUT ginkgo suite timeout (default 3h)
+#   E2E_NODE_CGROUP_ROOT=/  the agents' cgroupRoot "/" instead of the run's
+#                   /<run>-e2enode (upstream's CPU manager specs read
+#                   /sys/fs/cgroup/cpuset/kubepods/...): refused while any
+#                   hierarchy has a /kubepods (then not this run's); the run's
+#                   /kubepods is removed at the end
 #   KERNELET_TEST_RUNTIME containerd (Debian's 1.6, default) or containerd2
 # Prints, last, the counts of passed, failed and skipped specs.
 set -euo pipefail
@@ -84,6 +89,23 @@ flock -n 9
 work=$OUT/work
 mkdir -p "$work/var-lib-kubelet" "$work/cdi" "$work/units" "$work/shim" "$work/k8sbin"
 cgroot="/$KERNELET_TEST_RUN-e2enode"
+# cgclean: what the run removes at the end; with cgroupRoot "/" the agents'
+# /kubepods only, which must not exist before (someone else's).
+cgclean=$cgroot
+case ${E2E_NODE_CGROUP_ROOT:-} in
+  "") ;;
+  /)
+    cgroot=/ cgclean=/kubepods
+    for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+      if [ -e "${h}kubepods" ]; then
+        echo "e2enode: ${h}kubepods exists (not this run's): E2E_NODE_CGROUP_ROOT=/ refused" >&2
+        rm -f "$rundir/owner-$$.lock"; rmdir "$rundir" 2>/dev/null
+        exit 1
+      fi
+    done
+    ;;
+  *) echo "e2enode: E2E_NODE_CGROUP_ROOT must be / or unset, not $E2E_NODE_CGROUP_ROOT" >&2; exit 1 ;;
+esac
 made_cdi=0
 node_ip=10.123.0.1
 
@@ -99,7 +121,7 @@ cleanup() {
     [ -d "$u" ] && E2ENODE_SHIM_STATE=$work/units "$work/shim/systemctl" stop "$(basename "$u")" 9>&- || true
   done
   "$BIN/testenv" containerd down >"$OUT/containerd-down.log" 2>&1 9>&- || log "containerd down failed: $OUT/containerd-down.log"
-  rm_cgroup_root "$cgroot" e2enode
+  rm_cgroup_root "$cgclean" e2enode
   umount /var/lib/kubelet /var/log/pods /var/log/containers 2>/dev/null || true
   umount /run/cdi 2>/dev/null || true
   [ $made_cdi = 1 ] && rmdir /run/cdi 2>/dev/null
@@ -134,7 +156,7 @@ if [ ! -d /run/cdi ]; then mkdir /run/cdi; made_cdi=1; fi
 mount --bind "$work/cdi" /run/cdi
 
 # The cgroupRoot, in every hierarchy (kubelet requires it to exist).
-for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+[ "$cgroot" = / ] || for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
   [ -e "${h}cgroup.procs" ] || continue
   mkdir -p "${h%/}$cgroot"
   if [ -e "${h}cpuset.cpus" ]; then
