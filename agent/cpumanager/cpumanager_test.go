@@ -87,7 +87,7 @@ func TestTake(t *testing.T) {
 		{name: "too many", sockets: 1, cores: 2, threads: 1, avail: "1", n: 2, err: "not enough cpus available to satisfy request: requested=2, available=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := take(topo(t, tc.sockets, tc.cores, tc.threads), mustParse(tc.avail), tc.n)
+			got, err := take(topo(t, tc.sockets, tc.cores, tc.threads), mustParse(tc.avail), tc.n, false)
 			if tc.err != "" {
 				if err == nil || err.Error() != tc.err {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -198,10 +198,18 @@ func TestStaticOptions(t *testing.T) {
 	}
 	// The options the alpha and beta gates allow are refused by name
 	// whatever the gates say (config accepts both gates either way).
-	for _, name := range []string{"distribute-cpus-across-numa", "distribute-cpus-across-cores", "prefer-align-cpus-by-uncorecache"} {
+	for _, name := range []string{"distribute-cpus-across-numa", "distribute-cpus-across-cores"} {
 		if _, err := ParseOptions(map[string]string{name: "true"}); err == nil || !strings.Contains(err.Error(), `"`+name+`": kernelet does not support it`) {
 			t.Errorf("%s: err = %v", name, err)
 		}
+		// kubelet's refusal of the combination with the uncore option.
+		_, err := ParseOptions(map[string]string{name: "true", "prefer-align-cpus-by-uncorecache": "true"})
+		if want := "static policy options prefer-align-cpus-by-uncorecache and " + name + " can not be used at the same time"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s with uncore: err = %v", name, err)
+		}
+	}
+	if o, err := ParseOptions(map[string]string{"prefer-align-cpus-by-uncorecache": "true", "full-pcpus-only": "true"}); err != nil || !o.PreferAlignByUncoreCache || !o.FullPCPUsOnly {
+		t.Fatalf("uncore with full-pcpus-only: %+v, %v", o, err)
 	}
 	o, err := ParseOptions(map[string]string{"full-pcpus-only": "true", "strict-cpu-reservation": "true"})
 	if err != nil || !o.FullPCPUsOnly || !o.StrictCPUReservation {

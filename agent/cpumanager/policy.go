@@ -23,8 +23,7 @@ const (
 )
 
 // Options are the static policy's options (cpuManagerPolicyOptions) that
-// kernelet implements: kubelet v1.37.2's stable ones but
-// prefer-align-cpus-by-uncorecache.
+// kernelet implements: kubelet v1.37.2's stable ones.
 type Options struct {
 	// FullPCPUsOnly (full-pcpus-only) allocates whole physical cores only:
 	// a request that is not a multiple of the threads per core, or more
@@ -33,6 +32,11 @@ type Options struct {
 	// StrictCPUReservation (strict-cpu-reservation) keeps the reserved
 	// CPUs out of the shared pool too.
 	StrictCPUReservation bool
+	// PreferAlignByUncoreCache (prefer-align-cpus-by-uncorecache) packs
+	// exclusive CPUs by uncore (last-level) cache: whole caches first,
+	// then the rest in one cache where it fits (take). A preference: never
+	// a reason to refuse a pod.
+	PreferAlignByUncoreCache bool
 }
 
 // ParseOptions reads cpuManagerPolicyOptions. Options kernelet does not
@@ -52,7 +56,9 @@ func ParseOptions(m map[string]string) (Options, error) {
 			dst = &o.FullPCPUsOnly
 		case "strict-cpu-reservation":
 			dst = &o.StrictCPUReservation
-		case "prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa", "align-by-socket", "distribute-cpus-across-cores":
+		case "prefer-align-cpus-by-uncorecache":
+			dst = &o.PreferAlignByUncoreCache
+		case "distribute-cpus-across-numa", "align-by-socket", "distribute-cpus-across-cores":
 			errs = append(errs, fmt.Errorf("CPU Manager Policy option %q: kernelet does not support it", name))
 			continue
 		default:
@@ -65,6 +71,15 @@ func ParseOptions(m map[string]string) (Options, error) {
 			continue
 		}
 		*dst = v
+	}
+	if o.PreferAlignByUncoreCache {
+		// kubelet's refusals of the combinations (the other option is
+		// refused above anyway).
+		for _, other := range []string{"distribute-cpus-across-cores", "distribute-cpus-across-numa"} {
+			if v, _ := strconv.ParseBool(m[other]); v {
+				errs = append(errs, fmt.Errorf("static policy options %s and %s can not be used at the same time", "prefer-align-cpus-by-uncorecache", other))
+			}
+		}
 	}
 	return o, errors.Join(errs...)
 }
@@ -110,7 +125,7 @@ func NewStatic(topo Topology, numReserved int, reserved cpuset.CPUSet, opts Opti
 		}
 	} else {
 		// take packs into the lowest-numbered cores: what kubelet reserves.
-		r, err := take(topo, topo.All(), numReserved)
+		r, err := take(topo, topo.All(), numReserved, opts.PreferAlignByUncoreCache)
 		if err != nil {
 			return nil, fmt.Errorf("[cpumanager] unable to reserve the required amount of CPUs (size of %s did not equal %d)", r, numReserved)
 		}
@@ -168,6 +183,11 @@ func (p *Static) Start(s *State) error {
 	return nil
 }
 
+// take chooses n CPUs of set under the policy's options.
+func (p *Static) take(set cpuset.CPUSet, n int) (cpuset.CPUSet, error) {
+	return take(p.topo, set, n, p.opts.PreferAlignByUncoreCache)
+}
+
 // available are the CPUs free for an exclusive allocation.
 func (p *Static) available(s *State) cpuset.CPUSet { return s.Default.Difference(p.reserved) }
 
@@ -207,22 +227,22 @@ func (p *Static) Allocate(s *State, pod *v1.Pod, c *v1.Container, affinity tm.Ma
 	avail := p.available(s)
 	reuse := p.reuse[uid].Intersection(p.topo.All())
 	if all := avail.Union(reuse); n > all.Size() {
-		_, err := take(p.topo, all, n) // kubelet's error
+		_, err := p.take(all, n) // kubelet's error
 		return err
 	}
 	// CPUs of finished init containers of this pod come first.
-	fromReuse, err := take(p.topo, reuse, min(n, reuse.Size()))
+	fromReuse, err := p.take(reuse, min(n, reuse.Size()))
 	if err != nil {
 		return err
 	}
 	avail = avail.Difference(fromReuse)
 	aligned := p.topo.onNodes(avail, affinity)
-	fromAligned, err := take(p.topo, aligned, min(n-fromReuse.Size(), aligned.Size()))
+	fromAligned, err := p.take(aligned, min(n-fromReuse.Size(), aligned.Size()))
 	if err != nil {
 		return err
 	}
 	got := fromReuse.Union(fromAligned)
-	rest, err := take(p.topo, avail.Difference(fromAligned), n-got.Size())
+	rest, err := p.take(avail.Difference(fromAligned), n-got.Size())
 	if err != nil {
 		return err
 	}

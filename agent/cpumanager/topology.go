@@ -16,6 +16,12 @@ type CPUInfo struct {
 	// Socket is the physical package, Core the core within the node
 	// (unique across sockets), NUMANode the NUMA node.
 	Socket, Core, NUMANode int
+	// Uncore is the uncore (last-level) cache the CPU shares with others:
+	// as kubelet (through cAdvisor), the id of its first cache above L2
+	// unless that cache is shared by exactly the CPUs of its NUMA node
+	// (then it is the node's cache); a CPU without such a cache has its
+	// socket's id (one uncore group per socket).
+	Uncore int
 }
 
 // Topology is the node's online CPUs and where each sits.
@@ -72,6 +78,8 @@ func (t Topology) keys(set cpuset.CPUSet, key func(CPUInfo) int) []int {
 
 func socketOf(c CPUInfo) int { return c.Socket }
 func coreOf(c CPUInfo) int   { return c.Core }
+func numaOf(c CPUInfo) int   { return c.NUMANode }
+func uncoreOf(c CPUInfo) int { return c.Uncore }
 
 // ReadTopology reads the online CPUs and their package, core and NUMA node
 // from sysfs (fsys rooted at /sys). A core is identified by its package
@@ -118,7 +126,64 @@ func ReadTopology(fsys fs.FS) (Topology, error) {
 	if len(t.CPUs) == 0 {
 		return Topology{}, fmt.Errorf("no online CPUs in %s", "devices/system/cpu/online")
 	}
+	perNode := map[int]int{}
+	for _, c := range t.CPUs {
+		perNode[c.NUMANode]++
+	}
+	for id, c := range t.CPUs {
+		u, ok, err := readUncore(fsys, id, perNode[c.NUMANode])
+		if err != nil {
+			return Topology{}, err
+		}
+		if !ok {
+			u = c.Socket
+		}
+		c.Uncore = u
+		t.CPUs[id] = c
+	}
 	return t, nil
+}
+
+// readUncore reads the uncore cache of cpu from its cache/index*
+// directories (in index order): the first cache above L2 that is not
+// shared by exactly nodeCPUs CPUs (those of its NUMA node). ok is false
+// when there is none (or no cache information at all).
+func readUncore(fsys fs.FS, cpu, nodeCPUs int) (id int, ok bool, err error) {
+	dirs, _ := fs.Glob(fsys, fmt.Sprintf("devices/system/cpu/cpu%d/cache/index[0-9]*", cpu))
+	sort.Slice(dirs, func(i, j int) bool { return indexOf(dirs[i]) < indexOf(dirs[j]) })
+	for _, d := range dirs {
+		level, err := readInt(fsys, d+"/level")
+		if err != nil {
+			return 0, false, err
+		}
+		if level <= 2 {
+			continue
+		}
+		shared, err := readCPUList(fsys, d+"/shared_cpu_list")
+		if err != nil {
+			return 0, false, err
+		}
+		if shared.Size() == nodeCPUs {
+			continue
+		}
+		id, err := readInt(fsys, d+"/id")
+		if err != nil {
+			return 0, false, err
+		}
+		return id, true, nil
+	}
+	return 0, false, nil
+}
+
+func indexOf(dir string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(path.Base(dir), "index"))
+	return n
+}
+
+// aligned tells whether all of set share one uncore cache (kubelet's
+// uncore-cache alignment: an empty or one-CPU set is).
+func (t Topology) aligned(set cpuset.CPUSet) bool {
+	return len(t.keys(set, uncoreOf)) <= 1
 }
 
 func readCPUList(fsys fs.FS, name string) (cpuset.CPUSet, error) {
