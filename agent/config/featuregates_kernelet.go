@@ -73,7 +73,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"PodAndContainerStatsFromCRI":                    no("stats come from the cgroups, not from the runtime's stats RPCs"),
 	"LocalStorageCapacityIsolationFSQuotaMonitoring": no("local storage is measured by walking it, not with project quotas"),
 	"NodeSwap":                                       yes("memorySwap.swapBehavior NoSwap (memory.swap.max 0, v1 memory+swap = memory) and LimitedSwap on cgroup v2 (Burstable containers get request/node memory × swap), failSwapOn false runs on a swap node that accounts swap, tmpfs volumes noswap", "agent/runtime/podconfig.TestContainerSwap"),
-	"CPUManagerPolicyOptions":                        yes("cpuManagerPolicyOptions of the static policy: full-pcpus-only and strict-cpu-reservation; prefer-align-cpus-by-uncorecache and the beta/alpha options are refused by name", "agent/cpumanager.TestStaticOptions"),
+	"CPUManagerPolicyOptions":                        yes("cpuManagerPolicyOptions of the static policy: full-pcpus-only, strict-cpu-reservation and prefer-align-cpus-by-uncorecache (uncore caches from sysfs); the beta/alpha options are refused by name", "agent/cpumanager.TestTakeUncore"),
 	"CPUManagerPolicyAlphaOptions": both("the gate only allows options; the alpha ones (align-by-socket, distribute-cpus-across-cores) are refused by name in cpuManagerPolicyOptions",
 		"the same refusal kubelet makes without the gate", "agent/cpumanager.TestStaticOptions"),
 	"CPUManagerPolicyBetaOptions": both("the gate only allows options; the beta one (distribute-cpus-across-numa) is refused by name in cpuManagerPolicyOptions",

@@ -85,7 +85,7 @@ var kubeletFields = map[string]FieldRule{
 	"cgroupDriver":                              {FieldActed, "agent/podsetup: cgroups"},
 	"cpuManagerPolicy":                          {FieldActed, "agent/cpumanager: none or static"},
 	"singleProcessOOMKill":                      {FieldActed, "memory.oom.group"},
-	"cpuManagerPolicyOptions":                   {FieldActed, "agent/cpumanager: full-pcpus-only, strict-cpu-reservation; others refused"},
+	"cpuManagerPolicyOptions":                   {FieldActed, "agent/cpumanager: full-pcpus-only, strict-cpu-reservation, prefer-align-cpus-by-uncorecache; others refused"},
 	"memoryManagerPolicy":                       {FieldActed, "agent/memorymanager: None or Static"},
 	"topologyManagerPolicy":                     {FieldActed, "agent/topologymanager"},
 	"topologyManagerPolicyOptions":              {FieldActed, "agent/topologymanager: max-allowable-numa-nodes; prefer-closest-numa-nodes refused"},

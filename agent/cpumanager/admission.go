@@ -37,10 +37,13 @@ func (a *admission) Allocate(c *v1.Container, affinity tm.Mask) error {
 		return nil
 	}
 	a.m.count(func(x *Metrics) { x.requests.Inc() })
+	uid := string(a.pod.UID)
+	_, had := a.m.state.Get(uid, c.Name)
 	err := a.m.policy.Allocate(&a.m.state, a.pod, c, affinity)
-	if err != nil {
-		a.m.count(func(x *Metrics) { x.errors.Inc() })
-	}
+	got, _ := a.m.state.Get(uid, c.Name)
+	a.m.count(func(x *Metrics) {
+		x.allocated(err, a.m.policy.opts.FullPCPUsOnly, !had && a.m.policy.topo.aligned(got))
+	})
 	return err
 }
 

@@ -5,8 +5,10 @@
 // shared pool (all CPUs minus the exclusive ones; the reserved CPUs are
 // always in it).
 //
-// The pure parts: the node's CPU topology parsed from sysfs (topology.go),
-// the choice of CPUs to take (take.go), the static policy over a State
+// The pure parts: the node's CPU topology parsed from sysfs (topology.go:
+// sockets, cores, NUMA nodes, uncore caches), the choice of CPUs to take
+// (take.go, with kubelet's uncore-cache step under
+// prefer-align-cpus-by-uncorecache), the static policy over a State
 // (policy.go: allocate at admission, release, validate a restored state)
 // and the checkpoint's encoding (state.go). The Manager (manager.go) holds
 // the policy and its checkpoint `<root-dir>/cpu_manager_state`, allocates
@@ -15,5 +17,6 @@
 // answers the cpuset a new container is created with, and reconciles the
 // cpusets of running containers through CRI UpdateContainerResources every
 // reconcile period and after each change (metrics.go: kubelet's
-// cpu_manager metrics). It never creates or kills containers.
+// cpu_manager and container_aligned_compute_resources metrics). It never
+// creates or kills containers.
 package cpumanager

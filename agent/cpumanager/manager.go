@@ -49,6 +49,7 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("new static policy error: %w", err)
 	}
 	m.policy = p
+	m.count(func(x *Metrics) { x.initStatic() })
 	b, err := os.ReadFile(cfg.StateFile)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

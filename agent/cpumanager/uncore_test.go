@@ -2,11 +2,17 @@ package cpumanager
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/cpuset"
+
+	"github.com/kernelet/kernelet/agent/podworkers"
 )
 
 // withL3 adds cache/index0 (L1, per core), index1 (L2, per core) and
@@ -129,5 +135,50 @@ func TestTakeUncore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestManagerUncore(t *testing.T) {
+	// 4 SMT cores (cpu k and k+4 siblings), two uncore caches:
+	// {0,1,4,5} {2,3,6,7}.
+	metrics := NewMetrics()
+	cfg := Config{Policy: PolicyStatic, Topology: l3topo(t, 1, 4, 2, 2), NumReserved: 1, StateFile: filepath.Join(t.TempDir(), StateFile),
+		Options: Options{FullPCPUsOnly: true, PreferAlignByUncoreCache: true}, Metrics: metrics,
+		ActivePods: func() []*v1.Pod { return nil }, Running: func() []RunningContainer { return nil }}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Reserved().String(); got != "0" {
+		t.Fatalf("reserved %s", got)
+	}
+	count := func(v *prometheus.CounterVec, boundary string) float64 {
+		return testutil.ToFloat64(v.WithLabelValues("container", boundary))
+	}
+	var active []*v1.Pod
+	for _, tc := range []struct {
+		uid, cpus, want, reason string
+		uncore, smt, smtFailed  float64
+	}{
+		// The first cache's first core holds the reserved CPU: the two
+		// CPUs go to the other cache's first core.
+		{uid: "a", cpus: "2", want: "2,6", uncore: 1, smt: 1},
+		// No free cache and no cache holds 4: normal packing, across both.
+		{uid: "b", cpus: "4", want: "1,3,5,7", uncore: 1, smt: 2},
+		{uid: "c", cpus: "1", reason: "SMTAlignmentError", uncore: 1, smt: 2, smtFailed: 1},
+	} {
+		p := pod(tc.uid, nil, container("c", tc.cpus, "1Gi"))
+		r := admit(t, m, podworkers.AdmitAttributes{Pod: p, OtherPods: active})
+		if tc.reason != "" {
+			if r.Admit || r.Reason != tc.reason {
+				t.Fatalf("%s: %+v", tc.uid, r)
+			}
+		} else if got := m.CPUs(tc.uid, "c").String(); !r.Admit || got != tc.want {
+			t.Fatalf("%s: %+v, cpus %s, want %s", tc.uid, r, got, tc.want)
+		}
+		active = append(active, p)
+		if u, s, f := count(metrics.aligned, "uncore_cache"), count(metrics.aligned, "physical_cpu"), count(metrics.failed, "physical_cpu"); u != tc.uncore || s != tc.smt || f != tc.smtFailed {
+			t.Fatalf("%s: aligned uncore %v physical %v, failed physical %v", tc.uid, u, s, f)
+		}
 	}
 }
