@@ -20,7 +20,9 @@ import (
 const cpusAllowed = "sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status"
 
 // TestAgentCPUManagerStatic: cpuManagerPolicy static with CPU 0 reserved
-// (reservedSystemCPUs): a Guaranteed pod with cpu: 1 gets one CPU of its
+// (reservedSystemCPUs) and prefer-align-cpus-by-uncorecache (accepted, as
+// by kubelet; one uncore group on a host whose L3 is per NUMA node): a
+// Guaranteed pod with cpu: 1 gets one CPU of its
 // own, not the reserved one, and no CFS quota; the BestEffort pod moves
 // off it; a Guaranteed pod asking for more CPUs than are free is rejected
 // with kubelet's UnexpectedAdmissionError (topology manager none), or,
@@ -40,7 +42,8 @@ func TestAgentCPUManagerStatic(t *testing.T) {
 	}
 	cd := containerd.Shared(t)
 	n, rs, cm := newAgentWithCleanup(t, cd)
-	appendConfig(t, n, "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ncpuManagerReconcilePeriod: 1s\n")
+	appendConfig(t, n, "cpuManagerPolicy: static\nreservedSystemCPUs: \"0\"\ncpuManagerReconcilePeriod: 1s\n"+
+		"cpuManagerPolicyOptions: {prefer-align-cpus-by-uncorecache: \"true\"}\n")
 	sleep := `["sleep"]`
 	writeManifest(t, n.manifests, "be.yaml", podManifest("be", sleep, "", 1))
 	writeManifest(t, n.manifests, "pinned.yaml", podManifest("pinned", sleep,
