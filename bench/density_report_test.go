@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -207,9 +208,8 @@ func (h histogram) quantile(q float64) float64 {
 	return lo + (h.bounds[i]-lo)*(rank-below)/in
 }
 
-// scrapeSLI reads kubelet_pod_start_sli_duration_seconds from the agent's
-// /metrics (its HTTPS port, anonymous).
-func (a *nodeAgent) scrapeSLI(b *testing.B) histogram {
+// scrapeMetrics reads the agent's /metrics (its HTTPS port, anonymous).
+func (a *nodeAgent) scrapeMetrics(b *testing.B) map[string]*dto.MetricFamily {
 	b.Helper()
 	body, err := a.httpsGet(b.Context(), "/metrics")
 	if err != nil {
@@ -220,8 +220,15 @@ func (a *nodeAgent) scrapeSLI(b *testing.B) histogram {
 	if err != nil {
 		b.Fatalf("%s /metrics: %v", a.name, err)
 	}
+	return fams
+}
+
+// scrapeSLI reads kubelet_pod_start_sli_duration_seconds from the agent's
+// /metrics.
+func (a *nodeAgent) scrapeSLI(b *testing.B) histogram {
+	b.Helper()
 	var h histogram
-	fam := fams["kubelet_pod_start_sli_duration_seconds"]
+	fam := a.scrapeMetrics(b)["kubelet_pod_start_sli_duration_seconds"]
 	if fam == nil || len(fam.GetMetric()) == 0 {
 		return h
 	}
@@ -242,7 +249,19 @@ func (a *nodeAgent) scrapeSLI(b *testing.B) histogram {
 	return h
 }
 
-// httpsGet reads path from the agent's HTTPS port (anonymous).
+// scrapeCRI reads kubelet_runtime_operations_total (both agents count
+// their CRI calls in it, by operation_type) from the agent's /metrics.
+func (a *nodeAgent) scrapeCRI(b *testing.B) map[string]float64 {
+	b.Helper()
+	out := map[string]float64{}
+	if fam := a.scrapeMetrics(b)["kubelet_runtime_operations_total"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			out[labels(m)["operation_type"]] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
 func (a *nodeAgent) httpsGet(ctx context.Context, path string) ([]byte, error) {
 	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
@@ -333,7 +352,10 @@ func (r *densityRun) phaseNames() []string {
 }
 
 // densityMetrics are the table's rows for runs with these phases.
-func densityMetrics(phases []string, keys []apiKey) []densityMetric {
+//
+// keys are the API request series and ops the CRI operations to list
+// (nil: none).
+func densityMetrics(phases []string, keys []apiKey, ops []string) []densityMetric {
 	created := func(p *densityPod) time.Time { return p.created }
 	var ms []densityMetric
 	for j, name := range phases {
@@ -364,29 +386,57 @@ func densityMetrics(phases []string, keys []apiKey) []densityMetric {
 			return []float64{r.api[k] / float64(max(r.pods, 1))}
 		}, ""})
 	}
+	if ops == nil {
+		return ms
+	}
+	ms = append(ms, densityMetric{"CRI operations per pod", func(r *densityRun) []float64 {
+		s := 0.0
+		for _, v := range r.cri {
+			s += v
+		}
+		return []float64{s / float64(max(r.pods, 1))}
+	}, ""})
+	for _, op := range ops {
+		ms = append(ms, densityMetric{"  " + op + " per pod", func(r *densityRun) []float64 {
+			return []float64{r.cri[op] / float64(max(r.pods, 1))}
+		}, ""})
+	}
 	return ms
 }
 
 // apiKeys are the request series of any of the runs, the most frequent
 // first.
 func apiKeys(runs []*densityRun) []apiKey {
-	sum := map[apiKey]float64{}
+	return frequent(runs, func(r *densityRun) map[apiKey]float64 { return r.api }, apiKey.String)
+}
+
+// criOps are the CRI operation types of any of the runs, the most
+// frequent first.
+func criOps(runs []*densityRun) []string {
+	return frequent(runs, func(r *densityRun) map[string]float64 { return r.cri }, func(s string) string { return s })
+}
+
+// frequent are the keys of the runs' counts (of) whose count per pod is
+// at least 0.005 in the runs together, the most frequent first, then by
+// name.
+func frequent[K comparable](runs []*densityRun, of func(*densityRun) map[K]float64, name func(K) string) []K {
+	sum := map[K]float64{}
 	for _, r := range runs {
-		for k, v := range r.api {
+		for k, v := range of(r) {
 			sum[k] += v / float64(max(r.pods, 1))
 		}
 	}
 	keys := slices.Collect(maps.Keys(sum))
-	slices.SortFunc(keys, func(a, b apiKey) int {
+	slices.SortFunc(keys, func(a, b K) int {
 		if sum[a] != sum[b] {
 			if sum[a] > sum[b] {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.String(), b.String())
+		return strings.Compare(name(a), name(b))
 	})
-	return slices.DeleteFunc(keys, func(k apiKey) bool { return sum[k] < 0.005 })
+	return slices.DeleteFunc(keys, func(k K) bool { return sum[k] < 0.005 })
 }
 
 func formatVals(vs []float64, unit string) string {
@@ -429,7 +479,7 @@ func densityTable(pair []*densityRun) string {
 		sb.WriteString("---:|")
 	}
 	sb.WriteString("\n")
-	for _, m := range densityMetrics(pair[0].phaseNames(), apiKeys(pair)) {
+	for _, m := range densityMetrics(pair[0].phaseNames(), apiKeys(pair), criOps(pair)) {
 		fmt.Fprintf(&sb, "| %s |", m.name)
 		for _, r := range pair {
 			fmt.Fprintf(&sb, " %s |", formatVals(m.vals(r), m.unit))
@@ -445,7 +495,7 @@ func densityTable(pair []*densityRun) string {
 // densityVariance lists the ratios of every run for the main metrics.
 func densityVariance(all [][]*densityRun) string {
 	var sb strings.Builder
-	for _, m := range densityMetrics(all[0][0].phaseNames(), nil) {
+	for _, m := range densityMetrics(all[0][0].phaseNames(), nil, nil) {
 		fmt.Fprintf(&sb, "%s:", m.name)
 		for _, pair := range all {
 			fmt.Fprintf(&sb, "  %s", formatVals(ratios(m.vals(pair[1]), m.vals(pair[0])), "×"))

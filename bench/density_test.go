@@ -32,6 +32,9 @@ import (
 //     e.g. "30,110", adds the heavy 110), the first of them with an init
 //     container and an exec readiness probe, until all are Ready; then all
 //     deleted at once, until all are gone;
+//   - idle (only with $KERNELET_DENSITY_IDLE, e.g. 30s): densityBurst
+//     pods created at once, and once Ready and settled the agent's CPU
+//     over that long with nothing happening; then all deleted;
 //   - steady: 2 pods/s for 2 minutes ($KERNELET_DENSITY_STEADY, 0 skips
 //     it), each deleted densityLifetime after its creation (the node stays
 //     below maxPods: ~60 pods live), the last ones deleted at the end.
@@ -66,6 +69,9 @@ const (
 	densityTimeout  = 10 * time.Minute
 	// densityProfileSeconds is the length of each burst's profiles.
 	densityProfileSeconds = 20
+	// densityIdleSettle is how long the idle phase waits after its pods
+	// are Ready before it measures (the pods' status writes are done).
+	densityIdleSettle = 5 * time.Second
 )
 
 // densityPod is one pod's life as the benchmark saw it.
@@ -93,7 +99,8 @@ type densityRun struct {
 	cpu     time.Duration // from the agent's start to its last phase's end
 	peakRSS int64         // VmHWM, bytes
 	api     map[apiKey]float64
-	pods    int // pods created
+	cri     map[string]float64 // kubelet_runtime_operations_total by operation_type
+	pods    int                // pods created
 }
 
 func BenchmarkDensity(b *testing.B) {
@@ -113,6 +120,7 @@ func BenchmarkDensity(b *testing.B) {
 	waitNamespaceSettled(b, admin, ns)
 	bursts := densityBursts(b)
 	steady := envDurationZero(b, "KERNELET_DENSITY_STEADY", densitySteady)
+	idle := envDurationZero(b, "KERNELET_DENSITY_IDLE", 0)
 	runs := envInt(b, "KERNELET_DENSITY_RUNS", 1)
 	profile := os.Getenv("KERNELET_DENSITY_PROFILE")
 	var all [][]*densityRun
@@ -137,7 +145,7 @@ func BenchmarkDensity(b *testing.B) {
 			if profile != "" {
 				a.extraConfig = "enableContentionProfiling: true\n"
 			}
-			r := runDensity(b, a, counter, bursts, steady, profile)
+			r := runDensity(b, a, counter, densityPlan{bursts: bursts, idle: idle, steady: steady}, profile)
 			b.Logf("density run %d, %s: %s", i+1, name, r.summary())
 			pair = append(pair, r)
 		}
@@ -202,8 +210,15 @@ func realKubelet() string {
 	return filepath.Join(env.CacheDir(), "kubernetes", evictionKubeletVersion, "kubelet")
 }
 
+// densityPlan is the phases of one agent's run: the bursts' sizes, the
+// idle phase's and the steady phase's lengths (0: none).
+type densityPlan struct {
+	bursts       []int
+	idle, steady time.Duration
+}
+
 // runDensity runs one agent through every phase and removes everything.
-func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, bursts []int, steady time.Duration, profile string) *densityRun {
+func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, plan densityPlan, profile string) *densityRun {
 	b.Helper()
 	ctx := b.Context()
 	api0, err := scrapeRequests(ctx, a.admin)
@@ -216,13 +231,17 @@ func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, bursts []in
 	a.waitNodeReady(b)
 	w := watchNodePods(b, a)
 	r := &densityRun{agent: a.name}
-	for _, n := range bursts {
+	for _, n := range plan.bursts {
 		r.phases = append(r.phases, a.burst(b, w, n, profile))
 	}
-	if steady > 0 {
-		r.phases = append(r.phases, a.steady(b, w, steady, profile))
+	if plan.idle > 0 {
+		r.phases = append(r.phases, a.idle(b, w, densityBurst, plan.idle, profile))
+	}
+	if plan.steady > 0 {
+		r.phases = append(r.phases, a.steady(b, w, plan.steady, profile))
 	}
 	r.cpu = procCPU(a.cmd.Process.Pid)
+	r.cri = a.scrapeCRI(b)
 	if st, err := procStatus(a.cmd.Process.Pid); err == nil {
 		r.peakRSS = st["VmHWM"]
 	}
@@ -318,6 +337,34 @@ func (a *nodeAgent) burst(b *testing.B, w *podWatch, n int, profile string) *den
 	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
 	ph.sli = a.scrapeSLI(b).sub(sli0)
 	stopProfiles()
+	return ph
+}
+
+// idle creates n pods at once, waits until all are Ready and then
+// densityIdleSettle more, measures the agent's CPU over d with nothing
+// happening (the phase's CPU is that window's alone: relists,
+// housekeeping, probes of nothing, status), then deletes them all and
+// waits until all are gone.
+func (a *nodeAgent) idle(b *testing.B, w *podWatch, n int, d time.Duration, profile string) *densityPhase {
+	b.Helper()
+	ctx := b.Context()
+	ph := &densityPhase{name: fmt.Sprintf("idle %d pods for %v", n, d)}
+	for i := range n {
+		ph.pods = append(ph.pods, &densityPod{name: fmt.Sprintf("%si%d-%03d", a.podPrefix, n, i)})
+	}
+	sli0, start := a.scrapeSLI(b), time.Now()
+	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
+	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
+	time.Sleep(densityIdleSettle)
+	stopProfiles := a.profile(b, profile, "idle")
+	cpu0 := procCPU(a.cmd.Process.Pid)
+	time.Sleep(d)
+	ph.cpu = procCPU(a.cmd.Process.Pid) - cpu0
+	stopProfiles()
+	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
+	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
+	ph.took = time.Since(start)
+	ph.sli = a.scrapeSLI(b).sub(sli0)
 	return ph
 }
 
