@@ -133,6 +133,10 @@ type pods struct {
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
+	// settled is each pod's runtime status as read by its last sync that
+	// succeeded and changed nothing: a lifecycle event that finds the pod
+	// still so wakes no worker (settledEvent).
+	settled map[types.UID]*runtime.PodStatus
 	reaper  *runtime.Reaper
 }
 
@@ -241,7 +245,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, deadlines: runtime.NewDeadlines(),
+		waiting: map[types.UID]map[string]runtime.Waiting{}, settled: map[types.UID]*runtime.PodStatus{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm}
@@ -457,14 +461,37 @@ func (p *pods) recordEvents(pod *v1.Pod, evs []runtime.Event) {
 	}
 }
 
-// dispatchEvents wakes the worker of each pod with a lifecycle event.
+// settledEvent tells whether the runtime holds pod uid as its last sync
+// that changed nothing read it (the PLEG's cache against settled): a sync
+// now would find nothing to do either. The PLEG's relist reports a
+// change against its previous relist, often one that the pod's own sync
+// made and then saw settled (a container it started, a sandbox it made).
+func (p *pods) settledEvent(uid types.UID) bool {
+	cached, _ := p.pleg.Cache().Get(uid)
+	p.mu.Lock()
+	last := p.settled[uid]
+	p.mu.Unlock()
+	return last != nil && runtime.SameState(last, cached)
+}
+
+// unsettle forgets the settled status of pod uid: its worker is at work.
+func (p *pods) unsettle(uid types.UID) {
+	p.mu.Lock()
+	delete(p.settled, uid)
+	p.mu.Unlock()
+}
+
+// dispatchEvents wakes the worker of each pod with a lifecycle event
+// that may ask for a sync (settledEvent).
 func (p *pods) dispatchEvents(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e := <-p.pleg.Events():
-			p.workers.Wake(e.UID)
+			if !p.settledEvent(e.UID) {
+				p.workers.Wake(e.UID)
+			}
 		}
 	}
 }
@@ -500,6 +527,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 	for _, pod := range p.sources.Pods() {
 		wanted[pod.UID] = true
 	}
+	p.workers.ForgetGone(wanted)
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
 	p.cleanupUserNamespaces(ctx, wanted, listed)
@@ -510,6 +538,7 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Lock()
 	delete(p.waiting, uid)
 	p.mu.Unlock()
+	p.unsettle(uid)
 	p.pleg.Cache().Delete(uid)
 	p.oomScores.Forget(uid)
 	p.deadlines.Forget(uid)
@@ -522,6 +551,7 @@ const retryMargin = 20 * time.Millisecond
 
 // SyncPod implements podworkers.Syncer.
 func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
+	p.unsettle(pod.UID)
 	pod = p.beginResize(ctx, pod) // from here on: at its allocated requirements
 	p.qos.update(ctx, p, false)   // the pod's share in its QoS cgroup before its own cgroup
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
@@ -551,8 +581,11 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	p.recordEvents(pod, r.Events)
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
+	if !r.Acted() && r.Err() == nil {
+		p.settled[pod.UID] = st
+	}
 	p.mu.Unlock()
-	if len(r.Steps) > 0 { // something changed in the runtime: read it back
+	if r.Acted() { // something changed in the runtime: read it back
 		if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
 			st = after
 		}
@@ -576,6 +609,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 // still runs, its sandboxes, its cgroup) and keeps its exited containers
 // and logs for its final status.
 func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
+	p.unsettle(pod.UID)
 	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -608,6 +642,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 // logs. The final status is read from the runtime between the stop and
 // the removal (none when the runtime held nothing of the pod).
 func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, deadline *grace.Deadline) (*v1.PodStatus, error) {
+	p.unsettle(pod.UID)
 	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {

@@ -37,6 +37,12 @@ type Workers struct {
 	// older pod of the same name (an edited static manifest) to finish
 	// terminating before it starts.
 	waiting map[string]*v1.Pod
+	// gone holds the pods whose worker terminated them (TerminatePod)
+	// until their source drops them (ForgetGone): the source's later
+	// updates of such a pod (an API pod's grace-0 deletion, its removal)
+	// find nothing to stop and start no worker, as kubelet ignores the
+	// updates of a pod whose worker finished.
+	gone map[types.UID]bool
 }
 
 type worker struct {
@@ -75,7 +81,7 @@ func New(cfg Config) (*Workers, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Workers{cfg: cfg, clock: cfg.Clock, workers: map[types.UID]*worker{}, finished: map[types.UID]*PodRecord{},
-		waiting: map[string]*v1.Pod{}}, nil
+		waiting: map[string]*v1.Pod{}, gone: map[types.UID]bool{}}, nil
 }
 
 // Update hands u to the pod's worker. A pod's first sync update goes
@@ -143,6 +149,9 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		}
 		return
 	}
+	if ws.ignoreGoneLocked(u) {
+		return // terminated already: nothing of it runs
+	}
 	if u.Type != SyncPod {
 		if u.Type == TerminatePod && u.Pod.DeletionTimestamp != nil {
 			// Deleted in the API server before it ran here (or while the
@@ -170,18 +179,7 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 		ws.startTerminal(klog.NewContext(ctx, log), u.Pod)
 		return
 	}
-	alloc := func(p *v1.Pod) *v1.Pod { return p }
-	if ws.cfg.Allocation != nil {
-		// After an agent restart a pod is admitted at what it was
-		// allocated, not at a resize it asks for (kubelet's).
-		alloc = ws.cfg.Allocation.Allocated
-	}
-	attrs := AdmitAttributes{Pod: alloc(u.Pod)}
-	for _, w := range ws.workers {
-		if !w.rec.Terminating && !w.rec.Finished {
-			attrs.OtherPods = append(attrs.OtherPods, alloc(w.rec.Pod))
-		}
-	}
+	attrs := ws.admitAttributesLocked(u.Pod)
 	if r := Admit(ws.cfg.Admit, attrs); !r.Admit {
 		log.Info("Pod rejected at admission", "reason", r.Reason, "message", r.Message)
 		ws.finished[uid] = &PodRecord{Pod: u.Pod, Status: RejectedStatus(u.Pod, r)}
@@ -194,6 +192,24 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 	w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod}, wake: make(chan struct{}, 1)}
 	ws.workers[uid] = w
 	ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
+}
+
+// admitAttributesLocked is what pod's admission sees: the pod and the
+// pods that run, each at what it was allocated (after an agent restart a
+// pod is admitted at its allocation, not at a resize it asks for:
+// kubelet's).
+func (ws *Workers) admitAttributesLocked(pod *v1.Pod) AdmitAttributes {
+	alloc := func(p *v1.Pod) *v1.Pod { return p }
+	if ws.cfg.Allocation != nil {
+		alloc = ws.cfg.Allocation.Allocated
+	}
+	attrs := AdmitAttributes{Pod: alloc(pod)}
+	for _, w := range ws.workers {
+		if !w.rec.Terminating && !w.rec.Finished {
+			attrs.OtherPods = append(attrs.OtherPods, alloc(w.rec.Pod))
+		}
+	}
+	return attrs
 }
 
 // startTerminal starts the worker of a pod terminal in its source (it
@@ -263,6 +279,32 @@ func (ws *Workers) Wake(uid types.UID) {
 		select {
 		case w.wake <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// ignoreGoneLocked tells whether u is a terminate or kill of a pod that
+// its worker terminated already (gone), which is ignored; a sync of such
+// a pod forgets it: the pod was wanted again and starts afresh.
+func (ws *Workers) ignoreGoneLocked(u Update) bool {
+	if !ws.gone[u.Pod.UID] {
+		return false
+	}
+	if u.Type != SyncPod {
+		return true
+	}
+	delete(ws.gone, u.Pod.UID)
+	return false
+}
+
+// ForgetGone forgets the terminated pods (see Workers.gone) that no
+// source has any more (wanted: the UIDs of the sources' pods).
+func (ws *Workers) ForgetGone(wanted map[types.UID]bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for uid := range ws.gone {
+		if !wanted[uid] {
+			delete(ws.gone, uid)
 		}
 	}
 }
@@ -530,14 +572,18 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		ws.statusChanged(pod, st)
 		ws.mu.Unlock()
 	}
-	if err := ws.cfg.Syncer.CleanupPod(ctx, pod); err != nil {
-		log.Error(err, "Cleanup of terminated pod failed")
+	cleanErr := ws.cfg.Syncer.CleanupPod(ctx, pod)
+	if cleanErr != nil {
+		log.Error(cleanErr, "Cleanup of terminated pod failed")
 	}
 	ws.mu.Lock()
 	if u.Type == KillPod && w.pending != nil && w.pending.Type == TerminatePod {
 		u = *w.pending // removed by its source meanwhile: forgotten, not kept as Failed
 	}
 	delete(ws.workers, w.uid)
+	if u.Type == TerminatePod && w.restart == nil && cleanErr == nil {
+		ws.gone[w.uid] = true // a cleanup that failed is tried again by the next terminate
+	}
 	if u.Type == KillPod {
 		st := w.rec.Status // the Failed status set as the kill started
 		ws.finished[w.uid] = &PodRecord{Pod: pod, Status: st, Terminating: true}

@@ -357,6 +357,18 @@ func (r *SyncResult) Err() error {
 	return errors.Join(errs...)
 }
 
+// Acted tells whether the sync took a step that may have changed the
+// pod's runtime status (anything but the volume set-up that every sync
+// runs): then its status is read back.
+func (r *SyncResult) Acted() bool {
+	for _, s := range r.Steps {
+		if s.Action != ActionSetUpVolumes {
+			return true
+		}
+	}
+	return false
+}
+
 // SyncPod brings the runtime in line with pod: it computes the actions
 // from st (the pod's current GetPodStatus) and runs them — kill the
 // sandbox when it must be re-created, kill unwanted containers, ensure the

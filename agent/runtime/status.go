@@ -117,6 +117,35 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 	return out
 }
 
+// SameState tells whether a and b hold the same sandboxes and containers
+// (by ID) in the same states (sandbox readiness, container state): a
+// relist's view of a pod (ListPods) against a full read of it
+// (GetPodStatus) says whether anything the lists show changed since.
+func SameState(a, b *PodStatus) bool {
+	if len(a.Sandboxes) != len(b.Sandboxes) || len(a.Containers) != len(b.Containers) {
+		return false
+	}
+	ready := make(map[string]bool, len(a.Sandboxes))
+	for _, sb := range a.Sandboxes {
+		ready[sb.ID] = sb.Ready
+	}
+	for _, sb := range b.Sandboxes {
+		if r, ok := ready[sb.ID]; !ok || r != sb.Ready {
+			return false
+		}
+	}
+	state := make(map[string]ContainerState, len(a.Containers))
+	for _, c := range a.Containers {
+		state[c.ID] = c.State
+	}
+	for _, c := range b.Containers {
+		if s, ok := state[c.ID]; !ok || s != c.State {
+			return false
+		}
+	}
+	return true
+}
+
 // Orphans returns the listed pods no source wants: their sandboxes and
 // containers are to be killed.
 func Orphans(listed []*PodStatus, wanted map[types.UID]bool) []*PodStatus {
