@@ -537,20 +537,21 @@ func TestReconcileSyncsOnlyForReadinessGates(t *testing.T) {
 
 // A pod its worker terminated ignores its source's later terminates (the
 // API server's grace-0 deletion, its removal): nothing is killed again
-// and no worker starts, until the source dropped it (ForgetGone) or
-// wants it again.
+// and no worker starts, until the source wants it again (it starts
+// afresh) or dropped it (ForgetGone: a terminate is then of a pod deleted
+// before it ran here).
 func TestTerminatedPodIsNotKilledAgain(t *testing.T) {
 	f := newFake()
-	terminated := make(chan *v1.Pod, 10)
-	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour, OnTerminated: func(p *v1.Pod) { terminated <- p }})
+	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	a := testPod("a", "", "")
+	terminate := func(p *v1.Pod) {
+		ws.Update(ctx, Update{Type: TerminatePod, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds})
+	}
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	wait(t, f.syncDone)
-	d := deleted(a, 30)
-	ws.Update(ctx, Update{Type: TerminatePod, Pod: d, GracePeriod: d.DeletionGracePeriodSeconds})
+	terminate(deleted(a, 30))
 	wait(t, f.killed)
 	wait(t, f.cleaned)
-	wait(t, terminated)
 	waitFor(t, func() bool { return !ws.Known(a.UID) })
 	// A kill now would block: a worker started for it would stay known.
 	f.mu.Lock()
@@ -558,20 +559,16 @@ func TestTerminatedPodIsNotKilledAgain(t *testing.T) {
 	f.mu.Unlock()
 	defer close(f.killBlock)
 	final := deleted(a, 0)
-	ws.Update(ctx, Update{Type: TerminatePod, Pod: final, GracePeriod: final.DeletionGracePeriodSeconds})
-	ws.Update(ctx, Update{Type: TerminatePod, Pod: final})
-	if ws.Known(a.UID) {
-		t.Fatal("a worker started again for a pod terminated already")
+	terminate(final)
+	ws.ForgetGone(map[types.UID]bool{a.UID: true}) // its source still has it
+	terminate(final)
+	if ws.Known(a.UID) || f.count("kill") != 1 {
+		t.Fatalf("known %v, kills %d: the pod terminated already was killed again", ws.Known(a.UID), f.count("kill"))
 	}
-	if n := f.count("kill"); n != 1 {
-		t.Fatalf("kills = %d, want 1", n)
-	}
-	// Once no source has it, a terminate of the same UID is a pod deleted
-	// before it ran here: its worker stops whatever the runtime holds.
 	ws.ForgetGone(map[types.UID]bool{})
-	ws.Update(ctx, Update{Type: TerminatePod, Pod: final})
+	terminate(final)
 	if !ws.Known(a.UID) {
-		t.Fatal("no worker for a forgotten pod's terminate")
+		t.Fatal("no worker for the terminate of a pod no source has")
 	}
 	wait(t, f.killed)
 }
@@ -582,14 +579,17 @@ func TestTerminatedPodWantedAgainStarts(t *testing.T) {
 	f := newFake()
 	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	a := testPod("a", "", "")
-	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
-	wait(t, f.syncDone)
-	ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
-	wait(t, f.cleaned)
-	waitFor(t, func() bool { return !ws.Known(a.UID) })
-	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
-	wait(t, f.syncDone)
-	if !ws.Known(a.UID) {
-		t.Fatal("the pod wanted again has no worker")
+	for range 2 {
+		ws.Update(ctx, Update{Type: SyncPod, Pod: a})
+		wait(t, f.syncDone)
+		if !ws.Known(a.UID) {
+			t.Fatal("the pod has no worker")
+		}
+		ws.Update(ctx, Update{Type: TerminatePod, Pod: a})
+		wait(t, f.cleaned)
+		waitFor(t, func() bool { return !ws.Known(a.UID) })
+	}
+	if n := f.count("sync"); n != 2 {
+		t.Errorf("syncs = %d, want 2", n)
 	}
 }

@@ -122,24 +122,25 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 // relist's view of a pod (ListPods) against a full read of it
 // (GetPodStatus) says whether anything the lists show changed since.
 func SameState(a, b *PodStatus) bool {
-	if len(a.Sandboxes) != len(b.Sandboxes) || len(a.Containers) != len(b.Containers) {
+	sandbox := func(s *SandboxStatus) (string, bool) { return s.ID, s.Ready }
+	container := func(c *ContainerStatus) (string, ContainerState) { return c.ID, c.State }
+	return sameByID(a.Sandboxes, b.Sandboxes, sandbox) && sameByID(a.Containers, b.Containers, container)
+}
+
+// sameByID tells whether a and b hold the same IDs with equal values (of
+// gives each object's ID and value).
+func sameByID[T any, V comparable](a, b []T, of func(T) (string, V)) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	ready := make(map[string]bool, len(a.Sandboxes))
-	for _, sb := range a.Sandboxes {
-		ready[sb.ID] = sb.Ready
+	vals := make(map[string]V, len(a))
+	for _, x := range a {
+		id, v := of(x)
+		vals[id] = v
 	}
-	for _, sb := range b.Sandboxes {
-		if r, ok := ready[sb.ID]; !ok || r != sb.Ready {
-			return false
-		}
-	}
-	state := make(map[string]ContainerState, len(a.Containers))
-	for _, c := range a.Containers {
-		state[c.ID] = c.State
-	}
-	for _, c := range b.Containers {
-		if s, ok := state[c.ID]; !ok || s != c.State {
+	for _, x := range b {
+		id, v := of(x)
+		if w, ok := vals[id]; !ok || w != v {
 			return false
 		}
 	}
