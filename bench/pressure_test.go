@@ -153,15 +153,21 @@ func BenchmarkPressure(b *testing.B) {
 			cells = append(cells, a.runPressure(b, cd.Endpoint(), workloads, runs)...)
 		}
 	}
+	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay (preliminary: few runs on a shared, loaded machine): kubepods limited to %d MiB, hard allocatableMemory.available<64Mi; "+
+		"crossing = the benchmark's poll (every %v) of kubepods' working set (usage − inactive_file) reaching limit − 64Mi",
+		evictionAllocatable>>20, evictionPoll))
+}
+
+// logPressure logs the table of cells, rows in the workloads' order,
+// after what.
+func logPressure(b *testing.B, cells []pressureCell, workloads []pressureWorkload, what string) {
+	b.Helper()
 	order := map[string]int{}
 	for i, w := range workloads {
 		order[w.name] = i
 	}
 	slices.SortStableFunc(cells, func(x, y pressureCell) int { return order[x.workload] - order[y.workload] })
-	b.Logf("pressure replay (preliminary: few runs on a shared, loaded machine): kubepods limited to %d MiB, hard allocatableMemory.available<64Mi; "+
-		"crossing = the benchmark's poll (every %v) of kubepods' working set (usage − inactive_file) reaching limit − 64Mi; "+
-		"needless = runs with a stop of a workload pod where \"none\" (kernelet in dry run) saw no kernel OOM kill\n%s",
-		evictionAllocatable>>20, evictionPoll, pressureTable(cells))
+	b.Logf("%s; needless = runs with a stop of a workload pod where \"none\" (kernelet in dry run) saw no kernel OOM kill\n%s", what, pressureTable(cells))
 }
 
 // selectWorkloads are the workloads named (all when none is).
@@ -191,6 +197,8 @@ func pressureTag(name string) string {
 		return "kp"
 	case agentNone:
 		return "no"
+	case agentKerneletOptions:
+		return "ko"
 	}
 	return evictionTag(name)
 }
