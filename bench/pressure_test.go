@@ -88,6 +88,18 @@ type pressureWorkload struct {
 	window time.Duration
 }
 
+// volume is the pods' emptyDir at /data (nil when they have none).
+func (w pressureWorkload) volume() *v1.Volume {
+	if !w.data {
+		return nil
+	}
+	vol := &v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
+	if w.memory {
+		vol.EmptyDir.Medium = v1.StorageMediumMemory
+	}
+	return vol
+}
+
 func pressureWorkloads() []pressureWorkload {
 	anon := func(rate int) pressureWorkload {
 		return pressureWorkload{name: fmt.Sprintf("anon%d", rate), pods: [][]string{{"alloc", "--mib", "700", "--rate", strconv.Itoa(rate), "--hold"}}}
@@ -243,13 +255,7 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	defer stopPoll()
 	crossed := make(chan time.Time, 1)
 	go m.pollCrossing(pollCtx, crossed)
-	var vol *v1.Volume
-	if w.data {
-		vol = &v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
-		if w.memory {
-			vol.EmptyDir.Medium = v1.StorageMediumMemory
-		}
-	}
+	vol := w.volume()
 	var names []string
 	for i, args := range w.pods {
 		n := fmt.Sprintf("%s-%d", name, i)

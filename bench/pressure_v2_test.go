@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -327,13 +326,7 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; t=%d; while :; do read u < %s/memory.current; `+
 		`while read k v; do [ "$k" = inactive_file ] && break; done < %s/memory.stat; [ $((u-v)) -ge $t ] && { echo $EPOCHREALTIME; exit 0; }; read -t %g -u 3; done' >/run/pressure.cross 2>&1 </dev/null & echo $!`,
 		g.limit-evictionThreshold, pressureV2Kubepods, pressureV2Kubepods, pressureV2Poll.Seconds()))
-	var vol *v1.Volume
-	if w.data {
-		vol = &v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}
-		if w.memory {
-			vol.EmptyDir.Medium = v1.StorageMediumMemory
-		}
-	}
+	vol := w.volume()
 	var names []string
 	uids := map[string]bool{}
 	for i, args := range w.pods {
@@ -380,22 +373,6 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 	return r, relaxed
 }
 
-// guestTime parses a guest timestamp in seconds ("1732900000.123456").
-func guestTime(s string) (time.Time, bool) {
-	sec, frac, _ := strings.Cut(strings.TrimSpace(s), ".")
-	n, err := strconv.ParseInt(sec, 10, 64)
-	if err != nil || n <= 0 || len(frac) > 9 {
-		return time.Time{}, false
-	}
-	var ns int64
-	if frac != "" {
-		if ns, err = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64); err != nil {
-			return time.Time{}, false
-		}
-	}
-	return time.Unix(n, ns), true
-}
-
 // waitBelowHalf waits until kubepods.slice's working set is under half
 // its limit.
 func (g *pressureV2Node) waitBelowHalf(b *testing.B, a *nodeAgent) {
@@ -412,15 +389,6 @@ func (g *pressureV2Node) waitBelowHalf(b *testing.B, a *nodeAgent) {
 	})
 }
 
-// Lines of containerd's journal (logfmt: quotes escaped) that name a
-// pod's sandbox and container and the CRI stops.
-var (
-	journalSandbox   = regexp.MustCompile(`RunPodSandbox for .*uid:\\"([0-9a-f-]+)\\".* returns sandbox id \\"([0-9a-f]{64})`)
-	journalContainer = regexp.MustCompile(`CreateContainer within sandbox \\"([0-9a-f]{64})\\" for .* returns container id \\"([0-9a-f]{64})`)
-	journalStop      = regexp.MustCompile(`(?:StopContainer|StopPodSandbox) for \\"([0-9a-f]{64})`)
-	kernelOOMKill    = regexp.MustCompile(`oom-kill:.*oom_memcg=([^,]*),task_memcg=([^,]*),`)
-)
-
 // stops maps each pod UID seen in containerd's journal since the guest
 // time since to the first CRI stop of its sandbox or a container of it.
 func (g *pressureV2Node) stops(b *testing.B, since string) map[string]time.Time {
@@ -429,42 +397,14 @@ func (g *pressureV2Node) stops(b *testing.B, since string) map[string]time.Time 
 	return parseStops(out)
 }
 
-// parseStops is stops' pure part: journal lines "<unix time> <host>
-// <unit>: <message>".
-func parseStops(journal string) map[string]time.Time {
-	owner := map[string]string{} // sandbox or container id → pod UID
-	first := map[string]time.Time{}
-	for line := range strings.Lines(journal) {
-		ts, _, _ := strings.Cut(line, " ")
-		t, ok := guestTime(ts)
-		if !ok {
-			continue
-		}
-		if m := journalSandbox.FindStringSubmatch(line); m != nil {
-			owner[m[2]] = m[1]
-		} else if m := journalContainer.FindStringSubmatch(line); m != nil {
-			owner[m[2]] = owner[m[1]]
-		} else if m := journalStop.FindStringSubmatch(line); m != nil {
-			if uid := owner[m[1]]; uid != "" && (first[uid].IsZero() || t.Before(first[uid])) {
-				first[uid] = t
-			}
-		}
-	}
-	return first
-}
-
 // firstOOM is the guest time of the first kernel OOM kill in
 // kubepods.slice since the guest time since (zero: none).
 func (g *pressureV2Node) firstOOM(b *testing.B, since string) time.Time {
 	b.Helper()
 	out := g.guest(b, `journalctl --no-pager -o short-unix -k --since @`+since+` | grep -F 'oom-kill:' || true`)
-	for line := range strings.Lines(out) {
-		m := kernelOOMKill.FindStringSubmatch(line)
-		ts, _, _ := strings.Cut(line, " ")
-		if t, ok := guestTime(ts); ok && m != nil && (under(m[1], "/kubepods.slice") || under(m[2], "/kubepods.slice")) {
-			b.Logf("OOM kill in kubepods.slice: %s", strings.TrimSpace(line))
-			return t
-		}
+	t, line := parseFirstOOM(out, "/kubepods.slice")
+	if !t.IsZero() {
+		b.Logf("OOM kill in kubepods.slice: %s", line)
 	}
-	return time.Time{}
+	return t
 }
