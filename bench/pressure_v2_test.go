@@ -65,6 +65,9 @@ const (
 	pressureV2Unit       = "pressure-agent"
 	pressureV2Kubelet    = "/usr/local/bin/kubelet-upstream"
 	pressureV2Testbox    = "/usr/local/bin/testbox"
+	// pressureV2PodTimeout bounds a pod's start: under TCG on a loaded
+	// host a pod stayed Pending past 2 minutes.
+	pressureV2PodTimeout = 5 * time.Minute
 )
 
 // pressureV2Node is the booted guest and what the benchmark shares with it.
@@ -321,7 +324,7 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 	g.waitBelowHalf(b, a)
 	by := name + "-by"
 	byPod := a.createBenchPod(b, by, []string{"alloc", "--mib", "32", "--hold"}, nil)
-	a.waitPod(b, by, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+	a.waitPod(b, by, pressureV2PodTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; t=%d; while :; do read u < %s/memory.current; `+
 		`while read k v; do [ "$k" = inactive_file ] && break; done < %s/memory.stat; [ $((u-v)) -ge $t ] && { echo $EPOCHREALTIME; exit 0; }; read -t %g -u 3; done' >/run/pressure.cross 2>&1 </dev/null & echo $!`,
@@ -335,7 +338,7 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 		names, uids[string(p.UID)] = append(names, n), true
 	}
 	for _, n := range names {
-		a.waitPod(b, n, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+		a.waitPod(b, n, pressureV2PodTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 	}
 	a.waitPressureEnd(b, w, names)
 	cross := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.cross")
