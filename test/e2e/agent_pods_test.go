@@ -297,17 +297,35 @@ func agentCleanup(t *testing.T, n *agentNode, rs internalapi.RuntimeService, is 
 		if !strings.HasSuffix(p.Name, "-"+n.node) && !slices.Contains(n.namespaces, p.Namespace) {
 			continue
 		}
-		st, err := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
-		if err != nil {
-			st = p
-		}
-		if err := m.KillPod(ctx, nil, st, &zero).Err(); err != nil {
+		if err := killLeftPod(ctx, m, p, &zero); err != nil {
 			t.Errorf("cleanup: kill %s: %v", p.Name, err)
 		}
 	}
 	if err := podConfigRemoveCgroup(n.cgroupRoot); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
+}
+
+// killLeftPod kills pod p as the agent's next sync would, up to three
+// times: containerd 1.6 can fail a StopContainer of a container that is
+// exiting on its own at that moment (a crash-looping one: "ttrpc: closed"
+// from its shim), and as for the agent, a failed kill is retried with the
+// pod's status read again.
+func killLeftPod(ctx context.Context, m *kruntime.Manager, p *kruntime.PodStatus, grace *int64) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		st, serr := m.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+		if serr != nil {
+			st = p
+		}
+		if err = m.KillPod(ctx, nil, st, grace).Err(); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // burstableScoreAdj is KUBELET.md's Burstable formula:
