@@ -402,23 +402,41 @@ func (m *Manager) holds(uid types.UID) bool {
 }
 
 // Keep forgets the devices of every pod keep says no to (pods removed
-// while the agent was down).
+// while the agent was down, or gone since). keep is asked without m.mu
+// held: it may take the pod workers' lock, whose holder admits a pod
+// under it and so takes m.mu (Offered, Allocate) — asking it under m.mu
+// deadlocked the two.
 func (m *Manager) Keep(keep PodFilter) {
 	m.mu.Lock()
-	var gone []string
+	uids := make(map[string]bool, len(m.alloc)+len(m.affinity))
 	for uid := range m.alloc {
+		uids[uid] = true
+	}
+	for uid := range m.affinity {
+		uids[uid] = true
+	}
+	m.mu.Unlock()
+	var drop []string
+	for uid := range uids {
 		if !keep(uid) {
+			drop = append(drop, uid)
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	m.mu.Lock()
+	var gone []string
+	for _, uid := range drop {
+		if _, ok := m.alloc[uid]; ok {
 			gone = append(gone, uid)
 			delete(m.alloc, uid)
 		}
-	}
-	for uid := range m.affinity {
-		if !keep(uid) {
-			delete(m.affinity, uid)
-		}
+		delete(m.affinity, uid)
 	}
 	m.mu.Unlock()
 	if len(gone) > 0 {
+		slices.Sort(gone)
 		klog.FromContext(m.ctx).V(2).Info("Releasing the devices of pods that are gone", "podUIDs", gone)
 		m.writeCheckpoint()
 	}

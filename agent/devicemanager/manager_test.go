@@ -476,3 +476,41 @@ func TestPluginRegistersAgainThenGoes(t *testing.T) {
 	ep.stop()
 	eventually(t, "the devices unhealthy", func() bool { c, a := m.Capacity(); return c[name] == 1 && a[name] == 0 })
 }
+
+// Keep releases the devices of the pods keep says no to and asks keep
+// without the manager's lock held: in the agent keep takes the pod
+// workers' lock, under which admission takes the manager's (Offered), and
+// Keep asking it under its own lock deadlocked the agent (a soak test's
+// pods stayed Pending). Here keep takes the manager's lock itself: under
+// the old Keep it never returned.
+func TestKeepAsksWithoutTheLock(t *testing.T) {
+	m := startWithPlugin(t, Config{}, &testPlugin{devs: []*pluginapi.Device{
+		{ID: "d0", Health: pluginapi.Healthy}, {ID: "d1", Health: pluginapi.Healthy}}}, 2)
+	for _, p := range []*v1.Pod{devicePod("uid-1", "one", 1), devicePod("uid-2", "two", 1)} {
+		if r := admit(t, m, p); !r.Admit {
+			t.Fatalf("%s: %+v", p.Name, r)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Keep(func(uid string) bool {
+			m.Offered() // takes m.mu
+			return uid == "uid-1"
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a deadlock detector, not a timing assertion
+		t.Fatal("Keep did not return: keep was asked with the manager's lock held")
+	}
+	if got := m.Devices("uid-1", "app"); len(got) != 1 {
+		t.Errorf("kept pod's devices = %+v, want its one device", got)
+	}
+	if got := m.Devices("uid-2", "app"); len(got) != 0 {
+		t.Errorf("released pod's devices = %+v, want none", got)
+	}
+	if r := admit(t, m, devicePod("uid-3", "three", 1)); !r.Admit {
+		t.Errorf("the released device is not offered again: %+v", r)
+	}
+}

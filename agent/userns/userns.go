@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,13 +140,24 @@ func (m *Manager) Release(uid types.UID) error {
 
 // Cleanup releases the ranges of pods keep does not keep (pods no source
 // wants and the runtime does not run) and of pods whose directory is gone.
+// keep is asked without m.mu held: it may take the pod workers' lock,
+// under which a terminated pod's range is released (Release).
 func (m *Manager) Cleanup(keep func(types.UID) bool) error {
+	m.mu.Lock()
+	uids := slices.Collect(maps.Keys(m.byPod))
+	m.mu.Unlock()
+	var drop []types.UID
+	for _, uid := range uids {
+		_, err := os.Stat(filepath.Join(m.cfg.PodsDir, string(uid)))
+		if !keep(uid) || errors.Is(err, fs.ErrNotExist) {
+			drop = append(drop, uid)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var errs []error
-	for uid := range m.byPod {
-		_, err := os.Stat(filepath.Join(m.cfg.PodsDir, string(uid)))
-		if !keep(uid) || errors.Is(err, fs.ErrNotExist) {
+	for _, uid := range drop {
+		if _, ok := m.byPod[uid]; ok {
 			errs = append(errs, m.release(uid))
 		}
 	}

@@ -95,11 +95,14 @@ func TestMappingAllocatesKeepsReleases(t *testing.T) {
 	if d.Uids[0].HostId != 65536 {
 		t.Errorf("d takes the released range: %d", d.Uids[0].HostId)
 	}
-	// Cleanup: b is not kept; c's directory is gone.
+	// Cleanup: b is not kept; c's directory is gone. keep is asked without
+	// the manager's lock (in the agent it takes the pod workers' lock,
+	// under which Release runs): here it takes that lock itself, and under
+	// a Cleanup that held it the test would never end.
 	if err := os.RemoveAll(filepath.Join(dir, "c")); err != nil {
 		t.Fatal(err)
 	}
-	if err := m2.Cleanup(func(uid types.UID) bool { return uid != "b" }); err != nil {
+	if err := m2.Cleanup(func(uid types.UID) bool { return m2.InUse() > 0 && uid != "b" }); err != nil {
 		t.Fatal(err)
 	}
 	for uid, want := range map[types.UID]bool{"b": false, "c": false, "d": true} {

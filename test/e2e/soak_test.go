@@ -76,11 +76,10 @@ type soakNode struct {
 	rs internalapi.RuntimeService
 	// add creates the pods named; remove deletes them.
 	add, remove func(t *testing.T, names []string)
-	// running is the UIDs of the pods (by soak name) that are Running
-	// with their container ready; present is every soak pod the source
-	// (API server or agent) still has.
-	running func(ctx context.Context) (map[string]types.UID, error)
-	present func(ctx context.Context) (map[string]bool, error)
+	// list is every pod the source (API server or agent) has; a soak
+	// pod's name there is its soak name and suffix.
+	list   func(ctx context.Context) ([]v1.Pod, error)
+	suffix string
 }
 
 func soakDuration(t *testing.T) time.Duration {
@@ -124,20 +123,12 @@ func newSoakAPINode(t *testing.T) *soakNode {
 			}
 		}
 	}
-	list := func(ctx context.Context) ([]v1.Pod, error) {
+	s.list = func(ctx context.Context) ([]v1.Pod, error) {
 		l, err := c.admin.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, err
 		}
 		return l.Items, nil
-	}
-	s.running = func(ctx context.Context) (map[string]types.UID, error) {
-		pods, err := list(ctx)
-		return readyUIDs(pods, ""), err
-	}
-	s.present = func(ctx context.Context) (map[string]bool, error) {
-		pods, err := list(ctx)
-		return podNames(pods, ""), err
 	}
 	return s
 }
@@ -168,20 +159,13 @@ func newSoakStaticNode(t *testing.T) *soakNode {
 			}
 		}
 	}
-	suffix := "-" + n.node
-	s.running = func(ctx context.Context) (map[string]types.UID, error) {
+	s.suffix = "-" + n.node
+	s.list = func(ctx context.Context) ([]v1.Pod, error) {
 		l, err := n.pods(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return readyUIDs(l.Items, suffix), nil
-	}
-	s.present = func(ctx context.Context) (map[string]bool, error) {
-		l, err := n.pods(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return podNames(l.Items, suffix), nil
+		return l.Items, nil
 	}
 	return s
 }
@@ -295,24 +279,70 @@ func (s *soakNode) read(ctx context.Context) (soakSample, error) {
 }
 
 // waitRunning waits until every pod of names is Running and ready and
-// records its UID.
+// records its UID; at the timeout the error names the pods that are not
+// with their state (soakPodState).
 func (s *soakNode) waitRunning(t *testing.T, names []string, uids map[string]types.UID) {
 	t.Helper()
 	waitFor(t, 5*time.Minute, fmt.Sprintf("%d pods Running (%s…)", len(names), names[0]), func() (bool, error) {
-		got, err := s.running(t.Context())
+		pods, err := s.list(t.Context())
 		if err != nil {
 			return false, err
 		}
-		missing := 0
+		got := readyUIDs(pods, s.suffix)
+		byName := map[string]*v1.Pod{}
+		for i := range pods {
+			byName[strings.TrimSuffix(pods[i].Name, s.suffix)] = &pods[i]
+		}
+		var missing []string
 		for _, name := range names {
 			if uid, ok := got[name]; ok {
 				uids[name] = uid
 			} else {
-				missing++
+				missing = append(missing, name+" "+soakPodState(byName[name]))
 			}
 		}
-		return missing == 0, fmt.Errorf("%d of %d not Running and ready", missing, len(names))
+		return len(missing) == 0, fmt.Errorf("%d of %d not Running and ready: %s", len(missing), len(names), firstN(missing, 5))
 	})
+}
+
+// soakPodState is what a pod's status says of why it is not Running and
+// ready: phase, conditions, each container's state.
+func soakPodState(p *v1.Pod) string {
+	if p == nil {
+		return "(not listed)"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "(uid %s, phase %q", p.UID, p.Status.Phase)
+	if p.DeletionTimestamp != nil {
+		sb.WriteString(", deleted")
+	}
+	for _, c := range p.Status.Conditions {
+		fmt.Fprintf(&sb, ", %s=%s", c.Type, c.Status)
+		if c.Reason != "" {
+			fmt.Fprintf(&sb, " (%s)", c.Reason)
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		fmt.Fprintf(&sb, ", container %s ready=%v", c.Name, c.Ready)
+		switch {
+		case c.State.Waiting != nil:
+			fmt.Fprintf(&sb, " waiting %s %q", c.State.Waiting.Reason, c.State.Waiting.Message)
+		case c.State.Running != nil:
+			sb.WriteString(" running")
+		case c.State.Terminated != nil:
+			fmt.Fprintf(&sb, " terminated %s exit %d", c.State.Terminated.Reason, c.State.Terminated.ExitCode)
+		}
+	}
+	sb.WriteString(")")
+	return sb.String()
+}
+
+// firstN joins the first n of items, saying how many more there are.
+func firstN(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }
 
 // waitGone waits until neither the pod source nor the runtime holds
@@ -320,24 +350,26 @@ func (s *soakNode) waitRunning(t *testing.T, names []string, uids map[string]typ
 func (s *soakNode) waitGone(t *testing.T, names []string, uids map[string]types.UID) {
 	t.Helper()
 	waitFor(t, 3*time.Minute, fmt.Sprintf("%d pods gone (%s…)", len(names), names[0]), func() (bool, error) {
-		present, err := s.present(t.Context())
+		pods, err := s.list(t.Context())
 		if err != nil {
 			return false, err
 		}
+		present := podNames(pods, s.suffix)
 		held, err := runtimeUIDs(t.Context(), s.rs)
 		if err != nil {
 			return false, err
 		}
-		left, inRuntime := 0, 0
+		var left, inRuntime []string
 		for _, name := range names {
 			if present[name] {
-				left++
+				left = append(left, name)
 			}
-			if held[uids[name]] > 0 {
-				inRuntime++
+			if n := held[uids[name]]; n > 0 {
+				inRuntime = append(inRuntime, fmt.Sprintf("%s (%s: %d)", name, uids[name], n))
 			}
 		}
-		return left+inRuntime == 0, fmt.Errorf("%d still listed, %d still in the runtime", left, inRuntime)
+		return len(left)+len(inRuntime) == 0, fmt.Errorf("%d still listed (%s), %d still in the runtime (%s)",
+			len(left), firstN(left, 5), len(inRuntime), firstN(inRuntime, 5))
 	})
 }
 
