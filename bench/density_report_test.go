@@ -281,10 +281,10 @@ func (a *nodeAgent) httpsGet(ctx context.Context, path string) ([]byte, error) {
 	return body, err
 }
 
-// profile saves the agent's CPU and block profiles over the next
-// densityProfileSeconds into dir (nothing when dir is empty); the
-// returned func waits for them.
-func (a *nodeAgent) profile(b *testing.B, dir, label string) func() {
+// profile saves the agent's CPU, block and allocation profiles over the
+// next secs seconds into dir (nothing when dir is empty); the returned
+// func waits for them.
+func (a *nodeAgent) profile(b *testing.B, dir, label string, secs int) func() {
 	b.Helper()
 	if dir == "" {
 		return func() {}
@@ -293,9 +293,9 @@ func (a *nodeAgent) profile(b *testing.B, dir, label string) func() {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	for _, kind := range []string{"profile", "block"} {
+	for _, kind := range []string{"profile", "block", "allocs"} {
 		wg.Go(func() {
-			body, err := a.httpsGet(b.Context(), fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, densityProfileSeconds))
+			body, err := a.httpsGet(b.Context(), fmt.Sprintf("/debug/pprof/%s?seconds=%d", kind, secs))
 			if err != nil {
 				b.Errorf("%s pprof %s: %v", a.name, kind, err)
 				return
@@ -305,7 +305,7 @@ func (a *nodeAgent) profile(b *testing.B, dir, label string) func() {
 				b.Error(err)
 				return
 			}
-			b.Logf("%s: %s profile of %s over %d s: %s", a.name, kind, label, densityProfileSeconds, f)
+			b.Logf("%s: %s profile of %s over %d s: %s", a.name, kind, label, secs, f)
 		})
 	}
 	return wg.Wait

@@ -56,10 +56,11 @@ import (
 // both) and the testbox image, present in containerd (no pull).
 // $KERNELET_DENSITY_AGENTS=kernelet measures one agent alone,
 // $KERNELET_DENSITY_RUNS repeats the pair (each run's ratios are printed),
-// $KERNELET_DENSITY_PROFILE=DIR saves each agent's pprof CPU and block
-// profiles over the first densityProfileSeconds of each burst and of the
-// steady phase (enableContentionProfiling on: it costs CPU, so
-// a profiled run's CPU figures are not comparable with an unprofiled one).
+// $KERNELET_DENSITY_PROFILE=DIR saves each agent's pprof CPU, block and
+// allocation profiles over the first densityProfileSeconds of each burst,
+// the idle window and the steady phase's creations
+// (enableContentionProfiling on: it costs CPU, so a profiled run's CPU
+// figures are not comparable with an unprofiled one).
 // Not in `make test`: `make bench-density` runs it.
 const (
 	densityBurst    = 30
@@ -67,7 +68,8 @@ const (
 	densitySteady   = 2 * time.Minute
 	densityLifetime = 30 * time.Second
 	densityTimeout  = 10 * time.Minute
-	// densityProfileSeconds is the length of each burst's profiles.
+	// densityProfileSeconds is the length of each burst's profiles (the
+	// idle and steady phases' span their own length).
 	densityProfileSeconds = 20
 	// densityIdleSettle is how long the idle phase waits after its pods
 	// are Ready before it measures (the pods' status writes are done).
@@ -329,7 +331,7 @@ func (a *nodeAgent) burst(b *testing.B, w *podWatch, n int, profile string) *den
 	}
 	sli0 := a.scrapeSLI(b)
 	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
-	stopProfiles := a.profile(b, profile, fmt.Sprintf("burst%d", n))
+	stopProfiles := a.profile(b, profile, fmt.Sprintf("burst%d", n), densityProfileSeconds)
 	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
 	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
@@ -356,7 +358,7 @@ func (a *nodeAgent) idle(b *testing.B, w *podWatch, n int, d time.Duration, prof
 	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
 	time.Sleep(densityIdleSettle)
-	stopProfiles := a.profile(b, profile, "idle")
+	stopProfiles := a.profile(b, profile, "idle", int(d.Seconds()))
 	cpu0 := procCPU(a.cmd.Process.Pid)
 	time.Sleep(d)
 	ph.cpu = procCPU(a.cmd.Process.Pid) - cpu0
@@ -403,7 +405,7 @@ func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile s
 	ph := &densityPhase{name: fmt.Sprintf("steady %d/s for %v", densityRate, d)}
 	sli0 := a.scrapeSLI(b)
 	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
-	defer a.profile(b, profile, "steady")()
+	defer a.profile(b, profile, "steady", int(d.Seconds()))()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
