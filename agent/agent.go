@@ -27,6 +27,8 @@ import (
 	"github.com/kernelet/kernelet/agent/server"
 	"github.com/kernelet/kernelet/agent/server/auth"
 	"github.com/kernelet/kernelet/agent/stats"
+	"github.com/kernelet/kernelet/agent/syncloop"
+	"github.com/kernelet/kernelet/agent/watchdog"
 	"github.com/kernelet/kernelet/cgroups"
 	"github.com/kernelet/kernelet/eviction"
 	"github.com/kernelet/kernelet/internal/clientset"
@@ -74,6 +76,8 @@ type Agent struct {
 	// plugins are the node plugins (registration, CSI drivers and
 	// volumes; agent/nodeplugins.go), set at the start of Run.
 	plugins *nodePlugins
+	loops   *syncloop.Monitor    // the pod loops' progress (syncloop check)
+	checks  []server.HealthCheck // /healthz's, the systemd watchdog's
 }
 
 // New builds an agent from validated options. It binds nothing yet.
@@ -98,7 +102,7 @@ func New(opts Options, deps Deps) (*Agent, error) {
 	if deps.Cgroups == nil {
 		deps.Cgroups = cgroups.Discover
 	}
-	a := &Agent{opts: opts, deps: deps, rtc: runtimeconn.New(deps.ConnectRuntime)}
+	a := &Agent{opts: opts, deps: deps, rtc: runtimeconn.New(deps.ConnectRuntime), loops: syncloop.New(opts.Config.Kubelet.SyncFrequency.Duration)}
 	var err error
 	if a.regs, a.metrics, err = a.newRegistries(); err != nil {
 		return nil, err
@@ -152,6 +156,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := os.MkdirAll(a.opts.RootDir, 0o750); err != nil {
 		return fmt.Errorf("root dir: %w", err)
 	}
+	wd, err := watchdog.New()
+	if err != nil {
+		return err
+	}
 
 	var evClient clientset.Interface
 	if a.clients != nil {
@@ -195,6 +203,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { return a.plugins.run(gctx) })
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error { a.runLive(gctx); return nil })
+	g.Go(func() error { a.loops.Run(gctx); return nil })
+	g.Go(func() error { wd.Run(gctx, a.checks); return nil })
 	g.Go(func() error {
 		a.rtc.Connect(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)
 		rt, _ := a.rtc.Get()
@@ -212,7 +222,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	err := g.Wait()
+	wd.Ready(ctx) // serving: the listeners are bound
+	err = g.Wait()
 
 	if rt, _ := a.rtc.Get(); rt != nil {
 		err = errors.Join(err, rt.Close(context.WithoutCancel(ctx)))
@@ -223,27 +234,22 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // bind opens the local, secure API, read-only and healthz listeners.
 func (a *Agent) bind(ctx context.Context) error {
-	checks := []server.HealthCheck{
+	a.checks = []server.HealthCheck{
 		{Name: "ping", Check: func(*http.Request) error { return nil }},
 		{Name: "runtime", Check: func(r *http.Request) error { return a.rtc.Healthy(r.Context()) }},
 		{Name: "pleg", Check: func(*http.Request) error { return a.plegHealthy() }},
+		{Name: "syncloop", Check: func(*http.Request) error { return a.loops.Healthy() }},
 	}
-	ls, err := a.kubeletListeners(ctx, checks)
+	ls, err := a.kubeletListeners(ctx, a.checks)
 	a.listeners = ls
 	if err != nil {
 		for _, l := range a.listeners {
-			_ = l.Serve(canceled(ctx)) // closes the bound socket
+			_ = l.Close()
 		}
 		a.listeners = nil
 		return err
 	}
 	return nil
-}
-
-func canceled(ctx context.Context) context.Context {
-	c, cancel := context.WithCancel(ctx)
-	cancel()
-	return c
 }
 
 // Addrs returns the bound address of each endpoint by name, once Run has bound them.

@@ -139,7 +139,7 @@ func TestAgentServesAndStops(t *testing.T) {
 	if _, body := fetch(t, "https://"+addrs["api"]+"/pods"); !strings.Contains(body, `"kind": "PodList"`) {
 		t.Errorf("/pods: %.300s", body)
 	}
-	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz?verbose"); code != 200 || !strings.Contains(body, "[+]pleg ok") {
+	if code, body := fetch(t, "http://"+addrs["healthz"]+"/healthz?verbose"); code != 200 || !strings.Contains(body, "[+]pleg ok") || !strings.Contains(body, "[+]syncloop ok") {
 		t.Errorf("healthz pleg = %d %q", code, body)
 	}
 	if st.Pods != -1 {

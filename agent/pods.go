@@ -36,6 +36,7 @@ import (
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
+	"github.com/kernelet/kernelet/agent/syncloop"
 	"github.com/kernelet/kernelet/agent/userns"
 	"github.com/kernelet/kernelet/agent/volume"
 	"github.com/kernelet/kernelet/agent/volumemanager"
@@ -388,7 +389,8 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	wg.Go(func() { p.pleg.Run(ctx) })
 	wg.Go(func() { p.cpus.Run(ctx) })
 	wg.Go(func() { p.dispatchEvents(ctx) })
-	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod) })
+	passed := a.loops.Periodic("housekeeping")
+	wg.Go(func() { p.cleanupOrphans(ctx, a.deps.HousekeepingPeriod, passed) })
 	wg.Go(func() { p.vols.Run(ctx, 0) })
 	if p.volumeHealth && p.csiVols != nil {
 		wg.Go(func() { p.csiVols.RunHealth(ctx, p.volumeStatsPeriod, p.workers.Wake) })
@@ -403,7 +405,7 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 	oomwatch.ReleaseStartupMemory()
 	wg.Go(func() { p.containerGC.Run(ctx, a.opts.ContainerGCPeriod) })
 	wg.Go(func() { p.imageGC.Run(ctx, a.opts.ImageGCPeriod) })
-	p.dispatchUpdates(ctx)
+	p.dispatchUpdates(ctx, a.loops)
 	wg.Wait()
 	p.workers.Wait()
 	p.devices.Wait()
@@ -411,9 +413,10 @@ func (a *Agent) runPods(ctx context.Context, p *pods, rs internalapi.RuntimeServ
 }
 
 // dispatchUpdates hands source updates to the workers until the sources
-// close.
-func (p *pods) dispatchUpdates(ctx context.Context) {
+// close, busy for the syncloop check while it hands one.
+func (p *pods) dispatchUpdates(ctx context.Context, loops *syncloop.Monitor) {
 	for u := range p.sources.Updates() {
+		done := loops.Busy("pod update dispatch")
 		for _, pod := range u.Pods {
 			switch {
 			case u.Op == sources.OpRemove:
@@ -439,6 +442,7 @@ func (p *pods) dispatchUpdates(ctx context.Context) {
 		default:
 			p.status.SetStaticPods(staticPods(p.sources.Pods()))
 		}
+		done()
 	}
 }
 
@@ -497,13 +501,14 @@ func (p *pods) dispatchEvents(ctx context.Context) {
 }
 
 // cleanupOrphans runs housekeeping every period (2 s when not set), each
-// pass period after the previous one ended, until ctx ends.
-func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration) {
+// pass period after the previous one ended (then passed), until ctx ends.
+func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration, passed func()) {
 	if period <= 0 {
 		period = 2 * time.Second
 	}
 	_ = wait.Backoff{Duration: period}.DelayFunc().Until(ctx, false, true, func(ctx context.Context) (bool, error) {
 		p.housekeeping(ctx)
+		passed()
 		return false, nil
 	})
 }

@@ -28,7 +28,7 @@ var kerneletGates = map[string]kerneletDecision{
 	"ComponentStatusz":                     no("no /statusz endpoint"),
 	"PodLogsQuerySplitStreams":             yes("/containerLogs takes the stream parameter (Stdout, Stderr, All)", "agent/logs.TestParseOptions"),
 	"KubeletTracing":                       no("no OpenTelemetry traces"),
-	"SystemdWatchdog":                      no("kernelet does not ping systemd's watchdog"),
+	"SystemdWatchdog":                      yes("with a watchdog from systemd (WatchdogSec) the health checks run every half its timeout and WATCHDOG=1 is sent only while all pass; READY=1 once the agent serves", "test/e2e.TestAgentSystemdWatchdog"),
 	"KubeletPodResourcesGet":               yes("the podresources API on <root-dir>/pod-resources/kubelet.sock serves v1 Get besides List and GetAllocatableResources (devices, CPUs, memory and DRA claims)", "agent/podresources.TestServer"),
 	"KubeletPodResourcesListUseActivePods": yes("podresources List reports the active pods (admitted, not finished)", "test/e2e.TestDevicePlugins"),
 	"KubeletPodResourcesDynamicResources":  yes("podresources List and Get list each container's prepared DRA claims (driver, pool, device, CDI devices) as kubelet does", "test/e2e.TestDRA"),

@@ -27,9 +27,10 @@ func TestFeatureGatesValidation(t *testing.T) {
 		"alpha kernelet lacks, on": {"CRIListStreaming: true",
 			[]string{`featureGates[CRIListStreaming]: Invalid value: true: kernelet does not implement CRIListStreaming (ALPHA, default false in kubelet v1.37.2): the runtime is listed with the unary List RPCs; remove it or set it to false`}},
 		"implemented alpha, EventedPLEG on": {"EventedPLEG: true", nil},
-		"locked GA kernelet lacks": {"SystemdWatchdog: true",
-			[]string{`featureGates[SystemdWatchdog]: Invalid value: true: kernelet does not implement SystemdWatchdog (GA in kubelet v1.37.2): kernelet does not ping systemd's watchdog; remove it`}},
-		"locked GA implemented": {"DRAExtendedResource: true", nil},
+		"locked GA kernelet lacks": {"KubeletTracing: true",
+			[]string{`featureGates[KubeletTracing]: Invalid value: true: kernelet does not implement KubeletTracing (GA in kubelet v1.37.2): no OpenTelemetry traces; remove it`}},
+		"locked GA implemented, watchdog": {"SystemdWatchdog: true", nil},
+		"locked GA implemented":           {"DRAExtendedResource: true", nil},
 		"implemented, off": {"ReloadKubeletClientCAFile: false",
 			[]string{`featureGates[ReloadKubeletClientCAFile]: Invalid value: false: kernelet always acts as ReloadKubeletClientCAFile=true (BETA, default true in kubelet v1.37.2): authentication.x509.clientCAFile is loaded again when it changes; remove it or set it to true`}},
 		"implemented, on":       {"ReloadKubeletClientCAFile: true\nImageMaximumGCAge: true", nil},
@@ -50,7 +51,7 @@ func TestFeatureGatesValidation(t *testing.T) {
 			`featureGates[CompositePodGroup]: Invalid value: true: CompositePodGroup is enabled, but depends on features that are disabled: [GenericWorkload]`,
 			`featureGates[PodGroupPreemptionPolicy]: `, `featureGates[TopologyAwareWorkloadScheduling]: `, `featureGates[WorkloadWithJob]: `}},
 		"all beta on":     {"AllBeta: true", []string{`featureGates[AllBeta]: Invalid value: true: turns on `}},
-		"several at once": {"Nope: true\nSystemdWatchdog: true", []string{`featureGates[Nope]: `, `featureGates[SystemdWatchdog]: `}},
+		"several at once": {"Nope: true\nKubeletTracing: true", []string{`featureGates[KubeletTracing]: `, `featureGates[Nope]: `}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

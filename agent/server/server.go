@@ -84,6 +84,9 @@ func Listen(ctx context.Context, name, addr string, h http.Handler) (*Listener, 
 // Addr is the bound address (useful with port 0).
 func (l *Listener) Addr() string { return l.ln.Addr().String() }
 
+// Close closes the bound socket of a listener that will not serve.
+func (l *Listener) Close() error { return l.ln.Close() }
+
 // Serve serves until ctx is done, then shuts down gracefully, giving
 // in-flight requests up to five seconds.
 func (l *Listener) Serve(ctx context.Context) error {

@@ -21,9 +21,9 @@ const minLimit = 5 * time.Minute
 // logPeriod is how often Run looks at the verdict.
 const logPeriod = 10 * time.Second
 
-// Limit is how long a loop may make no progress: twice syncFrequency,
-// at least 5 minutes (kubelet's).
-func Limit(syncFrequency time.Duration) time.Duration {
+// limitFor is how long a loop may make no progress: twice
+// syncFrequency, at least 5 minutes (kubelet's).
+func limitFor(syncFrequency time.Duration) time.Duration {
 	return max(2*syncFrequency, minLimit)
 }
 
@@ -40,8 +40,13 @@ type Monitor struct {
 	busy, passed map[string]time.Time
 }
 
-// New is a monitor failing loops that make no progress for limit.
-func New(clk clock.WithTicker, limit time.Duration) *Monitor {
+// New is a monitor failing loops that make no progress for
+// max(2 × syncFrequency, 5 min).
+func New(syncFrequency time.Duration) *Monitor {
+	return newMonitor(clock.RealClock{}, limitFor(syncFrequency))
+}
+
+func newMonitor(clk clock.WithTicker, limit time.Duration) *Monitor {
 	return &Monitor{clock: clk, limit: limit, busy: map[string]time.Time{}, passed: map[string]time.Time{}}
 }
 
@@ -58,14 +63,15 @@ func (m *Monitor) Busy(loop string) (done func()) {
 }
 
 // Periodic registers periodic loop, its first pass due within the limit
-// from now.
-func (m *Monitor) Periodic(loop string) { m.Passed(loop) }
-
-// Passed records a completed pass of periodic loop.
-func (m *Monitor) Passed(loop string) {
-	m.mu.Lock()
-	m.passed[loop] = m.clock.Now()
-	m.mu.Unlock()
+// from now; passed records each completed pass.
+func (m *Monitor) Periodic(loop string) (passed func()) {
+	passed = func() {
+		m.mu.Lock()
+		m.passed[loop] = m.clock.Now()
+		m.mu.Unlock()
+	}
+	passed()
+	return passed
 }
 
 // Healthy is the `syncloop` check: nil while every loop makes progress,

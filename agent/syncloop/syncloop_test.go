@@ -10,15 +10,15 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func TestLimit(t *testing.T) {
+func TestLimitFor(t *testing.T) {
 	for _, tc := range []struct{ syncFrequency, want time.Duration }{
 		{time.Minute, 5 * time.Minute}, // kubelet's default syncFrequency
 		{0, 5 * time.Minute},
 		{150 * time.Second, 5 * time.Minute},
 		{4 * time.Minute, 8 * time.Minute},
 	} {
-		if got := Limit(tc.syncFrequency); got != tc.want {
-			t.Errorf("Limit(%s) = %s, want %s", tc.syncFrequency, got, tc.want)
+		if got := limitFor(tc.syncFrequency); got != tc.want {
+			t.Errorf("limitFor(%s) = %s, want %s", tc.syncFrequency, got, tc.want)
 		}
 	}
 }
@@ -26,7 +26,7 @@ func TestLimit(t *testing.T) {
 func TestMonitor(t *testing.T) {
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
-	m := New(clk, 5*time.Minute)
+	m := newMonitor(clk, 5*time.Minute)
 	expect := func(what, want string) {
 		t.Helper()
 		err := m.Healthy()
@@ -38,25 +38,25 @@ func TestMonitor(t *testing.T) {
 		}
 	}
 	expect("no loop yet", "")
-	m.Periodic("housekeeping")
+	passed := m.Periodic("housekeeping")
 	clk.Step(5 * time.Minute)
 	expect("no pass yet, at the limit", "")
 	clk.Step(time.Second)
 	expect("no pass beyond the limit",
 		"sync Loop took longer than expected: housekeeping has completed no pass for 5m1s (limit 5m0s)")
-	m.Passed("housekeeping")
+	passed()
 	expect("after a pass", "")
 
 	// Waiting for work is no lack of progress, however long.
 	done := m.Busy("pod updates")
 	done()
 	clk.Step(4 * time.Minute)
-	m.Passed("housekeeping")
+	passed()
 	clk.Step(4 * time.Minute)
 	expect("idle dispatch", "")
 	done = m.Busy("pod updates")
 	clk.Step(3 * time.Minute)
-	m.Passed("housekeeping")
+	passed()
 	clk.Step(2*time.Minute + 30*time.Second)
 	expect("busy beyond the limit",
 		"sync Loop took longer than expected: pod updates busy with one piece of work for 5m30s (limit 5m0s)")
@@ -64,7 +64,7 @@ func TestMonitor(t *testing.T) {
 	expect("both stuck, by name",
 		"sync Loop took longer than expected: housekeeping has completed no pass for 5m30s; pod updates busy with one piece of work for 8m30s (limit 5m0s)")
 	done()
-	m.Passed("housekeeping")
+	passed()
 	expect("both moving again", "")
 }
 
@@ -100,7 +100,7 @@ func TestReport(t *testing.T) {
 // Run looks at the verdict at each tick until its context ends.
 func TestRunStops(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	m := New(clk, 5*time.Minute)
+	m := newMonitor(clk, 5*time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()

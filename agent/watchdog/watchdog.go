@@ -33,34 +33,45 @@ type Systemd interface {
 	Notify(state string) (bool, error)
 }
 
-// Daemon is systemd through go-systemd's daemon package, the environment
-// left as it is.
-func Daemon() Systemd { return sdDaemon{} }
-
+// sdDaemon is systemd through go-systemd's daemon package, the
+// environment left as it is.
 type sdDaemon struct{}
 
 func (sdDaemon) WatchdogTimeout() (time.Duration, error) { return daemon.SdWatchdogEnabled(false) }
 func (sdDaemon) Notify(state string) (bool, error)       { return daemon.SdNotify(false, state) }
 
-// Interval is how often the agent checks its health and notifies
-// systemd's watchdog: half the watchdog timeout, 0 without a watchdog.
-func Interval(sd Systemd) (time.Duration, error) {
+// Watchdog is systemd's watchdog as the agent feeds it.
+type Watchdog struct {
+	sd    Systemd
+	clock clock.Clock
+	// interval is how often the health checks run: half the watchdog
+	// timeout, 0 without a watchdog.
+	interval time.Duration
+}
+
+// New reads the watchdog systemd gave this process (go-systemd's daemon
+// package). A timeout that cannot be read or of 1 s or less is an error
+// (kubelet's messages).
+func New() (*Watchdog, error) { return newWatchdog(sdDaemon{}, clock.RealClock{}) }
+
+func newWatchdog(sd Systemd, clk clock.Clock) (*Watchdog, error) {
 	timeout, err := sd.WatchdogTimeout()
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("configure watchdog: %w", err)
-	case timeout == 0:
-		return 0, nil
-	case timeout <= minTimeout:
-		return 0, fmt.Errorf("configure watchdog timeout too small: %v", timeout)
+		return nil, fmt.Errorf("configure watchdog: %w", err)
+	case timeout > 0 && timeout <= minTimeout:
+		return nil, fmt.Errorf("configure watchdog timeout too small: %v", timeout)
 	}
-	return timeout / 2, nil
+	return &Watchdog{sd: sd, clock: clk, interval: timeout / 2}, nil
 }
 
+// Interval is how often Run checks and notifies; 0 without a watchdog.
+func (w *Watchdog) Interval() time.Duration { return w.interval }
+
 // Ready tells systemd that the agent serves (READY=1).
-func Ready(ctx context.Context, sd Systemd) {
+func (w *Watchdog) Ready(ctx context.Context) {
 	log := klog.FromContext(ctx)
-	switch sent, err := sd.Notify(daemon.SdNotifyReady); {
+	switch sent, err := w.sd.Notify(daemon.SdNotifyReady); {
 	case err != nil:
 		log.Error(err, "Telling systemd the agent is ready")
 	case sent:
@@ -68,9 +79,9 @@ func Ready(ctx context.Context, sd Systemd) {
 	}
 }
 
-// Healthy runs every check as /healthz would, with ctx as the request's:
+// healthy runs every check as /healthz would, with ctx as the request's:
 // the first failure, named.
-func Healthy(ctx context.Context, checks []server.HealthCheck) error {
+func healthy(ctx context.Context, checks []server.HealthCheck) error {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/healthz", nil)
 	if err != nil {
 		return err
@@ -83,25 +94,29 @@ func Healthy(ctx context.Context, checks []server.HealthCheck) error {
 	return nil
 }
 
-// Run checks healthy now and every interval after the previous round
-// ended, notifying the watchdog after each that passes, until ctx ends.
-func Run(ctx context.Context, sd Systemd, clk clock.Clock, interval time.Duration, healthy func(context.Context) error) {
-	klog.FromContext(ctx).Info("Starting systemd watchdog with interval", "interval", interval)
+// Run runs the checks now and every interval after the previous round
+// ended, notifying the watchdog after each round they all pass, until
+// ctx ends; without a watchdog it returns at once.
+func (w *Watchdog) Run(ctx context.Context, checks []server.HealthCheck) {
+	if w.interval == 0 {
+		return
+	}
+	klog.FromContext(ctx).Info("Starting systemd watchdog with interval", "interval", w.interval)
 	for {
-		round(ctx, sd, clk, healthy)
+		w.round(ctx, checks)
 		select {
 		case <-ctx.Done():
 			return
-		case <-clk.After(interval):
+		case <-w.clock.After(w.interval):
 		}
 	}
 }
 
 // round notifies the watchdog when healthy passes, trying a failed
 // notification again.
-func round(ctx context.Context, sd Systemd, clk clock.Clock, healthy func(context.Context) error) {
+func (w *Watchdog) round(ctx context.Context, checks []server.HealthCheck) {
 	log := klog.FromContext(ctx)
-	if err := healthy(ctx); err != nil {
+	if err := healthy(ctx, checks); err != nil {
 		log.Error(err, "Do not notify watchdog this iteration as the agent is reportedly not healthy")
 		return
 	}
@@ -111,11 +126,11 @@ func round(ctx context.Context, sd Systemd, clk clock.Clock, healthy func(contex
 			select {
 			case <-ctx.Done():
 				return
-			case <-clk.After(retryDelay):
+			case <-w.clock.After(retryDelay):
 			}
 		}
 		var sent bool
-		if sent, err = sd.Notify(daemon.SdNotifyWatchdog); err != nil {
+		if sent, err = w.sd.Notify(daemon.SdNotifyWatchdog); err != nil {
 			log.V(5).Info("Failed to notify systemd watchdog, retrying", "err", err)
 			continue
 		}

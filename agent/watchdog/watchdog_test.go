@@ -48,15 +48,15 @@ func TestInterval(t *testing.T) {
 		{timeout: time.Second, wantErr: "configure watchdog timeout too small: 1s"},
 		{err: errors.New("error converting WATCHDOG_USEC: bad"), wantErr: "configure watchdog: error converting WATCHDOG_USEC: bad"},
 	} {
-		got, err := Interval(&fakeSystemd{timeout: tc.timeout, err: tc.err})
+		w, err := newWatchdog(&fakeSystemd{timeout: tc.timeout, err: tc.err}, nil)
 		if tc.wantErr != "" {
 			if err == nil || err.Error() != tc.wantErr {
 				t.Errorf("timeout %s, %v: error %v, want %q", tc.timeout, tc.err, err, tc.wantErr)
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("timeout %s: %s, %v; want %s", tc.timeout, got, err, tc.want)
+		if err != nil || w.Interval() != tc.want {
+			t.Errorf("timeout %s: %v, %v; want %s", tc.timeout, w, err, tc.want)
 		}
 	}
 }
@@ -70,10 +70,10 @@ func TestHealthy(t *testing.T) {
 		return nil
 	}}
 	bad := server.HealthCheck{Name: "syncloop", Check: func(*http.Request) error { return errors.New("sync Loop took longer than expected") }}
-	if err := Healthy(ctx, []server.HealthCheck{ok}); err != nil || !ctxSeen.Load() {
+	if err := healthy(ctx, []server.HealthCheck{ok}); err != nil || !ctxSeen.Load() {
 		t.Errorf("healthy: %v, the check had the context: %v", err, ctxSeen.Load())
 	}
-	err := Healthy(ctx, []server.HealthCheck{ok, bad})
+	err := healthy(ctx, []server.HealthCheck{ok, bad})
 	if err == nil || err.Error() != "checker syncloop failed: sync Loop took longer than expected" {
 		t.Errorf("failing check: %v", err)
 	}
@@ -85,19 +85,23 @@ func TestHealthy(t *testing.T) {
 // again.
 func TestRun(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	sd := &fakeSystemd{sent: true, states: make(chan string, 10)}
+	sd := &fakeSystemd{timeout: 30 * time.Second, sent: true, states: make(chan string, 10)}
 	var sick atomic.Bool
 	checked := make(chan struct{}, 10)
-	healthy := func(context.Context) error {
+	checks := []server.HealthCheck{{Name: "syncloop", Check: func(*http.Request) error {
 		checked <- struct{}{}
 		if sick.Load() {
-			return errors.New("checker syncloop failed")
+			return errors.New("sync Loop took longer than expected")
 		}
 		return nil
-	}
+	}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { Run(ctx, sd, clk, 15*time.Second, healthy); close(done) }()
+	w, err := newWatchdog(sd, clk)
+	if err != nil || w.Interval() != 15*time.Second {
+		t.Fatalf("New: %v, %v", w, err)
+	}
+	go func() { w.Run(ctx, checks); close(done) }()
 	defer func() { cancel(); <-done }()
 
 	// waitIdle waits until Run waits on the clock again: whatever the
@@ -152,9 +156,26 @@ func TestRun(t *testing.T) {
 	step(time.Second, "no socket: not tried again", "")
 }
 
+// Without a watchdog, Run does nothing; Ready still tells systemd.
+func TestNoWatchdog(t *testing.T) {
+	sd := &fakeSystemd{sent: true, states: make(chan string, 1)}
+	w, err := newWatchdog(sd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Run(context.Background(), []server.HealthCheck{{Name: "ping", Check: func(*http.Request) error { return nil }}})
+	if len(sd.states) != 0 {
+		t.Errorf("Run without a watchdog notified %q", <-sd.states)
+	}
+}
+
 func TestReady(t *testing.T) {
 	sd := &fakeSystemd{sent: true, states: make(chan string, 1)}
-	Ready(context.Background(), sd)
+	w, err := newWatchdog(sd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Ready(context.Background())
 	if got := <-sd.states; got != "READY=1" {
 		t.Errorf("Ready sent %q", got)
 	}

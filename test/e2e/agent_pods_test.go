@@ -46,6 +46,8 @@ type agentNode struct {
 	extraArgs []string
 	// address is the configured address when not 127.0.0.1.
 	address string
+	// env is added to the agent's environment.
+	env []string
 	cmd     *exec.Cmd
 	exited  chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
@@ -122,6 +124,9 @@ func (n *agentNode) start(t *testing.T) {
 	}
 	if n.nodeIP != "" {
 		n.cmd.Args = append(n.cmd.Args, "--node-ip", n.nodeIP)
+	}
+	if n.env != nil {
+		n.cmd.Env = append(os.Environ(), n.env...)
 	}
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
