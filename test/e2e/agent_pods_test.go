@@ -47,9 +47,9 @@ type agentNode struct {
 	// address is the configured address when not 127.0.0.1.
 	address string
 	// env is added to the agent's environment.
-	env []string
-	cmd     *exec.Cmd
-	exited  chan error
+	env    []string
+	cmd    *exec.Cmd
+	exited chan error
 	// top is the test that owns the agent: its cleanup kills it, even when
 	// a subtest (re)started it.
 	top *testing.T
