@@ -263,7 +263,8 @@ func (a *nodeAgent) scrapeCRI(b *testing.B) map[string]float64 {
 }
 
 func (a *nodeAgent) httpsGet(ctx context.Context, path string) ([]byte, error) {
-	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	// Long enough for a profile over the whole steady phase.
+	hc := &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", a.securePort, path), nil)
 	if err != nil {
