@@ -11,7 +11,8 @@
 // manager, the collectors and the pod workers; listeners.go: the
 // endpoints; nodestatus.go: the node status inputs; resizes.go: the
 // allocation manager of in-place resize between the workers and each
-// sync; qoscgroups.go: the QoS cgroups sized for the pods; nodeplugins.go:
+// sync (and the QoS cgroups of agent/qoscgroups fed the allocated pods);
+// nodeplugins.go:
 // the plugin registration watcher, the CSI drivers' registry and CSINode,
 // the CSI volume manager beside agent/volume, and the DRA manager
 // (agent/dra: claims prepared through the runtime manager, its reconcile

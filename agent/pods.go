@@ -33,6 +33,7 @@ import (
 	"github.com/kernelet/kernelet/agent/podworkers"
 	"github.com/kernelet/kernelet/agent/pressure"
 	"github.com/kernelet/kernelet/agent/prober"
+	"github.com/kernelet/kernelet/agent/qoscgroups"
 	"github.com/kernelet/kernelet/agent/runtime"
 	"github.com/kernelet/kernelet/agent/runtime/podconfig"
 	"github.com/kernelet/kernelet/agent/sources"
@@ -125,8 +126,8 @@ type pods struct {
 	alloc         *allocation.Manager
 	actuated      *allocation.Store
 	resizeMetrics *allocation.Metrics
-	// qos keeps the QoS cgroups sized for the pods (agent/qoscgroups.go).
-	qos *qosCgroups
+	// qos keeps the QoS cgroups sized for the pods.
+	qos *qoscgroups.Updater
 	// devices is the device plugin manager (agent/devices.go); claims
 	// the DRA manager (agent/nodeplugins.go).
 	devices *devicemanager.Manager
@@ -248,10 +249,10 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
 		waiting: map[types.UID]map[string]runtime.Waiting{}, settled: map[types.UID]*runtime.PodStatus{}, deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
-		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, qos: &qosCgroups{cm: cm, cfg: setup.QoS}, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
-		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm}
+		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
+		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm, hub: a.dash.Hub, ooms: a.dash.OOMs,
+		qos: qoscgroups.New(qoscgroups.Config{Cgroups: cm, QoS: setup.QoS, Pods: p.admittedPods, Allocated: p.allocated, Generation: p.allocGeneration})}
 	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })
-	p.hub, p.ooms = a.dash.Hub, a.dash.OOMs
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()
 		env.sources = append(env.sources, a.cluster.PodSource())
@@ -337,7 +338,7 @@ func (a *Agent) startPods(ctx context.Context, rs internalapi.RuntimeService) er
 			p.forgetAllocation(ctx, pod)
 			p.releaseDevices(pod.UID)
 			p.cpus.PodsChanged()
-			go p.qos.update(ctx, p, false) // not under the workers' lock
+			go p.qos.Update(ctx) // not under the workers' lock
 			podMetrics.Forget(pod.UID)
 			if p.status != nil {
 				p.status.Terminated(pod)
@@ -520,7 +521,7 @@ func (p *pods) cleanupOrphans(ctx context.Context, period time.Duration, passed 
 // the agent was down) and the leftovers of interrupted kills.
 func (p *pods) housekeeping(ctx context.Context) {
 	p.mgr.Backoff().GC()
-	p.qos.update(ctx, p, false) // rewritten once a minute
+	p.qos.Update(ctx) // rewritten once a minute
 	if !p.sources.SeenAllSources() {
 		return
 	}
@@ -558,7 +559,7 @@ const retryMargin = 20 * time.Millisecond
 func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
 	p.unsettle(pod.UID)
 	pod = p.beginResize(ctx, pod) // from here on: at its allocated requirements
-	p.qos.update(ctx, p, false)   // the pod's share in its QoS cgroup before its own cgroup
+	p.qos.Update(ctx)             // the pod's share in its QoS cgroup before its own cgroup
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return podworkers.SyncResult{}, err

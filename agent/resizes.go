@@ -82,6 +82,15 @@ func (p *pods) allocated(pod *v1.Pod) *v1.Pod {
 	return p.alloc.Allocated(pod)
 }
 
+// allocGeneration changes whenever an allocation changes (0 without an
+// allocation manager).
+func (p *pods) allocGeneration() uint64 {
+	if p.alloc == nil {
+		return 0
+	}
+	return p.alloc.Generation()
+}
+
 // beginResize hands the allocation manager a pod about to be synced (a
 // resize it asks for is allocated or left pending) and returns the pod at
 // its allocated requirements.

@@ -109,6 +109,10 @@ func (m *Manager) Allocated(pod *v1.Pod) *v1.Pod {
 	return out
 }
 
+// Generation changes whenever an allocation changes (Store.Generation):
+// what Allocated returns for a pod object is the same while it does not.
+func (m *Manager) Generation() uint64 { return m.cfg.Allocated.Generation() }
+
 // Admitted records an admitted pod's requirements as its allocation; a pod
 // that already has one (an agent restart: it was admitted at the recorded
 // requirements) keeps it.

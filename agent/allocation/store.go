@@ -108,6 +108,14 @@ func OpenStore(path string) (*Store, error) {
 // Path is the checkpoint file ("" for a memory store).
 func (s *Store) Path() string { return s.path }
 
+// Generation changes whenever what the store holds changes (a pod set,
+// changed or forgotten): equal generations, equal contents.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
 // Get returns what the store holds for uid.
 func (s *Store) Get(uid types.UID) (Resources, bool) {
 	s.mu.Lock()
