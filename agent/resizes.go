@@ -64,15 +64,7 @@ func (p *pods) newAllocation(allocated *allocation.Store, admit []podworkers.Adm
 
 // admittedPods are the admitted pods that still run (synced yet or not),
 // as their sources last gave them.
-func (p *pods) admittedPods() []*v1.Pod {
-	var out []*v1.Pod
-	for _, r := range p.workers.Pods() {
-		if !r.Terminating && !r.Finished && !podutil.IsTerminal(r.Status.Phase) {
-			out = append(out, r.Pod)
-		}
-	}
-	return out
-}
+func (p *pods) admittedPods() []*v1.Pod { return p.workers.Admitted() }
 
 // allocated is pod at its allocated requirements.
 func (p *pods) allocated(pod *v1.Pod) *v1.Pod {

@@ -337,6 +337,34 @@ func (ws *Workers) Pods() []PodRecord {
 	return out
 }
 
+// Admitted are the pods of Pods that neither terminate nor finished and
+// whose phase is not terminal, in the same order, without copying their
+// records: what the per-sync callers (the QoS cgroups, the resource
+// managers) need.
+func (ws *Workers) Admitted() []*v1.Pod {
+	admitted := func(r *PodRecord) bool {
+		return !r.Terminating && !r.Finished && !podutil.IsTerminal(r.Status.Phase)
+	}
+	ws.mu.Lock()
+	out := make([]*v1.Pod, 0, len(ws.workers)+len(ws.waiting))
+	for _, w := range ws.workers {
+		if admitted(&w.rec) {
+			out = append(out, w.rec.Pod)
+		}
+	}
+	for _, r := range ws.finished {
+		if admitted(r) {
+			out = append(out, r.Pod)
+		}
+	}
+	for _, p := range ws.waiting {
+		out = append(out, p) // Pending, as in Pods
+	}
+	ws.mu.Unlock()
+	slices.SortFunc(out, func(a, b *v1.Pod) int { return podutil.Compare(podutil.RefOf(a), podutil.RefOf(b)) })
+	return out
+}
+
 // Wait waits for every worker to end (after their context ended, or their
 // pods terminated).
 func (ws *Workers) Wait() { ws.wg.Wait() }

@@ -3,6 +3,7 @@ package podworkers
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -273,6 +274,9 @@ func TestAdmission(t *testing.T) {
 			t.Errorf("%s: %s %s %q, want Failed %s %q", name, r.Status.Phase, r.Status.Reason, r.Status.Message, w.reason, w.msg)
 		}
 	}
+	if got := podNamesOf(ws.Admitted()); !slices.Equal(got, []string{"a", "d", "e"}) {
+		t.Errorf("Admitted = %v, want the pods admitted, not the rejected ones", got)
+	}
 	// A fourth running pod exceeds maxPods 3.
 	ws.Update(ctx, Update{Type: SyncPod, Pod: testPod("f", "", "")})
 	for _, r := range ws.Pods() {
@@ -406,6 +410,9 @@ func TestSameNameWaitsForTheOldPod(t *testing.T) {
 	}
 	if !pending {
 		t.Errorf("the waiting pod is not listed as Pending: %+v", ws.Pods())
+	}
+	if got := ws.Admitted(); len(got) != 1 || got[0].UID != edited.UID {
+		t.Errorf("Admitted while the old pod terminates = %v, want the waiting pod alone (as Pods' Pending record)", podNamesOf(got))
 	}
 	close(f.killBlock)
 	wait(t, f.cleaned)
@@ -592,4 +599,12 @@ func TestTerminatedPodWantedAgainStarts(t *testing.T) {
 	if n := f.count("sync"); n != 2 {
 		t.Errorf("syncs = %d, want 2", n)
 	}
+}
+
+func podNamesOf(pods []*v1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
 }
