@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -595,6 +596,54 @@ func (m *Manager) Remove(ctx context.Context, cgroup string) error {
 		defer func(start time.Time) { m.observe("destroy", time.Since(start)) }(time.Now())
 	}
 	return m.remove(ctx, cgroup)
+}
+
+// Kill sends SIGKILL to every process left in cgroup (below the root) and
+// its descendants, in every hierarchy (the agent's own process excepted),
+// and returns how many it signalled: what kubelet does to a pod cgroup
+// before destroying it, for the processes no runtime call removes (a
+// runtime's `runc init` of a container whose creation its client's
+// disconnect cut off, say). The caller has stopped the pod's containers.
+func (m *Manager) Kill(ctx context.Context, cgroup string) (int, error) {
+	if err := insideRoot(m.root, cgroup); err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	pids := map[int]bool{}
+	for _, mt := range m.mounts {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("kill cgroup %s: %w", cgroup, err)
+		}
+		d, err := m.dir(mt, cgroup)
+		if err != nil {
+			return 0, fmt.Errorf("kill cgroup %s: %w", cgroup, err)
+		}
+		dirs, err := cgroupTree(d)
+		if err != nil {
+			return 0, fmt.Errorf("kill cgroup %s: %w", cgroup, err)
+		}
+		for _, dir := range dirs {
+			b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+			if err != nil {
+				continue // removed meanwhile, or a threaded cgroup
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != self {
+					pids[pid] = true
+				}
+			}
+		}
+	}
+	var errs []error
+	for pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill %d: %w", pid, err))
+		}
+	}
+	if len(errs) > 0 {
+		return len(pids), fmt.Errorf("kill cgroup %s: %w", cgroup, errors.Join(errs...))
+	}
+	return len(pids), nil
 }
 
 // remove is Remove, unobserved.

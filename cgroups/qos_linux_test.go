@@ -310,11 +310,19 @@ func TestQoSManagerHost(t *testing.T) {
 			t.Errorf("busy Remove removed %s: %v", d, err)
 		}
 	}
-	// Stop the process by its PID; then removal succeeds.
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+	// Kill stops what is left in the pod cgroup (here the test's own
+	// process, its only one); then removal succeeds.
+	if n, err := m.Kill(ctx, podCg); err != nil || n != 1 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("Kill = %d, %v; want the 1 process killed", n, err)
 	}
 	<-done
+	if err := m.Remove(ctx, podCg); err != nil {
+		t.Fatalf("Remove after Kill: %v", err)
+	}
+	if _, err := m.Kill(ctx, root); !errors.Is(err, ErrOutsideRoot) {
+		t.Errorf("Kill of the root itself = %v, want ErrOutsideRoot", err)
+	}
 
 	// Empty container cgroups the runtime left under a pod go with it.
 	gCg := cgroups["guaranteed pod"]

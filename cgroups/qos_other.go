@@ -55,6 +55,9 @@ func (m *Manager) Ensure(ctx context.Context, cgroup string, s CgroupSettings) e
 // Remove needs Linux.
 func (m *Manager) Remove(ctx context.Context, cgroup string) error { return errQoSUnsupported }
 
+// Kill needs Linux.
+func (m *Manager) Kill(ctx context.Context, cgroup string) (int, error) { return 0, errQoSUnsupported }
+
 // Read needs Linux.
 func (m *Manager) Read(ctx context.Context, cgroup string) (*CgroupState, error) {
 	return nil, errQoSUnsupported

@@ -181,13 +181,27 @@ func (m *Manager) StopPod(ctx context.Context, pod *v1.Pod, st *PodStatus) *Sync
 }
 
 // removeCgroup removes the pod's cgroup, retrying briefly while the
-// runtime's last processes exit.
+// runtime's last processes exit; processes still there then are killed
+// (as kubelet kills what is left in a pod cgroup before destroying it:
+// e.g. the `runc init` of a container whose creation was cut off, which
+// containerd 1.6 keeps as a task no CRI call removes) and the removal is
+// retried as long again.
 func (m *Manager) removeCgroup(ctx context.Context, st *PodStatus) error {
 	deadline := m.clock.Now().Add(m.rmWait)
+	killed := false
 	for {
 		err := m.cg.RemovePod(ctx, st.UID)
-		if err == nil || !errors.Is(err, cgroups.ErrCgroupBusy) || !m.clock.Now().Before(deadline) {
+		if err == nil || !errors.Is(err, cgroups.ErrCgroupBusy) {
 			return err
+		}
+		if !m.clock.Now().Before(deadline) {
+			if killed {
+				return err
+			}
+			killed = true
+			n, kerr := m.cg.KillPod(ctx, st.UID)
+			klog.FromContext(ctx).Info("Killed the processes left in the pod's cgroup", "podUID", st.UID, "processes", n, "err", kerr)
+			deadline = m.clock.Now().Add(m.rmWait)
 		}
 		select {
 		case <-ctx.Done():

@@ -17,6 +17,7 @@ type CgroupManager interface {
 	EnsurePod(ctx context.Context, cfg cgroups.QoSConfig, pod cgroups.PodResources) (string, cgroups.CgroupSettings, error)
 	Ensure(ctx context.Context, cgroup string, s cgroups.CgroupSettings) error
 	Remove(ctx context.Context, cgroup string) error
+	Kill(ctx context.Context, cgroup string) (int, error)
 	PodCgroup(class cgroups.QOSClass, uid string) string
 	Layout() cgroups.Layout
 }
@@ -61,6 +62,21 @@ func (a CgroupsAdapter) RemovePod(ctx context.Context, uid types.UID) error {
 		errs = append(errs, a.Manager.Remove(ctx, a.Manager.PodCgroup(class, string(uid))))
 	}
 	return errors.Join(errs...)
+}
+
+// KillPod implements PodCgroups: the pod's cgroup of each QoS class.
+func (a CgroupsAdapter) KillPod(ctx context.Context, uid types.UID) (int, error) {
+	if uid == "" {
+		return 0, errors.New("kill pod cgroup: no pod UID")
+	}
+	n := 0
+	var errs []error
+	for _, class := range []cgroups.QOSClass{cgroups.Guaranteed, cgroups.Burstable, cgroups.BestEffort} {
+		k, err := a.Manager.Kill(ctx, a.Manager.PodCgroup(class, string(uid)))
+		n += k
+		errs = append(errs, err)
+	}
+	return n, errors.Join(errs...)
 }
 
 // ResizePod implements PodCgroups: the pod's cgroup gets to's settings,

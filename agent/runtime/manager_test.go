@@ -33,8 +33,11 @@ type fakeCgroups struct {
 	pods    map[types.UID]bool
 	busy    int
 	removes int
-	resizes []bool
-	usage   int64
+	// stragglers: removal fails busy until KillPod (kills counts them).
+	stragglers bool
+	kills      int
+	resizes    []bool
+	usage      int64
 }
 
 func (f *fakeCgroups) EnsurePod(_ context.Context, pod *v1.Pod) (string, error) {
@@ -72,6 +75,9 @@ func (f *fakeCgroups) RemovePod(_ context.Context, uid types.UID) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removes++
+	if f.stragglers {
+		return &cgroups.BusyError{Cgroup: string(uid)}
+	}
 	if f.busy > 0 {
 		f.busy--
 		return &cgroups.BusyError{Cgroup: string(uid)}
@@ -89,6 +95,44 @@ func newFakeManager(t *testing.T) (*Manager, *fakeCRI, *fakeCgroups) {
 		t.Fatal(err)
 	}
 	return m, f, cg
+}
+
+func (f *fakeCgroups) KillPod(_ context.Context, uid types.UID) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kills++
+	n := 0
+	if f.stragglers {
+		f.stragglers, n = false, 1
+	}
+	return n, nil
+}
+
+// A pod cgroup whose processes stay past the removal's wait has them
+// killed, once, and is removed then (kubelet's tryKillingCgroupProcesses);
+// one that stays busy after that is an error.
+func TestRemoveCgroupKillsStragglers(t *testing.T) {
+	f := newFakeCRI()
+	cg := &fakeCgroups{pods: map[types.UID]bool{"u": true}, stragglers: true}
+	m, err := NewManager(ManagerConfig{Runtime: f, Images: f, Cgroups: cg, PodLogsDir: t.TempDir(), PodsDir: t.TempDir(),
+		RemoveCgroupTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.removeCgroup(t.Context(), &PodStatus{UID: "u"}); err != nil {
+		t.Fatalf("removeCgroup with stragglers = %v, want them killed and the cgroup removed", err)
+	}
+	if cg.kills != 1 || cg.pods["u"] {
+		t.Errorf("kills %d, cgroup left %v; want 1 kill and the cgroup gone", cg.kills, cg.pods["u"])
+	}
+	cg.busy = 1 << 30 // busy whatever is killed
+	cg.pods["v"] = true
+	if err := m.removeCgroup(t.Context(), &PodStatus{UID: "v"}); !errors.Is(err, cgroups.ErrCgroupBusy) {
+		t.Errorf("removeCgroup of a cgroup busy after the kill = %v, want ErrCgroupBusy", err)
+	}
+	if cg.kills != 2 {
+		t.Errorf("kills %d, want one more (once per removal)", cg.kills)
+	}
 }
 
 func TestManagerSyncAndKill(t *testing.T) {

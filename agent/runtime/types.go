@@ -236,6 +236,10 @@ type PodCgroups interface {
 	// (errors.Is cgroups.ErrCgroupBusy) while processes remain. A cgroup
 	// that does not exist is not an error.
 	RemovePod(ctx context.Context, uid types.UID) error
+	// KillPod sends SIGKILL to the processes left in the pod's cgroup
+	// once its containers are stopped (kubelet's before it destroys a pod
+	// cgroup) and returns how many it signalled.
+	KillPod(ctx context.Context, uid types.UID) (int, error)
 	// ResizePod sets the pod's cgroup for an in-place resize from the pod
 	// as its containers were given it (from) to the pod as allocated (to):
 	// with widen each value is the larger of the two (before containers
