@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -435,19 +436,40 @@ func (c qosCpuset) rootDir() string      { return c.root }
 func (c qosCpuset) Create(p string, _ *specs.LinuxResources) error { return c.create(p) }
 
 func (c qosCpuset) create(rel string) error {
-	parent := c.root
-	for _, part := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
-		if part == "" || part == "." {
-			continue
-		}
-		if part == ".." {
-			return fmt.Errorf("cpuset path %q leaves %s", rel, c.root)
-		}
-		d := filepath.Join(parent, part)
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	rel = filepath.ToSlash(filepath.Clean(rel))
+	if rel == "." || rel == "/" || rel == "" {
+		return nil
+	}
+	if rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("cpuset path %q leaves %s", rel, c.root)
+	}
+	return c.ensure(rel)
+}
+
+// ensure makes rel (clean, relative to the root) a cpuset with cpus and
+// mems, leaf first: a new pod cgroup under existing QoS levels costs one
+// mkdir and its parent's two values, not a walk of every ancestor. An
+// ancestor is created, or given its parent's values, only when a level
+// below finds it missing or empty.
+func (c qosCpuset) ensure(rel string) error {
+	if rel == "." {
+		return nil // the mount's root: the kernel keeps its cpus and mems
+	}
+	d := filepath.Join(c.root, rel)
+	parent := path.Dir(rel)
+	err := os.Mkdir(d, 0o755)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := c.ensure(parent); err != nil {
 			return err
 		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		err = os.Mkdir(d, 0o755)
+	}
+	created := err == nil
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		if !created {
 			cur, err := os.ReadFile(filepath.Join(d, f))
 			if err != nil {
 				return err
@@ -455,17 +477,34 @@ func (c qosCpuset) create(rel string) error {
 			if len(bytes.TrimSpace(cur)) != 0 {
 				continue
 			}
-			v, err := os.ReadFile(filepath.Join(parent, f))
-			if err != nil {
-				return err
-			}
-			if err := writeCgroupFile(d, f, string(bytes.TrimSpace(v))); err != nil {
-				return err
-			}
 		}
-		parent = d
+		v, err := c.value(parent, f)
+		if err != nil {
+			return err
+		}
+		if err := writeCgroupFile(d, f, v); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// value reads file f of cpuset rel, first giving rel its parent's values
+// when it has none (a level created by someone who stopped before
+// writing them).
+func (c qosCpuset) value(rel, f string) (string, error) {
+	read := func() (string, error) {
+		v, err := os.ReadFile(filepath.Join(c.root, rel, f))
+		return string(bytes.TrimSpace(v)), err
+	}
+	v, err := read()
+	if err != nil || v != "" || rel == "." {
+		return v, err
+	}
+	if err := c.ensure(rel); err != nil {
+		return "", err
+	}
+	return read()
 }
 
 // ensureV2 creates the cgroup in the cgroup2 hierarchy mt, enables the

@@ -427,3 +427,37 @@ func TestQoSManagerHostContext(t *testing.T) {
 		}
 	}
 }
+
+// TestQoSCpusetLeafFirst: a new cpuset level gets its parent's cpus and
+// mems without a walk of its ancestors, and a level someone created
+// without them (empty) is given them when a level below it is made.
+func TestQoSCpusetLeafFirst(t *testing.T) {
+	h, root := qosTestSetup(t, "cpuset")
+	mt := h.V1["cpuset"]
+	env.Require(t, mt != nil, "a cgroup v1 cpuset hierarchy")
+	cs := qosCpuset{root: mt.Path}
+	top := strings.TrimPrefix(root, "/")
+	if err := cs.create(top + "/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	// An empty level, as a crash between mkdir and the writes leaves it.
+	if err := os.Mkdir(filepath.Join(mt.Path, top, "a", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.create(top + "/a/empty/c"); err != nil {
+		t.Fatal(err)
+	}
+	want := qosReadTrim(t, filepath.Join(mt.Path, "cpuset.cpus"))
+	for _, rel := range []string{"", "/a", "/a/b", "/a/empty", "/a/empty/c"} {
+		d := filepath.Join(mt.Path, top+rel)
+		if got := qosReadTrim(t, filepath.Join(d, "cpuset.cpus")); got != want {
+			t.Errorf("%s: cpuset.cpus %q, want the root's %q", d, got, want)
+		}
+		if qosReadTrim(t, filepath.Join(d, "cpuset.mems")) == "" {
+			t.Errorf("%s: cpuset.mems empty", d)
+		}
+	}
+	if err := cs.create("../x"); err == nil {
+		t.Error("a path leaving the root was accepted")
+	}
+}
