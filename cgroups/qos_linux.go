@@ -747,25 +747,45 @@ func (m *Manager) remove(ctx context.Context, cgroup string) error {
 }
 
 // cgroupTree lists dir and every cgroup below it, parents first; nothing
-// when dir does not exist.
+// when dir does not exist. cgroupfs (kernfs) keeps a directory's link
+// count at 2 plus its subdirectories, so a cgroup whose count says it has
+// none is not read: a pod cgroup whose containers are gone costs one stat
+// per hierarchy, not a listing of its forty-odd control files.
 func cgroupTree(dir string) ([]string, error) {
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	var walk func(d string) error
+	walk = func(d string) error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(d, &st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // never there, or removed meanwhile
+			}
+			return &fs.PathError{Op: "stat", Path: d, Err: err}
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			return nil
+		}
+		out = append(out, d)
+		if st.Nlink == 2 {
+			return nil // no subdirectories
+		}
+		entries, err := os.ReadDir(d)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				if p == dir {
-					return fs.SkipAll
-				}
-				return nil // removed meanwhile
+				return nil
 			}
 			return err
 		}
-		if e.IsDir() {
-			out = append(out, p)
+		for _, e := range entries {
+			if e.IsDir() {
+				if err := walk(filepath.Join(d, e.Name())); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
-	})
-	return out, err
+	}
+	return out, walk(dir)
 }
 
 // countProcs sums the processes listed in cgroup.procs of each dir.

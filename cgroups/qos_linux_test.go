@@ -461,3 +461,31 @@ func TestQoSCpusetLeafFirst(t *testing.T) {
 		t.Error("a path leaving the root was accepted")
 	}
 }
+
+// TestCgroupTree: every cgroup below a directory is listed, parents first,
+// in each hierarchy (where a cgroup's link count tells whether it has
+// children) and on a plain directory; a missing one lists nothing.
+func TestCgroupTree(t *testing.T) {
+	check := func(t *testing.T, base string) {
+		t.Helper()
+		want := []string{base, base + "/a", base + "/a/x", base + "/a/x/deep", base + "/b"}
+		for _, d := range want {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := cgroupTree(base)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("cgroupTree(%s) = %v, %v; want %v", base, got, err, want)
+		}
+		if got, err := cgroupTree(base + "/missing"); err != nil || len(got) != 0 {
+			t.Errorf("missing dir: %v, %v; want nothing", got, err)
+		}
+	}
+	t.Run("plain", func(t *testing.T) { check(t, filepath.Join(t.TempDir(), "t")) })
+	h, root := qosTestSetup(t, "tree")
+	for _, mt := range qosAllMounts(h) {
+		d, _ := mt.Dir(root)
+		t.Run(mt.Path, func(t *testing.T) { check(t, d) })
+	}
+}
