@@ -525,9 +525,12 @@ func (p *pods) housekeeping(ctx context.Context) {
 	if !p.sources.SeenAllSources() {
 		return
 	}
-	listed, err := p.mgr.ListPods(ctx)
-	if err != nil {
-		return
+	listed, ok := p.pleg.Listed() // the relist's view, at most two periods old
+	if !ok {
+		var err error
+		if listed, err = p.mgr.ListPods(ctx); err != nil {
+			return
+		}
 	}
 	wanted := map[types.UID]bool{}
 	for _, pod := range p.sources.Pods() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kernelet/kernelet/agent/runtime"
+	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // PLEG relists the runtime and emits pod lifecycle events.
@@ -79,6 +81,26 @@ func (p *PLEG) Events() <-chan Event { return p.events }
 
 // Cache is the pod status cache the relist and the events fill.
 func (p *PLEG) Cache() *Cache { return p.cache }
+
+// Listed returns the pods the runtime held at the last relist (with the
+// runtime's events since), sorted as ListPods sorts them, when that relist
+// succeeded at most two relist periods ago (Config.Period, whether or not
+// events drive the PLEG); false otherwise. The housekeeping takes it
+// instead of listing every sandbox and container again.
+func (p *PLEG) Listed() ([]*runtime.PodStatus, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastOK.IsZero() || p.clock.Since(p.lastOK) > 2*p.cfg.Period {
+		return nil, false
+	}
+	out := make([]*runtime.PodStatus, 0, len(p.known))
+	for _, k := range p.known {
+		out = append(out, k.status)
+	}
+	ref := func(s *runtime.PodStatus) podutil.Ref { return podutil.Ref{Namespace: s.Namespace, Name: s.Name, UID: s.UID} }
+	slices.SortFunc(out, func(a, b *runtime.PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
+	return out, true
+}
 
 // Run relists every period (every SafetyPeriod while events drive the
 // PLEG) and, with a Streamer, follows the runtime's events, until ctx is

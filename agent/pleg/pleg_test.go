@@ -190,3 +190,37 @@ func TestRunFallsBackToRelist(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestListed: the housekeeping's view is the last relist's, sorted, only
+// while that relist is at most two periods old; a pod the runtime dropped
+// is no longer in it.
+func TestListed(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	b, a := pod("b", true), pod("a", true, ctr("c1", runtime.ContainerRunning))
+	l := &fakeLister{pods: []*runtime.PodStatus{b, a}}
+	p, err := New(Config{Lister: l, Clock: clk, Period: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Listed(); ok {
+		t.Fatal("a view before the first relist")
+	}
+	p.Relist(t.Context())
+	clk.Step(2 * time.Second)
+	got, ok := p.Listed()
+	if !ok || len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Listed() = %v, %v; want [a b], true", got, ok)
+	}
+	l.pods = []*runtime.PodStatus{b}
+	p.Relist(t.Context())
+	if got, ok := p.Listed(); !ok || len(got) != 1 || got[0] != b {
+		t.Fatalf("after a is gone: %v, %v; want [b]", got, ok)
+	}
+	l.err = errors.New("runtime down")
+	clk.Step(1500 * time.Millisecond)
+	p.Relist(t.Context())
+	clk.Step(600 * time.Millisecond)
+	if got, ok := p.Listed(); ok {
+		t.Fatalf("Listed() = %v from a relist 2.1 periods old", got)
+	}
+}

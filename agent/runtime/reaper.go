@@ -28,8 +28,10 @@ func NewReaper(m *Manager, known func(types.UID) bool) *Reaper {
 }
 
 // Reap kills, each in its own goroutine, the listed pods no source wants
-// and no worker runs, then removes the leftovers of pods neither wanted,
-// listed, being killed nor run by a worker.
+// and no worker runs (each read afresh first: listed may be a relist's
+// view, and a pod the runtime no longer holds is left to the leftovers),
+// then removes the leftovers of pods neither wanted, listed, being killed
+// nor run by a worker.
 func (r *Reaper) Reap(ctx context.Context, listed []*PodStatus, wanted map[types.UID]bool) {
 	r.removeLeftovers(ctx, wanted, listed)
 	log := klog.FromContext(ctx)
@@ -42,6 +44,8 @@ func (r *Reaper) Reap(ctx context.Context, listed []*PodStatus, wanted map[types
 			full, err := r.m.GetPodStatus(ctx, st.UID, st.Name, st.Namespace)
 			if err != nil {
 				full = st
+			} else if len(full.Sandboxes) == 0 && len(full.Containers) == 0 {
+				return // gone since it was listed: what is left is a leftover
 			}
 			log.Info("Killing orphaned pod", "pod", klog.KRef(st.Namespace, st.Name), "podUID", st.UID)
 			if err := r.m.KillPod(ctx, nil, full, nil).Err(); err != nil {
