@@ -97,7 +97,9 @@ func (p *PLEG) Listed() ([]*runtime.PodStatus, bool) {
 	for _, k := range p.known {
 		out = append(out, k.status)
 	}
-	ref := func(s *runtime.PodStatus) podutil.Ref { return podutil.Ref{Namespace: s.Namespace, Name: s.Name, UID: s.UID} }
+	ref := func(s *runtime.PodStatus) podutil.Ref {
+		return podutil.Ref{Namespace: s.Namespace, Name: s.Name, UID: s.UID}
+	}
 	slices.SortFunc(out, func(a, b *runtime.PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
 	return out, true
 }
