@@ -251,7 +251,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm, hub: a.dash.Hub, ooms: a.dash.OOMs,
-		qos: qoscgroups.New(qoscgroups.Config{Cgroups: cm, QoS: setup.QoS, Pods: p.admittedPods, Allocated: p.allocated, Generation: p.allocGeneration})}
+		qos: qoscgroups.New(qoscgroups.Config{Cgroups: cm, QoS: setup.QoS, Pods: p.admittedPods, Allocated: p.allocated, PodGeneration: p.allocGeneration})}
 	p.reaper = runtime.NewReaper(mgr, func(uid types.UID) bool { return p.workers.Known(uid) })
 	if a.cluster != nil {
 		p.status = a.cluster.PodStatus()

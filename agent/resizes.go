@@ -74,13 +74,13 @@ func (p *pods) allocated(pod *v1.Pod) *v1.Pod {
 	return p.alloc.Allocated(pod)
 }
 
-// allocGeneration changes whenever an allocation changes (0 without an
-// allocation manager).
-func (p *pods) allocGeneration() uint64 {
+// allocGeneration changes whenever uid's allocation changes (0 without
+// an allocation manager).
+func (p *pods) allocGeneration(uid types.UID) uint64 {
 	if p.alloc == nil {
 		return 0
 	}
-	return p.alloc.Generation()
+	return p.alloc.PodGeneration(uid)
 }
 
 // beginResize hands the allocation manager a pod about to be synced (a

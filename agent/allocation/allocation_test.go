@@ -618,3 +618,49 @@ func TestPodLevelResizeOff(t *testing.T) {
 		t.Errorf("container resize not allocated: pending %+v", m.Conditions().Pending("a"))
 	}
 }
+
+// TestStorePodGeneration: a pod's generation is 0 without a record, and
+// changes with each change of its record only (a Set of the same
+// requirements is none); loaded records have one too.
+func TestStorePodGeneration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ActuatedStateFile)
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := testPod("a", "100m", "64Mi"), testPod("b", "200m", "64Mi")
+	if g := s.PodGeneration("a"); g != 0 {
+		t.Fatalf("no record: generation %d, want 0", g)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Set(a.UID, Of(a)))
+	must(s.Set(b.UID, Of(b)))
+	ga, gb := s.PodGeneration("a"), s.PodGeneration("b")
+	if ga == 0 || gb == 0 || ga == gb {
+		t.Fatalf("generations a %d, b %d: want two distinct non-zero", ga, gb)
+	}
+	must(s.Set(a.UID, Of(a)))
+	if g := s.PodGeneration("a"); g != ga {
+		t.Errorf("the same requirements again: generation %d, want %d", g, ga)
+	}
+	bigger := testPod("b", "300m", "64Mi")
+	must(s.Set(b.UID, Of(bigger)))
+	if g := s.PodGeneration("b"); g == gb || s.PodGeneration("a") != ga {
+		t.Errorf("b changed: b %d (was %d), a %d (was %d); want b's only to change", g, gb, s.PodGeneration("a"), ga)
+	}
+	must(s.Remove("a"))
+	if g := s.PodGeneration("a"); g != 0 {
+		t.Errorf("removed: generation %d, want 0", g)
+	}
+	must(s.Flush())
+	again, err := OpenStore(path)
+	must(err)
+	if g := again.PodGeneration("b"); g == 0 {
+		t.Error("a loaded record has generation 0")
+	}
+}

@@ -109,9 +109,10 @@ func (m *Manager) Allocated(pod *v1.Pod) *v1.Pod {
 	return out
 }
 
-// Generation changes whenever an allocation changes (Store.Generation):
-// what Allocated returns for a pod object is the same while it does not.
-func (m *Manager) Generation() uint64 { return m.cfg.Allocated.Generation() }
+// PodGeneration changes whenever uid's allocation changes
+// (Store.PodGeneration): what Allocated returns for a pod object of that
+// UID is the same while it does not.
+func (m *Manager) PodGeneration(uid types.UID) uint64 { return m.cfg.Allocated.PodGeneration(uid) }
 
 // Admitted records an admitted pod's requirements as its allocation; a pod
 // that already has one (an agent restart: it was admitted at the recorded

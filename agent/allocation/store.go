@@ -53,6 +53,9 @@ type Store struct {
 	enc map[types.UID][]byte
 	// gen counts the changes; written is the gen the file holds.
 	gen, written uint64
+	// changed is the gen of each pod's record's last change (loaded
+	// records: a gen of their own too), so 0 means no record.
+	changed map[types.UID]uint64
 	// flushing is set while a deferred write of forgotten pods is due.
 	flushing bool
 	// writeMu serializes the file writes.
@@ -71,13 +74,15 @@ type checkpoint struct {
 }
 
 // NewMemoryStore returns a Store without a file.
-func NewMemoryStore() *Store { return &Store{pods: map[types.UID]Resources{}} }
+func NewMemoryStore() *Store {
+	return &Store{pods: map[types.UID]Resources{}, changed: map[types.UID]uint64{}}
+}
 
 // OpenStore returns the Store kept at path, loading what the file holds.
 // A missing file is an empty store; a corrupt one is an error naming it
 // (the caller decides whether to start afresh with Reset).
 func OpenStore(path string) (*Store, error) {
-	s := &Store{path: path, pods: map[types.UID]Resources{}, enc: map[types.UID][]byte{}}
+	s := &Store{path: path, pods: map[types.UID]Resources{}, enc: map[types.UID][]byte{}, changed: map[types.UID]uint64{}}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -101,19 +106,22 @@ func OpenStore(path string) (*Store, error) {
 			return s, err
 		}
 		s.pods[uid] = r
+		s.gen++
+		s.changed[uid] = s.gen
 	}
+	s.written = s.gen // the file holds what was loaded
 	return s, nil
 }
 
 // Path is the checkpoint file ("" for a memory store).
 func (s *Store) Path() string { return s.path }
 
-// Generation changes whenever what the store holds changes (a pod set,
-// changed or forgotten): equal generations, equal contents.
-func (s *Store) Generation() uint64 {
+// PodGeneration changes whenever uid's record changes (set, changed,
+// forgotten); 0 when the store holds none. Equal values, equal record.
+func (s *Store) PodGeneration(uid types.UID) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.gen
+	return s.changed[uid]
 }
 
 // Get returns what the store holds for uid.
@@ -201,6 +209,7 @@ func (s *Store) change(uid types.UID, f func(old Resources, ok bool) (Resources,
 	}
 	s.pods[uid] = cur
 	s.gen++
+	s.changed[uid] = s.gen
 	gen := s.gen
 	s.mu.Unlock()
 	return s.flush(gen)
@@ -258,6 +267,7 @@ func (s *Store) Keep(keep func(types.UID) bool) error {
 func (s *Store) forgetLocked(uid types.UID) {
 	delete(s.pods, uid)
 	delete(s.enc, uid)
+	delete(s.changed, uid)
 	s.gen++
 	if s.path == "" || s.flushing {
 		return
@@ -291,6 +301,7 @@ func (s *Store) UIDs() []types.UID {
 func (s *Store) Reset() error {
 	s.mu.Lock()
 	s.pods = map[types.UID]Resources{}
+	s.changed = map[types.UID]uint64{}
 	if s.path != "" {
 		s.enc = map[types.UID][]byte{}
 	}

@@ -26,10 +26,10 @@ type Config struct {
 	// finished).
 	Pods func() []*v1.Pod
 	// Allocated is a pod at its allocated requirements (nil: as it is);
-	// Generation changes whenever Allocated may return other requirements
-	// for the same pod object (nil: never).
-	Allocated  func(*v1.Pod) *v1.Pod
-	Generation func() uint64
+	// PodGeneration(uid) changes whenever Allocated may return other
+	// requirements for the same pod object of that UID (nil: never).
+	Allocated     func(*v1.Pod) *v1.Pod
+	PodGeneration func(types.UID) uint64
 }
 
 // Updater writes the QoS cgroups.
@@ -40,14 +40,13 @@ type Updater struct {
 	last    cgroups.QoSSettings
 	written time.Time
 	// memo is each admitted pod's requirements as last computed, by UID,
-	// with the pod object they came from; memoGen the allocations'
-	// generation then.
-	memo    map[types.UID]memo
-	memoGen uint64
+	// with the pod object and the allocation's generation they came from.
+	memo map[types.UID]memo
 }
 
 type memo struct {
 	pod *v1.Pod
+	gen uint64
 	res cgroups.PodResources
 }
 
@@ -56,8 +55,8 @@ func New(cfg Config) *Updater {
 	if cfg.Allocated == nil {
 		cfg.Allocated = func(p *v1.Pod) *v1.Pod { return p }
 	}
-	if cfg.Generation == nil {
-		cfg.Generation = func() uint64 { return 0 }
+	if cfg.PodGeneration == nil {
+		cfg.PodGeneration = func(types.UID) uint64 { return 0 }
 	}
 	return &Updater{cfg: cfg}
 }
@@ -84,29 +83,26 @@ func (u *Updater) Update(ctx context.Context) {
 }
 
 // podResources are the running pods' requirements at their allocation,
-// from the memo where the pod object and the allocations' generation are
-// unchanged.
+// from the memo where the pod object and its allocation's generation are
+// unchanged: a pod admitted or resized recomputes its own entry only.
 func (u *Updater) podResources() []cgroups.PodResources {
-	gen := u.cfg.Generation() // read first: a change after it recomputes next time
 	u.mu.Lock()
 	old := u.memo
-	if u.memoGen != gen {
-		old = nil
-	}
 	u.mu.Unlock()
 	pods := u.cfg.Pods()
 	next := make(map[types.UID]memo, len(pods))
 	prs := make([]cgroups.PodResources, 0, len(pods))
 	for _, pod := range pods {
+		gen := u.cfg.PodGeneration(pod.UID) // read first: a change after it recomputes next time
 		m, ok := old[pod.UID]
-		if !ok || m.pod != pod {
-			m = memo{pod: pod, res: qos.PodResources(u.cfg.Allocated(pod))}
+		if !ok || m.pod != pod || m.gen != gen {
+			m = memo{pod: pod, gen: gen, res: qos.PodResources(u.cfg.Allocated(pod))}
 		}
 		next[pod.UID] = m
 		prs = append(prs, m.res)
 	}
 	u.mu.Lock()
-	u.memo, u.memoGen = next, gen
+	u.memo = next
 	u.mu.Unlock()
 	return prs
 }
