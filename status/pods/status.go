@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -119,12 +120,27 @@ func StatusPatch(uid types.UID, api, next v1.PodStatus) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("status patch: %w", err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
+	return withUID(patch, uid)
+}
+
+// withUID puts the UID precondition {"metadata":{"uid":…}} in front of
+// the members of patch (a JSON object), without decoding it.
+func withUID(patch []byte, uid types.UID) ([]byte, error) {
+	body := bytes.TrimSpace(patch)
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
+		return nil, fmt.Errorf("status patch: not a JSON object: %.40q", body)
+	}
+	id, err := json.Marshal(string(uid))
+	if err != nil {
 		return nil, fmt.Errorf("status patch: %w", err)
 	}
-	m["metadata"] = map[string]any{"uid": string(uid)}
-	return json.Marshal(m)
+	rest := bytes.TrimSpace(body[1:])
+	out := make([]byte, 0, len(body)+len(id)+24)
+	out = append(append(append(out, `{"metadata":{"uid":`...), id...), '}')
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), nil
 }
 
 // ReasonReadinessGatesNotReady is kubelet's Ready reason when the

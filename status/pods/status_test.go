@@ -161,3 +161,26 @@ func TestApplyReadinessGates(t *testing.T) {
 		})
 	}
 }
+
+// TestWithUID: the UID precondition goes in front of whatever the patch
+// holds, an empty patch included; what is not an object is refused.
+func TestWithUID(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`:                     `{"metadata":{"uid":"u\"1"}}`,
+		` { } `:                  `{"metadata":{"uid":"u\"1"}}`,
+		`{"status":{"phase":1}}`: `{"metadata":{"uid":"u\"1"},"status":{"phase":1}}`,
+	} {
+		got, err := withUID([]byte(in), `u"1`)
+		if err != nil || string(got) != want {
+			t.Errorf("withUID(%s) = %s, %v; want %s", in, got, err, want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("withUID(%s) = %s: not JSON", in, got)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `"x"`} {
+		if _, err := withUID([]byte(bad), "u"); err == nil {
+			t.Errorf("withUID(%q) accepted", bad)
+		}
+	}
+}
