@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -691,6 +692,9 @@ func (m *Manager) writeEtcHosts(pod *v1.Pod, podIPs []string, clusterDomain stri
 	// previous file or none, never a truncated one that a container
 	// mounts.
 	path := filepath.Join(dir, podconfig.EtcHostsFile)
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, content) {
+		return path, nil // written by an earlier sync: no rewrite, no fsync
+	}
 	if err := maybe.WriteFile(path, content, 0o644); err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
