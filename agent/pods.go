@@ -421,7 +421,7 @@ func (p *pods) dispatchUpdates(ctx context.Context, loops *syncloop.Monitor) {
 		for _, pod := range u.Pods {
 			switch {
 			case u.Op == sources.OpRemove:
-				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod})
+				p.workers.Update(ctx, podworkers.Update{Type: podworkers.TerminatePod, Pod: pod, Removed: true})
 			case u.Op == sources.OpDelete || pod.DeletionTimestamp != nil:
 				// Deleted gracefully in the API server: stop it within the
 				// grace the API server gave.
@@ -536,7 +536,6 @@ func (p *pods) housekeeping(ctx context.Context) {
 	for _, pod := range p.sources.Pods() {
 		wanted[pod.UID] = true
 	}
-	p.workers.ForgetGone(wanted)
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
 	p.cleanupUserNamespaces(ctx, wanted, listed)

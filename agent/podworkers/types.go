@@ -43,6 +43,9 @@ type Update struct {
 	Pod  *v1.Pod
 	// GracePeriod overrides the pod's termination grace (seconds).
 	GracePeriod *int64
+	// Removed: the pod's source dropped it (a TerminatePod): the last
+	// update of the pod its source sends.
+	Removed bool
 	// Reason and Message are the Failed status of a killed pod.
 	Reason, Message string
 	// Status, when set, turns a killed pod's last status into its Failed

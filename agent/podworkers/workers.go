@@ -38,10 +38,11 @@ type Workers struct {
 	// terminating before it starts.
 	waiting map[string]*v1.Pod
 	// gone holds the pods whose worker terminated them (TerminatePod)
-	// until their source drops them (ForgetGone): the source's later
-	// updates of such a pod (an API pod's grace-0 deletion, its removal)
-	// find nothing to stop and start no worker, as kubelet ignores the
-	// updates of a pod whose worker finished.
+	// before their source dropped them, until the update saying it did
+	// (Update.Removed) arrives: the source's later updates of such a pod
+	// (an API pod's grace-0 deletion, its removal) find nothing to stop
+	// and start no worker, as kubelet ignores the updates of a pod whose
+	// worker finished.
 	gone map[types.UID]bool
 }
 
@@ -61,6 +62,8 @@ type worker struct {
 	// terminal: the pod was Succeeded or Failed in its source when first
 	// seen: it is stopped, never synced, and keeps its source's status.
 	terminal bool
+	// removed: the source's removal of the pod reached the worker.
+	removed bool
 }
 
 // New returns workers; nothing runs until the first Update.
@@ -120,6 +123,7 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			// From now on the pod is on its way out: a sync that comes next
 			// asks for a restart afterwards.
 			w.restart = nil
+			w.removed = w.removed || u.Removed
 			w.rec.Terminating = true
 			ws.requestGrace(ctx, w, u)
 		}
@@ -157,7 +161,8 @@ func (ws *Workers) updateLocked(ctx context.Context, u Update) {
 			// Deleted in the API server before it ran here (or while the
 			// agent was down): whatever the runtime holds of it stops, and
 			// OnTerminated confirms the deletion.
-			w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod, Terminating: true}, pending: &u, wake: make(chan struct{}, 1)}
+			w := &worker{uid: uid, rec: PodRecord{Pod: u.Pod, Terminating: true}, pending: &u, wake: make(chan struct{}, 1),
+				removed: u.Removed}
 			ws.requestGrace(ctx, w, u)
 			ws.workers[uid] = w
 			ws.wg.Go(func() { ws.run(klog.NewContext(ctx, log), w) })
@@ -284,29 +289,21 @@ func (ws *Workers) Wake(uid types.UID) {
 }
 
 // ignoreGoneLocked tells whether u is a terminate or kill of a pod that
-// its worker terminated already (gone), which is ignored; a sync of such
-// a pod forgets it: the pod was wanted again and starts afresh.
+// its worker terminated already (gone), which is ignored — the source's
+// removal, its last word of the pod, forgets it; a sync of such a pod
+// forgets it too: the pod was wanted again and starts afresh.
 func (ws *Workers) ignoreGoneLocked(u Update) bool {
 	if !ws.gone[u.Pod.UID] {
 		return false
 	}
 	if u.Type != SyncPod {
+		if u.Removed {
+			delete(ws.gone, u.Pod.UID)
+		}
 		return true
 	}
 	delete(ws.gone, u.Pod.UID)
 	return false
-}
-
-// ForgetGone forgets the terminated pods (see Workers.gone) that no
-// source has any more (wanted: the UIDs of the sources' pods).
-func (ws *Workers) ForgetGone(wanted map[types.UID]bool) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	for uid := range ws.gone {
-		if !wanted[uid] {
-			delete(ws.gone, uid)
-		}
-	}
 }
 
 // Known reports whether uid has a worker or a finished record.
@@ -609,8 +606,11 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 		u = *w.pending // removed by its source meanwhile: forgotten, not kept as Failed
 	}
 	delete(ws.workers, w.uid)
-	if u.Type == TerminatePod && w.restart == nil && cleanErr == nil {
-		ws.gone[w.uid] = true // a cleanup that failed is tried again by the next terminate
+	if u.Type == TerminatePod && w.restart == nil && cleanErr == nil && !w.removed {
+		// Until its source's removal: a cleanup that failed is tried
+		// again by the next terminate; after the removal nothing more
+		// of the pod comes.
+		ws.gone[w.uid] = true
 	}
 	if u.Type == KillPod {
 		st := w.rec.Status // the Failed status set as the kill started

@@ -545,18 +545,19 @@ func TestReconcileSyncsOnlyForReadinessGates(t *testing.T) {
 // A pod its worker terminated ignores its source's later terminates (the
 // API server's grace-0 deletion, its removal): nothing is killed again
 // and no worker starts, until the source wants it again (it starts
-// afresh) or dropped it (ForgetGone: a terminate is then of a pod deleted
-// before it ran here).
+// afresh). The removal is the source's last word of the pod: after it a
+// terminate is of a pod deleted before it ran here. A pod whose removal
+// reached its worker is not remembered at all.
 func TestTerminatedPodIsNotKilledAgain(t *testing.T) {
 	f := newFake()
 	ws, ctx := startWorkers(t, Config{Syncer: f, SyncFrequency: time.Hour})
 	a := testPod("a", "", "")
-	terminate := func(p *v1.Pod) {
-		ws.Update(ctx, Update{Type: TerminatePod, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds})
+	terminate := func(p *v1.Pod, removed bool) {
+		ws.Update(ctx, Update{Type: TerminatePod, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds, Removed: removed})
 	}
 	ws.Update(ctx, Update{Type: SyncPod, Pod: a})
 	wait(t, f.syncDone)
-	terminate(deleted(a, 30))
+	terminate(deleted(a, 30), false)
 	wait(t, f.killed)
 	wait(t, f.cleaned)
 	waitFor(t, func() bool { return !ws.Known(a.UID) })
@@ -564,20 +565,41 @@ func TestTerminatedPodIsNotKilledAgain(t *testing.T) {
 	f.mu.Lock()
 	f.killBlock = make(chan struct{})
 	f.mu.Unlock()
-	defer close(f.killBlock)
 	final := deleted(a, 0)
-	terminate(final)
-	ws.ForgetGone(map[types.UID]bool{a.UID: true}) // its source still has it
-	terminate(final)
+	terminate(final, false)
+	terminate(final, true) // the removal
 	if ws.Known(a.UID) || f.count("kill") != 1 {
 		t.Fatalf("known %v, kills %d: the pod terminated already was killed again", ws.Known(a.UID), f.count("kill"))
 	}
-	ws.ForgetGone(map[types.UID]bool{})
-	terminate(final)
-	if !ws.Known(a.UID) {
-		t.Fatal("no worker for the terminate of a pod no source has")
+	ws.mu.Lock()
+	left := len(ws.gone)
+	ws.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d pods still remembered as gone after their removal", left)
 	}
+	terminate(final, false)
+	if !ws.Known(a.UID) {
+		t.Fatal("no worker for the terminate of a pod whose removal came before")
+	}
+	close(f.killBlock)
 	wait(t, f.killed)
+	wait(t, f.cleaned)
+	waitFor(t, func() bool { return !ws.Known(a.UID) })
+
+	// Removed while its worker ran: nothing is remembered.
+	b := testPod("b", "", "")
+	ws.Update(ctx, Update{Type: SyncPod, Pod: b})
+	wait(t, f.syncDone)
+	terminate(b, true)
+	wait(t, f.killed)
+	wait(t, f.cleaned)
+	waitFor(t, func() bool { return !ws.Known(b.UID) })
+	ws.mu.Lock()
+	kept := ws.gone[b.UID]
+	ws.mu.Unlock()
+	if kept {
+		t.Error("a pod removed while it ran is remembered as gone")
+	}
 }
 
 // A pod its worker terminated and that is wanted again (same UID) starts
