@@ -607,6 +607,11 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	if left > 0 && (res.RetryAfter == 0 || left+retryMargin < res.RetryAfter) {
 		res.RetryAfter = left + retryMargin // sync when the deadline passes
 	}
+	if !p.pleg.EventsActive() { // a running init container's exit, sooner than the relist
+		if d := runtime.NextInitCheck(pod, st, p.now(), p.pleg.Period()); d > 0 && (res.RetryAfter == 0 || d < res.RetryAfter) {
+			res.RetryAfter = d
+		}
+	}
 	if res.Status.Phase == v1.PodFailed && res.Status.Reason == volumemanager.ReasonAttachLimitExceeded {
 		return res, nil // rejected by the volume manager: the worker stops it
 	}

@@ -130,6 +130,9 @@ func (p *PLEG) period() time.Duration {
 	return p.cfg.Period
 }
 
+// Period is the relist period without the runtime's events.
+func (p *PLEG) Period() time.Duration { return p.cfg.Period }
+
 // EventsActive tells whether the runtime's events drive the PLEG now
 // (Evented and the stream open).
 func (p *PLEG) EventsActive() bool {
