@@ -13,6 +13,10 @@
 // with back-off; Unimplemented, containerd 1.6, leaves relist alone).
 // Without Evented an event only wakes the relist early.
 //
+// Listed hands the housekeeping the last relist's view of every pod (while
+// that relist is at most two periods old), so the housekeeping does not
+// list the runtime again.
+//
 // It does not run or kill anything. Its metrics (metrics.go) are kubelet's
 // relist and evented PLEG ones (NewMetrics), kernelet_pleg_events_active,
 // and kubelet_running_pods and kubelet_running_containers counted from
