@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
+	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +42,9 @@ type entry struct {
 	pod    *v1.Pod
 	status v1.PodStatus
 	dirty  bool
+	// dirtyAt is when the entry last became dirty: a round writes the
+	// longest-waiting first.
+	dirtyAt time.Time
 	// sent is the last status patched, to sentUID (the API pod or the
 	// mirror pod).
 	sent    *v1.PodStatus
@@ -90,6 +96,9 @@ func (m *Manager) SetStatus(pod *v1.Pod, st v1.PodStatus) {
 	if !ok {
 		e = &entry{}
 		m.entries[pod.UID] = e
+	}
+	if !e.dirty {
+		e.dirtyAt = m.clock.Now()
 	}
 	e.pod, e.status, e.dirty = pod, *st.DeepCopy(), true
 	m.mu.Unlock()
@@ -197,50 +206,90 @@ func (m *Manager) target(pod *v1.Pod) *v1.Pod {
 	return api
 }
 
+// statusWriters is how many status PATCHes a round has in flight: a
+// burst of pod starts otherwise queues each pod's Running behind one
+// round trip per other pod (kubelet writes one at a time). The client's
+// QPS limit still applies.
+const statusWriters = 4
+
+// syncStatuses writes the statuses that changed (every one on a full
+// round), the longest-waiting first, up to statusWriters at once; each
+// pod has one write in flight at most (rounds do not overlap).
 func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 	type work struct {
-		uid    types.UID
-		pod    *v1.Pod
-		status v1.PodStatus
-		sent   *v1.PodStatus
-		sentTo types.UID
+		uid     types.UID
+		pod     *v1.Pod
+		status  v1.PodStatus
+		sent    *v1.PodStatus
+		sentTo  types.UID
+		dirtyAt time.Time
+		dirty   bool
 	}
 	var todo []work
 	m.mu.Lock()
 	for uid, e := range m.entries {
 		if e.dirty || full || len(e.pod.Spec.ReadinessGates) > 0 {
-			todo = append(todo, work{uid, e.pod, e.status, e.sent, e.sentUID})
+			todo = append(todo, work{uid, e.pod, e.status, e.sent, e.sentUID, e.dirtyAt, e.dirty})
 		}
 	}
 	m.mu.Unlock()
-	var errs []error
+	slices.SortFunc(todo, func(a, b work) int {
+		if a.dirty != b.dirty {
+			if a.dirty {
+				return -1
+			}
+			return 1
+		}
+		return a.dirtyAt.Compare(b.dirtyAt)
+	})
+	var (
+		errMu sync.Mutex
+		errs  []error
+		g     errgroup.Group
+	)
+	g.SetLimit(statusWriters)
 	for _, w := range todo {
-		api := m.target(w.pod)
-		if api == nil {
-			m.dropTerminated(w.uid) // gone: nothing to write to
-			continue                // no API object yet: stays dirty
-		}
-		next := MergeStatus(api.Status, w.status, observedGeneration(w.pod, api))
-		ApplyReadinessGates(&next, api.Spec.ReadinessGates)
-		done := StatusEqual(api.Status, next) ||
-			!full && w.sent != nil && w.sentTo == api.UID && StatusEqual(*w.sent, next)
-		if !done {
-			if err := m.patch(ctx, api, next); err != nil {
+		g.Go(func() error {
+			if err := m.writeStatus(ctx, w.uid, w.pod, w.status, w.sent, w.sentTo, full); err != nil {
+				errMu.Lock()
 				errs = append(errs, err)
-				continue
+				errMu.Unlock()
 			}
-		}
-		m.mu.Lock()
-		if e, ok := m.entries[w.uid]; ok && StatusEqual(e.status, w.status) {
-			e.dirty = false
-			e.sent, e.sentUID = &next, api.UID
-			if e.terminated {
-				delete(m.entries, w.uid) // the final status is written
-			}
-		}
-		m.mu.Unlock()
+			return nil
+		})
 	}
+	_ = g.Wait()
 	return errors.Join(errs...)
+}
+
+// writeStatus writes the status st the agent set for pod (uid) when the
+// API server's copy differs (and, unless full, when it is not what was
+// last sent), then marks the entry clean if st is still its status.
+func (m *Manager) writeStatus(ctx context.Context, uid types.UID, pod *v1.Pod, st v1.PodStatus, sent *v1.PodStatus, sentTo types.UID, full bool) error {
+	api := m.target(pod)
+	if api == nil {
+		m.dropTerminated(uid) // gone: nothing to write to
+		return nil            // no API object yet: stays dirty
+	}
+	next := MergeStatus(api.Status, st, observedGeneration(pod, api))
+	ApplyReadinessGates(&next, api.Spec.ReadinessGates)
+	done := StatusEqual(api.Status, next) ||
+		!full && sent != nil && sentTo == api.UID && StatusEqual(*sent, next)
+	if !done {
+		if err := m.patch(ctx, api, next); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[uid]; ok && StatusEqual(e.status, st) {
+		e.dirty = false
+		e.sent, e.sentUID = &next, api.UID
+		if e.terminated {
+			delete(m.entries, uid) // the final status is written
+		}
+	}
+	return nil
 }
 
 // observedGeneration is the generation a status computed for pod reports
