@@ -94,6 +94,7 @@ func TestStatsEndpoints(t *testing.T) {
 	env.Require(t, kerr == nil, "kubectl (preinstalled on the development machines)")
 	promtool, perr := exec.LookPath("promtool")
 	env.Require(t, perr == nil, "promtool (Debian package prometheus; hack/deps.sh metrics)")
+	countBlockIO(t) // the per-device I/O below: not left to whichever test set a rule before
 	k := newKubeAPINode(t, conformanceAuth)
 	writeManifest(t, k.manifests, "stats.yaml", fmt.Sprintf(statsPods, images.TestboxImage))
 	k.start(t)
