@@ -623,13 +623,22 @@ func (ws *Workers) terminate(ctx context.Context, w *worker, u Update) {
 	if u.Type == TerminatePod && ws.cfg.OnTerminated != nil {
 		ws.cfg.OnTerminated(pod)
 	}
+	if u.Type != TerminatePod {
+		restart = nil
+	}
+	ws.startAfter(log, pod, restart)
+}
+
+// startAfter starts, once pod terminated, the pod wanted again while it
+// terminated (restart, nil: none) and a pod that waited for its name.
+func (ws *Workers) startAfter(log klog.Logger, pod, restart *v1.Pod) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	base := ws.ctx
 	if base == nil || base.Err() != nil {
 		return
 	}
-	if restart != nil && u.Type == TerminatePod {
+	if restart != nil {
 		log.Info("Starting the pod again: it was wanted again while terminating")
 		ws.updateLocked(base, Update{Type: SyncPod, Pod: restart})
 	}
