@@ -436,11 +436,13 @@ func (c qosCpuset) rootDir() string      { return c.root }
 func (c qosCpuset) Create(p string, _ *specs.LinuxResources) error { return c.create(p) }
 
 func (c qosCpuset) create(rel string) error {
-	rel = filepath.ToSlash(filepath.Clean(rel))
-	if rel == "." || rel == "/" || rel == "" {
+	// Relative to the root, a leading "/" included (as the walk before it
+	// took it).
+	rel = strings.TrimPrefix(filepath.ToSlash(filepath.Clean(rel)), "/")
+	if rel == "." || rel == "" {
 		return nil
 	}
-	if rel == ".." || strings.HasPrefix(rel, "../") || strings.HasPrefix(rel, "/") {
+	if rel == ".." || strings.HasPrefix(rel, "../") {
 		return fmt.Errorf("cpuset path %q leaves %s", rel, c.root)
 	}
 	return c.ensure(rel)

@@ -457,6 +457,11 @@ func TestQoSCpusetLeafFirst(t *testing.T) {
 			t.Errorf("%s: cpuset.mems empty", d)
 		}
 	}
+	if err := cs.create("/" + top + "/a/lead"); err != nil { // a leading "/" is relative to the root
+		t.Errorf("create with a leading /: %v", err)
+	} else if qosReadTrim(t, filepath.Join(mt.Path, top, "a", "lead", "cpuset.cpus")) != want {
+		t.Errorf("%s/a/lead: cpuset.cpus not the root's", top)
+	}
 	if err := cs.create("../x"); err == nil {
 		t.Error("a path leaving the root was accepted")
 	}

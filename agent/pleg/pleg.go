@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kernelet/kernelet/agent/runtime"
-	"github.com/kernelet/kernelet/internal/podutil"
 )
 
 // PLEG relists the runtime and emits pod lifecycle events.
@@ -97,10 +95,7 @@ func (p *PLEG) Listed() ([]*runtime.PodStatus, bool) {
 	for _, k := range p.known {
 		out = append(out, k.status)
 	}
-	ref := func(s *runtime.PodStatus) podutil.Ref {
-		return podutil.Ref{Namespace: s.Namespace, Name: s.Name, UID: s.UID}
-	}
-	slices.SortFunc(out, func(a, b *runtime.PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
+	runtime.SortPods(out)
 	return out, true
 }
 

@@ -112,9 +112,14 @@ func GroupPods(ctx context.Context, sbs []*runtimeapi.PodSandbox, ctrs []*runtim
 		sortStatus(p)
 		out = append(out, p)
 	}
-	ref := func(p *PodStatus) podutil.Ref { return podutil.Ref{Namespace: p.Namespace, Name: p.Name, UID: p.UID} }
-	slices.SortFunc(out, func(a, b *PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
+	SortPods(out)
 	return out
+}
+
+// SortPods sorts pods by namespace, name and UID (ListPods' order).
+func SortPods(pods []*PodStatus) {
+	ref := func(p *PodStatus) podutil.Ref { return podutil.Ref{Namespace: p.Namespace, Name: p.Name, UID: p.UID} }
+	slices.SortFunc(pods, func(a, b *PodStatus) int { return podutil.Compare(ref(a), ref(b)) })
 }
 
 // SameState tells whether a and b hold the same sandboxes and containers
