@@ -135,11 +135,11 @@ type pods struct {
 
 	mu      sync.Mutex
 	waiting map[types.UID]map[string]runtime.Waiting
-	// settled is each pod's runtime status as read by its last sync that
-	// succeeded and changed nothing: a lifecycle event that finds the pod
-	// still so wakes no worker (settledEvent).
-	settled map[types.UID]*runtime.PodStatus
-	reaper  *runtime.Reaper
+	// gate holds each pod's runtime status as its last sync that left
+	// nothing to do read it: a lifecycle event that finds the pod still
+	// so wakes no worker.
+	gate   *pleg.Gate
+	reaper *runtime.Reaper
 }
 
 // podEnv is what the pod side is built on: the cgroup hierarchies, the
@@ -247,7 +247,7 @@ func (a *Agent) newPods(ctx context.Context, rs internalapi.RuntimeService) (*po
 		return nil, env, err
 	}
 	*p = pods{mgr: mgr, pleg: pl, cpus: cpus, mem: mem, now: a.deps.Now, hostIPs: nodeIPs, vols: vols, csiVols: csiVols, claims: claims,
-		waiting: map[types.UID]map[string]runtime.Waiting{}, settled: map[types.UID]*runtime.PodStatus{}, deadlines: runtime.NewDeadlines(),
+		waiting: map[types.UID]map[string]runtime.Waiting{}, gate: pleg.NewGate(pl.Cache().Get), deadlines: runtime.NewDeadlines(),
 		oomScores: a.metrics.oomScores, memCapacity: setup.Capacity.MemoryBytes, recorder: a.recorder, images: is,
 		allocatableMemory: setup.Allocatable.MemoryBytes, evictionHugePages: setup.EvictionHugePages, cgroups: cm, actuated: actuated, userns: uns, volumeStatsPeriod: kc.VolumeStatsAggPeriod.Duration,
 		volumeHealth: config.FeatureEnabled(kc, "CSIVolumeHealth"), devices: dm, hub: a.dash.Hub, ooms: a.dash.OOMs,
@@ -466,35 +466,15 @@ func (p *pods) recordEvents(pod *v1.Pod, evs []runtime.Event) {
 	}
 }
 
-// settledEvent tells whether the runtime holds pod uid as its last sync
-// that changed nothing read it (the PLEG's cache against settled): a sync
-// now would find nothing to do either. The PLEG's relist reports a
-// change against its previous relist, often one that the pod's own sync
-// made and then saw settled (a container it started, a sandbox it made).
-func (p *pods) settledEvent(uid types.UID) bool {
-	cached, _ := p.pleg.Cache().Get(uid)
-	p.mu.Lock()
-	last := p.settled[uid]
-	p.mu.Unlock()
-	return last != nil && runtime.SameState(last, cached)
-}
-
-// unsettle forgets the settled status of pod uid: its worker is at work.
-func (p *pods) unsettle(uid types.UID) {
-	p.mu.Lock()
-	delete(p.settled, uid)
-	p.mu.Unlock()
-}
-
 // dispatchEvents wakes the worker of each pod with a lifecycle event
-// that may ask for a sync (settledEvent).
+// that may ask for a sync (pleg.Gate).
 func (p *pods) dispatchEvents(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e := <-p.pleg.Events():
-			if !p.settledEvent(e.UID) {
+			if p.gate.Event(e.UID) {
 				p.workers.Wake(e.UID)
 			}
 		}
@@ -546,8 +526,8 @@ func (p *pods) forget(uid types.UID) {
 	p.mu.Lock()
 	delete(p.waiting, uid)
 	p.mu.Unlock()
-	p.unsettle(uid)
-	p.pleg.Cache().Delete(uid)
+	p.gate.Forget(uid)
+	p.pleg.Forget(uid) // its relist view too: the housekeeping reaps no pod its worker removed
 	p.oomScores.Forget(uid)
 	p.deadlines.Forget(uid)
 	p.probes.RemovePod(uid)
@@ -559,7 +539,14 @@ const retryMargin = 20 * time.Millisecond
 
 // SyncPod implements podworkers.Syncer.
 func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult, error) {
-	p.unsettle(pod.UID)
+	p.gate.Begin(pod.UID)
+	var settled *runtime.PodStatus // the status read when nothing is left to do
+	readAt := p.now()
+	defer func() {
+		if p.gate.End(pod.UID, settled, readAt) {
+			p.workers.Wake(pod.UID) // an event during the sync asks for another
+		}
+	}()
 	pod = p.beginResize(ctx, pod) // from here on: at its allocated requirements
 	p.qos.Update(ctx)             // the pod's share in its QoS cgroup before its own cgroup
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
@@ -589,13 +576,18 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 	p.recordEvents(pod, r.Events)
 	p.mu.Lock()
 	p.waiting[pod.UID] = r.Waiting
-	if !r.Acted() && r.Err() == nil {
-		p.settled[pod.UID] = st
-	}
 	p.mu.Unlock()
-	if r.Acted() { // something changed in the runtime: read it back
+	switch {
+	case r.Err() != nil:
+	case !r.Acted():
+		settled = st
+	default: // something changed in the runtime: read it back
+		at := p.now()
 		if after, gerr := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); gerr == nil {
 			st = after
+			if len(r.Waiting) == 0 && p.mgr.Settled(pod, st, opts) { // its work done: the events it caused need no sync
+				settled, readAt = st, at
+			}
 		}
 	}
 	p.oomScores.Observe(ctx, pod, st, p.memCapacity, p.mgr.OOMScoreApplied)
@@ -622,7 +614,7 @@ func (p *pods) SyncPod(ctx context.Context, pod *v1.Pod) (podworkers.SyncResult,
 // still runs, its sandboxes, its cgroup) and keeps its exited containers
 // and logs for its final status.
 func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
-	p.unsettle(pod.UID)
+	p.gate.Unsettle(pod.UID)
 	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -655,7 +647,7 @@ func (p *pods) StopPod(ctx context.Context, pod *v1.Pod) (v1.PodStatus, error) {
 // logs. The final status is read from the runtime between the stop and
 // the removal (none when the runtime held nothing of the pod).
 func (p *pods) KillPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64, deadline *grace.Deadline) (*v1.PodStatus, error) {
-	p.unsettle(pod.UID)
+	p.gate.Unsettle(pod.UID)
 	pod = p.allocated(pod)
 	st, err := p.mgr.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {

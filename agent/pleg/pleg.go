@@ -93,10 +93,25 @@ func (p *PLEG) Listed() ([]*runtime.PodStatus, bool) {
 	}
 	out := make([]*runtime.PodStatus, 0, len(p.known))
 	for _, k := range p.known {
-		out = append(out, k.status)
+		if k.status != nil { // not a pod forgotten since
+			out = append(out, k.status)
+		}
 	}
 	runtime.SortPods(out)
 	return out, true
+}
+
+// Forget drops pod uid, whose worker removed it from the runtime: its
+// cached status goes, and it is known as holding nothing from now on, so
+// that neither Listed nor a relist that listed the runtime before now
+// (nor an event older than now) brings it back; a later read that still
+// finds it reports it anew.
+func (p *PLEG) Forget(uid types.UID) {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.known[uid] = knownPod{at: now}
+	p.cache.Delete(uid)
 }
 
 // Run relists every period (every SafetyPeriod while events drive the

@@ -224,3 +224,54 @@ func TestListed(t *testing.T) {
 		t.Fatalf("Listed() = %v from a relist 2.1 periods old", got)
 	}
 }
+
+// A pod its worker removed and forgot is left out of Listed, and a
+// relist that listed the runtime before the Forget does not bring it
+// back; one after it that still finds the pod does.
+func TestForget(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	a, b := pod("a", true, ctr("c1", runtime.ContainerRunning)), pod("b", true)
+	l := &fakeLister{pods: []*runtime.PodStatus{a, b}}
+	p, err := New(Config{Lister: l, Clock: clk, Period: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Relist(t.Context())
+	<-p.Events() // a's
+	<-p.Events()
+	<-p.Events() // b's sandbox
+	clk.Step(100 * time.Millisecond)
+	p.Forget("a")
+	if got, ok := p.Listed(); !ok || len(got) != 1 || got[0] != b {
+		t.Fatalf("Listed() after Forget(a) = %v, %v; want [b]", got, ok)
+	}
+	if st, _ := p.Cache().Get("a"); len(st.Sandboxes)+len(st.Containers) != 0 {
+		t.Fatalf("cache still holds a: %+v", st)
+	}
+	// A relist that started before the Forget (its list taken then).
+	p.mu.Lock()
+	evs, stale := p.applyLocked("a", a, clk.Now().Add(-50*time.Millisecond))
+	p.mu.Unlock()
+	if !stale || len(evs) != 0 {
+		t.Fatalf("a list from before the Forget applied: events %v, stale %v", evs, stale)
+	}
+	// Gone from the runtime: the next relist reports nothing of it.
+	l.pods = []*runtime.PodStatus{b}
+	clk.Step(time.Second)
+	p.Relist(t.Context())
+	select {
+	case e := <-p.Events():
+		t.Fatalf("event %v after the forgotten pod went", e)
+	default:
+	}
+	// Still there after all (its removal failed): reported anew.
+	l.pods = []*runtime.PodStatus{a, b}
+	clk.Step(time.Second)
+	p.Relist(t.Context())
+	if got, ok := p.Listed(); !ok || len(got) != 2 {
+		t.Fatalf("Listed() = %v, %v; want a back", got, ok)
+	}
+	if e := <-p.Events(); e.UID != "a" {
+		t.Fatalf("event %v, want a's", e)
+	}
+}

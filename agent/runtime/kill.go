@@ -96,7 +96,7 @@ func (m *Manager) KillPodWithin(ctx context.Context, pod *v1.Pod, st *PodStatus,
 	m.stopPod(ctx, pod, st, gracePeriodOverride, deadline, r)
 	m.unprepareResources(ctx, pod, r)
 	if pod != nil {
-		if after, err := m.GetPodStatus(ctx, st.UID, st.Name, st.Namespace); err == nil {
+		if after, err := m.reread(ctx, st); err == nil {
 			r.Stopped = after
 		} else {
 			log.V(2).Info("No runtime status of the stopped pod for its final status", "err", err)

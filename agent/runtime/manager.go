@@ -521,6 +521,15 @@ func (m *Manager) computeSync(pod *v1.Pod, st *PodStatus, opts SyncOptions) (Pod
 	return a, plan
 }
 
+// Settled tells whether a sync of pod at runtime status st with opts
+// would take no step: nothing to kill, start or resize, no container
+// held back, no init container failed (its status read back after a sync
+// that acted: the sync's work is done).
+func (m *Manager) Settled(pod *v1.Pod, st *PodStatus, opts SyncOptions) bool {
+	a, plan := m.computeSync(pod, st, opts)
+	return a.Empty() && len(a.BackOff) == 0 && a.InitFailed == "" && plan.Empty()
+}
+
 // sandboxOptions completes the sandbox options of opts for pod in cgroup
 // parent — its runtime handler and user namespace, also handed to the
 // containers' options — or records kubelet's FailedCreatePodSandBox in r

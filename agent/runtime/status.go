@@ -51,6 +51,33 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	return st, errors.Join(errs...)
 }
 
+// reread reads again the full status of every sandbox and container in
+// st (by ID, no List calls): for a pod whose worker alone creates them,
+// so nothing new can have appeared since st. Objects gone since are left
+// out.
+func (m *Manager) reread(ctx context.Context, st *PodStatus) (*PodStatus, error) {
+	out := &PodStatus{UID: st.UID, Name: st.Name, Namespace: st.Namespace}
+	var errs []error
+	for _, sb := range st.Sandboxes {
+		resp, err := m.rs.PodSandboxStatus(ctx, sb.ID, false)
+		if statusFailed(&errs, err, "sandbox", sb.ID) {
+			continue
+		}
+		out.Sandboxes = append(out.Sandboxes, sandboxFromCRI(resp.GetStatus()))
+	}
+	for _, c := range st.Containers {
+		resp, err := m.rs.ContainerStatus(ctx, c.ID, false)
+		if statusFailed(&errs, err, "container", c.ID) {
+			continue
+		}
+		cs := containerFromCRIStatus(ctx, resp.GetStatus())
+		cs.SandboxID = c.SandboxID
+		out.Containers = append(out.Containers, cs)
+	}
+	sortStatus(out)
+	return out, errors.Join(errs...)
+}
+
 // ListPods groups every sandbox and container the runtime holds that
 // carries pod labels by pod UID, from List calls only (no per-container
 // exit details): for relist and restart recovery. Objects without pod
