@@ -370,6 +370,16 @@ func densityMetrics(phases []string, keys []apiKey, ops []string) []densityMetri
 			densityMetric{name + ": delete → gone p50/p90/p99", phaseLatency(j, func(p *densityPod) time.Time { return p.deleted }, func(p *densityPod) time.Time { return p.gone }), "s"},
 			densityMetric{name + ": agent CPU", func(r *densityRun) []float64 { return []float64{r.phases[j].cpu.Seconds()} }, "s"},
 		)
+		if strings.HasPrefix(name, "burst ") {
+			ms = append(ms,
+				densityMetric{name + ": machine CPU while starting (every process)", func(r *densityRun) []float64 {
+					return []float64{r.phases[j].startBusy.Seconds()}
+				}, "s"},
+				densityMetric{name + ": machine busy while starting", func(r *densityRun) []float64 {
+					ph := r.phases[j]
+					return []float64{100 * ph.startBusy.Seconds() / max(ph.starting.Seconds()*float64(runtime.NumCPU()), 1e-9)}
+				}, "%"})
+		}
 	}
 	ms = append(ms,
 		densityMetric{"whole run: agent CPU", func(r *densityRun) []float64 { return []float64{r.cpu.Seconds()} }, "s"},

@@ -92,6 +92,12 @@ type densityPhase struct {
 	cpu  time.Duration // the agent's CPU time over the phase
 	sli  histogram     // kubelet_pod_start_sli_duration_seconds delta
 	took time.Duration
+	// starting is a burst's span from its first create request to its
+	// last pod Ready; startBusy the machine's busy CPU time over it, every
+	// process (agent, runtime, shims, runc, API server, etcd) on every
+	// core: with the cores busy throughout, the burst's makespan is bound
+	// by the work all of them do.
+	starting, startBusy time.Duration
 }
 
 // densityRun is one agent's whole run.
@@ -332,8 +338,10 @@ func (a *nodeAgent) burst(b *testing.B, w *podWatch, n int, profile string) *den
 	sli0 := a.scrapeSLI(b)
 	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
 	stopProfiles := a.profile(b, profile, fmt.Sprintf("burst%d", n), densityProfileSeconds)
+	busy0 := machineBusy(b)
 	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
+	ph.starting, ph.startBusy = time.Since(start), machineBusy(b)-busy0
 	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
 	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
@@ -620,4 +628,29 @@ func (w *podWatch) failedPod(pods []*densityPod) *densityPod {
 func (w *podWatch) stop() {
 	w.cancel()
 	<-w.done
+}
+
+// machineBusy is the busy CPU time of every core since boot (/proc/stat's
+// user, nice, system, irq, softirq and steal; idle and iowait are not
+// busy).
+func machineBusy(b *testing.B) time.Duration {
+	b.Helper()
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		b.Fatalf("/proc/stat: first line %q", line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %q: %v", line, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
