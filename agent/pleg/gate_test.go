@@ -29,7 +29,7 @@ func TestGate(t *testing.T) {
 		wantEvent bool // a later event, with the cache as above
 	}{
 		"settled, event after it shows the same": {settled: running, cache: cached{running, t0.Add(time.Second)}},
-		"settled, event after it shows a death": {settled: running, cache: cached{died, t0.Add(time.Second)}, wantEvent: true},
+		"settled, event after it shows a death":  {settled: running, cache: cached{died, t0.Add(time.Second)}, wantEvent: true},
 		"event during the sync, the relist before the read": {settled: running, during: true,
 			cache: cached{created, t0.Add(-time.Millisecond)}, wantEvent: true},
 		"event during the sync, the same state": {settled: running, during: true, cache: cached{running, t0.Add(-time.Millisecond)}},
