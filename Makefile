@@ -34,7 +34,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-pleg bench-density e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-pleg bench-density bench-density-v2 e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -326,6 +326,12 @@ bench-pressure: build ## memory workloads replayed per agent: evicted before OOM
 
 bench-pressure-v2: build vm-node-image ## the same replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2): one boot, each agent in turn
 	$(call bench_with_kubelet,pressure-v2,BenchmarkPressureV2,6h)
+
+# Issue 29 item 3 (bench/density_v2_test.go): bench-density's phases in the cgroup v2 node, sized
+# for TCG (bursts of 10 and 30 pods, 0.2 pods/s for 2 min); KERNELET_DENSITY_BURSTS, _RATE,
+# _STEADY, _RUNS and _AGENTS as for bench-density.
+bench-density-v2: build vm-node-image ## bench-density in the cgroup v2 node (qemu TCG, systemd driver, containerd 2, kernelet's evented PLEG)
+	$(call bench_with_kubelet,density-v2,BenchmarkDensityV2,3h)
 
 demo: build ## a private containerd + kernelet; Ctrl-C stops both and cleans up
 	hack/deps.sh containerd

@@ -263,10 +263,20 @@ func (a *nodeAgent) scrapeCRI(b *testing.B) map[string]float64 {
 }
 
 func (a *nodeAgent) httpsGet(ctx context.Context, path string) ([]byte, error) {
+	if a.remote != nil {
+		return a.remote.get(ctx, path)
+	}
+	return httpsGet(ctx, &http.Transport{}, fmt.Sprintf("https://127.0.0.1:%d%s", a.securePort, path))
+}
+
+// httpsGet GETs url through tr (its server certificate unverified) and
+// fails on a status other than 200.
+func httpsGet(ctx context.Context, tr *http.Transport, url string) ([]byte, error) {
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	// Long enough for a profile over the whole steady phase.
-	hc := &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	hc := &http.Client{Timeout: 10 * time.Minute, Transport: tr}
 	defer hc.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", a.securePort, path), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +287,7 @@ func (a *nodeAgent) httpsGet(ctx context.Context, path string) ([]byte, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("GET %s: HTTP %d: %.200s", path, resp.StatusCode, body)
+		err = fmt.Errorf("GET %s: HTTP %d: %.200s", url, resp.StatusCode, body)
 	}
 	return body, err
 }
@@ -377,7 +387,7 @@ func densityMetrics(phases []string, keys []apiKey, ops []string) []densityMetri
 				}, "s"},
 				densityMetric{name + ": machine busy while starting", func(r *densityRun) []float64 {
 					ph := r.phases[j]
-					return []float64{100 * ph.startBusy.Seconds() / max(ph.starting.Seconds()*float64(runtime.NumCPU()), 1e-9)}
+					return []float64{100 * ph.startBusy.Seconds() / max(ph.starting.Seconds()*float64(ph.cores), 1e-9)}
 				}, "%"})
 		}
 	}

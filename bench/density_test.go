@@ -64,7 +64,7 @@ import (
 // Not in `make test`: `make bench-density` runs it.
 const (
 	densityBurst    = 30
-	densityRate     = 2 // pods per second in the steady phase
+	densityRate     = 2.0 // pods per second in the steady phase
 	densitySteady   = 2 * time.Minute
 	densityLifetime = 30 * time.Second
 	densityTimeout  = 10 * time.Minute
@@ -93,11 +93,13 @@ type densityPhase struct {
 	sli  histogram     // kubelet_pod_start_sli_duration_seconds delta
 	took time.Duration
 	// starting is a burst's span from its first create request to its
-	// last pod Ready; startBusy the machine's busy CPU time over it, every
-	// process (agent, runtime, shims, runc, API server, etcd) on every
-	// core: with the cores busy throughout, the burst's makespan is bound
-	// by the work all of them do.
+	// last pod Ready; startBusy the node's busy CPU time over it, every
+	// process (agent, runtime, shims, runc, and on this machine the API
+	// server and etcd) on every one of its cores: with the cores busy
+	// throughout, the burst's makespan is bound by the work all of them
+	// do.
 	starting, startBusy time.Duration
+	cores               int
 }
 
 // densityRun is one agent's whole run.
@@ -153,7 +155,7 @@ func BenchmarkDensity(b *testing.B) {
 			if profile != "" {
 				a.extraConfig = "enableContentionProfiling: true\n"
 			}
-			r := runDensity(b, a, counter, densityPlan{bursts: bursts, idle: idle, steady: steady}, profile)
+			r := runDensity(b, a, counter, densityPlan{bursts: bursts, idle: idle, steady: steady, rate: densityRate}, profile)
 			b.Logf("density run %d, %s: %s", i+1, name, r.summary())
 			pair = append(pair, r)
 		}
@@ -219,14 +221,28 @@ func realKubelet() string {
 }
 
 // densityPlan is the phases of one agent's run: the bursts' sizes, the
-// idle phase's and the steady phase's lengths (0: none).
+// idle phase's and the steady phase's lengths (0: none), the steady
+// phase's pods per second.
 type densityPlan struct {
 	bursts       []int
 	idle, steady time.Duration
+	rate         float64
 }
 
-// runDensity runs one agent through every phase and removes everything.
+// runDensity runs one agent on this machine through every phase and
+// removes everything.
 func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, plan densityPlan, profile string) *densityRun {
+	b.Helper()
+	return measureDensity(b, a, counter, plan, profile, func() {
+		a.prepare(b)
+		a.start(b)
+		a.waitNodeReady(b)
+	}, func() { a.cleanup(b) })
+}
+
+// measureDensity starts the agent (up), runs it through every phase and
+// stops it (down), counting the API server's requests over it all.
+func measureDensity(b *testing.B, a *nodeAgent, counter *requestCounter, plan densityPlan, profile string, up, down func()) *densityRun {
 	b.Helper()
 	ctx := b.Context()
 	api0, err := scrapeRequests(ctx, a.admin)
@@ -234,9 +250,7 @@ func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, plan densit
 		b.Fatal(err)
 	}
 	own0 := counter.snapshot()
-	a.prepare(b)
-	a.start(b)
-	a.waitNodeReady(b)
+	up()
 	w := watchNodePods(b, a)
 	r := &densityRun{agent: a.name}
 	for _, n := range plan.bursts {
@@ -246,15 +260,13 @@ func runDensity(b *testing.B, a *nodeAgent, counter *requestCounter, plan densit
 		r.phases = append(r.phases, a.idle(b, w, densityBurst, plan.idle, profile))
 	}
 	if plan.steady > 0 {
-		r.phases = append(r.phases, a.steady(b, w, plan.steady, profile))
+		r.phases = append(r.phases, a.steady(b, w, plan.steady, plan.rate, profile))
 	}
-	r.cpu = procCPU(a.cmd.Process.Pid)
+	r.cpu = a.agentCPU(b)
 	r.cri = a.scrapeCRI(b)
-	if st, err := procStatus(a.cmd.Process.Pid); err == nil {
-		r.peakRSS = st["VmHWM"]
-	}
+	r.peakRSS = a.agentPeakRSS(b)
 	w.stop()
-	a.cleanup(b)
+	down()
 	time.Sleep(time.Second) // the API server counts a watch when it ends: let the agent's end
 	api1, err := scrapeRequests(ctx, a.admin)
 	if err != nil {
@@ -336,15 +348,15 @@ func (a *nodeAgent) burst(b *testing.B, w *podWatch, n int, profile string) *den
 		ph.pods = append(ph.pods, &densityPod{name: fmt.Sprintf("%sb%d-%03d", a.podPrefix, n, i), probed: i == 0})
 	}
 	sli0 := a.scrapeSLI(b)
-	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
+	cpu0, start := a.agentCPU(b), time.Now()
 	stopProfiles := a.profile(b, profile, fmt.Sprintf("burst%d", n), densityProfileSeconds)
-	busy0 := machineBusy(b)
+	busy0 := a.machineBusy(b)
 	a.all(b, ph.pods, func(p *densityPod) error { return a.create(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
-	ph.starting, ph.startBusy = time.Since(start), machineBusy(b)-busy0
+	ph.starting, ph.startBusy, ph.cores = time.Since(start), a.machineBusy(b)-busy0, a.machineCores()
 	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
-	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
+	ph.took, ph.cpu = time.Since(start), a.agentCPU(b)-cpu0
 	ph.sli = a.scrapeSLI(b).sub(sli0)
 	stopProfiles()
 	return ph
@@ -367,9 +379,9 @@ func (a *nodeAgent) idle(b *testing.B, w *podWatch, n int, d time.Duration, prof
 	w.waitFor(b, a, ph.pods, "Ready", func(p *densityPod) bool { return !p.ready.IsZero() })
 	time.Sleep(densityIdleSettle)
 	stopProfiles := a.profile(b, profile, "idle", int(d.Seconds()))
-	cpu0 := procCPU(a.cmd.Process.Pid)
+	cpu0 := a.agentCPU(b)
 	time.Sleep(d)
-	ph.cpu = procCPU(a.cmd.Process.Pid) - cpu0
+	ph.cpu = a.agentCPU(b) - cpu0
 	stopProfiles()
 	a.all(b, ph.pods, func(p *densityPod) error { return a.remove(ctx, w, p) })
 	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
@@ -404,15 +416,15 @@ func (a *nodeAgent) all(b *testing.B, pods []*densityPod, f func(*densityPod) er
 	}
 }
 
-// steady creates densityRate pods per second for d, deletes each
+// steady creates rate pods per second for d, deletes each
 // densityLifetime after its creation (the last ones at the end, once
 // Ready) and waits until all are gone.
-func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile string) *densityPhase {
+func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, rate float64, profile string) *densityPhase {
 	b.Helper()
 	ctx := b.Context()
-	ph := &densityPhase{name: fmt.Sprintf("steady %d/s for %v", densityRate, d)}
+	ph := &densityPhase{name: fmt.Sprintf("steady %g/s for %v", rate, d)}
 	sli0 := a.scrapeSLI(b)
-	cpu0, start := procCPU(a.cmd.Process.Pid), time.Now()
+	cpu0, start := a.agentCPU(b), time.Now()
 	defer a.profile(b, profile, "steady", int(d.Seconds()))()
 	var (
 		wg   sync.WaitGroup
@@ -424,7 +436,7 @@ func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile s
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	tick := time.NewTicker(time.Second / densityRate)
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	for i := 0; time.Since(start) < d; i++ {
 		p := &densityPod{name: fmt.Sprintf("%ss-%04d", a.podPrefix, i)}
@@ -461,7 +473,7 @@ func (a *nodeAgent) steady(b *testing.B, w *podWatch, d time.Duration, profile s
 		b.Fatalf("%s: %v (and %d more)\n%s", a.name, errs[0], len(errs)-1, a.logTail())
 	}
 	w.waitFor(b, a, ph.pods, "gone", func(p *densityPod) bool { return !p.gone.IsZero() })
-	ph.took, ph.cpu = time.Since(start), procCPU(a.cmd.Process.Pid)-cpu0
+	ph.took, ph.cpu = time.Since(start), a.agentCPU(b)-cpu0
 	ph.sli = a.scrapeSLI(b).sub(sli0)
 	return ph
 }
@@ -630,27 +642,22 @@ func (w *podWatch) stop() {
 	<-w.done
 }
 
-// machineBusy is the busy CPU time of every core since boot (/proc/stat's
-// user, nice, system, irq, softirq and steal; idle and iowait are not
-// busy).
-func machineBusy(b *testing.B) time.Duration {
-	b.Helper()
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
+// parseBusy is the busy CPU time of every core since boot from
+// /proc/stat's content (its user, nice, system, irq, softirq and steal;
+// idle and iowait are not busy).
+func parseBusy(stat string) (time.Duration, error) {
+	line, _, _ := strings.Cut(stat, "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		b.Fatalf("/proc/stat: first line %q", line)
+		return 0, fmt.Errorf("/proc/stat: first line %q", line)
 	}
 	var ticks int64
 	for _, i := range []int{1, 2, 3, 6, 7, 8} {
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			b.Fatalf("/proc/stat: %q: %v", line, err)
+			return 0, fmt.Errorf("/proc/stat: %q: %w", line, err)
 		}
 		ticks += v
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ
 }

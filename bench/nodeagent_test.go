@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -65,6 +66,67 @@ type nodeAgent struct {
 	sysctls    map[string]string // before the kubelet started
 	pods       int               // API pods created so far (footprint levels)
 	cleaned    bool
+	// remote, when set, is an agent that runs elsewhere (in the v2 node):
+	// its CPU, peak RSS, HTTPS port, log and machine come from there.
+	remote *remoteAgent
+}
+
+// remoteAgent reads what the benchmarks read of an agent that is not a
+// process of this machine.
+type remoteAgent struct {
+	cpu  func(*testing.B) time.Duration // the agent process's user+system time
+	rss  func(*testing.B) int64         // its VmHWM, bytes
+	busy func(*testing.B) time.Duration // its machine's busy CPU time (parseBusy)
+	// cores is its machine's CPU count; get reads a path of its HTTPS
+	// port.
+	cores int
+	get   func(ctx context.Context, path string) ([]byte, error)
+	log   func() string // the tail of its log
+}
+
+// agentCPU is the agent process's CPU time (user+system) so far.
+func (a *nodeAgent) agentCPU(b *testing.B) time.Duration {
+	if a.remote != nil {
+		return a.remote.cpu(b)
+	}
+	return procCPU(a.cmd.Process.Pid)
+}
+
+// agentPeakRSS is the agent process's peak RSS (VmHWM), 0 when unknown.
+func (a *nodeAgent) agentPeakRSS(b *testing.B) int64 {
+	if a.remote != nil {
+		return a.remote.rss(b)
+	}
+	if st, err := procStatus(a.cmd.Process.Pid); err == nil {
+		return st["VmHWM"]
+	}
+	return 0
+}
+
+// machineBusy is the busy CPU time of every core of the agent's machine
+// since boot.
+func (a *nodeAgent) machineBusy(b *testing.B) time.Duration {
+	b.Helper()
+	if a.remote != nil {
+		return a.remote.busy(b)
+	}
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := parseBusy(string(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// machineCores is the CPU count of the agent's machine.
+func (a *nodeAgent) machineCores() int {
+	if a.remote != nil {
+		return a.remote.cores
+	}
+	return runtime.NumCPU()
 }
 
 func (a *nodeAgent) isKubelet() bool { return a.name == "kubelet" }
@@ -179,6 +241,9 @@ func (a *nodeAgent) start(b *testing.B) {
 }
 
 func (a *nodeAgent) logTail() string {
+	if a.remote != nil {
+		return a.remote.log()
+	}
 	data, _ := os.ReadFile(a.log)
 	if len(data) > 8<<10 {
 		data = data[len(data)-8<<10:]

@@ -370,6 +370,12 @@ func procCPU(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
+	return parseProcCPU(b)
+}
+
+// parseProcCPU is the user+system CPU time in a /proc/<pid>/stat's
+// content (0 when it is not one).
+func parseProcCPU(b []byte) time.Duration {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0
