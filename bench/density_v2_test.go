@@ -238,7 +238,9 @@ func (g *densityV2Node) stopAgent(b *testing.B, a *nodeAgent) {
 			b.Errorf("cleanup: list the guest's sandboxes: %v", err)
 			return nil
 		}
-		return slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return !strings.HasPrefix(sb.GetMetadata().GetName(), a.podPrefix) })
+		return slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool {
+			return !strings.HasPrefix(sb.GetMetadata().GetName(), a.podPrefix)
+		})
 	}
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
 		ready := 0
