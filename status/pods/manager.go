@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +25,8 @@ type Manager struct {
 	cfg   Config
 	clock clock.WithTicker
 	wake  chan struct{}
+	// changed tells a round in progress that a status was set.
+	changed chan struct{}
 
 	mu       sync.Mutex
 	entries  map[types.UID]*entry
@@ -52,6 +52,9 @@ type entry struct {
 	// terminated: the pod no longer runs; the entry goes once its status
 	// (the final one) is written.
 	terminated bool
+	// version counts the statuses set; writing: a write is in flight.
+	version uint64
+	writing bool
 }
 
 // New returns a manager; nothing is written until Run.
@@ -68,7 +71,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.NodeUID == nil {
 		cfg.NodeUID = func() types.UID { return "" }
 	}
-	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1),
+	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		entries: map[types.UID]*entry{}, statics: map[types.UID]*v1.Pod{}, finalize: map[types.UID]*v1.Pod{}}, nil
 }
 
@@ -101,7 +104,12 @@ func (m *Manager) SetStatus(pod *v1.Pod, st v1.PodStatus) {
 		e.dirtyAt = m.clock.Now()
 	}
 	e.pod, e.status, e.dirty = pod, *st.DeepCopy(), true
+	e.version++
 	m.mu.Unlock()
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 	m.poke()
 }
 
@@ -212,54 +220,91 @@ func (m *Manager) target(pod *v1.Pod) *v1.Pod {
 // QPS limit still applies.
 const statusWriters = 4
 
+// statusWrite is one status a writer writes.
+type statusWrite struct {
+	uid    types.UID
+	pod    *v1.Pod
+	status v1.PodStatus
+	sent   *v1.PodStatus
+	sentTo types.UID
+}
+
 // syncStatuses writes the statuses that changed (every one on a full
-// round), the longest-waiting first, up to statusWriters at once; each
-// pod has one write in flight at most (rounds do not overlap).
+// round), up to statusWriters at once: each free writer takes the
+// status that waited longest, also one that changed while the round
+// ran (a pod's Running does not wait for the round's slowest write and
+// the next round); each pod has one write in flight at most, and one
+// write per status it was set (a failed write waits for the next round).
 func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
-	type work struct {
-		uid     types.UID
-		pod     *v1.Pod
-		status  v1.PodStatus
-		sent    *v1.PodStatus
-		sentTo  types.UID
-		dirtyAt time.Time
-		dirty   bool
-	}
-	var todo []work
-	m.mu.Lock()
-	for uid, e := range m.entries {
-		if e.dirty || full || len(e.pod.Spec.ReadinessGates) > 0 {
-			todo = append(todo, work{uid, e.pod, e.status, e.sent, e.sentUID, e.dirtyAt, e.dirty})
+	var errs []error
+	picked := map[types.UID]uint64{} // each entry's version when this round took it
+	finished := make(chan error)
+	for inFlight := 0; ; {
+		if inFlight < statusWriters {
+			if w, ok := m.nextWrite(full, picked); ok {
+				inFlight++
+				go func() { finished <- m.write(ctx, w, full) }()
+				continue
+			}
 		}
+		if inFlight == 0 {
+			break
+		}
+		select {
+		case err := <-finished:
+			inFlight--
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case <-m.changed: // a status was set: look again
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write is one writer's write of w; the entry takes writes again after.
+func (m *Manager) write(ctx context.Context, w statusWrite, full bool) error {
+	err := m.writeStatus(ctx, w.uid, w.pod, w.status, w.sent, w.sentTo, full)
+	m.mu.Lock()
+	if e, ok := m.entries[w.uid]; ok {
+		e.writing = false
 	}
 	m.mu.Unlock()
-	slices.SortFunc(todo, func(a, b work) int {
-		if a.dirty != b.dirty {
-			if a.dirty {
-				return -1
-			}
-			return 1
-		}
-		return a.dirtyAt.Compare(b.dirtyAt)
-	})
+	return err
+}
+
+// nextWrite takes the next status to write in this round (picked: what
+// the round took so far, by version): a dirty one before a clean one
+// (full rounds and readiness gates look at every pod once), the
+// longest-waiting first, none whose write is in flight, and a status the
+// round already took only once it changed since.
+func (m *Manager) nextWrite(full bool, picked map[types.UID]uint64) (statusWrite, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	var (
-		errMu sync.Mutex
-		errs  []error
-		g     errgroup.Group
+		best    *entry
+		bestUID types.UID
 	)
-	g.SetLimit(statusWriters)
-	for _, w := range todo {
-		g.Go(func() error {
-			if err := m.writeStatus(ctx, w.uid, w.pod, w.status, w.sent, w.sentTo, full); err != nil {
-				errMu.Lock()
-				errs = append(errs, err)
-				errMu.Unlock()
+	for uid, e := range m.entries {
+		if e.writing {
+			continue
+		}
+		if v, took := picked[uid]; took {
+			if !e.dirty || e.version == v {
+				continue
 			}
-			return nil
-		})
+		} else if !e.dirty && !full && len(e.pod.Spec.ReadinessGates) == 0 {
+			continue
+		}
+		if best == nil || e.dirty && !best.dirty || e.dirty == best.dirty && e.dirtyAt.Before(best.dirtyAt) {
+			best, bestUID = e, uid
+		}
 	}
-	_ = g.Wait()
-	return errors.Join(errs...)
+	if best == nil {
+		return statusWrite{}, false
+	}
+	best.writing, picked[bestUID] = true, best.version
+	return statusWrite{uid: bestUID, pod: best.pod, status: best.status, sent: best.sent, sentTo: best.sentUID}, true
 }
 
 // writeStatus writes the status st the agent set for pod (uid) when the

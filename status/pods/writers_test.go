@@ -25,6 +25,11 @@ type gatedClient struct {
 	peak     int
 	order    []string
 	release  chan struct{}
+	// only, when set, names the pods whose patches are held; the others
+	// go through at once.
+	only map[string]bool
+	// fail, when set, fails the patches of the pods it names.
+	fail map[string]bool
 }
 
 type gatedPods struct {
@@ -41,8 +46,17 @@ func (p gatedPods) Patch(ctx context.Context, name string, pt types.PatchType, d
 	p.g.inFlight++
 	p.g.peak = max(p.g.peak, p.g.inFlight)
 	p.g.order = append(p.g.order, name)
+	held, fail := p.g.only == nil || p.g.only[name], p.g.fail[name]
 	p.g.mu.Unlock()
-	<-p.g.release
+	if held {
+		<-p.g.release
+	}
+	if fail {
+		p.g.mu.Lock()
+		p.g.inFlight--
+		p.g.mu.Unlock()
+		return nil, fmt.Errorf("patch %s: refused", name)
+	}
 	p.g.mu.Lock()
 	p.g.inFlight--
 	p.g.mu.Unlock()
@@ -101,5 +115,64 @@ func TestManagerWritesConcurrentlyLongestWaitingFirst(t *testing.T) {
 	}
 	if n := len(h.actions("patch", "status")); n != 8 {
 		t.Errorf("%d status patches, want 8", n)
+	}
+}
+
+// A status set while the round's writes are in flight is written in the
+// same round by a free writer, not after the round's slowest write; a
+// write that fails is not retried within the round.
+func TestManagerWritesWhatChangesDuringTheRound(t *testing.T) {
+	ctx := context.Background()
+	slow, fast, bad := apiPod("slow", "u1"), apiPod("fast", "u2"), apiPod("bad", "u3")
+	h := newHarness(t, slow, fast, bad)
+	g := &gatedClient{Interface: h.m.cfg.Client, release: make(chan struct{}), only: map[string]bool{"slow": true}, fail: map[string]bool{"bad": true}}
+	h.m.cfg.Client = g
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	h.m.SetStatus(slow, running)
+	h.m.SetStatus(bad, running)
+	done := make(chan struct{})
+	go func() { h.m.round(ctx, false); close(done) }()
+	patched := func(name string) bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, n := range g.order {
+			if n == name {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(10 * time.Second); !patched("slow"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("slow's write did not start")
+		}
+	}
+	h.m.SetStatus(fast, running) // while slow's write is held
+	for deadline := time.Now().Add(10 * time.Second); !patched("fast"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(g.release)
+			<-done
+			t.Fatal("a status set during the round waited for the round's held write")
+		}
+	}
+	close(g.release)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round did not end (a failing write retried within it?)")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, name := range g.order {
+		if name == "bad" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("bad's failing write tried %d times in the round, want 1", n)
+	}
+	if len(h.actions("patch", "status")) != 2 {
+		t.Errorf("status patches %d, want 2 (slow, fast)", len(h.actions("patch", "status")))
 	}
 }
