@@ -4,9 +4,11 @@
 //   - the status of every pod the agent runs is PATCHed (a strategic
 //     merge patch of the status with a UID precondition, retried on
 //     conflict) when it changed, and compared with the API server's copy
-//     on a periodic resync — up to four writes in flight, the statuses
-//     that waited longest first (kubelet writes one at a time, so a
-//     burst of pod starts queues); terminal phases never change, and
+//     on a periodic resync — up to four calls in flight (status writes
+//     and the final deletions below), each free writer taking what waited
+//     longest, also what came while the others run (kubelet writes one
+//     at a time, so a burst of pod starts queues); terminal phases never
+//     change, and
 //     conditions the agent does not own (PodScheduled, DisruptionTarget,
 //     readiness gates) are kept;
 //   - a static pod's status goes to its mirror pod;

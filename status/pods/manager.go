@@ -31,7 +31,7 @@ type Manager struct {
 	mu       sync.Mutex
 	entries  map[types.UID]*entry
 	statics  map[types.UID]*v1.Pod
-	finalize map[types.UID]*v1.Pod
+	finalize map[types.UID]*finalDelete
 	status   Status
 	failing  bool
 }
@@ -57,6 +57,14 @@ type entry struct {
 	writing bool
 }
 
+// finalDelete is a terminated API pod to delete for good once its final
+// status is written; at is when it terminated.
+type finalDelete struct {
+	pod      *v1.Pod
+	at       time.Time
+	deleting bool
+}
+
 // New returns a manager; nothing is written until Run.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Client == nil || cfg.Pods == nil {
@@ -72,7 +80,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.NodeUID = func() types.UID { return "" }
 	}
 	return &Manager{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		entries: map[types.UID]*entry{}, statics: map[types.UID]*v1.Pod{}, finalize: map[types.UID]*v1.Pod{}}, nil
+		entries: map[types.UID]*entry{}, statics: map[types.UID]*v1.Pod{}, finalize: map[types.UID]*finalDelete{}}, nil
 }
 
 // Wake asks for a round soon: the API server's pods changed (a mirror
@@ -140,7 +148,7 @@ func (m *Manager) Terminated(pod *v1.Pod) {
 		delete(m.entries, pod.UID)
 	}
 	if !static {
-		m.finalize[pod.UID] = pod
+		m.finalize[pod.UID] = &finalDelete{pod: pod, at: m.clock.Now()}
 	}
 	m.mu.Unlock()
 	m.poke()
@@ -176,7 +184,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // round does one pass: mirror pods, statuses, final deletions.
 func (m *Manager) round(ctx context.Context, full bool) {
-	errs := errors.Join(m.syncMirrors(ctx), m.syncStatuses(ctx, full), m.finalizeDeletions(ctx))
+	errs := errors.Join(m.syncMirrors(ctx), m.syncStatuses(ctx, full))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	log := klog.FromContext(ctx)
@@ -220,28 +228,33 @@ func (m *Manager) target(pod *v1.Pod) *v1.Pod {
 // QPS limit still applies.
 const statusWriters = 4
 
-// statusWrite is one status a writer writes.
+// statusWrite is one status a writer writes, or (final) the deletion
+// of a terminated pod.
 type statusWrite struct {
 	uid    types.UID
 	pod    *v1.Pod
 	status v1.PodStatus
 	sent   *v1.PodStatus
 	sentTo types.UID
+	final  bool
 }
 
 // syncStatuses writes the statuses that changed (every one on a full
-// round), up to statusWriters at once: each free writer takes the
-// status that waited longest, also one that changed while the round
-// ran (a pod's Running does not wait for the round's slowest write and
-// the next round); each pod has one write in flight at most, and one
-// write per status it was set (a failed write waits for the next round).
+// round) and deletes for good the terminated pods whose final status is
+// written, up to statusWriters calls at once: each free writer takes
+// what waited longest, also what came while the round ran (a pod's
+// Running does not wait for the round's slowest write and the next
+// round); each pod has one call in flight at most, and one write per
+// status it was set and one delete per round (a failed call waits for
+// the next round).
 func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 	var errs []error
 	picked := map[types.UID]uint64{} // each entry's version when this round took it
+	deleted := map[types.UID]bool{}  // the final deletions this round took
 	finished := make(chan error)
 	for inFlight := 0; ; {
 		if inFlight < statusWriters {
-			if w, ok := m.nextWrite(full, picked); ok {
+			if w, ok := m.nextWrite(full, picked, deleted); ok {
 				inFlight++
 				go func() { finished <- m.write(ctx, w, full) }()
 				continue
@@ -262,8 +275,17 @@ func (m *Manager) syncStatuses(ctx context.Context, full bool) error {
 	return errors.Join(errs...)
 }
 
-// write is one writer's write of w; the entry takes writes again after.
+// write is one writer's call for w; the entry takes calls again after.
 func (m *Manager) write(ctx context.Context, w statusWrite, full bool) error {
+	if w.final {
+		err := m.finalizeDeletion(ctx, w.pod)
+		m.mu.Lock()
+		if d, ok := m.finalize[w.uid]; ok {
+			d.deleting = false
+		}
+		m.mu.Unlock()
+		return err
+	}
 	err := m.writeStatus(ctx, w.uid, w.pod, w.status, w.sent, w.sentTo, full)
 	m.mu.Lock()
 	if e, ok := m.entries[w.uid]; ok {
@@ -273,12 +295,14 @@ func (m *Manager) write(ctx context.Context, w statusWrite, full bool) error {
 	return err
 }
 
-// nextWrite takes the next status to write in this round (picked: what
-// the round took so far, by version): a dirty one before a clean one
-// (full rounds and readiness gates look at every pod once), the
-// longest-waiting first, none whose write is in flight, and a status the
-// round already took only once it changed since.
-func (m *Manager) nextWrite(full bool, picked map[types.UID]uint64) (statusWrite, bool) {
+// nextWrite takes the next call of this round (picked: the statuses it
+// took so far, by version; deleted: the final deletions): a dirty status
+// before a clean one (full rounds and readiness gates look at every pod
+// once), the longest-waiting first — a final deletion waits from its
+// pod's termination and comes once its final status is written —, none
+// whose call is in flight, and a status the round already took only
+// once it changed since.
+func (m *Manager) nextWrite(full bool, picked map[types.UID]uint64, deleted map[types.UID]bool) (statusWrite, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var (
@@ -299,6 +323,22 @@ func (m *Manager) nextWrite(full bool, picked map[types.UID]uint64) (statusWrite
 		if best == nil || e.dirty && !best.dirty || e.dirty == best.dirty && e.dirtyAt.Before(best.dirtyAt) {
 			best, bestUID = e, uid
 		}
+	}
+	var del *finalDelete
+	for uid, d := range m.finalize {
+		if d.deleting || deleted[uid] {
+			continue
+		}
+		if e, ok := m.entries[uid]; ok && e.terminated {
+			continue // its final status comes first
+		}
+		if del == nil || d.at.Before(del.at) {
+			del = d
+		}
+	}
+	if del != nil && (best == nil || !best.dirty || del.at.Before(best.dirtyAt)) {
+		del.deleting, deleted[del.pod.UID] = true, true
+		return statusWrite{uid: del.pod.UID, pod: del.pod, final: true}, true
 	}
 	if best == nil {
 		return statusWrite{}, false
@@ -380,38 +420,21 @@ func (m *Manager) patch(ctx context.Context, api *v1.Pod, next v1.PodStatus) err
 	return fmt.Errorf("patch status of pod %s/%s: %w", api.Namespace, api.Name, err)
 }
 
-// finalizeDeletions deletes, for good, the terminated API pods that the
-// API server is deleting, once their final status is written; a pod that
-// is gone or not being deleted is forgotten.
-func (m *Manager) finalizeDeletions(ctx context.Context) error {
-	m.mu.Lock()
-	var todo []*v1.Pod
-	for _, p := range m.finalize {
-		todo = append(todo, p)
-	}
-	m.mu.Unlock()
-	var errs []error
-	for _, p := range todo {
-		m.mu.Lock()
-		e, ok := m.entries[p.UID]
-		unwritten := ok && e.terminated // its final status comes first
-		m.mu.Unlock()
-		if unwritten {
-			continue
-		}
-		api, err := m.cfg.Pods.Pods(p.Namespace).Get(p.Name)
-		if err != nil || api.UID != p.UID || api.DeletionTimestamp == nil {
-			m.forgetFinalize(p.UID)
-			continue
-		}
-		if err := m.deleteNow(ctx, api); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		klog.FromContext(ctx).V(2).Info("Pod deleted from the API server after termination", "pod", klog.KObj(api), "podUID", api.UID)
+// finalizeDeletion deletes, for good, terminated pod p once the API
+// server is deleting it (its final status is written); a pod that is
+// gone or not being deleted is forgotten.
+func (m *Manager) finalizeDeletion(ctx context.Context, p *v1.Pod) error {
+	api, err := m.cfg.Pods.Pods(p.Namespace).Get(p.Name)
+	if err != nil || api.UID != p.UID || api.DeletionTimestamp == nil {
 		m.forgetFinalize(p.UID)
+		return nil
 	}
-	return errors.Join(errs...)
+	if err := m.deleteNow(ctx, api); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Pod deleted from the API server after termination", "pod", klog.KObj(api), "podUID", api.UID)
+	m.forgetFinalize(p.UID)
+	return nil
 }
 
 func (m *Manager) forgetFinalize(uid types.UID) {

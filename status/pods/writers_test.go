@@ -176,3 +176,32 @@ func TestManagerWritesWhatChangesDuringTheRound(t *testing.T) {
 		t.Errorf("status patches %d, want 2 (slow, fast)", len(h.actions("patch", "status")))
 	}
 }
+
+// The final deletion of a terminated pod whose final status is written
+// is not held back by another pod's slow status write: a free writer
+// takes it in the same round.
+func TestManagerDeletesWhileAnotherWriteIsHeld(t *testing.T) {
+	ctx := context.Background()
+	slow, done := apiPod("slow", "u1"), apiPod("done", "u2")
+	h := newHarness(t, slow, done)
+	g := &gatedClient{Interface: h.m.cfg.Client, release: make(chan struct{}), only: map[string]bool{"slow": true}}
+	h.m.cfg.Client = g
+	h.m.SetStatus(slow, v1.PodStatus{Phase: v1.PodRunning})
+	deleting := h.markDeleting(t, done)
+	h.m.SetStatus(deleting, v1.PodStatus{Phase: v1.PodSucceeded})
+	h.m.Terminated(deleting)
+	finished := make(chan struct{})
+	go func() { h.m.round(ctx, false); close(finished) }()
+	for deadline := time.Now().Add(10 * time.Second); len(h.actions("delete", "")) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(g.release)
+			<-finished
+			t.Fatal("the final deletion waited for another pod's held status write")
+		}
+	}
+	close(g.release)
+	<-finished
+	if n := len(h.actions("delete", "")); n != 1 {
+		t.Errorf("%d deletes, want 1", n)
+	}
+}
