@@ -576,6 +576,27 @@ func (a *nodeAgent) waitPod(b *testing.B, name string, timeout time.Duration, co
 	return p
 }
 
+// podWithin waits up to timeout until the pod satisfies cond; unlike
+// waitPod it returns the failure (the pod's last phase and reason) for
+// the caller to record.
+func (a *nodeAgent) podWithin(ctx context.Context, name string, timeout time.Duration, cond func(*v1.Pod) bool) error {
+	last := "not found"
+	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
+		p, err := a.admin.CoreV1().Pods(a.ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil && cond(p):
+			return nil
+		case err == nil:
+			last = fmt.Sprintf("phase %s reason %q", p.Status.Phase, p.Status.Reason)
+		default:
+			last = err.Error()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("pod %s not started within %v: %s", name, timeout, last)
+		}
+	}
+}
+
 // deleteEvictionPod deletes the pod and waits until it is gone from the
 // API server (the agent finalizes the deletion once its containers are
 // gone).

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -46,7 +47,11 @@ func pressureTable(cells []pressureCell) string {
 				lat = append(lat, max(r.latency, 0))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d/%d\t%d/%d\t%s\t%s\t%d/%d\n", c.workload, c.agent, n,
+		runs := strconv.Itoa(n)
+		if len(c.aborted) > 0 {
+			runs += fmt.Sprintf(" (+%d aborted)", len(c.aborted))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%d/%d\n", c.workload, c.agent, runs,
 			c.count(func(r pressureRun) bool { return r.stops > 0 && !r.oom }), n,
 			c.count(func(r pressureRun) bool { return r.oom }), n, needless, msOrDash(percentile(lat, 0.5), len(lat)),
 			c.count(func(r pressureRun) bool { return r.bystander }), n)
@@ -63,16 +68,20 @@ func TestPressureTable(t *testing.T) {
 		{agent: agentNone, workload: "anon500", runs: []pressureRun{{oom: true, crossed: true}}},
 		{agent: agentKernelet, workload: "anon500", runs: []pressureRun{{stops: 1, crossed: true, latency: ms(-1)}}},
 		{agent: agentKerneletPageCache, workload: "five40", runs: []pressureRun{{stops: 2, oom: true, bystander: true}}},
+		{agent: agentKubelet, workload: "five40", runs: []pressureRun{{stops: 1, crossed: true, latency: ms(2000)}},
+			aborted: []string{"pod five40-1 Pending past 5m0s"}},
 	}
 	got := pressureTable(cells)
 	t.Log("\n" + got)
+	flat := strings.Join(strings.Fields(got), " ") // the tabwriter's widths aside
 	for _, want := range []string{
-		"pc-reread  kubelet             2     1/2                          0/2              1/2                 4000.0 ms                  0/2",
-		"anon500    none                1     0/1                          1/1              0/1                 -                          0/1",
-		"anon500    kernelet            1     1/1                          0/1              0/1                 0.0 ms                     0/1",
-		"five40     kernelet-pagecache  1     0/1                          1/1              n/a                 -                          1/1",
+		"pc-reread kubelet 2 1/2 0/2 1/2 4000.0 ms 0/2",
+		"anon500 none 1 0/1 1/1 0/1 - 0/1",
+		"anon500 kernelet 1 1/1 0/1 0/1 0.0 ms 0/1",
+		"five40 kernelet-pagecache 1 0/1 1/1 n/a - 1/1",
+		"five40 kubelet 1 (+1 aborted) 1/1 0/1 n/a 2000.0 ms 0/1",
 	} {
-		if !strings.Contains(got, want) {
+		if !strings.Contains(flat, want) {
 			t.Errorf("table lacks %q", want)
 		}
 	}

@@ -129,6 +129,9 @@ type pressureRun struct {
 type pressureCell struct {
 	agent, workload string
 	runs            []pressureRun
+	// aborted are the runs that measured nothing, each its reason (a pod
+	// that did not start): left out of runs, reported beside them.
+	aborted []string
 }
 
 func (c pressureCell) count(f func(pressureRun) bool) int {

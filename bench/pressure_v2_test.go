@@ -276,7 +276,12 @@ func (g *pressureV2Node) runAgent(b *testing.B, name, tag string, workloads []pr
 		c := pressureCell{agent: name, workload: w.name}
 		held := 0
 		for i := range runs {
-			r, relaxed := g.runOnce(b, a, w, fmt.Sprintf("%s%s-%d", a.podPrefix, w.name, i))
+			r, relaxed, err := g.runOnce(b, a, w, fmt.Sprintf("%s%s-%d", a.podPrefix, w.name, i))
+			if err != nil { // under TCG on a loaded host a pod may not start: this run measures nothing
+				b.Logf("%s %s run %d aborted: %v", name, w.name, i+1, err)
+				c.aborted = append(c.aborted, err.Error())
+				continue
+			}
 			b.Logf("%s %s run %d: stops %d, kernel OOM %v, crossed %v, crossing → first stop %v, bystander damaged %v, throttle relaxes %d",
 				name, w.name, i+1, r.stops, r.oom, r.crossed, r.latency.Round(100*time.Microsecond), r.bystander, relaxed)
 			if r.stops == 0 && !r.oom && relaxed == 0 {
@@ -285,7 +290,7 @@ func (g *pressureV2Node) runAgent(b *testing.B, name, tag string, workloads []pr
 			c.runs = append(c.runs, r)
 		}
 		if name == agentKerneletOptions {
-			b.Logf("%s %s: held (no stop, no OOM kill, no pod relaxed for a stall past maxStall) in %d/%d runs", name, w.name, held, runs)
+			b.Logf("%s %s: held (no stop, no OOM kill, no pod relaxed for a stall past maxStall) in %d/%d runs", name, w.name, held, len(c.runs))
 		}
 		cells = append(cells, c)
 	}
@@ -318,13 +323,19 @@ func (g *pressureV2Node) stopAgent(b *testing.B, a *nodeAgent) {
 
 // runOnce runs one workload with the bystander in the guest, as
 // pressureRunOnce on the host; relaxed counts the throttler's relaxes in
-// the run (kernelet's journal).
-func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, int) {
+// the run (kernelet's journal). A pod that does not start within
+// pressureV2PodTimeout aborts the run (err): its pods are deleted and
+// nothing is measured.
+func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, int, error) {
 	b.Helper()
 	g.waitBelowHalf(b, a)
 	by := name + "-by"
 	byPod := a.createBenchPod(b, by, []string{"alloc", "--mib", "32", "--hold"}, nil)
-	a.waitPod(b, by, pressureV2PodTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
+	if err := a.podWithin(b.Context(), by, pressureV2PodTimeout, started); err != nil {
+		a.deleteEvictionPod(b, by)
+		return pressureRun{}, 0, err
+	}
 	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; t=%d; while :; do read u < %s/memory.current; `+
 		`while read k v; do [ "$k" = inactive_file ] && break; done < %s/memory.stat; [ $((u-v)) -ge $t ] && { echo $EPOCHREALTIME; exit 0; }; read -t %g -u 3; done' >/run/pressure.cross 2>&1 </dev/null & echo $!`,
@@ -338,7 +349,14 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 		names, uids[string(p.UID)] = append(names, n), true
 	}
 	for _, n := range names {
-		a.waitPod(b, n, pressureV2PodTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+		if err := a.podWithin(b.Context(), n, pressureV2PodTimeout, started); err != nil {
+			g.guest(b, "kill "+poller+" 2>/dev/null; true")
+			for _, n := range append(names, by) {
+				a.deleteEvictionPod(b, n)
+			}
+			g.waitBelowHalf(b, a)
+			return pressureRun{}, 0, err
+		}
 	}
 	a.waitPressureEnd(b, w, names)
 	cross := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.cross")
@@ -373,7 +391,7 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 		out := g.guest(b, `journalctl --no-pager -o cat -u `+pressureV2Unit+` --since @`+since+` | grep -c 'Memory throttle: memory.high set.*action="relax"' || true`)
 		relaxed, _ = strconv.Atoi(out)
 	}
-	return r, relaxed
+	return r, relaxed, nil
 }
 
 // waitBelowHalf waits until kubepods.slice's working set is under half
