@@ -177,22 +177,14 @@ cgroupRoot: /
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 address: 127.0.0.1
 port: %d
-readOnlyPort: 0
-authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
 %s
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-serializeImagePulls: false
 failSwapOn: false
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
 maxPods: 110
 podPidsLimit: -1
 shutdownGracePeriod: 0s
-`, densityV2Port, footprintEviction)
+`, densityV2Port, servingConfig(footprintEviction))
 }
 
 // startAgent starts agent a in the guest as the unit densityV2Unit and

@@ -181,17 +181,9 @@ protectKernelDefaults: false
 oomScoreAdj: 0
 address: 127.0.0.1
 port: %d
-readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
-authentication:
-  anonymous: {enabled: true}
-  webhook: {enabled: false}
-authorization: {mode: AlwaysAllow}
 %s
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-serializeImagePulls: false
 podLogsDir: %s
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
@@ -200,10 +192,25 @@ podPidsLimit: -1
 makeIPTablesUtilChains: false
 localStorageCapacityIsolation: true
 shutdownGracePeriod: 0s
-%s`, a.cgroupRoot, a.endpoint, a.endpoint, a.securePort, healthz, a.evictionConfig, filepath.Join(a.dir, "pod-logs"), a.extraConfig)
+%s`, a.cgroupRoot, a.endpoint, a.endpoint, a.securePort, healthz, servingConfig(a.evictionConfig), filepath.Join(a.dir, "pod-logs"), a.extraConfig)
 	if err := os.WriteFile(filepath.Join(a.dir, "config.yaml"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// servingConfig is the part of the benchmarks' KubeletConfiguration that
+// every agent shares: its port open to anonymous reads, eviction (YAML
+// lines), no image GC, parallel pulls.
+func servingConfig(eviction string) string {
+	return `readOnlyPort: 0
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+` + eviction + `
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false`
 }
 
 // start runs the agent with the kit's flags. The kubelet refuses a

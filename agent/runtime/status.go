@@ -29,26 +29,14 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
-	st := &PodStatus{UID: uid, Name: name, Namespace: namespace}
-	var errs []error
+	listed := &PodStatus{UID: uid, Name: name, Namespace: namespace}
 	for _, sb := range sbs {
-		resp, err := m.rs.PodSandboxStatus(ctx, sb.Id, false)
-		if statusFailed(&errs, err, "sandbox", sb.Id) {
-			continue
-		}
-		st.Sandboxes = append(st.Sandboxes, sandboxFromCRI(resp.GetStatus()))
+		listed.Sandboxes = append(listed.Sandboxes, &SandboxStatus{ID: sb.Id})
 	}
 	for _, c := range ctrs {
-		resp, err := m.rs.ContainerStatus(ctx, c.Id, false)
-		if statusFailed(&errs, err, "container", c.Id) {
-			continue
-		}
-		cs := containerFromCRIStatus(ctx, resp.GetStatus())
-		cs.SandboxID = c.PodSandboxId
-		st.Containers = append(st.Containers, cs)
+		listed.Containers = append(listed.Containers, &ContainerStatus{ID: c.Id, SandboxID: c.PodSandboxId})
 	}
-	sortStatus(st)
-	return st, errors.Join(errs...)
+	return m.reread(ctx, listed)
 }
 
 // reread reads again the full status of every sandbox and container in
