@@ -15,7 +15,13 @@
 //
 // Listed hands the housekeeping the last relist's view of every pod (while
 // that relist is at most two periods old), so the housekeeping does not
-// list the runtime again.
+// list the runtime again. Forget drops a pod its worker removed: neither
+// Listed, a relist that listed before, nor an event made before bring it
+// back.
+//
+// Gate (gate.go) filters the events for the pod workers: a sync that
+// left nothing to do records the status it read, and an event that finds
+// the pod so wakes no worker; an event during a sync is judged at its end.
 //
 // It does not run or kill anything. Its metrics (metrics.go) are kubelet's
 // relist and evented PLEG ones (NewMetrics), kernelet_pleg_events_active,

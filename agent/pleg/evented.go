@@ -129,6 +129,10 @@ func (p *PLEG) handleEvent(ctx context.Context, ev *runtimeapi.ContainerEventRes
 		return
 	}
 	p.mu.Lock()
+	if k, had := p.known[se.UID]; had && k.status == nil && !se.At.After(k.at) {
+		p.mu.Unlock()
+		return // from before its worker removed and forgot the pod (Forget): nothing to learn
+	}
 	evs, stale := p.applyLocked(se.UID, se.Apply(p.known[se.UID].status), se.At)
 	p.mu.Unlock()
 	if stale {

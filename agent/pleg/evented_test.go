@@ -435,3 +435,35 @@ func TestStreamAnnounced(t *testing.T) {
 		})
 	}
 }
+
+// An event made before the pod's worker removed and forgot it (its
+// removal, arriving late) is dropped: no relist, no event, nothing
+// cached; a later one reports the pod anew.
+func TestEventedForgotten(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	p, err := New(Config{Lister: &fakeLister{}, Evented: true, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.handleEvent(t.Context(), criEvent(started, "c1", clk.Now(), criSandbox("a", "s1", true), criCtr("a", "c1", "app", running, 0, 1)))
+	drain(p)
+	clk.Step(time.Second)
+	p.Forget("a")
+	p.handleEvent(t.Context(), criEvent(stopped, "c1", clk.Now().Add(-500*time.Millisecond), criSandbox("a", "s1", false), criCtr("a", "c1", "app", exited, 0, 1)))
+	if evs := drain(p); len(evs) != 0 {
+		t.Errorf("events %v from an event older than the Forget", evs)
+	}
+	select {
+	case <-p.wake:
+		t.Error("an event older than the Forget asked for a relist")
+	default:
+	}
+	if st, _ := p.Cache().Get("a"); len(st.Containers)+len(st.Sandboxes) != 0 {
+		t.Errorf("cached %+v", st)
+	}
+	clk.Step(time.Second)
+	p.handleEvent(t.Context(), criEvent(started, "c2", clk.Now(), criSandbox("a", "s2", true), criCtr("a", "c2", "app", running, 0, 2)))
+	if evs := drain(p); len(evs) == 0 {
+		t.Error("no events from an event after the Forget")
+	}
+}

@@ -94,6 +94,14 @@ func (m *Manager) poke() {
 	}
 }
 
+// changedNow tells a round in progress that there is more to write.
+func (m *Manager) changedNow() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
 // SetStatus records the status the agent computed for pod; it is written
 // soon when it differs from what the API server has.
 func (m *Manager) SetStatus(pod *v1.Pod, st v1.PodStatus) {
@@ -114,10 +122,7 @@ func (m *Manager) SetStatus(pod *v1.Pod, st v1.PodStatus) {
 	e.pod, e.status, e.dirty = pod, *st.DeepCopy(), true
 	e.version++
 	m.mu.Unlock()
-	select {
-	case m.changed <- struct{}{}:
-	default:
-	}
+	m.changedNow()
 	m.poke()
 }
 
@@ -151,6 +156,7 @@ func (m *Manager) Terminated(pod *v1.Pod) {
 		m.finalize[pod.UID] = &finalDelete{pod: pod, at: m.clock.Now()}
 	}
 	m.mu.Unlock()
+	m.changedNow()
 	m.poke()
 }
 
