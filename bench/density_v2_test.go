@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +49,6 @@ const (
 	// densityV2MemoryMiB sizes the guest for 30 pods (a shim and two
 	// processes each) beside containerd and the agent.
 	densityV2MemoryMiB = 3072
-	densityV2Kubelet   = "/usr/local/bin/kubelet-upstream"
 	densityV2Port      = 10250
 )
 
@@ -120,36 +118,9 @@ type densityV2Node struct {
 // on the systemd driver; stopped at cleanup.
 func (g *densityV2Node) boot(b *testing.B, kernelet, kubelet string) {
 	b.Helper()
-	img, err := vmnode.EnsureImage(b.Context(), nil)
-	if err != nil {
-		env.Require(b, false, fmt.Sprintf("the node image (%s; make vm-node-image): %v", vmnode.BuildScriptPath, err))
-	}
-	cfg, err := vmnode.ContainerdConfig("systemd")
-	if err != nil {
-		b.Fatal(err)
-	}
-	files := []vmnode.File{{Path: vmnode.KerneletBinary, Host: kernelet}, {Path: vmnode.ContainerdConfigPath, Data: cfg}}
-	if _, err := os.Stat(kubelet); err == nil {
-		files = append(files, vmnode.File{Path: densityV2Kubelet, Host: kubelet})
-	}
-	console, err := os.Create(filepath.Join(b.TempDir(), "console.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = console.Close() })
-	start := time.Now()
-	n, err := vmnode.Start(b.Context(), vmnode.Options{Image: img, Hostname: strings.ToLower(env.RunID()) + "-dv2", Files: files,
-		Console: console, MemoryMiB: densityV2MemoryMiB})
-	if err != nil {
-		b.Fatalf("the v2 node did not boot: %v", err)
-	}
-	b.Cleanup(func() {
-		if err := n.Stop(); err != nil { // its forwards too
-			b.Errorf("stop the v2 node: %v", err)
-		}
-	})
+	n := startV2Node(b, kernelet, kubelet, "dv2", nil, vmnode.Options{MemoryMiB: densityV2MemoryMiB})
 	g.Node = n
-	b.Logf("v2 node booted in %v", time.Since(start).Round(time.Millisecond))
+	var err error
 	g.cores, err = strconv.Atoi(g.guest(b, "nproc"))
 	if err != nil {
 		b.Fatal(err)
@@ -195,7 +166,7 @@ func (g *densityV2Node) startAgent(b *testing.B, a *nodeAgent) {
 	g.put(b, "/etc/density/kubeconfig", g.guestKubeconfig(b, a.node), "600")
 	args := []string{vmnode.KerneletBinary, "run"}
 	if a.name == agentKubelet {
-		args = []string{densityV2Kubelet}
+		args = []string{pressureV2Kubelet}
 	}
 	args = append(args, "--v=0", "--config=/etc/density/config.yaml", "--kubeconfig=/etc/density/kubeconfig",
 		"--hostname-override="+a.node, "--node-ip="+vmnode.GuestAddr)

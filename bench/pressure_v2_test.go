@@ -108,10 +108,11 @@ func BenchmarkPressureV2(b *testing.B) {
 		evictionAllocatable>>20, pressureV2Poll))
 }
 
-// boot starts the guest once with kernelet, the kubelet and testbox
-// copied in, containerd on the systemd driver and swap on; stopped at
-// cleanup.
-func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
+// startV2Node boots the cgroup v2 node with kernelet, the kubelet (when
+// built) at pressureV2Kubelet, containerd on the systemd driver and the
+// extra files, named after the run and suffix, sized by opts (its image,
+// hostname, files and console are set here); stopped at cleanup.
+func startV2Node(b *testing.B, kernelet, kubelet, suffix string, extra []vmnode.File, opts vmnode.Options) *vmnode.Node {
 	b.Helper()
 	img, err := vmnode.EnsureImage(b.Context(), nil)
 	if err != nil {
@@ -121,8 +122,7 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	files := []vmnode.File{{Path: vmnode.KerneletBinary, Host: kernelet}, {Path: pressureV2Testbox, Host: filepath.Join(filepath.Dir(kernelet), "testbox")},
-		{Path: vmnode.ContainerdConfigPath, Data: containerd}}
+	files := append([]vmnode.File{{Path: vmnode.KerneletBinary, Host: kernelet}, {Path: vmnode.ContainerdConfigPath, Data: containerd}}, extra...)
 	if _, err := os.Stat(kubelet); err == nil {
 		files = append(files, vmnode.File{Path: pressureV2Kubelet, Host: kubelet})
 	}
@@ -132,17 +132,27 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 	}
 	b.Cleanup(func() { _ = console.Close() })
 	start := time.Now()
-	n, err := vmnode.Start(b.Context(), vmnode.Options{Image: img, Hostname: strings.ToLower(env.RunID()) + "-pv2", Files: files, Console: console})
+	opts.Image, opts.Hostname, opts.Files, opts.Console = img, strings.ToLower(env.RunID())+"-"+suffix, files, console
+	n, err := vmnode.Start(b.Context(), opts)
 	if err != nil {
 		b.Fatalf("the v2 node did not boot: %v", err)
 	}
 	b.Cleanup(func() {
-		if err := n.Stop(); err != nil {
+		if err := n.Stop(); err != nil { // its forwards too
 			b.Errorf("stop the v2 node: %v", err)
 		}
 	})
-	g.Node = n
 	b.Logf("v2 node booted in %v", time.Since(start).Round(time.Millisecond))
+	return n
+}
+
+// boot starts the guest once with kernelet, the kubelet and testbox
+// copied in, containerd on the systemd driver and swap on; stopped at
+// cleanup.
+func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
+	b.Helper()
+	n := startV2Node(b, kernelet, kubelet, "pv2", []vmnode.File{{Path: pressureV2Testbox, Host: filepath.Join(filepath.Dir(kernelet), "testbox")}}, vmnode.Options{})
+	g.Node = n
 	memKiB, err := strconv.ParseInt(g.guest(b, "awk '/^MemTotal:/ {print $2}' /proc/meminfo"), 10, 64)
 	if err != nil {
 		b.Fatal(err)
