@@ -24,8 +24,11 @@ import (
 //
 //   - anon growth: one pod allocating 700 MiB at 50, 200 and 500 MiB/s;
 //   - five pods growing together, 160 MiB each at 40 MiB/s;
-//   - a slow leak: one pod allocating 520 MiB at 2 MiB/s (the crossing
-//     comes after ~3.5 min; each run watches 5 min);
+//   - a slow leak: one pod allocating 520 MiB, the first 250 MiB at once
+//     and the rest at 2 MiB/s (the crossing comes after ~80 s of leaking,
+//     the kernel's OOM kill with no agent after ~110 s; each run watches
+//     2.5 min — from a plateau rather than from zero, which would take
+//     3.5 min to the crossing for the same approach at 2 MiB/s);
 //   - tmpfs growth: a pod writing 700 MiB at 50 MiB/s to a memory-backed
 //     emptyDir (shmem: nothing the kernel can reclaim without swap, and
 //     still charged once the writer is killed);
@@ -109,7 +112,7 @@ func pressureWorkloads() []pressureWorkload {
 		five.pods = append(five.pods, []string{"alloc", "--mib", "160", "--rate", "40", "--hold"})
 	}
 	return []pressureWorkload{anon(50), anon(200), anon(500), five,
-		{name: "leak2", hold: true, window: 5 * time.Minute, pods: [][]string{{"alloc", "--mib", "520", "--rate", "2", "--hold"}}},
+		{name: "leak2", hold: true, window: 150 * time.Second, pods: [][]string{{"alloc", "--mib", "520", "--first", "250", "--rate", "2", "--hold"}}},
 		{name: "tmpfs50", data: true, memory: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--rate", "50", "--file", "/data/f", "--hold"}}},
 		{name: "pc-write", data: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--file", "/data/f", "--hold"}}},
 		{name: "pc-reread", data: true, hold: true, pods: [][]string{{"write", "--mib", "420", "--file", "/data/f", "--reread"}}},

@@ -25,7 +25,7 @@ modes:
   sleep [--for D]
   pause
   trap-term [--exit-after D]
-  alloc --mib N [--rate MiB/s] [--hold]
+  alloc --mib N [--first N] [--rate MiB/s] [--hold]
   fork --n N [--for D]
   write --mib N --file PATH [--sync] [--reread] [--hold]
   serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
@@ -38,6 +38,7 @@ type config struct {
 	mode      string
 	duration  time.Duration // sleep/fork --for (0: forever), trap-term --exit-after, exit --after
 	mib       int           // alloc, write
+	first     int           // alloc: MiB allocated at once before --rate applies
 	rate      float64       // alloc: MiB per second, 0 = at once
 	hold      bool          // alloc: keep the memory until signalled; write: keep running
 	n         int           // fork: children
@@ -74,6 +75,7 @@ func parse(args []string) (*config, error) {
 		fs.DurationVar(&c.duration, "exit-after", 0, "delay between SIGTERM and exit")
 	case "alloc":
 		fs.IntVar(&c.mib, "mib", 0, "MiB to allocate")
+		fs.IntVar(&c.first, "first", 0, "MiB to allocate at once before --rate applies")
 		fs.Float64Var(&c.rate, "rate", 0, "MiB per second (0: at once)")
 		fs.BoolVar(&c.hold, "hold", false, "keep the memory until signalled")
 	case "fork":
@@ -131,6 +133,9 @@ func (c *config) validate() error {
 		}
 		if c.rate < 0 {
 			return errors.New("--rate must be >= 0")
+		}
+		if c.first < 0 || c.first > c.mib {
+			return errors.New("--first must be between 0 and --mib")
 		}
 	case "fork":
 		if c.n <= 0 {
@@ -274,9 +279,19 @@ func (b *box) trapTerm(c *config) (int, error) {
 // alloc allocates c.mib MiB in 1 MiB chunks and writes one byte per page so
 // every page is resident, not just reserved.
 func (b *box) alloc(c *config) (int, error) {
-	b.logf("testbox alloc: pid=%d mib=%d rate=%g hold=%t", os.Getpid(), c.mib, c.rate, c.hold)
+	b.logf("testbox alloc: pid=%d mib=%d first=%d rate=%g hold=%t", os.Getpid(), c.mib, c.first, c.rate, c.hold)
 	page := os.Getpagesize()
 	chunks := make([][]byte, 0, c.mib)
+	grow := func() {
+		chunk := make([]byte, mib)
+		for i := 0; i < len(chunk); i += page {
+			chunk[i] = 1
+		}
+		chunks = append(chunks, chunk)
+	}
+	for len(chunks) < c.first {
+		grow()
+	}
 	var tick <-chan time.Time
 	if c.rate > 0 {
 		t := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
@@ -291,11 +306,7 @@ func (b *box) alloc(c *config) (int, error) {
 				return 0, nil
 			}
 		}
-		chunk := make([]byte, mib)
-		for i := 0; i < len(chunk); i += page {
-			chunk[i] = 1
-		}
-		chunks = append(chunks, chunk)
+		grow()
 	}
 	b.logf("testbox alloc: allocated %d MiB", len(chunks))
 	if c.hold {

@@ -51,8 +51,11 @@ func TestParse(t *testing.T) {
 		"trap-term":          {args: []string{"trap-term", "--exit-after", "3s"}, want: &config{mode: "trap-term", duration: 3 * time.Second}},
 		"alloc": {args: []string{"alloc", "--mib", "64", "--rate", "8.5", "--hold"},
 			want: &config{mode: "alloc", mib: 64, rate: 8.5, hold: true}},
-		"alloc no mib":        {args: []string{"alloc"}, wantErr: true},
-		"alloc negative rate": {args: []string{"alloc", "--mib", "1", "--rate", "-1"}, wantErr: true},
+		"alloc first": {args: []string{"alloc", "--mib", "64", "--first", "60", "--rate", "2"},
+			want: &config{mode: "alloc", mib: 64, first: 60, rate: 2}},
+		"alloc first past mib": {args: []string{"alloc", "--mib", "4", "--first", "5"}, wantErr: true},
+		"alloc no mib":         {args: []string{"alloc"}, wantErr: true},
+		"alloc negative rate":  {args: []string{"alloc", "--mib", "1", "--rate", "-1"}, wantErr: true},
 		"fork": {args: []string{"fork", "--n", "3"},
 			want: &config{mode: "fork", n: 3, childArgs: []string{"sleep"}}},
 		"fork zero": {args: []string{"fork", "--n", "0"}, wantErr: true},
@@ -243,6 +246,21 @@ func TestAlloc(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	sigs <- syscall.SIGTERM
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
+	}
+
+	// --first 2 of 3 MiB at 1 MiB/s: the third chunk waits a whole tick,
+	// the first two none (a slow leak that starts from a plateau).
+	out, _, done = start(t, "alloc", "--mib", "3", "--first", "2", "--rate", "1")
+	out.next(t)
+	t0 = time.Now()
+	if l := out.next(t); l != "testbox alloc: allocated 3 MiB" {
+		t.Fatalf("done line = %q", l)
+	}
+	if e := time.Since(t0); e < 900*time.Millisecond {
+		t.Fatalf("the chunk after --first came after %v, want a tick of ~1s", e)
+	}
 	if r := wait(t, done); r.code != 0 {
 		t.Fatalf("exit status %d", r.code)
 	}

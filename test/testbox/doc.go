@@ -8,8 +8,9 @@
 //	testbox sleep [--for D]                  sleep (forever by default); exit 0 on SIGTERM/SIGINT
 //	testbox pause                            sandbox pause process: reap zombies; exit 0 on SIGTERM/SIGINT
 //	testbox trap-term [--exit-after D]       on SIGTERM wait D, then exit 0
-//	testbox alloc --mib N [--rate R] [--hold]
-//	                                         allocate and touch N MiB at R MiB/s (0: at once);
+//	testbox alloc --mib N [--first F] [--rate R] [--hold]
+//	                                         allocate and touch N MiB: F at once, the rest at
+//	                                         R MiB/s (0: at once);
 //	                                         exit 0 when done, or keep it with --hold
 //	testbox fork --n N [--for D]             start N child processes that sleep (re-exec of
 //	                                         itself); on SIGTERM stop them and exit 0
