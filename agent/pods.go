@@ -512,10 +512,7 @@ func (p *pods) housekeeping(ctx context.Context) {
 			return
 		}
 	}
-	wanted := map[types.UID]bool{}
-	for _, pod := range p.sources.Pods() {
-		wanted[pod.UID] = true
-	}
+	wanted := p.sources.UIDs()
 	p.cleanupVolumes(ctx, wanted, listed)
 	p.cleanupAllocations(ctx, wanted)
 	p.cleanupUserNamespaces(ctx, wanted, listed)

@@ -14,7 +14,7 @@ type PodStates struct {
 	Workers interface{ Pods() []podworkers.PodRecord }
 	Sources interface {
 		SeenAllSources() bool
-		Pods() []*v1.Pod
+		UIDs() map[types.UID]bool
 	}
 }
 
@@ -36,10 +36,8 @@ func (s PodStates) Of(uid types.UID) PodState {
 	if !s.Sources.SeenAllSources() {
 		return PodActive
 	}
-	for _, pod := range s.Sources.Pods() {
-		if pod.UID == uid {
-			return PodActive
-		}
+	if s.Sources.UIDs()[uid] {
+		return PodActive
 	}
 	return PodRemoved
 }

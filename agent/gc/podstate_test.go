@@ -21,7 +21,13 @@ type fakeSources struct {
 }
 
 func (s fakeSources) SeenAllSources() bool { return s.seenAll }
-func (s fakeSources) Pods() []*v1.Pod      { return s.pods }
+func (s fakeSources) UIDs() map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, p := range s.pods {
+		out[p.UID] = true
+	}
+	return out
+}
 
 func TestPodStatesOf(t *testing.T) {
 	pod := func(uid string) *v1.Pod { return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }

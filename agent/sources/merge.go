@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/kernelet/kernelet/internal/podutil"
@@ -102,6 +103,24 @@ func (m *Merger) Pods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, src := range slices.Sorted(maps.Keys(m.state)) {
 		out = append(out, copySorted(slices.Collect(maps.Values(m.state[src].emitted)))...)
+	}
+	return out
+}
+
+// UIDs are the UIDs of Pods, without copying a pod: what housekeeping
+// and the garbage collector ask every few seconds.
+func (m *Merger) UIDs() map[types.UID]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, st := range m.state {
+		n += len(st.emitted)
+	}
+	out := make(map[types.UID]bool, n)
+	for _, st := range m.state {
+		for _, p := range st.emitted {
+			out[p.UID] = true
+		}
 	}
 	return out
 }

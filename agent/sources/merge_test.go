@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -243,6 +244,15 @@ func TestMergerSources(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "t0a,t0b,t0a" {
 		t.Errorf("merged pods %s", got)
+	}
+	// UIDs are those of Pods, without the copies.
+	uids := m.UIDs()
+	want := map[types.UID]bool{}
+	for _, p := range m.Pods() {
+		want[p.UID] = true
+	}
+	if !maps.Equal(uids, want) || len(want) == 0 {
+		t.Errorf("UIDs %v, want those of Pods %v", uids, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -90,6 +91,9 @@ func (s *Sources) SeenAllSources() bool { return s.merger.SeenAllSources() }
 
 // Pods are the pods of every source, see Merger.Pods.
 func (s *Sources) Pods() []*v1.Pod { return s.merger.Pods() }
+
+// UIDs are the UIDs of Pods, see Merger.UIDs.
+func (s *Sources) UIDs() map[types.UID]bool { return s.merger.UIDs() }
 
 // Problems are the current problems of every source, oldest first.
 func (s *Sources) Problems() []Problem {

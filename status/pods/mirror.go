@@ -69,16 +69,20 @@ type MirrorPlan struct {
 // created again on the next round; a mirror whose static pod is gone is
 // deleted.
 func MirrorActions(statics, api []*v1.Pod) MirrorPlan {
-	byName := make(map[string]*v1.Pod, len(api))
+	// Keyed by namespace and name, not podutil.FullName: this runs every
+	// status round over every pod of the node, and a key built by
+	// concatenation was an allocation per pod per round.
+	type key struct{ namespace, name string }
+	byName := make(map[key]*v1.Pod, len(api))
 	for _, p := range api {
-		byName[podutil.FullName(p)] = p
+		byName[key{p.Namespace, p.Name}] = p
 	}
 	var plan MirrorPlan
-	wanted := map[string]bool{}
+	wanted := make(map[key]bool, len(statics))
 	for _, s := range statics {
-		fn := podutil.FullName(s)
-		wanted[fn] = true
-		m, ok := byName[fn]
+		k := key{s.Namespace, s.Name}
+		wanted[k] = true
+		m, ok := byName[k]
 		switch {
 		case !ok:
 			plan.Create = append(plan.Create, s)
@@ -89,7 +93,7 @@ func MirrorActions(statics, api []*v1.Pod) MirrorPlan {
 		}
 	}
 	for _, p := range api {
-		if podutil.IsMirror(p) && !wanted[podutil.FullName(p)] {
+		if podutil.IsMirror(p) && !wanted[key{p.Namespace, p.Name}] {
 			plan.Delete = append(plan.Delete, p)
 		}
 	}

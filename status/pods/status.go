@@ -79,29 +79,66 @@ func MergeStatus(api, ours v1.PodStatus, gen int64) v1.PodStatus {
 }
 
 // StatusEqual reports whether two statuses say the same, ignoring the
-// order of conditions and probe times.
+// order of conditions and probe times (of conditions of one type, the last
+// counts). It copies nothing: the statuses are taken by value and only
+// their top-level slices are swapped out before the deep comparison (a
+// status is compared on every write; copies made it a tenth of the status
+// writer's allocations).
 func StatusEqual(a, b v1.PodStatus) bool {
-	return equality.Semantic.DeepEqual(normalize(a), normalize(b))
+	if !conditionsEqual(a.Conditions, b.Conditions) {
+		return false
+	}
+	a.Conditions, b.Conditions = nil, nil
+	if len(a.HostIPs) == 0 {
+		a.HostIPs = nil
+	}
+	if len(b.HostIPs) == 0 {
+		b.HostIPs = nil
+	}
+	if len(a.PodIPs) == 0 {
+		a.PodIPs = nil
+	}
+	if len(b.PodIPs) == 0 {
+		b.PodIPs = nil
+	}
+	return equality.Semantic.DeepEqual(a, b)
 }
 
-func normalize(s v1.PodStatus) v1.PodStatus {
-	s = *s.DeepCopy()
-	byType := map[v1.PodConditionType]v1.PodCondition{}
-	for _, c := range s.Conditions {
-		c.LastProbeTime = metaZero
-		byType[c.Type] = c
+// conditionsEqual compares conditions as a set by type (the last of a type
+// counts), ignoring LastProbeTime.
+func conditionsEqual(a, b []v1.PodCondition) bool {
+	n := 0
+	for i := range a {
+		if lastOfType(a, a[i].Type) != i {
+			continue
+		}
+		n++
+		j := lastOfType(b, a[i].Type)
+		if j < 0 {
+			return false
+		}
+		x, y := a[i], b[j]
+		x.LastProbeTime, y.LastProbeTime = metaZero, metaZero
+		if !equality.Semantic.DeepEqual(x, y) {
+			return false
+		}
 	}
-	s.Conditions = nil
-	for _, t := range sortedTypes(byType) {
-		s.Conditions = append(s.Conditions, byType[t])
+	for i := range b {
+		if lastOfType(b, b[i].Type) == i {
+			n--
+		}
 	}
-	if len(s.HostIPs) == 0 {
-		s.HostIPs = nil
+	return n == 0
+}
+
+// lastOfType is the index of the last condition of type t (-1: none).
+func lastOfType(cs []v1.PodCondition, t v1.PodConditionType) int {
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].Type == t {
+			return i
+		}
 	}
-	if len(s.PodIPs) == 0 {
-		s.PodIPs = nil
-	}
-	return s
+	return -1
 }
 
 // StatusPatch is the strategic merge patch that turns the status api into

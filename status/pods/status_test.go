@@ -2,9 +2,12 @@ package pods
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
@@ -182,5 +185,69 @@ func TestWithUID(t *testing.T) {
 		if _, err := withUID([]byte(bad), "u"); err == nil {
 			t.Errorf("withUID(%q) accepted", bad)
 		}
+	}
+}
+
+// TestStatusEqualMatchesNormalizedComparison: the copy-free StatusEqual
+// says what comparing normalized deep copies says (conditions as a set by
+// type with the last of a type counting, probe times ignored, empty and
+// nil IP lists alike), over every combination of a few condition lists
+// and IP lists.
+func TestStatusEqualMatchesNormalizedComparison(t *testing.T) {
+	probe := func(c v1.PodCondition, sec int64) v1.PodCondition { c.LastProbeTime = metav1.Unix(sec, 0); return c }
+	ready, notReady := cond(v1.PodReady, v1.ConditionTrue), cond(v1.PodReady, v1.ConditionFalse)
+	init := cond(v1.PodInitialized, v1.ConditionTrue)
+	condLists := [][]v1.PodCondition{
+		nil,
+		{},
+		{ready},
+		{probe(ready, 7)},
+		{notReady},
+		{ready, init},
+		{init, ready},
+		{ready, notReady}, // two of a type: the last counts
+		{notReady, ready},
+		{init, notReady, ready},
+		{init, init},
+	}
+	ipLists := [][]v1.HostIP{nil, {}, {{IP: "10.0.0.1"}}}
+	reference := func(s v1.PodStatus) v1.PodStatus {
+		s = *s.DeepCopy()
+		byType := map[v1.PodConditionType]v1.PodCondition{}
+		for _, c := range s.Conditions {
+			c.LastProbeTime = metaZero
+			byType[c.Type] = c
+		}
+		s.Conditions = nil
+		for _, typ := range slices.Sorted(maps.Keys(byType)) {
+			s.Conditions = append(s.Conditions, byType[typ])
+		}
+		if len(s.HostIPs) == 0 {
+			s.HostIPs = nil
+		}
+		if len(s.PodIPs) == 0 {
+			s.PodIPs = nil
+		}
+		return s
+	}
+	for i, ca := range condLists {
+		for j, cb := range condLists {
+			for k, ia := range ipLists {
+				for l, ib := range ipLists {
+					a := v1.PodStatus{Phase: v1.PodRunning, Conditions: ca, HostIPs: ia, PodIPs: []v1.PodIP{}}
+					b := v1.PodStatus{Phase: v1.PodRunning, Conditions: cb, HostIPs: ib}
+					want := equality.Semantic.DeepEqual(reference(a), reference(b))
+					if got := StatusEqual(a, b); got != want {
+						t.Errorf("conditions %d vs %d, host IPs %d vs %d: StatusEqual %v, normalized comparison %v", i, j, k, l, got, want)
+					}
+				}
+			}
+		}
+	}
+	a := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{ready}}
+	b := a
+	b.Phase = v1.PodFailed
+	if StatusEqual(a, b) {
+		t.Error("another phase is equal")
 	}
 }
