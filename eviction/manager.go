@@ -137,6 +137,8 @@ type Manager struct {
 	wokeBy        WakeSource // its source
 	timerTrigger  WakeSource // the timer Run's last wait ended on ("" for a Wake)
 	trigger       WakeSource // what started the decision in progress
+	decisionWoke  time.Time  // the Wake that started it (zero: a timer)
+	decisionRead  time.Time  // when its stats were read
 	lastObserved  map[v1.NodeConditionType]time.Time
 	conditions    []v1.NodeConditionType
 	observations  Observations
@@ -159,6 +161,12 @@ type Record struct {
 	// Trigger is what started the decision that evicted the pod (a kernel
 	// notification's WakeSource, or the manager's tick).
 	Trigger WakeSource `json:"trigger,omitempty"`
+	// Woke is when the kernel notification that started the decision
+	// arrived (zero when the tick started it) and Read when the decision's
+	// stats were read; with Time (the decision) they split the reaction
+	// into its steps.
+	Woke time.Time `json:"woke,omitzero"`
+	Read time.Time `json:"read,omitzero"`
 }
 
 // defaultDuration sets *d to def when it is not positive.
@@ -275,6 +283,9 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	m.decisionRead = stats.Time
+	m.mu.Unlock()
 	now := m.clock.Now()
 	obs := Observe(stats)
 	actionable := m.update(obs, now, decisionSeen(woke, stats.Time, now))

@@ -90,6 +90,7 @@ func (m *Manager) startDecision() (woke time.Time) {
 		m.trigger = TriggerStart
 	}
 	woke, m.wokeAt, m.wokeBy, m.timerTrigger = m.wokeAt, time.Time{}, "", ""
+	m.decisionWoke, m.decisionRead = woke, time.Time{}
 	return woke
 }
 

@@ -197,8 +197,10 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			count--
 			continue
 		}
+		woke, read := m.decisionTimes()
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", t.Signal,
-			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger())
+			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger(),
+			"woke", stamp(woke), "read", stamp(read), "decided", stamp(now), "handedOff", stamp(evictAt))
 		remaining -= usageFor(t.Signal, ps)
 		m.started(pod, t.Signal, e.Message, now, need, usageFor(t.Signal, ps))
 		m.reacted(t, evictAt)
@@ -243,7 +245,7 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, cove
 		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cfg.Cooldown), covers: covers, usage: usage}
 	}
 	r := newRecord(now, pod, s, msg)
-	r.Trigger = m.trigger
+	r.Trigger, r.Woke, r.Read = m.trigger, m.decisionWoke, m.decisionRead
 	m.evicted = append(m.evicted, r)
 	if len(m.evicted) > maxRecords {
 		m.evicted = m.evicted[len(m.evicted)-maxRecords:]

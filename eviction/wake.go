@@ -1,5 +1,7 @@
 package eviction
 
+import "time"
+
 // WakeSource names what started a decision: a kernel notification handed
 // to WakeBy, or the manager's own timer. It is the source label of
 // kernelet_eviction_wakeups_total and the trigger of the manager's
@@ -73,4 +75,20 @@ func (m *Manager) decisionTrigger() WakeSource {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.trigger
+}
+
+// decisionTimes are when the decision in progress was woken (zero: by a
+// timer) and when it read its stats.
+func (m *Manager) decisionTimes() (woke, read time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.decisionWoke, m.decisionRead
+}
+
+// stamp is t for a log line, to the nanosecond ("" when zero).
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }

@@ -49,6 +49,15 @@ func TestManagerTrigger(t *testing.T) {
 			if len(st.Evictions) != 1 || st.Evictions[0].Trigger != tc.want {
 				t.Fatalf("evictions %+v, want one with trigger %s", st.Evictions, tc.want)
 			}
+			// The record times the decision's steps: the wake (the
+			// first WakeBy's time, zero for a timer) and the stats read.
+			var woke time.Time
+			if len(tc.wakes) > 0 {
+				woke = time.Unix(5000, 0)
+			}
+			if r := st.Evictions[0]; !r.Woke.Equal(woke) || !r.Read.Equal(time.Unix(0, 0)) {
+				t.Fatalf("record woke %v read %v, want woke %v and the stats' time", r.Woke, r.Read, woke)
+			}
 			for _, w := range tc.wakes {
 				var dm dto.Metric
 				if err := metrics.wakeups.WithLabelValues(string(w)).Write(&dm); err != nil {

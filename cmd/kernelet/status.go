@@ -336,6 +336,20 @@ func printCluster(w io.Writer, c *agent.ClusterStatus, now time.Time) {
 	}
 }
 
+// reactionLine says what started an eviction's decision and, for a
+// kernel wake, how long the stats read and the decision took after it
+// ("" for a record without a trigger).
+func reactionLine(r eviction.Record) string {
+	if r.Trigger == "" {
+		return ""
+	}
+	l := "trigger " + string(r.Trigger)
+	if !r.Woke.IsZero() && !r.Read.IsZero() {
+		l += fmt.Sprintf(": stats read %v and decided %v after the wake", r.Read.Sub(r.Woke).Round(time.Microsecond), r.Time.Sub(r.Woke).Round(time.Microsecond))
+	}
+	return l
+}
+
 // ago says how long ago t was ("never" for the zero time).
 func ago(t, now time.Time) string {
 	if t.IsZero() {
@@ -364,6 +378,9 @@ func printEviction(w io.Writer, e *eviction.Status) {
 	printThrottle(w, e.Throttle)
 	for _, r := range e.Evictions {
 		fmt.Fprintf(w, "  evicted %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)
+		if l := reactionLine(r); l != "" {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 	for _, r := range e.WouldEvict {
 		fmt.Fprintf(w, "  would evict %s (%s) at %s: %s\n", r.Pod, r.Signal, r.Time.Format(time.RFC3339), r.Message)

@@ -28,7 +28,9 @@ func TestPrintEviction(t *testing.T) {
 		WouldEvict: []eviction.DryRunEviction{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "q"},
 			Signal: eviction.SignalKubepodsMemoryPressureSome, Message: "The node was low on resource: memory. "}},
 		Evictions: []eviction.Record{{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "p"},
-			Signal: eviction.SignalAllocatableMemoryAvailable, Message: "The node was low on resource: memory. "}},
+			Signal: eviction.SignalAllocatableMemoryAvailable, Message: "The node was low on resource: memory. "},
+			{Time: at, Pod: types.NamespacedName{Namespace: "ns", Name: "r"}, Signal: eviction.SignalAllocatableMemoryAvailable,
+				Message: "m", Trigger: eviction.WakeMemcgThreshold, Woke: at.Add(-2 * time.Millisecond), Read: at.Add(-1500 * time.Microsecond)}},
 		Throttle: &eviction.ThrottleStatus{Deadline: 30 * time.Second, MaxStall: 0.25, Deficit: 20 << 20,
 			Holding: map[eviction.Signal]time.Time{eviction.SignalAllocatableMemoryAvailable: time.Now()},
 			Pods: []eviction.ThrottledPod{{Pod: types.NamespacedName{Namespace: "ns", Name: "b"}, High: 180 << 20, Restore: -1,
@@ -48,6 +50,7 @@ func TestPrintEviction(t *testing.T) {
 		"  kubepods.memory.pressure.some.avg10>20%: stalled 35.2%, threshold 20% (read ",
 		"  would evict ns/q (kubepods.memory.pressure.some.avg10) at 2026-11-25T07:00:00Z: The node was low on resource: memory. \n",
 		"  evicted ns/p (allocatableMemory.available) at 2026-11-25T07:00:00Z: The node was low on resource: memory. \n",
+		"  evicted ns/r (allocatableMemory.available) at 2026-11-25T07:00:00Z: m\n    trigger memcg_threshold: stats read 500µs and decided 2ms after the wake\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
