@@ -34,7 +34,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-pleg bench-density bench-density-v2 e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
+.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-reaction bench-pleg bench-density bench-density-v2 e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -152,7 +152,7 @@ test: deps build components containerd2 vm-node-image lint generate-check ## eve
 	KERNELET_TEST_RUNTIME=containerd2 $(GO) test -count=1 -v -timeout 20m -run '$(E2E_CONTAINERD2_RUN)' -skip '$(E2E_CONTAINERD2_SKIP)' ./test/e2e/ 2>&1 | tee $(BIN)/e2e-containerd2.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
 	grep -q 'containerd (containerd2): started' $(BIN)/e2e-containerd2.log || { echo "the containerd 2 pass did not run against containerd 2"; rc=1; }; \
 	$(FAULTS_TEST) 2>&1 | tee $(BIN)/faults.log; [ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
-	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|Pressure|PressureV2|EventedPLEG|Density|DensityV2)$$' -benchtime=1x ./... || rc=1; \
+	$(GO) test -count=1 -run '^$$' -bench . -skip '^Benchmark(Footprint|ObjectStrategies|Probes|CadvisorScrapeKubelet|Eviction|Pressure|PressureV2|Reaction|EventedPLEG|Density|DensityV2)$$' -benchtime=1x ./... || rc=1; \
 	FUZZ_PERCENT=50 hack/fuzz.sh || rc=1; \
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
@@ -323,6 +323,15 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 # KERNELET_BENCH_PRESSURE_AGENTS, KERNELET_BENCH_PRESSURE_WORKLOADS narrow it.
 bench-pressure: build ## memory workloads replayed per agent: evicted before OOM, needless evictions, reaction, bystanders
 	$(call bench_with_kubelet,pressure,BenchmarkPressure,4h)
+
+bench-reaction: build ## issue 28 item 4: kernelet's reaction at 200 and 500 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
+	@$(BIN)/testenv reap
+	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
+	@echo "== reaction run $$KERNELET_TEST_RUN"
+	@rc=0; \
+	$(GO) test -count=1 -v -timeout 60m -run '^$$' -bench '^BenchmarkReaction$$' -benchtime=1x ./bench/ || rc=1; \
+	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
+	exit $$rc
 
 bench-pressure-v2: build vm-node-image ## the same replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2): one boot, each agent in turn
 	$(call bench_with_kubelet,pressure-v2,BenchmarkPressureV2,6h)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -263,6 +264,9 @@ type kubepodsMonitor struct {
 	cgroup string
 	r      *cgroups.Reader
 	limit  int64
+	// threshold is the crossing's distance below limit (0:
+	// evictionThreshold).
+	threshold int64
 
 	mu   sync.Mutex
 	ooms []time.Time // when each OOM kill in kubepods was seen (kmsg)
@@ -467,7 +471,7 @@ func (m *kubepodsMonitor) pollCrossing(ctx context.Context, out chan<- time.Time
 	t := time.NewTicker(evictionPoll)
 	defer t.Stop()
 	for {
-		if ws, err := m.workingSet(ctx); err == nil && ws >= m.limit-evictionThreshold {
+		if ws, err := m.workingSet(ctx); err == nil && ws >= m.limit-m.crossingThreshold() {
 			out <- time.Now()
 			return
 		}
@@ -478,6 +482,9 @@ func (m *kubepodsMonitor) pollCrossing(ctx context.Context, out chan<- time.Time
 		}
 	}
 }
+
+// crossingThreshold is the crossing's distance below the limit.
+func (m *kubepodsMonitor) crossingThreshold() int64 { return cmp.Or(m.threshold, evictionThreshold) }
 
 // firstStop is when the proxy received the first StopContainer of
 // container or StopPodSandbox of sandbox at or after since (zero: none).

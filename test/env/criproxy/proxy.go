@@ -47,6 +47,11 @@ type Call struct {
 	// Request is the decoded request (e.g. *runtimeapi.StopContainerRequest),
 	// nil when it could not be decoded.
 	Request proto.Message
+	// Done is when the call ended: the upstream's reply relayed, or the
+	// call failed (zero while it runs).
+	Done time.Time
+
+	seq uint64 // the record's own order, to find the call again at its end
 }
 
 // Hook runs for every call before it is forwarded. A non-nil error fails
@@ -66,6 +71,7 @@ type Proxy struct {
 	calls    []Call
 	watchers map[int]func(Call)
 	nextID   int
+	seq      uint64 // the last call recorded
 	delays   map[string]time.Duration
 	errs     map[string]error
 	hook     Hook
@@ -198,12 +204,14 @@ type action struct {
 }
 
 // record stores c, tells the watchers and returns what to do with it.
-func (p *Proxy) record(c Call) action {
+func (p *Proxy) record(c *Call) action {
 	p.mu.Lock()
 	if len(p.calls) >= maxCalls {
 		p.calls = append(p.calls[:0], p.calls[len(p.calls)-maxCalls/2:]...)
 	}
-	p.calls = append(p.calls, c)
+	p.seq++
+	c.seq = p.seq
+	p.calls = append(p.calls, *c)
 	ws := make([]func(Call), 0, len(p.watchers))
 	for _, w := range p.watchers {
 		ws = append(ws, w)
@@ -211,9 +219,25 @@ func (p *Proxy) record(c Call) action {
 	a := action{delay: p.delays[c.Method], hook: p.hook, err: p.errs[c.Method]}
 	p.mu.Unlock()
 	for _, w := range ws {
-		w(c)
+		w(*c)
 	}
 	return a
+}
+
+// ended stamps the end of the call c at now (a call dropped from the
+// record meanwhile is not found: nothing to stamp).
+func (p *Proxy) ended(c Call, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.calls) - 1; i >= 0; i-- {
+		if p.calls[i].seq == c.seq {
+			p.calls[i].Done = now
+			return
+		}
+		if p.calls[i].seq < c.seq {
+			return
+		}
+	}
 }
 
 // handle relays one call of any method: the first request is decoded,
@@ -234,7 +258,8 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 		return err
 	}
 	c := Call{Method: method, Service: service, Time: time.Now(), Request: decode(md.Input(), first.b)}
-	a := p.record(c)
+	a := p.record(&c)
+	defer func() { p.ended(c, time.Now()) }()
 	if a.delay > 0 {
 		t := time.NewTimer(a.delay)
 		select {

@@ -157,8 +157,16 @@ func TestHookHoldsCall(t *testing.T) {
 	if slices.Contains(rt.RuntimeService.GetCalls(), "StopContainer") {
 		t.Fatal("the held call reached the upstream")
 	}
+	if held := p.Calls("StopContainer", time.Time{}); len(held) != 1 || !held[0].Done.IsZero() {
+		t.Fatalf("held call recorded as %+v, want one not done", held)
+	}
+	released := time.Now()
 	close(release)
 	err := <-done
+	// The call's end is stamped once the reply went back.
+	if ended := p.Calls("StopContainer", time.Time{}); len(ended) != 1 || ended[0].Done.Before(released) {
+		t.Fatalf("ended call recorded as %+v, want done after the release", ended)
+	}
 	// The fake knows no container c1: its error proves the call went on.
 	if err == nil || !slices.Contains(rt.RuntimeService.GetCalls(), "StopContainer") {
 		t.Fatalf("released call: %v, upstream calls %v", err, rt.RuntimeService.GetCalls())

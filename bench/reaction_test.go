@@ -1,0 +1,342 @@
+package bench
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kernelet/kernelet/test/env"
+	"github.com/kernelet/kernelet/test/env/criproxy"
+)
+
+// The reaction benchmark (issue 28 item 4, `make bench-reaction`): where
+// the time goes between a fast-growing pod's crossing of a hard memory
+// threshold and its end, and whether kernelet's default path is fast
+// enough at 500 MiB/s with kubelet's default threshold, 100Mi. On the
+// eviction benchmark's node (kubepods limited to evictionAllocatable by
+// systemReserved) with a hard allocatableMemory.available<100Mi, kernelet
+// with its defaults runs one pod allocating reactionMiB at each rate,
+// idle and with two busy cores (two spinning shells of the benchmark's
+// own, stopped by PID), and records per run:
+//
+//   - the crossing: the benchmark's poll of kubepods' working set
+//     (kubelet's formula) reaching limit − 100Mi; the rate the pod
+//     really grew at, from the same poll (128 MiB → the crossing);
+//   - from kernelet's "evicting pod" log line: the wake that started the
+//     decision (the kernel notification's arrival; none for a tick), the
+//     decision's stats read, the decision, and the hand-off to the pod's
+//     kill;
+//   - at the CRI proxy: StopContainer (or StopPodSandbox) received and
+//     returned (the runtime's stop: SIGTERM, the container's exit);
+//   - a kernel OOM kill in kubepods (/dev/kmsg) until the pod is gone.
+//
+// The reaction budget is threshold ÷ rate: the time the kubepods memcg
+// takes from the crossing to its limit at that rate.
+//
+// Environment: KERNELET_BENCH_REACTION_RUNS (default 10 per cell),
+// KERNELET_BENCH_REACTION_RATES (MiB/s, default "200,500"),
+// KERNELET_BENCH_REACTION_LOADS (default "idle,busy").
+const (
+	reactionThreshold = 100 << 20
+	reactionMiB       = 700
+	reactionBusy      = 2 // spinning processes of the "busy" load
+)
+
+// reactionRun is one run's timeline; zero times were not seen.
+type reactionRun struct {
+	crossed, woke, read, decided, handedOff, stopRecv, stopDone, oom time.Time
+	trigger                                                          string
+	rate                                                             float64 // MiB/s measured
+}
+
+// reactionCell is the runs of one load and rate.
+type reactionCell struct {
+	load string
+	rate int
+	runs []reactionRun
+}
+
+func BenchmarkReaction(b *testing.B) {
+	env.RequireRoot(b)
+	runs := envInt(b, "KERNELET_BENCH_REACTION_RUNS", 10)
+	var rates []int
+	for _, s := range evictionEnvList("KERNELET_BENCH_REACTION_RATES", "200,500") {
+		r, err := strconv.Atoi(s)
+		if err != nil || r <= 0 {
+			b.Fatalf("KERNELET_BENCH_REACTION_RATES: %q is not a rate in MiB/s", s)
+		}
+		rates = append(rates, r)
+	}
+	loads := evictionEnvList("KERNELET_BENCH_REACTION_LOADS", "idle,busy")
+	for _, l := range loads {
+		if l != "idle" && l != "busy" {
+			b.Fatalf("KERNELET_BENCH_REACTION_LOADS: unknown load %q (idle, busy)", l)
+		}
+	}
+	kernelet := kerneletBinary(b)
+	reserved := evictionReserved(b)
+	cd, srv, admin, rs := benchCluster(b)
+	ns := benchNamespace(b.Context(), b, admin, "reaction")
+	var cells []reactionCell
+	for i := range b.N {
+		a := newEvictionAgent(agentKernelet, ns, admin, rs, srv, kernelet, "")
+		a.limitedNode("re", fmt.Sprintf("re%d", i), reserved)
+		a.evictionConfig = fmt.Sprintf("systemReserved: {memory: \"%d\"}\nevictionHard: {allocatableMemory.available: 100Mi}\nevictionPressureTransitionPeriod: 10s", reserved)
+		cells = append(cells, a.runReaction(b, cd.Endpoint(), loads, rates, runs)...)
+	}
+	b.Logf("reaction of kernelet (defaults) at a hard allocatableMemory.available<100Mi, kubepods limited to %d MiB; one pod allocating %d MiB per run; "+
+		"times from the crossing (the benchmark's %v poll of kubepods' working set reaching limit − 100Mi), p50 / p90 / max over the runs\n%s",
+		evictionAllocatable>>20, reactionMiB, evictionPoll, reactionTable(cells))
+}
+
+// runReaction starts kernelet behind a CRI proxy and runs every load and
+// rate runs times.
+func (a *nodeAgent) runReaction(b *testing.B, upstream string, loads []string, rates []int, runs int) []reactionCell {
+	b.Helper()
+	proxy := startProxy(b, upstream)
+	a.endpoint = proxy.Endpoint()
+	a.prepare(b)
+	a.start(b)
+	a.waitNodeReady(b)
+	m := a.watchKubepods(b)
+	m.threshold = reactionThreshold
+	var cells []reactionCell
+	for _, load := range loads {
+		stopLoad := startLoad(b, load)
+		for _, rate := range rates {
+			c := reactionCell{load: load, rate: rate}
+			for i := range runs {
+				r := a.reactionRunOnce(b, proxy, m, rate, fmt.Sprintf("%s%s-%d-%d", a.podPrefix, load, rate, i))
+				b.Logf("%s %d MiB/s run %d: %s", load, rate, i+1, r)
+				c.runs = append(c.runs, r)
+			}
+			cells = append(cells, c)
+		}
+		stopLoad()
+	}
+	a.cleanup(b)
+	return cells
+}
+
+// startLoad starts the load's spinning processes ("busy": reactionBusy
+// shells in an endless loop) and returns what stops them (by PID).
+func startLoad(b *testing.B, load string) (stop func()) {
+	b.Helper()
+	if load != "busy" {
+		return func() {}
+	}
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		cmds = nil
+	}
+	b.Cleanup(stop)
+	for range reactionBusy {
+		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			b.Fatalf("busy load: %v", err)
+		}
+		cmds = append(cmds, c)
+	}
+	return stop
+}
+
+// reactionRunOnce runs one growing pod and reads its timeline.
+func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, rate int, name string) reactionRun {
+	b.Helper()
+	m.waitBelowHalf(b, a)
+	since := time.Now()
+	pollCtx, stopPoll := context.WithCancel(b.Context())
+	defer stopPoll()
+	crossed := make(chan [2]time.Time, 1)
+	go m.pollRate(pollCtx, 128<<20, crossed)
+	pod := a.createBenchPod(b, name, []string{"alloc", "--mib", strconv.Itoa(reactionMiB), "--rate", strconv.Itoa(rate), "--hold"}, nil)
+	a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
+	sandbox, container := a.podRuntimeIDs(b, pod.UID)
+	a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded
+	})
+	stopPoll()
+	var r reactionRun
+	if ts, ok := <-crossed; ok && !ts[1].IsZero() {
+		r.crossed = ts[1]
+		if !ts[0].IsZero() && ts[1].After(ts[0]) {
+			r.rate = float64(m.limit-reactionThreshold-128<<20) / float64(1<<20) / ts[1].Sub(ts[0]).Seconds()
+		}
+	}
+	for _, c := range proxy.Calls("", since) {
+		hit := false
+		switch req := c.Request.(type) {
+		case *runtimeapi.StopContainerRequest:
+			hit = req.ContainerId == container
+		case *runtimeapi.StopPodSandboxRequest:
+			hit = req.PodSandboxId == sandbox
+		}
+		if hit && (r.stopRecv.IsZero() || c.Time.Before(r.stopRecv)) {
+			r.stopRecv, r.stopDone = c.Time, c.Done
+		}
+	}
+	a.deleteEvictionPod(b, name)
+	m.waitBelowHalf(b, a)
+	r.oom = m.firstOOM(since)
+	if err := readEvictionLine(a.log, a.ns+"/"+name, &r); err != nil {
+		b.Logf("%s: %v", name, err)
+	}
+	return r
+}
+
+// pollRate is pollCrossing that also reports when the working set first
+// reached from: [from, crossing].
+func (m *kubepodsMonitor) pollRate(ctx context.Context, from int64, out chan<- [2]time.Time) {
+	defer close(out)
+	t := time.NewTicker(evictionPoll)
+	defer t.Stop()
+	var ts [2]time.Time
+	for {
+		if ws, err := m.workingSet(ctx); err == nil {
+			if ts[0].IsZero() && ws >= from {
+				ts[0] = time.Now()
+			}
+			if ws >= m.limit-m.crossingThreshold() {
+				ts[1] = time.Now()
+				out <- ts
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// evictionLineKV matches the key="value" pairs of a klog line.
+var evictionLineKV = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// readEvictionLine fills r's wake, read, decision and hand-off from the
+// log's "evicting pod" line of pod (namespace/name).
+func readEvictionLine(log, pod string, r *reactionRun) error {
+	f, err := os.Open(log)
+	if err != nil {
+		return fmt.Errorf("agent log: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"Eviction manager: evicting pod"`) || !strings.Contains(line, `pod="`+pod+`"`) {
+			continue
+		}
+		kv := map[string]string{}
+		for _, m := range evictionLineKV.FindAllStringSubmatch(line, -1) {
+			kv[m[1]] = m[2]
+		}
+		r.trigger = kv["trigger"]
+		for key, dst := range map[string]*time.Time{"woke": &r.woke, "read": &r.read, "decided": &r.decided, "handedOff": &r.handedOff} {
+			if v := kv[key]; v != "" {
+				t, err := time.Parse(time.RFC3339Nano, v)
+				if err != nil {
+					return fmt.Errorf("evicting pod line: %s=%q: %w", key, v, err)
+				}
+				*dst = t
+			}
+		}
+		return nil
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("agent log: %w", err)
+	}
+	return fmt.Errorf("no \"evicting pod\" line for %s in %s", pod, log)
+}
+
+// msAfter is t − from in ms, or "–" when either is unknown.
+func msAfter(from, t time.Time) string {
+	if from.IsZero() || t.IsZero() {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(t.Sub(from))/float64(time.Millisecond))
+}
+
+func (r reactionRun) String() string {
+	return fmt.Sprintf("rate %.0f MiB/s, trigger %s; ms from the crossing: woke %s, read %s, decided %s, handed off %s, stop received %s, stop returned %s; kernel OOM kill %s",
+		r.rate, r.trigger, msAfter(r.crossed, r.woke), msAfter(r.crossed, r.read), msAfter(r.crossed, r.decided), msAfter(r.crossed, r.handedOff),
+		msAfter(r.crossed, r.stopRecv), msAfter(r.crossed, r.stopDone), msAfter(r.crossed, r.oom))
+}
+
+// reactionTable is one row per cell: outcome, measured rate, budget and
+// each step's time from the crossing.
+func reactionTable(cells []reactionCell) string {
+	var sb strings.Builder
+	sb.WriteString("| load | asked MiB/s | measured MiB/s (p50) | budget (100 MiB ÷ rate) | no kernel OOM kill | triggers | crossing → wake | → stats read | → decision | → hand-off | → StopContainer received | → stop returned |\n")
+	sb.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range cells {
+		won, rates := 0, []float64{}
+		triggers := map[string]int{}
+		steps := make([][]time.Duration, 6)
+		for _, r := range c.runs {
+			if r.oom.IsZero() {
+				won++
+			}
+			if r.rate > 0 {
+				rates = append(rates, r.rate)
+			}
+			triggers[cmp.Or(r.trigger, "none")]++
+			for i, t := range []time.Time{r.woke, r.read, r.decided, r.handedOff, r.stopRecv, r.stopDone} {
+				if !t.IsZero() && !r.crossed.IsZero() {
+					steps[i] = append(steps[i], t.Sub(r.crossed))
+				}
+			}
+		}
+		slices.Sort(rates)
+		rate, budget := "–", "–"
+		if len(rates) > 0 {
+			p50 := rates[len(rates)/2]
+			rate = fmt.Sprintf("%.0f", p50)
+			budget = fmt.Sprintf("%.0f ms", 100/p50*1000)
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %d/%d | %s |", c.load, c.rate, rate, budget, won, len(c.runs), countsString(triggers))
+		for _, ds := range steps {
+			fmt.Fprintf(&sb, " %s |", stepQuantiles(ds))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// stepQuantiles is "p50 / p90 / max" in ms of ds ("–" when empty).
+func stepQuantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	f := func(d time.Duration) string { return fmt.Sprintf("%.1f", ms(d)) }
+	return f(percentile(ds, 0.5)) + " / " + f(percentile(ds, 0.9)) + " / " + f(slices.Max(ds))
+}
+
+// countsString is "k×n, …" sorted by key.
+func countsString(m map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s×%d", k, m[k]))
+	}
+	return strings.Join(out, ", ")
+}
