@@ -49,6 +49,12 @@ import (
 // throttler relaxed no pod (a relax is its answer to a pod stalled past
 // maxStall): memoryThrottle's pass rate, logged apart.
 //
+// One more workload here only, fork50 (pressure_v2_fork_test.go): a fork
+// storm against a hard pid.available<pressureV2PIDThreshold that every
+// agent's configuration carries, with the guest's kernel.pid_max lowered
+// for its runs; its "kernel OOM kill" is the node's free PIDs falling to
+// the margin the storm stops at.
+//
 // Before the agents, the guest's sustainable allocation rate is measured
 // (testbox alloc of 256 MiB at each anon rate in a scope limited to
 // 384 MiB): under TCG the rates asked for may not be reached.
@@ -59,7 +65,7 @@ import (
 // Agents and defaults of the v2 node.
 const (
 	agentKerneletOptions = "kernelet-options"
-	pressureV2Workloads  = "anon50,anon200,five40,pc-reread"
+	pressureV2Workloads  = "anon50,anon200,five40,pc-reread,fork50"
 	pressureV2Poll       = 10 * time.Millisecond
 	pressureV2Kubepods   = "/sys/fs/cgroup/kubepods.slice"
 	pressureV2Unit       = "pressure-agent"
@@ -77,6 +83,7 @@ type pressureV2Node struct {
 	admin    kubernetes.Interface
 	ns       string
 	reserved int64 // systemReserved: the guest's MemTotal − evictionAllocatable
+	pidMax   int   // the guest's kernel.pid_max at boot (fork storms lower it for their runs)
 	limit    int64 // kubepods.slice's memory.max under the current agent
 }
 
@@ -86,7 +93,7 @@ func BenchmarkPressureV2(b *testing.B) {
 	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
 	all := []string{agentNone, agentKubelet, agentKerneletKubelet, agentKernelet, agentKerneletOptions}
 	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join(all, ","))
-	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", pressureV2Workloads))
+	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", pressureV2Workloads), true)
 	kubelet, kernelet := realKubelet(), kerneletBinary(b)
 	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure-v2", agents, kubelet, all...)
 	srv := apiserver.Shared(b)
@@ -104,8 +111,9 @@ func BenchmarkPressureV2(b *testing.B) {
 		}
 	}
 	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2, swap 256 MiB with LimitedSwap): "+
-		"kubepods.slice limited to %d MiB, hard allocatableMemory.available<64Mi; crossing = the guest's poll (every %v) of kubepods.slice's working set reaching limit − 64Mi",
-		evictionAllocatable>>20, pressureV2Poll))
+		"kubepods.slice limited to %d MiB, hard allocatableMemory.available<64Mi; crossing = the guest's poll (every %v) of kubepods.slice's working set reaching limit − 64Mi; "+
+		"fork50: hard pid.available<%d with kernel.pid_max %d, crossing = the free PIDs under %d, \"kernel OOM kill\" = the free PIDs down to %d (where the storm stops)",
+		evictionAllocatable>>20, pressureV2Poll, pressureV2PIDThreshold, pressureV2PIDMax, pressureV2PIDThreshold, pressureV2PIDMargin))
 }
 
 // startV2Node boots the cgroup v2 node with kernelet, the kubelet (when
@@ -158,6 +166,9 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 		b.Fatal(err)
 	}
 	g.reserved = memKiB<<10 - evictionAllocatable
+	if g.pidMax, err = strconv.Atoi(g.guest(b, "cat /proc/sys/kernel/pid_max")); err != nil {
+		b.Fatal(err)
+	}
 	g.guest(b, "fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile && mkfifo /run/pressure.fifo")
 	b.Logf("guest: MemTotal %d MiB, %s", memKiB>>10, g.guest(b, "uname -r; systemctl --version | head -1; swapon --show=SIZE --noheadings"))
 }
@@ -208,13 +219,13 @@ authentication:
   anonymous: {enabled: true}
   webhook: {enabled: false}
 authorization: {mode: AlwaysAllow}
-evictionHard: {allocatableMemory.available: 64Mi, nodefs.available: "2%%", imagefs.available: "2%%"}
+evictionHard: {allocatableMemory.available: 64Mi, nodefs.available: "2%%", imagefs.available: "2%%", pid.available: "%d"}
 evictionPressureTransitionPeriod: 10s
 systemReserved: {memory: "%d"}
 failSwapOn: false
 memorySwap: {swapBehavior: LimitedSwap}
 resolvConf: /etc/resolv.conf
-`, g.reserved)
+`, pressureV2PIDThreshold, g.reserved)
 	if name == agentKerneletOptions {
 		cfg += "---\napiVersion: kernelet.io/v1alpha1\nkind: KerneletConfiguration\nmemoryThrottle: {enabled: true}\nmemoryPageCache: refaults\n"
 	}
@@ -286,7 +297,15 @@ func (g *pressureV2Node) runAgent(b *testing.B, name, tag string, workloads []pr
 		c := pressureCell{agent: name, workload: w.name}
 		held := 0
 		for i := range runs {
-			r, relaxed, err := g.runOnce(b, a, w, fmt.Sprintf("%s%s-%d", a.podPrefix, w.name, i))
+			run := fmt.Sprintf("%s%s-%d", a.podPrefix, w.name, i)
+			var r pressureRun
+			var relaxed int
+			var err error
+			if w.forkRate > 0 {
+				r, err = g.forkRunOnce(b, a, w, run)
+			} else {
+				r, relaxed, err = g.runOnce(b, a, w, run)
+			}
 			if err != nil { // under TCG on a loaded host a pod may not start: this run measures nothing
 				b.Logf("%s %s run %d aborted: %v", name, w.name, i+1, err)
 				c.aborted = append(c.aborted, err.Error())
@@ -338,14 +357,12 @@ func (g *pressureV2Node) stopAgent(b *testing.B, a *nodeAgent) {
 // nothing is measured.
 func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, int, error) {
 	b.Helper()
-	g.waitBelowHalf(b, a)
 	by := name + "-by"
-	byPod := a.createBenchPod(b, by, []string{"alloc", "--mib", "32", "--hold"}, nil)
-	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
-	if err := a.podWithin(b.Context(), by, pressureV2PodTimeout, started); err != nil {
-		a.deleteEvictionPod(b, by)
+	byPod, err := g.startBystander(b, a, by)
+	if err != nil {
 		return pressureRun{}, 0, err
 	}
+	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
 	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; t=%d; while :; do read u < %s/memory.current; `+
 		`while read k v; do [ "$k" = inactive_file ] && break; done < %s/memory.stat; [ $((u-v)) -ge $t ] && { echo $EPOCHREALTIME; exit 0; }; read -t %g -u 3; done' >/run/pressure.cross 2>&1 </dev/null & echo $!`,

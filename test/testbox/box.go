@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,7 @@ modes:
   pause
   trap-term [--exit-after D]
   alloc --mib N [--first N] [--rate MiB/s] [--hold]
-  fork --n N [--for D]
+  fork --n N [--rate N/s] [--exec 'PROG ARGS'] [--for D]
   write --mib N --file PATH [--sync] [--reread] [--hold]
   serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
   exit --code N [--after D]
@@ -56,6 +57,8 @@ type config struct {
 	caFile    string        // fetch: CA bundle to verify the server with
 	postData  string        // fetch: POST this JSON instead of GET
 	childArgs []string      // fork: what each child runs
+	childProg string        // fork: the child's program ("": testbox itself)
+	execLine  string        // fork --exec: "PROG ARGS…" of each child
 }
 
 // parse turns args (without the program name) into a config. Errors wrap
@@ -80,6 +83,8 @@ func parse(args []string) (*config, error) {
 		fs.BoolVar(&c.hold, "hold", false, "keep the memory until signalled")
 	case "fork":
 		fs.IntVar(&c.n, "n", 0, "child processes")
+		fs.Float64Var(&c.rate, "rate", 0, "children started per second (0: at once)")
+		fs.StringVar(&c.execLine, "exec", "", "each child's program and arguments, space-separated (default: testbox sleep)")
 		fs.DurationVar(&c.duration, "for", 0, "how long to run (0: forever)")
 	case "write":
 		fs.IntVar(&c.mib, "mib", 0, "MiB to write")
@@ -118,6 +123,9 @@ func parse(args []string) (*config, error) {
 	}
 	if c.mode == "fork" {
 		c.childArgs = []string{"sleep"}
+		if f := strings.Fields(c.execLine); len(f) > 0 {
+			c.childProg, c.childArgs = f[0], f[1:]
+		}
 	}
 	return c, nil
 }
@@ -140,6 +148,9 @@ func (c *config) validate() error {
 	case "fork":
 		if c.n <= 0 {
 			return errors.New("--n must be > 0")
+		}
+		if c.rate < 0 {
+			return errors.New("--rate must be >= 0")
 		}
 	case "write":
 		if c.mib < 0 {
@@ -319,10 +330,11 @@ func (b *box) alloc(c *config) (int, error) {
 	return 0, nil
 }
 
-// fork re-executes itself c.n times in sleep mode and waits; on a signal
-// (or after --for) it stops the children and exits 0.
+// fork starts c.n children (itself in sleep mode, or --exec's program),
+// --rate per second or at once, and waits; on a signal (or after --for,
+// counted from the start) it stops the children and exits 0.
 func (b *box) fork(c *config) (int, error) {
-	self := b.self
+	self := cmp.Or(c.childProg, b.self)
 	if self == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -330,7 +342,14 @@ func (b *box) fork(c *config) (int, error) {
 		}
 		self = exe
 	}
-	b.logf("testbox fork: pid=%d n=%d for=%s", os.Getpid(), c.n, forever(c.duration))
+	b.logf("testbox fork: pid=%d n=%d rate=%g for=%s", os.Getpid(), c.n, c.rate, forever(c.duration))
+	end := after(c.duration)
+	var tick <-chan time.Time
+	if c.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / c.rate))
+		defer t.Stop()
+		tick = t.C
+	}
 	var children []*exec.Cmd
 	stopAll := func() {
 		for _, ch := range children {
@@ -341,6 +360,17 @@ func (b *box) fork(c *config) (int, error) {
 		}
 	}
 	for i := 0; i < c.n; i++ {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-end:
+				stopAll()
+				return 0, nil
+			case <-b.sigs:
+				stopAll()
+				return 0, nil
+			}
+		}
 		cmd := exec.Command(self, c.childArgs...)
 		cmd.Stdout = io.Discard
 		cmd.Stderr = b.stderr
@@ -357,7 +387,7 @@ func (b *box) fork(c *config) (int, error) {
 	}
 	b.logf("testbox fork: children %s", strings.Join(pids, ","))
 	select {
-	case <-after(c.duration):
+	case <-end:
 	case <-b.sigs:
 	}
 	stopAll()

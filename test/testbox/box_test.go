@@ -59,6 +59,9 @@ func TestParse(t *testing.T) {
 		"fork": {args: []string{"fork", "--n", "3"},
 			want: &config{mode: "fork", n: 3, childArgs: []string{"sleep"}}},
 		"fork zero": {args: []string{"fork", "--n", "0"}, wantErr: true},
+		"fork exec at a rate": {args: []string{"fork", "--n", "3", "--rate", "50", "--exec", "/bin/sleep 3600"},
+			want: &config{mode: "fork", n: 3, rate: 50, execLine: "/bin/sleep 3600", childProg: "/bin/sleep", childArgs: []string{"3600"}}},
+		"fork negative rate": {args: []string{"fork", "--n", "1", "--rate", "-2"}, wantErr: true},
 		"write": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--sync"},
 			want: &config{mode: "write", mib: 4, file: "/tmp/x", sync: true}},
 		"write no file": {args: []string{"write", "--mib", "4"}, wantErr: true},
@@ -584,5 +587,44 @@ func TestServeHTTPSFailAfter(t *testing.T) {
 	sigs <- syscall.SIGTERM
 	if r := wait(t, done); r.code != 0 {
 		t.Fatalf("exit status %d", r.code)
+	}
+}
+
+// fork --exec runs the given program in each child, --rate paces them.
+func TestForkExecAtARate(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("fork is tested on Linux")
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep program")
+	}
+	start := time.Now()
+	p := startProcess(t, "fork", "--n", "3", "--rate", "20", "--exec", sleep+" 3600")
+	p.line(t)
+	l := p.line(t)
+	list, ok := strings.CutPrefix(l, "testbox fork: children ")
+	if !ok {
+		t.Fatalf("children line = %q", l)
+	}
+	// Three children at 20/s: the third waits for the third tick.
+	if e := time.Since(start); e < 140*time.Millisecond {
+		t.Fatalf("three children at 20/s started within %v", e)
+	}
+	pids := strings.Split(list, ",")
+	if len(pids) != 3 {
+		t.Fatalf("children %q, want 3", list)
+	}
+	for _, pid := range pids {
+		cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err != nil || !strings.HasPrefix(string(cmdline), sleep+"\x003600") {
+			t.Fatalf("child %s runs %q (%v), want %s 3600", pid, cmdline, err, sleep)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit status %d, want 0", code)
 	}
 }

@@ -12,8 +12,11 @@
 //	                                         allocate and touch N MiB: F at once, the rest at
 //	                                         R MiB/s (0: at once);
 //	                                         exit 0 when done, or keep it with --hold
-//	testbox fork --n N [--for D]             start N child processes that sleep (re-exec of
-//	                                         itself); on SIGTERM stop them and exit 0
+//	testbox fork --n N [--rate R] [--exec 'PROG ARGS'] [--for D]
+//	                                         start N child processes, R per second (0: at
+//	                                         once), that sleep (re-exec of itself) or run
+//	                                         PROG ARGS; on SIGTERM (or after D) stop them
+//	                                         and exit 0
 //	testbox write --mib N --file PATH [--rate R] [--sync] [--reread] [--hold]
 //	                                         write N MiB to PATH at R MiB/s (0: at once; fsync
 //	                                         with --sync), exit 0;
