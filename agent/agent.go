@@ -204,6 +204,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	g.Go(func() error { a.rotateLogs(gctx); return nil })
 	g.Go(func() error { a.runLive(gctx); return nil })
 	g.Go(func() error { a.loops.Run(gctx); return nil })
+	if t := a.deps.GCTuner; t != nil {
+		g.Go(func() error { t.Run(gctx, a.metrics.cri.Mutations); return nil })
+	}
 	g.Go(func() error { wd.Run(gctx, a.checks); return nil })
 	g.Go(func() error {
 		a.rtc.Connect(gctx, kc.ContainerRuntimeEndpoint, kc.RuntimeRequestTimeout.Duration)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kernelet/kernelet/agent/config"
 	"github.com/kernelet/kernelet/agent/gc"
+	"github.com/kernelet/kernelet/agent/gctune"
 	"github.com/kernelet/kernelet/agent/nodeip"
 	"github.com/kernelet/kernelet/agent/oomwatch"
 	"github.com/kernelet/kernelet/agent/podworkers"
@@ -85,6 +86,10 @@ type Deps struct {
 	// and SubjectAccessReview; nil in standalone mode, where the webhook
 	// authentication and authorization modes refuse to start.
 	KubeClient clientset.Interface
+	// GCTuner, when set, sets the garbage collector's target by the pod
+	// churn (the CRI's mutating operations); nil leaves it alone (an
+	// operator's $GOGC).
+	GCTuner *gctune.Tuner
 }
 
 // Runtime is what the agent needs from the CRI runtime today.

@@ -2,6 +2,7 @@ package crimetrics
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,7 +19,20 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	// pulled, when set, is told of every image pull made for a pod.
 	pulled func(pod types.UID, start, end time.Time)
+	// mutations counts the operations that change the runtime's pods.
+	mutations atomic.Uint64
 }
+
+// mutating are the operations that create, start, stop or remove a
+// sandbox or a container: the pod churn (Mutations).
+var mutating = map[string]bool{
+	"run_podsandbox": true, "stop_podsandbox": true, "remove_podsandbox": true,
+	"create_container": true, "start_container": true, "stop_container": true, "remove_container": true,
+}
+
+// Mutations is how many operations changed the runtime's pods so far (the
+// pod churn, for agent/gctune).
+func (m *Metrics) Mutations() uint64 { return m.mutations.Load() }
 
 // NewMetrics returns unregistered metrics.
 func NewMetrics() *Metrics {
@@ -46,6 +60,9 @@ func (m *Metrics) ObservePulls(pulled func(pod types.UID, start, end time.Time))
 
 // done records one finished operation.
 func (m *Metrics) done(op string, start time.Time, err error) {
+	if mutating[op] {
+		m.mutations.Add(1)
+	}
 	m.total.WithLabelValues(op).Inc()
 	m.duration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	if err != nil {

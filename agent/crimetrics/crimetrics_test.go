@@ -57,6 +57,10 @@ kubelet_runtime_operations_total{operation_type="stop_container"} 1
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
+	// The churn counts the stop (failed or not), not the lists.
+	if n := m.Mutations(); n != 1 {
+		t.Errorf("mutations = %d, want 1 (the StopContainer)", n)
+	}
 }
 
 func TestPullsObserved(t *testing.T) {

@@ -14,13 +14,13 @@ func TestSetDefaultGOGC(t *testing.T) {
 
 	t.Setenv("GOGC", "")
 	// An empty $GOGC is still "set": Go's runtime reads it as 100.
-	if got := setDefaultGOGC(); got != 100 {
-		t.Errorf("with GOGC set (empty) the value in effect must stay, got %d", got)
+	if got, tuner := setDefaultGOGC(); got != 100 || tuner != nil {
+		t.Errorf("with GOGC set (empty) the value in effect must stay, untuned: got %d, tuner %v", got, tuner)
 	}
 	debug.SetGCPercent(200)
 	t.Setenv("GOGC", "200")
-	if got := setDefaultGOGC(); got != 200 {
-		t.Errorf("GOGC=200: got %d", got)
+	if got, tuner := setDefaultGOGC(); got != 200 || tuner != nil {
+		t.Errorf("GOGC=200: got %d, tuner %v", got, tuner)
 	}
 	if got := debug.SetGCPercent(200); got != 200 {
 		t.Errorf("GOGC=200: the runtime's percentage became %d", got)
@@ -32,8 +32,12 @@ func TestSetDefaultGOGCUnset(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(old) })
 	t.Setenv("GOGC", "x") // registers the restore of the original value
 	unsetenv(t, "GOGC")
-	if got := setDefaultGOGC(); got != DefaultGOGC {
+	got, tuner := setDefaultGOGC()
+	if got != DefaultGOGC {
 		t.Errorf("without GOGC: got %d, want %d", got, DefaultGOGC)
+	}
+	if tuner == nil || tuner.Idle != DefaultGOGC || tuner.Busy != 100 {
+		t.Errorf("without GOGC the pod churn tunes the collector from %d to Go's 100: tuner %+v", DefaultGOGC, tuner)
 	}
 	if got := debug.SetGCPercent(100); got != DefaultGOGC {
 		t.Errorf("the runtime's percentage is %d, want %d", got, DefaultGOGC)

@@ -49,7 +49,7 @@ func runAgent(ctx context.Context, name, rootDir string, args []string, stdout, 
 	if done {
 		return code
 	}
-	setDefaultGOGC()
+	_, gcTuner := setDefaultGOGC()
 	cfg, problems := loadForRun(f, hostFacts())
 	if cfg != nil {
 		for _, w := range cfg.Warnings {
@@ -86,7 +86,7 @@ func runAgent(ctx context.Context, name, rootDir string, args []string, stdout, 
 	opts := agent.Options{Config: cfg, NodeName: nodeName, RootDir: f.rootDir, Kubeconfig: f.kubeconfig, CertDir: f.certDir,
 		NodeIPs: nodeIPs, NodeLabels: nodeLabels, BPFOff: f.bpf == "off" || f.bpf == "false"}
 	f.gc.apply(&opts)
-	a, err := agent.New(opts, agent.Deps{})
+	a, err := agent.New(opts, agent.Deps{GCTuner: gcTuner})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
