@@ -324,7 +324,7 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 bench-pressure: build ## memory workloads replayed per agent: evicted before OOM, needless evictions, reaction, bystanders
 	$(call bench_with_kubelet,pressure,BenchmarkPressure,4h)
 
-bench-reaction: build ## issue 28 item 4: kernelet's reaction at 200 and 500 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
+bench-reaction: build ## issue 28 item 4: kernelet's reaction from 200 to 2000 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
 	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== reaction run $$KERNELET_TEST_RUN"

@@ -48,15 +48,15 @@ func TestReactionTable(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := func(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Millisecond))) }
 	cells := []reactionCell{{load: "busy", rate: 500, runs: []reactionRun{
-		{crossed: t0, woke: ms(0.5), read: ms(2), decided: ms(3), handedOff: ms(4), stopRecv: ms(10), stopDone: ms(60), rate: 500, trigger: "memcg_threshold"},
-		{crossed: t0, read: ms(50), decided: ms(51), handedOff: ms(52), stopRecv: ms(70), stopDone: ms(300), oom: ms(200), rate: 400, trigger: "tick"},
+		{crossed: t0, woke: ms(0.5), read: ms(2), decided: ms(3), handedOff: ms(4), stopRecv: ms(10), exited: ms(40), stopDone: ms(60), rate: 500, trigger: "memcg_threshold"},
+		{crossed: t0, read: ms(50), decided: ms(51), handedOff: ms(52), stopRecv: ms(70), exited: ms(250), stopDone: ms(300), oom: ms(200), rate: 400, trigger: "tick"},
 	}}}
 	got := reactionTable(cells)
 	for _, want := range []string{
 		"| busy | 500 | 500 | 200 ms | 1/2 | memcg_threshold×1, tick×1 |",
 		" 0.5 / 0.5 / 0.5 |", // the wake: one run had none
 		" 2.0 / 50.0 / 50.0 |",
-		" 60.0 / 300.0 / 300.0 |",
+		" 40.0 / 250.0 / 250.0 | 60.0 / 300.0 / 300.0 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)

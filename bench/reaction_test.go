@@ -41,14 +41,17 @@ import (
 //     decision's stats read, the decision, and the hand-off to the pod's
 //     kill;
 //   - at the CRI proxy: StopContainer (or StopPodSandbox) received and
-//     returned (the runtime's stop: SIGTERM, the container's exit);
+//     returned (the runtime's stop: SIGTERM, the container's exit), and
+//     the container's exit itself (the runtime's FinishedAt: its memory
+//     is freed then);
 //   - a kernel OOM kill in kubepods (/dev/kmsg) until the pod is gone.
 //
 // The reaction budget is threshold ÷ rate: the time the kubepods memcg
 // takes from the crossing to its limit at that rate.
 //
 // Environment: KERNELET_BENCH_REACTION_RUNS (default 10 per cell),
-// KERNELET_BENCH_REACTION_RATES (MiB/s, default "200,500"),
+// KERNELET_BENCH_REACTION_RATES (MiB/s, default "200,500,1000,2000":
+// past 500 to find where the kernel wins),
 // KERNELET_BENCH_REACTION_LOADS (default "idle,busy").
 const (
 	reactionThreshold = 100 << 20
@@ -58,9 +61,9 @@ const (
 
 // reactionRun is one run's timeline; zero times were not seen.
 type reactionRun struct {
-	crossed, woke, read, decided, handedOff, stopRecv, stopDone, oom time.Time
-	trigger                                                          string
-	rate                                                             float64 // MiB/s measured
+	crossed, woke, read, decided, handedOff, stopRecv, exited, stopDone, oom time.Time
+	trigger                                                                  string
+	rate                                                                     float64 // MiB/s measured
 }
 
 // reactionCell is the runs of one load and rate.
@@ -74,7 +77,7 @@ func BenchmarkReaction(b *testing.B) {
 	env.RequireRoot(b)
 	runs := envInt(b, "KERNELET_BENCH_REACTION_RUNS", 10)
 	var rates []int
-	for _, s := range evictionEnvList("KERNELET_BENCH_REACTION_RATES", "200,500") {
+	for _, s := range evictionEnvList("KERNELET_BENCH_REACTION_RATES", "200,500,1000,2000") {
 		r, err := strconv.Atoi(s)
 		if err != nil || r <= 0 {
 			b.Fatalf("KERNELET_BENCH_REACTION_RATES: %q is not a rate in MiB/s", s)
@@ -182,17 +185,14 @@ func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 			r.rate = float64(m.limit-reactionThreshold-128<<20) / float64(1<<20) / ts[1].Sub(ts[0]).Seconds()
 		}
 	}
-	for _, c := range proxy.Calls("", since) {
-		hit := false
-		switch req := c.Request.(type) {
-		case *runtimeapi.StopContainerRequest:
-			hit = req.ContainerId == container
-		case *runtimeapi.StopPodSandboxRequest:
-			hit = req.PodSandboxId == sandbox
-		}
-		if hit && (r.stopRecv.IsZero() || c.Time.Before(r.stopRecv)) {
-			r.stopRecv, r.stopDone = c.Time, c.Done
-		}
+	// The pod may show Failed before its kill ended: wait for the stop's
+	// end, then read when the container exited (the runtime's FinishedAt).
+	a.wait(b, 30*time.Second, "the evicted pod's stop to end", func() (bool, error) {
+		r.stopRecv, r.stopDone = firstStopCall(proxy, since, sandbox, container)
+		return r.stopRecv.IsZero() || !r.stopDone.IsZero(), nil
+	})
+	if st, err := a.rs.ContainerStatus(b.Context(), container, false); err == nil && st.GetStatus().GetFinishedAt() > 0 {
+		r.exited = time.Unix(0, st.GetStatus().GetFinishedAt())
 	}
 	a.deleteEvictionPod(b, name)
 	m.waitBelowHalf(b, a)
@@ -201,6 +201,25 @@ func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 		b.Logf("%s: %v", name, err)
 	}
 	return r
+}
+
+// firstStopCall is when the proxy received the first StopContainer of
+// container or StopPodSandbox of sandbox at or after since, and when that
+// call ended (zero: none, not ended).
+func firstStopCall(proxy *criproxy.Proxy, since time.Time, sandbox, container string) (recv, done time.Time) {
+	for _, c := range proxy.Calls("", since) {
+		hit := false
+		switch req := c.Request.(type) {
+		case *runtimeapi.StopContainerRequest:
+			hit = req.ContainerId == container
+		case *runtimeapi.StopPodSandboxRequest:
+			hit = req.PodSandboxId == sandbox
+		}
+		if hit && (recv.IsZero() || c.Time.Before(recv)) {
+			recv, done = c.Time, c.Done
+		}
+	}
+	return recv, done
 }
 
 // pollRate is pollCrossing that also reports when the working set first
@@ -278,21 +297,21 @@ func msAfter(from, t time.Time) string {
 }
 
 func (r reactionRun) String() string {
-	return fmt.Sprintf("rate %.0f MiB/s, trigger %s; ms from the crossing: woke %s, read %s, decided %s, handed off %s, stop received %s, stop returned %s; kernel OOM kill %s",
+	return fmt.Sprintf("rate %.0f MiB/s, trigger %s; ms from the crossing: woke %s, read %s, decided %s, handed off %s, stop received %s, container exited %s, stop returned %s; kernel OOM kill %s",
 		r.rate, r.trigger, msAfter(r.crossed, r.woke), msAfter(r.crossed, r.read), msAfter(r.crossed, r.decided), msAfter(r.crossed, r.handedOff),
-		msAfter(r.crossed, r.stopRecv), msAfter(r.crossed, r.stopDone), msAfter(r.crossed, r.oom))
+		msAfter(r.crossed, r.stopRecv), msAfter(r.crossed, r.exited), msAfter(r.crossed, r.stopDone), msAfter(r.crossed, r.oom))
 }
 
 // reactionTable is one row per cell: outcome, measured rate, budget and
 // each step's time from the crossing.
 func reactionTable(cells []reactionCell) string {
 	var sb strings.Builder
-	sb.WriteString("| load | asked MiB/s | measured MiB/s (p50) | budget (100 MiB ÷ rate) | no kernel OOM kill | triggers | crossing → wake | → stats read | → decision | → hand-off | → StopContainer received | → stop returned |\n")
-	sb.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| load | asked MiB/s | measured MiB/s (p50) | budget (100 MiB ÷ rate) | no kernel OOM kill | triggers | crossing → wake | → stats read | → decision | → hand-off | → StopContainer received | → container exited | → stop returned |\n")
+	sb.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		won, rates := 0, []float64{}
 		triggers := map[string]int{}
-		steps := make([][]time.Duration, 6)
+		steps := make([][]time.Duration, 7)
 		for _, r := range c.runs {
 			if r.oom.IsZero() {
 				won++
@@ -301,7 +320,7 @@ func reactionTable(cells []reactionCell) string {
 				rates = append(rates, r.rate)
 			}
 			triggers[cmp.Or(r.trigger, "none")]++
-			for i, t := range []time.Time{r.woke, r.read, r.decided, r.handedOff, r.stopRecv, r.stopDone} {
+			for i, t := range []time.Time{r.woke, r.read, r.decided, r.handedOff, r.stopRecv, r.exited, r.stopDone} {
 				if !t.IsZero() && !r.crossed.IsZero() {
 					steps[i] = append(steps[i], t.Sub(r.crossed))
 				}
