@@ -53,7 +53,7 @@ func TestReactionTable(t *testing.T) {
 	}}}
 	got := reactionTable(cells)
 	for _, want := range []string{
-		"| busy | 500 | 500 | 200 ms | 1/2 | memcg_threshold×1, tick×1 |",
+		"| busy | prompt | 500 | 500 | 200 ms | 1/2 | memcg_threshold×1, tick×1 |",
 		" 0.5 / 0.5 / 0.5 |", // the wake: one run had none
 		" 2.0 / 50.0 / 50.0 |",
 		" 40.0 / 250.0 / 250.0 | 60.0 / 300.0 / 300.0 |",

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ import (
 // systemReserved) with a hard allocatableMemory.available<100Mi, kernelet
 // with its defaults runs one pod allocating reactionMiB at each rate,
 // idle and with two busy cores (two spinning shells of the benchmark's
-// own, stopped by PID), and records per run:
+// own, stopped by PID); the pod exits at SIGTERM ("prompt") or goes on
+// allocating for reactionShutdown after it ("slow": a hard eviction's 1 s
+// grace ends it with SIGKILL). Per run it records:
 //
 //   - the crossing: the benchmark's poll of kubepods' working set
 //     (kubelet's formula) reaching limit − 100Mi; the rate the pod
@@ -50,8 +53,10 @@ import (
 // takes from the crossing to its limit at that rate.
 //
 // Environment: KERNELET_BENCH_REACTION_RUNS (default 10 per cell),
-// KERNELET_BENCH_REACTION_RATES (MiB/s, default "200,500,1000,2000":
-// past 500 to find where the kernel wins),
+// KERNELET_BENCH_REACTION_RATES (MiB/s of the prompt pod, default
+// "200,500,1000,2000": past 500 to find where the kernel wins),
+// KERNELET_BENCH_REACTION_SLOW_RATES (of the slow pod, default
+// "50,100,200"),
 // KERNELET_BENCH_REACTION_LOADS (default "idle,busy").
 const (
 	reactionThreshold = 100 << 20
@@ -66,23 +71,45 @@ type reactionRun struct {
 	rate                                                                     float64 // MiB/s measured
 }
 
-// reactionCell is the runs of one load and rate.
+// reactionCell is the runs of one load, shutdown and rate.
 type reactionCell struct {
 	load string
+	slow bool // the pod goes on for reactionShutdown after SIGTERM
 	rate int
 	runs []reactionRun
+}
+
+func (c reactionCell) shutdown() string {
+	if c.slow {
+		return "slow"
+	}
+	return "prompt"
+}
+
+// reactionShutdown is how the slow workload stops: it goes on allocating
+// this long after SIGTERM, past the 1 s grace of a hard eviction (SIGKILL
+// ends it), as an application slow to stop whose memory still grows.
+const reactionShutdown = 5 * time.Second
+
+// reactionEnvRates parses $name (MiB/s, comma-separated; def when unset).
+func reactionEnvRates(b *testing.B, name, def string) []int {
+	var rates []int
+	for _, s := range evictionEnvList(name, def) {
+		r, err := strconv.Atoi(s)
+		if err != nil || r <= 0 {
+			b.Fatalf("%s: %q is not a rate in MiB/s", name, s)
+		}
+		rates = append(rates, r)
+	}
+	return rates
 }
 
 func BenchmarkReaction(b *testing.B) {
 	env.RequireRoot(b)
 	runs := envInt(b, "KERNELET_BENCH_REACTION_RUNS", 10)
-	var rates []int
-	for _, s := range evictionEnvList("KERNELET_BENCH_REACTION_RATES", "200,500,1000,2000") {
-		r, err := strconv.Atoi(s)
-		if err != nil || r <= 0 {
-			b.Fatalf("KERNELET_BENCH_REACTION_RATES: %q is not a rate in MiB/s", s)
-		}
-		rates = append(rates, r)
+	rates := map[bool][]int{
+		false: reactionEnvRates(b, "KERNELET_BENCH_REACTION_RATES", "200,500,1000,2000"),
+		true:  reactionEnvRates(b, "KERNELET_BENCH_REACTION_SLOW_RATES", "50,100,200"),
 	}
 	loads := evictionEnvList("KERNELET_BENCH_REACTION_LOADS", "idle,busy")
 	for _, l := range loads {
@@ -101,14 +128,15 @@ func BenchmarkReaction(b *testing.B) {
 		a.evictionConfig = fmt.Sprintf("systemReserved: {memory: \"%d\"}\nevictionHard: {allocatableMemory.available: 100Mi}\nevictionPressureTransitionPeriod: 10s", reserved)
 		cells = append(cells, a.runReaction(b, cd.Endpoint(), loads, rates, runs)...)
 	}
-	b.Logf("reaction of kernelet (defaults) at a hard allocatableMemory.available<100Mi, kubepods limited to %d MiB; one pod allocating %d MiB per run; "+
+	b.Logf("reaction of kernelet (defaults) at a hard allocatableMemory.available<100Mi, kubepods limited to %d MiB; one pod allocating %d MiB per run, "+
+		"exiting at SIGTERM (prompt) or going on for %v after it (slow: the 1 s grace's SIGKILL ends it); "+
 		"times from the crossing (the benchmark's %v poll of kubepods' working set reaching limit − 100Mi), p50 / p90 / max over the runs\n%s",
-		evictionAllocatable>>20, reactionMiB, evictionPoll, reactionTable(cells))
+		evictionAllocatable>>20, reactionMiB, reactionShutdown, evictionPoll, reactionTable(cells))
 }
 
-// runReaction starts kernelet behind a CRI proxy and runs every load and
-// rate runs times.
-func (a *nodeAgent) runReaction(b *testing.B, upstream string, loads []string, rates []int, runs int) []reactionCell {
+// runReaction starts kernelet behind a CRI proxy and runs every load,
+// shutdown (prompt, slow) and rate runs times.
+func (a *nodeAgent) runReaction(b *testing.B, upstream string, loads []string, rates map[bool][]int, runs int) []reactionCell {
 	b.Helper()
 	proxy := startProxy(b, upstream)
 	a.endpoint = proxy.Endpoint()
@@ -120,14 +148,16 @@ func (a *nodeAgent) runReaction(b *testing.B, upstream string, loads []string, r
 	var cells []reactionCell
 	for _, load := range loads {
 		stopLoad := startLoad(b, load)
-		for _, rate := range rates {
-			c := reactionCell{load: load, rate: rate}
-			for i := range runs {
-				r := a.reactionRunOnce(b, proxy, m, rate, fmt.Sprintf("%s%s-%d-%d", a.podPrefix, load, rate, i))
-				b.Logf("%s %d MiB/s run %d: %s", load, rate, i+1, r)
-				c.runs = append(c.runs, r)
+		for _, slow := range []bool{false, true} {
+			for _, rate := range rates[slow] {
+				c := reactionCell{load: load, slow: slow, rate: rate}
+				for i := range runs {
+					r := a.reactionRunOnce(b, proxy, m, c, fmt.Sprintf("%s%s-%s-%d-%d", a.podPrefix, load, c.shutdown(), rate, i))
+					b.Logf("%s %s %d MiB/s run %d: %s", load, c.shutdown(), rate, i+1, r)
+					c.runs = append(c.runs, r)
+				}
+				cells = append(cells, c)
 			}
-			cells = append(cells, c)
 		}
 		stopLoad()
 	}
@@ -163,15 +193,20 @@ func startLoad(b *testing.B, load string) (stop func()) {
 }
 
 // reactionRunOnce runs one growing pod and reads its timeline.
-func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, rate int, name string) reactionRun {
+func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kubepodsMonitor, c reactionCell, name string) reactionRun {
 	b.Helper()
 	m.waitBelowHalf(b, a)
 	since := time.Now()
 	pollCtx, stopPoll := context.WithCancel(b.Context())
 	defer stopPoll()
+	exits := a.watchExits(pollCtx, proxy)
 	crossed := make(chan [2]time.Time, 1)
 	go m.pollRate(pollCtx, 128<<20, crossed)
-	pod := a.createBenchPod(b, name, []string{"alloc", "--mib", strconv.Itoa(reactionMiB), "--rate", strconv.Itoa(rate), "--hold"}, nil)
+	args := []string{"alloc", "--mib", strconv.Itoa(reactionMiB), "--rate", strconv.Itoa(c.rate), "--hold"}
+	if c.slow {
+		args = append(args, "--term-after", reactionShutdown.String())
+	}
+	pod := a.createBenchPod(b, name, args, nil)
 	a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 	sandbox, container := a.podRuntimeIDs(b, pod.UID)
 	a.waitPod(b, name, evictionRunTimeout, func(p *v1.Pod) bool {
@@ -191,9 +226,7 @@ func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 		r.stopRecv, r.stopDone = firstStopCall(proxy, since, sandbox, container)
 		return r.stopRecv.IsZero() || !r.stopDone.IsZero(), nil
 	})
-	if st, err := a.rs.ContainerStatus(b.Context(), container, false); err == nil && st.GetStatus().GetFinishedAt() > 0 {
-		r.exited = time.Unix(0, st.GetStatus().GetFinishedAt())
-	}
+	r.exited = exits.at(container)
 	a.deleteEvictionPod(b, name)
 	m.waitBelowHalf(b, a)
 	r.oom = m.firstOOM(since)
@@ -201,6 +234,50 @@ func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 		b.Logf("%s: %v", name, err)
 	}
 	return r
+}
+
+// exitTimes are the containers' exits (the runtime's FinishedAt) seen by
+// watchExits.
+type exitTimes struct {
+	mu    sync.Mutex
+	exits map[string]time.Time
+}
+
+func (e *exitTimes) at(id string) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.exits[id]
+}
+
+// watchExits reads, for every StopContainer the proxy relays until ctx
+// ends, the container's status every millisecond until it exited: kernelet
+// removes an evicted pod's containers right after their stop, so the exit
+// time must be read while the stop runs.
+func (a *nodeAgent) watchExits(ctx context.Context, proxy *criproxy.Proxy) *exitTimes {
+	e := &exitTimes{exits: map[string]time.Time{}}
+	stop := proxy.Watch(func(c criproxy.Call) {
+		req, ok := c.Request.(*runtimeapi.StopContainerRequest)
+		if !ok {
+			return
+		}
+		go func() {
+			for ctx.Err() == nil {
+				st, err := a.rs.ContainerStatus(ctx, req.ContainerId, false)
+				if err != nil {
+					return // removed, or ctx ended
+				}
+				if f := st.GetStatus().GetFinishedAt(); f > 0 {
+					e.mu.Lock()
+					e.exits[req.ContainerId] = time.Unix(0, f)
+					e.mu.Unlock()
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	})
+	context.AfterFunc(ctx, stop)
+	return e
 }
 
 // firstStopCall is when the proxy received the first StopContainer of
@@ -306,8 +383,8 @@ func (r reactionRun) String() string {
 // each step's time from the crossing.
 func reactionTable(cells []reactionCell) string {
 	var sb strings.Builder
-	sb.WriteString("| load | asked MiB/s | measured MiB/s (p50) | budget (100 MiB ÷ rate) | no kernel OOM kill | triggers | crossing → wake | → stats read | → decision | → hand-off | → StopContainer received | → container exited | → stop returned |\n")
-	sb.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	sb.WriteString("| load | shutdown | asked MiB/s | measured MiB/s (p50) | budget (100 MiB ÷ rate) | no kernel OOM kill | triggers | crossing → wake | → stats read | → decision | → hand-off | → StopContainer received | → container exited | → stop returned |\n")
+	sb.WriteString("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cells {
 		won, rates := 0, []float64{}
 		triggers := map[string]int{}
@@ -333,7 +410,7 @@ func reactionTable(cells []reactionCell) string {
 			rate = fmt.Sprintf("%.0f", p50)
 			budget = fmt.Sprintf("%.0f ms", 100/p50*1000)
 		}
-		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %d/%d | %s |", c.load, c.rate, rate, budget, won, len(c.runs), countsString(triggers))
+		fmt.Fprintf(&sb, "| %s | %s | %d | %s | %s | %d/%d | %s |", c.load, c.shutdown(), c.rate, rate, budget, won, len(c.runs), countsString(triggers))
 		for _, ds := range steps {
 			fmt.Fprintf(&sb, " %s |", stepQuantiles(ds))
 		}

@@ -26,7 +26,7 @@ modes:
   sleep [--for D]
   pause
   trap-term [--exit-after D]
-  alloc --mib N [--first N] [--rate MiB/s] [--hold]
+  alloc --mib N [--first N] [--rate MiB/s] [--hold] [--term-after D]
   fork --n N [--rate N/s] [--exec 'PROG ARGS'] [--for D]
   write --mib N --file PATH [--sync] [--reread] [--hold]
   serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
@@ -40,6 +40,7 @@ type config struct {
 	duration  time.Duration // sleep/fork --for (0: forever), trap-term --exit-after, exit --after
 	mib       int           // alloc, write
 	first     int           // alloc: MiB allocated at once before --rate applies
+	termAfter time.Duration // alloc: on a signal go on this long before exiting
 	rate      float64       // alloc: MiB per second, 0 = at once
 	hold      bool          // alloc: keep the memory until signalled; write: keep running
 	n         int           // fork: children
@@ -81,6 +82,7 @@ func parse(args []string) (*config, error) {
 		fs.IntVar(&c.first, "first", 0, "MiB to allocate at once before --rate applies")
 		fs.Float64Var(&c.rate, "rate", 0, "MiB per second (0: at once)")
 		fs.BoolVar(&c.hold, "hold", false, "keep the memory until signalled")
+		fs.DurationVar(&c.termAfter, "term-after", 0, "on a signal, go on (allocating or holding) this long before exiting")
 	case "fork":
 		fs.IntVar(&c.n, "n", 0, "child processes")
 		fs.Float64Var(&c.rate, "rate", 0, "children started per second (0: at once)")
@@ -309,11 +311,28 @@ func (b *box) alloc(c *config) (int, error) {
 		defer t.Stop()
 		tick = t.C
 	}
+	// A signal ends it, or with --term-after starts that long a shutdown
+	// during which it goes on as before (an application slow to stop
+	// whose memory still grows).
+	sigs := b.sigs
+	var stopping <-chan time.Time
+	signalled := func() bool {
+		if c.termAfter <= 0 {
+			return true
+		}
+		b.logf("testbox alloc: signalled, going on for %v", c.termAfter)
+		sigs, stopping = nil, time.After(c.termAfter)
+		return false
+	}
 	for len(chunks) < c.mib {
 		if tick != nil {
 			select {
 			case <-tick:
-			case <-b.sigs:
+			case <-sigs:
+				if signalled() {
+					return 0, nil
+				}
+			case <-stopping:
 				return 0, nil
 			}
 		}
@@ -321,7 +340,13 @@ func (b *box) alloc(c *config) (int, error) {
 	}
 	b.logf("testbox alloc: allocated %d MiB", len(chunks))
 	if c.hold {
-		<-b.sigs
+		select {
+		case <-sigs:
+			if !signalled() {
+				<-stopping
+			}
+		case <-stopping:
+		}
 	}
 	// Keep the chunks reachable until here.
 	if len(chunks) > 0 && chunks[0][0] != 1 {

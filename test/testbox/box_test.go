@@ -54,8 +54,10 @@ func TestParse(t *testing.T) {
 		"alloc first": {args: []string{"alloc", "--mib", "64", "--first", "60", "--rate", "2"},
 			want: &config{mode: "alloc", mib: 64, first: 60, rate: 2}},
 		"alloc first past mib": {args: []string{"alloc", "--mib", "4", "--first", "5"}, wantErr: true},
-		"alloc no mib":         {args: []string{"alloc"}, wantErr: true},
-		"alloc negative rate":  {args: []string{"alloc", "--mib", "1", "--rate", "-1"}, wantErr: true},
+		"alloc term after": {args: []string{"alloc", "--mib", "4", "--term-after", "1s"},
+			want: &config{mode: "alloc", mib: 4, termAfter: time.Second}},
+		"alloc no mib":        {args: []string{"alloc"}, wantErr: true},
+		"alloc negative rate": {args: []string{"alloc", "--mib", "1", "--rate", "-1"}, wantErr: true},
 		"fork": {args: []string{"fork", "--n", "3"},
 			want: &config{mode: "fork", n: 3, childArgs: []string{"sleep"}}},
 		"fork zero": {args: []string{"fork", "--n", "0"}, wantErr: true},
@@ -626,5 +628,35 @@ func TestForkExecAtARate(t *testing.T) {
 	}
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit status %d, want 0", code)
+	}
+}
+
+// alloc --term-after: a signal starts a shutdown of that long during which
+// the allocation goes on; then it exits 0.
+func TestAllocTermAfter(t *testing.T) {
+	out, sigs, done := start(t, "alloc", "--mib", "1000", "--rate", "100", "--term-after", "300ms")
+	out.next(t)
+	t0 := time.Now()
+	sigs <- syscall.SIGTERM
+	if l := out.next(t); l != "testbox alloc: signalled, going on for 300ms" {
+		t.Fatalf("line after the signal = %q", l)
+	}
+	r := wait(t, done)
+	if r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
+	}
+	if e := time.Since(t0); e < 250*time.Millisecond {
+		t.Fatalf("exited %v after the signal, want ~300ms", e)
+	}
+	// Held memory too: the shutdown starts at the signal.
+	out, sigs, done = start(t, "alloc", "--mib", "1", "--hold", "--term-after", "100ms")
+	out.next(t)
+	out.next(t)
+	sigs <- syscall.SIGTERM
+	if l := out.next(t); l != "testbox alloc: signalled, going on for 100ms" {
+		t.Fatalf("line after the signal = %q", l)
+	}
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
 	}
 }

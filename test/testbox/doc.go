@@ -8,9 +8,10 @@
 //	testbox sleep [--for D]                  sleep (forever by default); exit 0 on SIGTERM/SIGINT
 //	testbox pause                            sandbox pause process: reap zombies; exit 0 on SIGTERM/SIGINT
 //	testbox trap-term [--exit-after D]       on SIGTERM wait D, then exit 0
-//	testbox alloc --mib N [--first F] [--rate R] [--hold]
+//	testbox alloc --mib N [--first F] [--rate R] [--hold] [--term-after D]
 //	                                         allocate and touch N MiB: F at once, the rest at
-//	                                         R MiB/s (0: at once);
+//	                                         R MiB/s (0: at once); a signal ends it, or with
+//	                                         --term-after D only D later (going on meanwhile);
 //	                                         exit 0 when done, or keep it with --hold
 //	testbox fork --n N [--rate R] [--exec 'PROG ARGS'] [--for D]
 //	                                         start N child processes, R per second (0: at
