@@ -199,7 +199,11 @@ func (a *nodeAgent) reactionRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	since := time.Now()
 	pollCtx, stopPoll := context.WithCancel(b.Context())
 	defer stopPoll()
-	exits := a.watchExits(pollCtx, proxy)
+	// The exits are watched until the run's end: a slow pod exits a grace
+	// period after it shows Failed.
+	exitCtx, stopExits := context.WithCancel(b.Context())
+	defer stopExits()
+	exits := a.watchExits(exitCtx, proxy)
 	crossed := make(chan [2]time.Time, 1)
 	go m.pollRate(pollCtx, 128<<20, crossed)
 	args := []string{"alloc", "--mib", strconv.Itoa(reactionMiB), "--rate", strconv.Itoa(c.rate), "--hold"}
