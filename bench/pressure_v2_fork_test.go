@@ -63,6 +63,10 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 		return pressureRun{}, err
 	}
 	a.waitPressureEnd(b, w, []string{storm.Name})
+	if p, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), storm.Name, metaGet); err == nil && p.Status.Phase != v1.PodRunning {
+		b.Logf("%s %s: the storm's pod ended %s (%s %q), containers %s; its log: %s", a.name, name, p.Status.Phase, p.Status.Reason, p.Status.Message,
+			terminations(p), g.guest(b, "tail -c 600 /var/log/pods/"+g.ns+"_"+storm.Name+"_"+string(storm.UID)+"/app/0.log 2>&1; true"))
+	}
 	times := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.pids; rm -f /run/pressure.pids")
 	stops := g.stops(b, since)
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)

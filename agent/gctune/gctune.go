@@ -29,13 +29,18 @@ type Tuner struct {
 	Quiet      time.Duration
 	Every      time.Duration
 	// Set applies a percentage (debug.SetGCPercent).
-	Set   func(percent int)
-	Clock clock.WithTicker
+	Set func(percent int)
+	// Release, when set, runs after a switch back to Idle: the heap grown
+	// under Busy is collected and returned to the OS at once
+	// (debug.FreeOSMemory) rather than by the runtime's slow scavenger, so
+	// a node at rest is at its resting RSS seconds after the churn.
+	Release func()
+	Clock   clock.WithTicker
 }
 
 // New is a Tuner with the defaults, applying percentages with set.
-func New(set func(percent int)) *Tuner {
-	return &Tuner{Idle: DefaultIdle, Busy: DefaultBusy, Quiet: DefaultQuiet, Every: DefaultEvery, Set: set, Clock: clock.RealClock{}}
+func New(set func(percent int), release func()) *Tuner {
+	return &Tuner{Idle: DefaultIdle, Busy: DefaultBusy, Quiet: DefaultQuiet, Every: DefaultEvery, Set: set, Release: release, Clock: clock.RealClock{}}
 }
 
 // Percent is the percentage at now for activity that last changed at
@@ -89,6 +94,9 @@ func (t *Tuner) Run(ctx context.Context, activity func() uint64) {
 		}
 		if p, ok := t.observe(&s, t.Clock.Now(), activity()); ok {
 			t.Set(p)
+			if p == t.Idle && t.Release != nil {
+				t.Release()
+			}
 			log.V(4).Info("Garbage collector target set by the pod churn", "gcPercent", p)
 		}
 	}

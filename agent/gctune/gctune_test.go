@@ -49,14 +49,16 @@ func TestObserveFollowsTheChurn(t *testing.T) {
 	}
 }
 
-// Run sets Idle at its start, Busy once the activity moves, and Idle
-// again at its end.
+// Run sets Idle at its start, Busy once the activity moves, Idle (and a
+// release of the heap) once it stayed still for Quiet, and Idle at its end.
 func TestRunSetsAndRestores(t *testing.T) {
 	var mu sync.Mutex
 	var set []int
 	settings := func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(set) }
-	tu := &Tuner{Idle: 50, Busy: 100, Quiet: time.Hour, Every: time.Millisecond, Clock: clock.RealClock{},
-		Set: func(p int) { mu.Lock(); set = append(set, p); mu.Unlock() }}
+	var released atomic.Int32
+	tu := &Tuner{Idle: 50, Busy: 100, Quiet: 50 * time.Millisecond, Every: time.Millisecond, Clock: clock.RealClock{},
+		Set:     func(p int) { mu.Lock(); set = append(set, p); mu.Unlock() },
+		Release: func() { released.Add(1) }}
 	var activity atomic.Uint64
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -69,15 +71,31 @@ func TestRunSetsAndRestores(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	activity.Add(1)
-	for !slices.Equal(settings(), []int{50, 100}) {
+	// The settings so far begin with want (later ones may follow: Quiet is
+	// short).
+	waitFor := func(want []int) {
+		t.Helper()
+		for got := settings(); len(got) < len(want) || !slices.Equal(got[:len(want)], want); got = settings() {
+			if time.Now().After(deadline) {
+				t.Fatalf("settings %v, want %v first", got, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor([]int{50, 100})
+	// Quiet passes: back to Idle, and the heap is released.
+	waitFor([]int{50, 100, 50})
+	for released.Load() != 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("settings %v, want [50 100]", settings())
+			t.Fatalf("releases %d, want 1", released.Load())
 		}
 		time.Sleep(time.Millisecond)
 	}
+	activity.Add(1)
+	waitFor([]int{50, 100, 50, 100})
 	cancel()
 	<-done
-	if got := settings(); !slices.Equal(got, []int{50, 100, 50}) {
+	if got := settings(); !slices.Equal(got, []int{50, 100, 50, 100, 50}) {
 		t.Fatalf("settings %v after the end, want Idle last", got)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // extra collections of a small heap at rest. While pods churn, the agent
 // allocates most and the collections cost CPU the node needs then:
 // agent/gctune raises the target to Go's 100 from the first runtime change
-// until 10 s after the last (bench: make bench-footprint reports RSS and
+// until 10 s after the last, then collects and returns the grown heap to
+// the OS at once (bench: make bench-footprint reports RSS and
 // CPU at rest, make bench-density both under churn, against the kubelet's).
 // An operator sets $GOGC (or $GOMEMLIMIT) to choose otherwise; $GOGC also
 // turns the tuning off.
@@ -31,5 +32,5 @@ func setDefaultGOGC() (int, *gctune.Tuner) {
 		return pct, nil
 	}
 	debug.SetGCPercent(DefaultGOGC)
-	return DefaultGOGC, gctune.New(func(p int) { debug.SetGCPercent(p) })
+	return DefaultGOGC, gctune.New(func(p int) { debug.SetGCPercent(p) }, debug.FreeOSMemory)
 }
