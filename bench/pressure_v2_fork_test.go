@@ -12,8 +12,11 @@ import (
 
 // The fork storm of the cgroup v2 node (issue 28's "fork storm against
 // pid.available"): every agent has a hard pid.available<pressureV2PIDThreshold;
-// for the run the guest's kernel.pid_max is lowered to pressureV2PIDMax,
-// and one pod starts children (busybox sleep) at the workload's rate until
+// for the run the guest's kernel.threads-max is lowered to
+// pressureV2PIDMax once the storm's container runs (threads-max rather
+// than pid_max: it caps the count of tasks exactly, where a lowered
+// pid_max leaves only the PIDs from 300 up to it after the wrap, which
+// pid.available does not know), and one pod starts children (busybox sleep) at the workload's rate until
 // the node has pressureV2PIDMargin PIDs left — the storm stops there by
 // itself, so a run where no agent acts leaves the guest a margin to work
 // with instead of a machine that can no longer fork (Go programs such as
@@ -38,8 +41,8 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	if err != nil {
 		return pressureRun{}, err
 	}
-	limit, n := g.lowerPIDMax(b)
-	defer g.guest(b, "sysctl -qw kernel.pid_max="+strconv.Itoa(g.pidMax))
+	limit, n := g.planPIDs(b)
+	defer g.guest(b, "sysctl -qw kernel.threads-max="+strconv.Itoa(g.threadsMax))
 	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	// The poll writes its file at each change (echo is a builtin: no fork)
 	// and ends once the PIDs ran out, or when killed after the run.
@@ -62,6 +65,11 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 		a.deleteEvictionPod(b, by)
 		return pressureRun{}, err
 	}
+	// Only now, the storm's container running: systemd resolves a new
+	// unit's default TasksMax (15 % of the task limit) when it creates it,
+	// and the container's scope made under the lowered limit could hold
+	// only ~230 tasks.
+	g.guest(b, "sysctl -qw kernel.threads-max="+strconv.Itoa(pressureV2PIDMax))
 	a.waitPressureEnd(b, w, []string{storm.Name})
 	if p, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), storm.Name, metaGet); err == nil && p.Status.Phase != v1.PodRunning {
 		b.Logf("%s %s: the storm's pod ended %s (%s %q), containers %s; its log: %s", a.name, name, p.Status.Phase, p.Status.Reason, p.Status.Message,
@@ -107,17 +115,17 @@ func (g *pressureV2Node) startBystander(b *testing.B, a *nodeAgent, name string)
 	return p, nil
 }
 
-// lowerPIDMax sets kernel.pid_max to pressureV2PIDMax and returns the
-// node's PID limit (min(pid_max, threads-max)) and the storm's children:
-// the free PIDs less pressureV2PIDMargin.
-func (g *pressureV2Node) lowerPIDMax(b *testing.B) (limit, n int) {
+// planPIDs returns the node's PID limit for the run (min(pid_max, the
+// threads-max it will get)) and the storm's children: the free PIDs less
+// pressureV2PIDMargin.
+func (g *pressureV2Node) planPIDs(b *testing.B) (limit, n int) {
 	b.Helper()
-	out := g.guest(b, fmt.Sprintf(`sysctl -qw kernel.pid_max=%d; cat /proc/sys/kernel/pid_max /proc/sys/kernel/threads-max; awk '{split($4, t, "/"); print t[2]}' /proc/loadavg`, pressureV2PIDMax))
+	out := g.guest(b, `cat /proc/sys/kernel/pid_max; awk '{split($4, t, "/"); print t[2]}' /proc/loadavg`)
 	f := strings.Fields(out)
-	if len(f) != 3 {
+	if len(f) != 2 {
 		b.Fatalf("guest PIDs: %q", out)
 	}
-	var v [3]int
+	var v [2]int
 	for i := range v {
 		x, err := strconv.Atoi(f[i])
 		if err != nil {
@@ -125,10 +133,10 @@ func (g *pressureV2Node) lowerPIDMax(b *testing.B) (limit, n int) {
 		}
 		v[i] = x
 	}
-	limit = min(v[0], v[1])
-	n = limit - pressureV2PIDMargin - v[2]
+	limit = min(pressureV2PIDMax, v[0])
+	n = limit - pressureV2PIDMargin - v[1]
 	if n <= 2*pressureV2PIDThreshold {
-		b.Fatalf("guest PIDs: limit %d with %d threads running leaves no room for a storm past the threshold", limit, v[2])
+		b.Fatalf("guest PIDs: limit %d with %d threads running leaves no room for a storm past the threshold", limit, v[1])
 	}
 	return limit, n
 }

@@ -51,7 +51,7 @@ import (
 //
 // One more workload here only, fork50 (pressure_v2_fork_test.go): a fork
 // storm against a hard pid.available<pressureV2PIDThreshold that every
-// agent's configuration carries, with the guest's kernel.pid_max lowered
+// agent's configuration carries, with the guest's kernel.threads-max lowered
 // for its runs; its "kernel OOM kill" is the node's free PIDs falling to
 // the margin the storm stops at.
 //
@@ -79,12 +79,12 @@ const (
 // pressureV2Node is the booted guest and what the benchmark shares with it.
 type pressureV2Node struct {
 	*vmnode.Node
-	srv      *apiserver.Server
-	admin    kubernetes.Interface
-	ns       string
-	reserved int64 // systemReserved: the guest's MemTotal − evictionAllocatable
-	pidMax   int   // the guest's kernel.pid_max at boot (fork storms lower it for their runs)
-	limit    int64 // kubepods.slice's memory.max under the current agent
+	srv        *apiserver.Server
+	admin      kubernetes.Interface
+	ns         string
+	reserved   int64 // systemReserved: the guest's MemTotal − evictionAllocatable
+	threadsMax int   // the guest's kernel.threads-max at boot (fork storms lower it for their runs)
+	limit      int64 // kubepods.slice's memory.max under the current agent
 }
 
 func BenchmarkPressureV2(b *testing.B) {
@@ -112,7 +112,7 @@ func BenchmarkPressureV2(b *testing.B) {
 	}
 	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2, swap 256 MiB with LimitedSwap): "+
 		"kubepods.slice limited to %d MiB, hard allocatableMemory.available<64Mi; crossing = the guest's poll (every %v) of kubepods.slice's working set reaching limit − 64Mi; "+
-		"fork50: hard pid.available<%d with kernel.pid_max %d, crossing = the free PIDs under %d, \"kernel OOM kill\" = the free PIDs down to %d (where the storm stops)",
+		"fork50: hard pid.available<%d with kernel.threads-max %d, crossing = the free PIDs under %d, \"kernel OOM kill\" = the free PIDs down to %d (where the storm stops)",
 		evictionAllocatable>>20, pressureV2Poll, pressureV2PIDThreshold, pressureV2PIDMax, pressureV2PIDThreshold, pressureV2PIDMargin))
 }
 
@@ -166,7 +166,7 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 		b.Fatal(err)
 	}
 	g.reserved = memKiB<<10 - evictionAllocatable
-	if g.pidMax, err = strconv.Atoi(g.guest(b, "cat /proc/sys/kernel/pid_max")); err != nil {
+	if g.threadsMax, err = strconv.Atoi(g.guest(b, "cat /proc/sys/kernel/threads-max")); err != nil {
 		b.Fatal(err)
 	}
 	g.guest(b, "fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile && mkfifo /run/pressure.fifo")
