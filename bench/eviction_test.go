@@ -237,13 +237,7 @@ func evictionTag(name string) string {
 // runs every workload runs times and removes everything.
 func (a *nodeAgent) runEviction(b *testing.B, upstream string, workloads []evictionWorkload, runs int) []evictionRow {
 	b.Helper()
-	proxy := startProxy(b, upstream)
-	a.endpoint = proxy.Endpoint()
-	a.prepare(b)
-	a.start(b)
-	a.waitNodeReady(b)
-	m := a.watchKubepods(b)
-	b.Logf("%s: node %s Ready; kubepods memory limit %d MiB", a.name, a.node, m.limit>>20)
+	proxy, m := a.startLimited(b, upstream)
 
 	var rows []evictionRow
 	for _, w := range workloads {
@@ -257,6 +251,21 @@ func (a *nodeAgent) runEviction(b *testing.B, upstream string, workloads []evict
 	}
 	a.cleanup(b)
 	return rows
+}
+
+// startLimited starts the agent of a limited node behind a CRI proxy in
+// front of upstream, waits for its Node and kubepods' limit, and returns
+// the proxy and the kubepods monitor.
+func (a *nodeAgent) startLimited(b *testing.B, upstream string) (*criproxy.Proxy, *kubepodsMonitor) {
+	b.Helper()
+	proxy := startProxy(b, upstream)
+	a.endpoint = proxy.Endpoint()
+	a.prepare(b)
+	a.start(b)
+	a.waitNodeReady(b)
+	m := a.watchKubepods(b)
+	b.Logf("%s: node %s Ready; kubepods memory limit %d MiB", a.name, a.node, m.limit>>20)
+	return proxy, m
 }
 
 // kubepodsMonitor reads and watches the agent's kubepods memcg.

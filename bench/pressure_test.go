@@ -235,13 +235,7 @@ func pressureTag(name string) string {
 // runs times and removes everything.
 func (a *nodeAgent) runPressure(b *testing.B, upstream string, workloads []pressureWorkload, runs int) []pressureCell {
 	b.Helper()
-	proxy := startProxy(b, upstream)
-	a.endpoint = proxy.Endpoint()
-	a.prepare(b)
-	a.start(b)
-	a.waitNodeReady(b)
-	m := a.watchKubepods(b)
-	b.Logf("%s: node %s Ready; kubepods memory limit %d MiB", a.name, a.node, m.limit>>20)
+	proxy, m := a.startLimited(b, upstream)
 	var cells []pressureCell
 	for _, w := range workloads {
 		c := pressureCell{agent: a.name, workload: w.name}

@@ -138,12 +138,7 @@ func BenchmarkReaction(b *testing.B) {
 // shutdown (prompt, slow) and rate runs times.
 func (a *nodeAgent) runReaction(b *testing.B, upstream string, loads []string, rates map[bool][]int, runs int) []reactionCell {
 	b.Helper()
-	proxy := startProxy(b, upstream)
-	a.endpoint = proxy.Endpoint()
-	a.prepare(b)
-	a.start(b)
-	a.waitNodeReady(b)
-	m := a.watchKubepods(b)
+	proxy, m := a.startLimited(b, upstream)
 	m.threshold = reactionThreshold
 	var cells []reactionCell
 	for _, load := range loads {
