@@ -297,6 +297,26 @@ func (a *nodeAgent) waitNodeReady(b *testing.B) time.Duration {
 	})
 }
 
+// waitConditionOff waits until the agent's Node no longer has condition
+// typ True (a pressure condition outlives its signal by
+// evictionPressureTransitionPeriod, and while it holds the agent rejects
+// new pods at admission).
+func (a *nodeAgent) waitConditionOff(b *testing.B, typ v1.NodeConditionType) {
+	b.Helper()
+	a.wait(b, 2*time.Minute, "node "+a.node+" without "+string(typ), func() (bool, error) {
+		n, err := a.admin.CoreV1().Nodes().Get(b.Context(), a.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == typ {
+				return c.Status != v1.ConditionTrue, fmt.Errorf("%s %s", typ, c.Status)
+			}
+		}
+		return true, nil
+	})
+}
+
 // cleanup removes everything of this agent, whatever state the run is in:
 // the API pods (the agent, while it runs, kills their containers), the
 // agent process, what the runtime still holds of the pods, the cgroup

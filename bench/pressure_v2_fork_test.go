@@ -36,6 +36,7 @@ const (
 // memory workloads.
 func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, error) {
 	b.Helper()
+	a.waitConditionOff(b, v1.NodePIDPressure) // the last run's storm
 	by := name + "-by"
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
