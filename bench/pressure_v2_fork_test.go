@@ -27,6 +27,8 @@ import (
 // thread count (what sysinfo's procs, kubelet's pid.available input,
 // counts) every pressureV2Poll, in bash without a fork.
 const (
+	// pressureV2Transition is the agents' evictionPressureTransitionPeriod.
+	pressureV2Transition   = 10 * time.Second
 	pressureV2PIDMax       = 1536
 	pressureV2PIDThreshold = 400
 	pressureV2PIDMargin    = 100
@@ -36,7 +38,10 @@ const (
 // memory workloads.
 func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, error) {
 	b.Helper()
-	a.waitConditionOff(b, v1.NodePIDPressure) // the last run's storm
+	// The last run's storm: the agent keeps its PIDPressure (and rejects
+	// new pods) for the transition period after its last observation,
+	// which its Node may not show yet.
+	a.waitConditionOff(b, v1.NodePIDPressure)
 	by := name + "-by"
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
@@ -84,6 +89,7 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	a.deleteEvictionPod(b, storm.Name)
 	a.deleteEvictionPod(b, by)
 	g.waitPIDsBack(b, a, limit)
+	time.Sleep(pressureV2Transition + 2*time.Second)
 	f := strings.Fields(times)
 	var ramp, cross, ranOut time.Time
 	if len(f) == 3 { // "-" for what did not happen: guestTime says not ok
