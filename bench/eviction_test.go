@@ -540,10 +540,20 @@ func (a *nodeAgent) createEvictionPod(b *testing.B, name string, w evictionWorkl
 	return a.createBenchPod(b, name, []string{"alloc", "--mib", strconv.Itoa(w.mib), "--rate", strconv.Itoa(w.rate), "--hold"}, nil)
 }
 
-// createBenchPod creates a Burstable testbox pod (request 64Mi, no limit,
-// restartPolicy Never, 1 s grace) running args, with vol (if any)
-// mounted at /data.
+// benchPodRequest is a benchmark pod's memory request unless its workload
+// sets one.
+const benchPodRequest = "64Mi"
+
+// createBenchPod creates a Burstable testbox pod (request benchPodRequest,
+// no limit, restartPolicy Never, 1 s grace) running args, with vol (if
+// any) mounted at /data.
 func (a *nodeAgent) createBenchPod(b *testing.B, name string, args []string, vol *v1.Volume) *v1.Pod {
+	b.Helper()
+	return a.createBenchPodRequest(b, name, args, vol, benchPodRequest)
+}
+
+// createBenchPodRequest is createBenchPod with the memory request given.
+func (a *nodeAgent) createBenchPodRequest(b *testing.B, name string, args []string, vol *v1.Volume, request string) *v1.Pod {
 	b.Helper()
 	no, grace := false, int64(1)
 	pod := &v1.Pod{
@@ -559,7 +569,7 @@ func (a *nodeAgent) createBenchPod(b *testing.B, name string, args []string, vol
 			Containers: []v1.Container{{
 				Name: "app", Image: images.TestboxImage, ImagePullPolicy: v1.PullIfNotPresent,
 				Args:      args,
-				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")}},
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse(request)}},
 			}},
 		},
 	}

@@ -19,6 +19,9 @@ func contextWithCancel(b *testing.B) (context.Context, context.CancelFunc) {
 }
 
 // pressureTable renders the cells: one line per agent and workload.
+// "Neither" counts the quiet runs (no workload pod stopped, no kernel OOM
+// kill, no throttled pod relaxed for a stall): for a throttling agent the
+// runs it held.
 func pressureTable(cells []pressureCell) string {
 	baselineOOM := map[string]int{}
 	baseline := map[string]bool{}
@@ -30,7 +33,7 @@ func pressureTable(cells []pressureCell) string {
 	}
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\tagent\truns\tevicted before any OOM kill\tkernel OOM kill\tneedless evictions\tcrossing → first stop p50\tbystander damage")
+	fmt.Fprintln(tw, "workload\tagent\truns\tevicted before any OOM kill\tkernel OOM kill\tneedless evictions\tneither stop nor OOM kill\tcrossing → first stop p50\tbystander damage")
 	for _, c := range cells {
 		n := len(c.runs)
 		needless := "n/a"
@@ -51,9 +54,10 @@ func pressureTable(cells []pressureCell) string {
 		if len(c.aborted) > 0 {
 			runs += fmt.Sprintf(" (+%d aborted)", len(c.aborted))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%s\t%d/%d\n", c.workload, c.agent, runs,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\t%d/%d\t%s\t%d/%d\n", c.workload, c.agent, runs,
 			c.count(func(r pressureRun) bool { return r.stops > 0 && !r.oom }), n,
-			c.count(func(r pressureRun) bool { return r.oom }), n, needless, msOrDash(percentile(lat, 0.5), len(lat)),
+			c.count(func(r pressureRun) bool { return r.oom }), n, needless,
+			c.count(pressureRun.quiet), n, msOrDash(percentile(lat, 0.5), len(lat)),
 			c.count(func(r pressureRun) bool { return r.bystander }), n)
 	}
 	_ = tw.Flush()
@@ -70,16 +74,18 @@ func TestPressureTable(t *testing.T) {
 		{agent: agentKerneletPageCache, workload: "five40", runs: []pressureRun{{stops: 2, oom: true, bystander: true}}},
 		{agent: agentKubelet, workload: "five40", runs: []pressureRun{{stops: 1, crossed: true, latency: ms(2000)}},
 			aborted: []string{"pod five40-1 Pending past 5m0s"}},
+		{agent: agentKerneletOptions, workload: "leak2", runs: []pressureRun{{crossed: true}, {crossed: true, relaxed: 1}, {stops: 1, crossed: true, latency: ms(30)}}},
 	}
 	got := pressureTable(cells)
 	t.Log("\n" + got)
 	flat := strings.Join(strings.Fields(got), " ") // the tabwriter's widths aside
 	for _, want := range []string{
-		"pc-reread kubelet 2 1/2 0/2 1/2 4000.0 ms 0/2",
-		"anon500 none 1 0/1 1/1 0/1 - 0/1",
-		"anon500 kernelet 1 1/1 0/1 0/1 0.0 ms 0/1",
-		"five40 kernelet-pagecache 1 0/1 1/1 n/a - 1/1",
-		"five40 kubelet 1 (+1 aborted) 1/1 0/1 n/a 2000.0 ms 0/1",
+		"pc-reread kubelet 2 1/2 0/2 1/2 1/2 4000.0 ms 0/2",
+		"anon500 none 1 0/1 1/1 0/1 0/1 - 0/1",
+		"anon500 kernelet 1 1/1 0/1 0/1 0/1 0.0 ms 0/1",
+		"five40 kernelet-pagecache 1 0/1 1/1 n/a 0/1 - 1/1",
+		"five40 kubelet 1 (+1 aborted) 1/1 0/1 n/a 0/1 2000.0 ms 0/1",
+		"leak2 kernelet-options 3 1/3 0/3 n/a 1/3 30.0 ms 0/3",
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("table lacks %q", want)

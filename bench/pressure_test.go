@@ -24,11 +24,12 @@ import (
 //
 //   - anon growth: one pod allocating 700 MiB at 50, 200 and 500 MiB/s;
 //   - five pods growing together, 160 MiB each at 40 MiB/s;
-//   - a slow leak: one pod allocating 520 MiB, the first 250 MiB at once
-//     and the rest at 2 MiB/s (the crossing comes after ~80 s of leaking,
-//     the kernel's OOM kill with no agent after ~110 s; each run watches
-//     2.5 min — from a plateau rather than from zero, which would take
-//     3.5 min to the crossing for the same approach at 2 MiB/s);
+//   - a slow leak: one pod requesting 256Mi and allocating 520 MiB, the
+//     first 250 MiB at once and the rest at 2 MiB/s (a service leaking
+//     above its steady state; the crossing comes after ~80 s of leaking,
+//     the kernel's OOM kill with no agent and no swap after ~110 s; each
+//     run watches 2.5 min — from a plateau rather than from zero, which
+//     would take 3.5 min to the crossing for the same approach);
 //   - tmpfs growth: a pod writing 700 MiB at 50 MiB/s to a memory-backed
 //     emptyDir (shmem: nothing the kernel can reclaim without swap, and
 //     still charged once the writer is killed);
@@ -89,12 +90,23 @@ type pressureWorkload struct {
 	// end.
 	hold   bool
 	window time.Duration
+	// request is the workload pods' memory request (benchPodRequest when
+	// empty).
+	request string
+	// disk: a disk fill (pressure_v2_disk_test.go; the cgroup v2 node
+	// only, like fork storms: it fills the machine's filesystem). Its pod's
+	// "{mark}" and "{leave}" arguments are the imagefs threshold and the
+	// margin in MiB.
+	disk bool
 	// forkRate: a fork storm against pid.available, this many children a
 	// second (the cgroup v2 node only: it presses the whole machine's
 	// process table, not a limited kubepods). Its pod's "{n}" argument is
 	// the node's free PIDs less pressureV2PIDMargin at the run's start.
 	forkRate int
 }
+
+// podRequest is the workload pods' memory request.
+func (w pressureWorkload) podRequest() string { return cmp.Or(w.request, benchPodRequest) }
 
 // volume is the pods' emptyDir at /data (nil when they have none).
 func (w pressureWorkload) volume() *v1.Volume {
@@ -117,11 +129,12 @@ func pressureWorkloads() []pressureWorkload {
 		five.pods = append(five.pods, []string{"alloc", "--mib", "160", "--rate", "40", "--hold"})
 	}
 	return []pressureWorkload{anon(50), anon(200), anon(500), five,
-		{name: "leak2", hold: true, window: 150 * time.Second, pods: [][]string{{"alloc", "--mib", "520", "--first", "250", "--rate", "2", "--hold"}}},
+		{name: "leak2", hold: true, window: 150 * time.Second, request: "256Mi", pods: [][]string{{"alloc", "--mib", "520", "--first", "250", "--rate", "2", "--hold"}}},
 		{name: "tmpfs50", data: true, memory: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--rate", "50", "--file", "/data/f", "--hold"}}},
 		{name: "pc-write", data: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--file", "/data/f", "--hold"}}},
 		{name: "pc-reread", data: true, hold: true, pods: [][]string{{"write", "--mib", "420", "--file", "/data/f", "--reread"}}},
 		{name: "fork50", hold: true, forkRate: 50, pods: [][]string{{"fork", "--n", "{n}", "--rate", "50", "--exec", "/bin/sleep 3600"}}},
+		{name: "disk50", hold: true, disk: true, pods: [][]string{{"write", "--mib", "100000", "--file", "/fill", "--rate", "50", "--leave", "{leave}", "--mark", "{mark}", "--hold"}}},
 	}
 }
 
@@ -132,7 +145,14 @@ type pressureRun struct {
 	crossed   bool // the poll saw the crossing
 	latency   time.Duration
 	bystander bool // the bystander was stopped or killed
+	// relaxed: the throttler gave a pod its memory.high back for a stall
+	// past maxStall (memoryThrottle agents in the v2 node).
+	relaxed int
 }
+
+// quiet: the run ended with no workload pod stopped, no kernel OOM kill
+// and no throttled pod relaxed for a stall — with memoryThrottle, "held".
+func (r pressureRun) quiet() bool { return r.stops == 0 && !r.oom && r.relaxed == 0 }
 
 // pressureCell is one agent's runs of one workload.
 type pressureCell struct {
@@ -195,11 +215,12 @@ func logPressure(b *testing.B, cells []pressureCell, workloads []pressureWorkloa
 }
 
 // selectWorkloads are the workloads named (all when none is); on the
-// host (v2 false) a fork storm is refused by name and left out of all.
+// host (v2 false) fork storms and disk fills are refused by name and left
+// out of all.
 func selectWorkloads(b *testing.B, names []string, v2 bool) []pressureWorkload {
 	all := pressureWorkloads()
 	if !v2 {
-		all = slices.DeleteFunc(all, func(w pressureWorkload) bool { return w.forkRate > 0 })
+		all = slices.DeleteFunc(all, func(w pressureWorkload) bool { return w.forkRate > 0 || w.disk })
 	}
 	if len(names) == 0 {
 		return all
@@ -213,7 +234,7 @@ func selectWorkloads(b *testing.B, names []string, v2 bool) []pressureWorkload {
 			}
 		}
 		if !found {
-			b.Fatalf("KERNELET_BENCH_PRESSURE_WORKLOADS: unknown workload %q here (fork storms run in the cgroup v2 node only)", n)
+			b.Fatalf("KERNELET_BENCH_PRESSURE_WORKLOADS: unknown workload %q here (fork storms and disk fills run in the cgroup v2 node only)", n)
 		}
 	}
 	return out
@@ -227,6 +248,8 @@ func pressureTag(name string) string {
 		return "no"
 	case agentKerneletOptions:
 		return "ko"
+	case agentOomd:
+		return "oo"
 	}
 	return evictionTag(name)
 }
@@ -269,7 +292,7 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	var names []string
 	for i, args := range w.pods {
 		n := fmt.Sprintf("%s-%d", name, i)
-		a.createBenchPod(b, n, args, vol)
+		a.createBenchPodRequest(b, n, args, vol, w.podRequest())
 		names = append(names, n)
 	}
 	type ids struct{ sandbox, container string }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the root disk of kernelet's cgroup v2 test node (test/env/vmnode):
-# a Debian 12 guest with systemd as PID 1, containerd 2 (hack/containerd2/containerd.sh),
+# a Debian 12 guest with systemd as PID 1 (systemd-oomd installed, not enabled), containerd 2 (hack/containerd2/containerd.sh),
 # runc 1.5 (hack/containerd2/runc.sh, at /usr/local/sbin/runc: Debian's runc 1.1.5 has no
 # idmapped mounts, without which containerd 2 reports no user namespace support), CNI plugins
 # and iproute2, the host's cloud kernel's modules
@@ -34,7 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 CACHE=${KERNELET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernelet}
 SUITE=bookworm
-PACKAGES=systemd,systemd-sysv,udev,dbus,iproute2,iptables,kmod,libseccomp2,containernetworking-plugins,openssh-server,procps
+PACKAGES=systemd,systemd-sysv,systemd-oomd,udev,dbus,iproute2,iptables,kmod,libseccomp2,containernetworking-plugins,openssh-server,procps
 DISK_SIZE=4G
 
 log() { echo "hack/vmnode/build.sh: $*" >&2; }
@@ -144,6 +144,11 @@ else
   chown -R 0:0 "$rootfs/etc/containerd" "$rootfs/etc/cni" "$rootfs/etc/systemd" "$rootfs/etc/ssh/sshd_config.d" \
     "$rootfs/etc/modules-load.d" "$rootfs/etc/sysctl.d"
   chroot "$rootfs" systemctl enable containerd.service systemd-networkd.service >/dev/null 2>&1
+  # systemd-oomd is there for the pressure benchmark's column, which starts
+  # it; off otherwise (it would act only on units given ManagedOOM*=).
+  # (The socket too: PID 1 connecting to it would start the service.)
+  chroot "$rootfs" systemctl disable systemd-oomd.service systemd-oomd.socket >/dev/null 2>&1
+  if ls "$rootfs"/etc/systemd/system/*.wants/systemd-oomd.* >/dev/null 2>&1; then log "systemd-oomd still enabled"; exit 1; fi
   # Nothing periodic or waiting in a test VM.
   chroot "$rootfs" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service \
     fstrim.timer systemd-networkd-wait-online.service >/dev/null 2>&1

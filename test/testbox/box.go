@@ -28,7 +28,7 @@ modes:
   trap-term [--exit-after D]
   alloc --mib N [--first N] [--rate MiB/s] [--hold] [--term-after D]
   fork --n N [--rate N/s] [--exec 'PROG ARGS'] [--for D]
-  write --mib N --file PATH [--sync] [--reread] [--hold]
+  write --mib N --file PATH [--rate MiB/s] [--leave MiB] [--mark MiB] [--sync] [--reread] [--hold]
   serve --http ADDR | --https ADDR | --grpc ADDR | --tcp ADDR [--fail-after D]
   exit --code N [--after D]
   fetch --url URL [--bearer-file F] [--ca-file F] [--post-data S]
@@ -47,6 +47,8 @@ type config struct {
 	file      string        // write
 	sync      bool          // write: fsync at the end
 	reread    bool          // write: read the file again and again until signalled
+	leave     int           // write: stop once the file's filesystem has no more than this many MiB available (0: off)
+	mark      int           // write: log the time the available space first falls under this many MiB (0: off)
 	httpAddr  string        // serve
 	tcpAddr   string        // serve
 	httpsAddr string        // serve: HTTPS with a self-signed certificate
@@ -95,6 +97,8 @@ func parse(args []string) (*config, error) {
 		fs.Float64Var(&c.rate, "rate", 0, "MiB written per second (0: as fast as possible)")
 		fs.BoolVar(&c.reread, "reread", false, "then read the file again and again until signalled")
 		fs.BoolVar(&c.hold, "hold", false, "then keep running until signalled")
+		fs.IntVar(&c.leave, "leave", 0, "stop writing once the filesystem has no more than this many MiB available (0: off)")
+		fs.IntVar(&c.mark, "mark", 0, "log when the filesystem's available MiB first fall under this (0: off)")
 	case "serve":
 		fs.StringVar(&c.httpAddr, "http", "", "HTTP listen address")
 		fs.StringVar(&c.tcpAddr, "tcp", "", "TCP echo listen address")
@@ -163,6 +167,9 @@ func (c *config) validate() error {
 		}
 		if c.rate < 0 {
 			return errors.New("--rate must be >= 0")
+		}
+		if c.leave < 0 || c.mark < 0 {
+			return errors.New("--leave and --mark must be >= 0")
 		}
 	case "serve":
 		n := 0
@@ -435,7 +442,8 @@ func (b *box) write(c *config) (int, error) {
 		defer t.Stop()
 		tick = t.C
 	}
-	for i := 0; i < c.mib; i++ {
+	written, marked := 0, false
+	for ; written < c.mib; written++ {
 		if tick != nil {
 			select {
 			case <-tick:
@@ -448,6 +456,23 @@ func (b *box) write(c *config) (int, error) {
 			f.Close()
 			return 1, fmt.Errorf("write: %w", err)
 		}
+		if c.leave == 0 && c.mark == 0 {
+			continue
+		}
+		avail, err := availableMiB(c.file)
+		if err != nil {
+			f.Close()
+			return 1, fmt.Errorf("statfs: %w", err)
+		}
+		if c.mark > 0 && !marked && avail < int64(c.mark) {
+			marked = true
+			b.logf("testbox write: available %d MiB < %d MiB at %s", avail, c.mark, unixTime(time.Now()))
+		}
+		if c.leave > 0 && avail <= int64(c.leave) {
+			written++
+			b.logf("testbox write: stopped: available %d MiB <= %d MiB (--leave) at %s", avail, c.leave, unixTime(time.Now()))
+			break
+		}
 	}
 	if c.sync {
 		if err := f.Sync(); err != nil {
@@ -458,7 +483,7 @@ func (b *box) write(c *config) (int, error) {
 	if err := f.Close(); err != nil {
 		return 1, fmt.Errorf("close: %w", err)
 	}
-	b.logf("testbox write: wrote %d MiB", c.mib)
+	b.logf("testbox write: wrote %d MiB", written)
 	switch {
 	case c.reread:
 		return b.reread(c.file)
@@ -466,6 +491,12 @@ func (b *box) write(c *config) (int, error) {
 		<-b.sigs
 	}
 	return 0, nil
+}
+
+// unixTime is t as seconds since the epoch with microseconds
+// ("1795978400.250000"), the form of bash's $EPOCHREALTIME.
+func unixTime(t time.Time) string {
+	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
 }
 
 // reread reads file from start to end again and again (its page cache

@@ -70,18 +70,21 @@ func TestParse(t *testing.T) {
 		"write at a rate": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--rate", "2.5", "--hold"},
 			want: &config{mode: "write", mib: 4, file: "/tmp/x", rate: 2.5, hold: true}},
 		"write negative rate": {args: []string{"write", "--mib", "4", "--file", "/tmp/x", "--rate", "-1"}, wantErr: true},
-		"serve http":          {args: []string{"serve", "--http", ":8080"}, want: &config{mode: "serve", httpAddr: ":8080"}},
-		"serve tcp":           {args: []string{"serve", "--tcp", "127.0.0.1:9"}, want: &config{mode: "serve", tcpAddr: "127.0.0.1:9"}},
-		"serve both":          {args: []string{"serve", "--http", ":1", "--tcp", ":2"}, wantErr: true},
-		"serve neither":       {args: []string{"serve"}, wantErr: true},
-		"serve grpc":          {args: []string{"serve", "--grpc", ":9000", "--fail-after", "5s"}, want: &config{mode: "serve", grpcAddr: ":9000", failAfter: 5 * time.Second}},
-		"serve two kinds":     {args: []string{"serve", "--https", ":1", "--grpc", ":2"}, wantErr: true},
-		"exit":                {args: []string{"exit", "--code", "3", "--after", "1s"}, want: &config{mode: "exit", exitCode: 3, duration: time.Second}},
-		"exit no code":        {args: []string{"exit"}, wantErr: true},
-		"exit code range":     {args: []string{"exit", "--code", "256"}, wantErr: true},
-		"no mode":             {args: nil, wantErr: true},
-		"unknown mode":        {args: []string{"dance"}, wantErr: true},
-		"help":                {args: []string{"help"}, wantErr: true},
+		"write to the margin": {args: []string{"write", "--mib", "9000", "--file", "/x", "--rate", "50", "--leave", "100", "--mark", "600", "--hold"},
+			want: &config{mode: "write", mib: 9000, file: "/x", rate: 50, leave: 100, mark: 600, hold: true}},
+		"write negative leave": {args: []string{"write", "--mib", "4", "--file", "/x", "--leave", "-1"}, wantErr: true},
+		"serve http":           {args: []string{"serve", "--http", ":8080"}, want: &config{mode: "serve", httpAddr: ":8080"}},
+		"serve tcp":            {args: []string{"serve", "--tcp", "127.0.0.1:9"}, want: &config{mode: "serve", tcpAddr: "127.0.0.1:9"}},
+		"serve both":           {args: []string{"serve", "--http", ":1", "--tcp", ":2"}, wantErr: true},
+		"serve neither":        {args: []string{"serve"}, wantErr: true},
+		"serve grpc":           {args: []string{"serve", "--grpc", ":9000", "--fail-after", "5s"}, want: &config{mode: "serve", grpcAddr: ":9000", failAfter: 5 * time.Second}},
+		"serve two kinds":      {args: []string{"serve", "--https", ":1", "--grpc", ":2"}, wantErr: true},
+		"exit":                 {args: []string{"exit", "--code", "3", "--after", "1s"}, want: &config{mode: "exit", exitCode: 3, duration: time.Second}},
+		"exit no code":         {args: []string{"exit"}, wantErr: true},
+		"exit code range":      {args: []string{"exit", "--code", "256"}, wantErr: true},
+		"no mode":              {args: nil, wantErr: true},
+		"unknown mode":         {args: []string{"dance"}, wantErr: true},
+		"help":                 {args: []string{"help"}, wantErr: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -658,5 +661,32 @@ func TestAllocTermAfter(t *testing.T) {
 	}
 	if r := wait(t, done); r.code != 0 {
 		t.Fatalf("exit status %d", r.code)
+	}
+}
+
+// write --leave stops at the margin and --mark logs the crossing: with
+// both far above what the test's filesystem has free, after the first MiB.
+func TestWriteLeave(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("statfs: Linux only")
+	}
+	path := filepath.Join(t.TempDir(), "data")
+	huge := strconv.Itoa(1 << 40)
+	out, _, done := start(t, "write", "--mib", "50", "--file", path, "--leave", huge, "--mark", huge)
+	out.next(t) // start
+	if line := out.next(t); !strings.Contains(line, "available") || !strings.Contains(line, "< "+huge+" MiB at ") {
+		t.Fatalf("mark: %q", line)
+	}
+	if line := out.next(t); !strings.Contains(line, "(--leave) at ") {
+		t.Fatalf("leave: %q", line)
+	}
+	if line := out.next(t); !strings.Contains(line, "wrote 1 MiB") {
+		t.Fatalf("end: %q", line)
+	}
+	if r := wait(t, done); r.code != 0 {
+		t.Fatalf("exit status %d", r.code)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != mib {
+		t.Fatalf("file: %v %v, want 1 MiB", fi, err)
 	}
 }

@@ -53,3 +53,13 @@ func reapAll() {
 func childSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// availableMiB is what an unprivileged writer may still write to the
+// filesystem holding path (statfs f_bavail), in MiB.
+func availableMiB(path string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	return int64(st.Bavail) * st.Bsize >> 20, nil
+}
