@@ -26,7 +26,7 @@ type cri struct {
 // refreshRuntime reads the image filesystem and the writable layers.
 func (s *localStorage) refreshRuntime(ctx context.Context) {
 	log := klog.FromContext(ctx)
-	s.imageFs, s.contFs = nil, nil
+	s.imageFs, s.contFs, s.imgMount, s.contMount = nil, nil, "", ""
 	if s.images != nil {
 		if img, cont, dedicated, err := s.imageFilesystems(ctx); err != nil {
 			log.V(2).Info("Eviction: image filesystem not observed", "err", err)
@@ -64,12 +64,13 @@ func (s *localStorage) imageFilesystems(ctx context.Context) (img, cont *evictio
 		return nil, nil, false, errors.New("ImageFsInfo names no image filesystem")
 	}
 	mp := fss[0].GetFsId().GetMountpoint()
-	if img, err = statFs(ctx, mp); err != nil {
+	if img, err = s.statfs(ctx, mp); err != nil {
 		return nil, nil, false, err
 	}
-	cont = img
+	cont, contMount := img, ""
 	if cfs := resp.GetContainerFilesystems(); len(cfs) > 0 && cfs[0].GetFsId().GetMountpoint() != "" {
-		if cont, err = statFs(ctx, cfs[0].GetFsId().GetMountpoint()); err != nil {
+		contMount = cfs[0].GetFsId().GetMountpoint()
+		if cont, err = s.statfs(ctx, contMount); err != nil {
 			return nil, nil, false, err
 		}
 	}
@@ -78,7 +79,38 @@ func (s *localStorage) imageFilesystems(ctx context.Context) (img, cont *evictio
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, nil, false, err
 	}
+	s.imgMount, s.contMount = mp, contMount
 	return img, cont, imgDev != rootDev, nil
+}
+
+// restat reads the image and container filesystems' statfs again, at the
+// mountpoints the runtime named at the last refresh (nothing before the
+// first): cheap, so each decision sees their space now while the runtime
+// is asked again only once the period passed. A failed read keeps the
+// previous value.
+func (s *localStorage) restat(ctx context.Context) {
+	if s.imgMount == "" || s.imageFs == nil {
+		return
+	}
+	img, err := s.statfs(ctx, s.imgMount)
+	if err != nil {
+		return
+	}
+	cont := img
+	if s.contMount != "" {
+		if cont, err = s.statfs(ctx, s.contMount); err != nil {
+			return
+		}
+	}
+	s.imageFs, s.contFs = img, cont
+}
+
+// statfs is statFs unless a test set statFsFunc.
+func (s *localStorage) statfs(ctx context.Context, path string) (*eviction.FsStats, error) {
+	if s.statFsFunc != nil {
+		return s.statFsFunc(ctx, path)
+	}
+	return statFs(ctx, path)
 }
 
 func statFs(ctx context.Context, path string) (*eviction.FsStats, error) {

@@ -12,11 +12,13 @@ import (
 )
 
 // Bounds of the disk measurements behind the disk signals' ranking and
-// the local storage limits (the filesystems' statfs is read at every
-// decision): a measurement is reused for localStoragePeriod while a disk
-// threshold is met (eviction.DiskNear; the manager may decide every
-// 100 ms), for localStorageIdlePeriod otherwise (kubelet's 10 s loop);
-// one directory
+// the local storage limits (the filesystems' statfs — the node's, and the
+// image and container filesystems' at the mountpoints the runtime last
+// named — is read at every decision, so the manager's 100 ms near tick
+// sees a filling disk as it fills): the runtime's ImageFsInfo, the
+// writable layers and the pods' walks are reused for localStoragePeriod
+// while a disk threshold is met (eviction.DiskNear), for
+// localStorageIdlePeriod otherwise (kubelet's 10 s loop); one directory
 // walk stops after maxUsageEntries entries.
 const (
 	localStoragePeriod     = time.Second
@@ -43,6 +45,12 @@ type localStorage struct {
 	fsAt      time.Time
 	imageFs   *eviction.FsStats
 	contFs    *eviction.FsStats
+	// imgMount and contMount are the mountpoints of the image and
+	// container filesystems the runtime named at the last refresh
+	// (contMount empty: the image filesystem's).
+	imgMount, contMount string
+	// statFsFunc replaces statFs in tests.
+	statFsFunc func(ctx context.Context, path string) (*eviction.FsStats, error)
 	dedicated bool
 	layers    map[string]eviction.FsUsage
 	pods      map[types.UID]measuredStorage
@@ -74,6 +82,7 @@ func (s *localStorage) filesystems(ctx context.Context, out *eviction.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
+	s.restat(ctx)
 	out.ImageFs, out.ContainerFs, out.DedicatedImageFs = s.imageFs, s.contFs, s.dedicated
 	s.period = localStorageIdlePeriod
 	if eviction.DiskNear(s.thresholds, eviction.Observe(*out)) {

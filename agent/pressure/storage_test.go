@@ -131,3 +131,60 @@ func TestSummaryStorage(t *testing.T) {
 		t.Errorf("container side %+v %v", c, ok)
 	}
 }
+
+// The image and container filesystems' statfs is read at every decision
+// (a filling disk seen as it fills), the runtime's ImageFsInfo only once
+// the period passed; before the first ImageFsInfo nothing is read.
+func TestImageFsReadEveryDecision(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	img, cont := t.TempDir(), t.TempDir()
+	is := apitest.NewFakeImageService()
+	is.SetFakeFilesystemUsage([]*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: img}}})
+	is.SetFakeContainerFilesystemUsage([]*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: cont}}})
+	avail := map[string]int64{img: 900, cont: 800}
+	var reads []string
+	s := &localStorage{cri: cri{images: is, rootDir: root}, podLogsDir: root, vols: dirVolumes(root),
+		statFsFunc: func(_ context.Context, path string) (*eviction.FsStats, error) {
+			reads = append(reads, path)
+			return &eviction.FsStats{CapacityBytes: 1000, AvailableBytes: avail[path]}, nil
+		}}
+	imageFsInfo := func() int {
+		n := 0
+		for _, c := range is.Called {
+			if c == "ImageFsInfo" {
+				n++
+			}
+		}
+		return n
+	}
+	var out eviction.Stats
+	s.fill(ctx, nil, &out)
+	if out.ImageFs == nil || out.ImageFs.AvailableBytes != 900 || out.ContainerFs.AvailableBytes != 800 || imageFsInfo() != 1 {
+		t.Fatalf("first decision: image fs %+v container fs %+v, ImageFsInfo calls %d", out.ImageFs, out.ContainerFs, imageFsInfo())
+	}
+	avail[img], avail[cont] = 500, 400
+	out = eviction.Stats{}
+	s.fill(ctx, nil, &out)
+	if out.ImageFs.AvailableBytes != 500 || out.ContainerFs.AvailableBytes != 400 {
+		t.Fatalf("second decision within the period: image fs %+v container fs %+v, want the space now", out.ImageFs, out.ContainerFs)
+	}
+	if n := imageFsInfo(); n != 1 {
+		t.Fatalf("ImageFsInfo called %d times within the period, want once", n)
+	}
+	// A failed statfs keeps the last value.
+	s.statFsFunc = func(context.Context, string) (*eviction.FsStats, error) { return nil, os.ErrNotExist }
+	out = eviction.Stats{}
+	s.fill(ctx, nil, &out)
+	if out.ImageFs == nil || out.ImageFs.AvailableBytes != 500 {
+		t.Fatalf("after a failed statfs: %+v, want the last value", out.ImageFs)
+	}
+	// Without an image service nothing is read.
+	reads = nil
+	bare := &localStorage{cri: cri{rootDir: root}, statFsFunc: s.statFsFunc}
+	out = eviction.Stats{}
+	bare.fill(ctx, nil, &out)
+	if out.ImageFs != nil || len(reads) != 0 {
+		t.Fatalf("no image service: image fs %+v, reads %v", out.ImageFs, reads)
+	}
+}
