@@ -16,12 +16,18 @@ import (
 // The image-heavy disk fill of the cgroup v2 node (issue 28's "an
 // image-heavy disk fill"): every agent has kubelet's default hard
 // nodefs.available<10% and imagefs.available<15% (one filesystem in the
-// guest: the imagefs threshold is met first) and imageMinimumGCAge 0s.
-// Before each run an unused image of pressureV2FillerMiB (a single layer
-// of zeros, made in the guest once per boot and kept sparse) is imported
-// into containerd's k8s.io namespace if image GC removed it: about twice
-// its size on disk (the layer's blob in the content store and its
-// unpacked snapshot), which an agent frees by image GC before it evicts.
+// guest: the imagefs threshold is met first) and imageMinimumGCAge 1s
+// (0 would mean kubelet's default, 2m). Before each run an unused image
+// of pressureV2FillerMiB (a single layer of zeros, made in the guest once
+// per boot and kept sparse) is imported into containerd's k8s.io
+// namespace if image GC removed it: about twice its size on disk (the
+// layer's blob in the content store and its unpacked snapshot), which an
+// agent frees by image GC before it evicts. The agent is then restarted:
+// kubelet and kernelet both take an image's age from when they first
+// listed it, at their start and every 5 minutes after, so an image
+// imported while they run is not old enough for the eviction's image GC
+// until their next listing — on a real node unused images have been
+// there for long.
 // One pod then writes into its container's writable layer at the
 // workload's rate until the filesystem has pressureV2DiskLeave MiB
 // available and holds there — the writer stops by itself, so a run where
@@ -99,6 +105,9 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	if err != nil {
 		b.Fatalf("the filler image: %v %s", err, out)
 	}
+	// The agent lists images at its start: the filler is old enough (1s)
+	// by the crossing. The bystander's start below waits for it to run.
+	g.guest(b, "systemctl restart "+pressureV2Unit)
 	by := name + "-by"
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
@@ -139,6 +148,8 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	var r pressureRun
 	r.bystander = !stops[string(byPod.UID)].IsZero() || (err == nil && byEnd.Status.Phase != v1.PodRunning)
 	images := g.guest(b, "ctr -n k8s.io images ls -q | grep -cx "+pressureV2FillerRef+" || true")
+	b.Logf("%s %s: the agent's reclaim and eviction lines:\n%s", a.name, name, g.guest(b, `journalctl --no-pager -o short-unix -u `+pressureV2Unit+` --since @`+since+
+		` | grep -iE 'reclaim|unused images|Removing image|image garbage|evicting|must evict|able to reduce|imagefs|nodefs' | cut -c1-400 | head -30 || true`))
 	a.deleteEvictionPod(b, writer.Name)
 	a.deleteEvictionPod(b, by)
 	g.waitDiskBack(b, a, mark+pressureV2FillerMiB)

@@ -228,7 +228,7 @@ authentication:
   webhook: {enabled: false}
 authorization: {mode: AlwaysAllow}
 evictionHard: {allocatableMemory.available: 64Mi, nodefs.available: "10%%", imagefs.available: "15%%", pid.available: "%d"}
-imageMinimumGCAge: 0s
+imageMinimumGCAge: 1s
 evictionPressureTransitionPeriod: 10s
 systemReserved: {memory: "%d"}
 failSwapOn: false

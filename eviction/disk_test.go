@@ -334,6 +334,67 @@ func TestManagerDiskReclaimsBeforeEvicting(t *testing.T) {
 	}
 }
 
+// A pod evicted for a disk signal frees its disk only when its dead
+// containers are removed, not when its cgroup goes: once it has ended,
+// the next decision runs the node-level reclaim again (not
+// NodeReclaimInterval after the last) and evicts no other pod meanwhile.
+func TestManagerDiskEvictedPodEnded(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	writer, quiet := mkPod("writer"), mkPod("quiet")
+	n := &diskNode{capacity: 64 * mi, pods: []*v1.Pod{quiet, writer},
+		storage: map[types.UID]*PodStorage{writer.UID: storage(0, 0, 50, false), quiet.UID: storage(0, 1, 0, false)}}
+	m := n.manager(t, clk, true, hard(SignalNodeFsAvailable, "20Mi"))
+
+	// 13 MiB available: reclaim frees nothing, the writer is evicted.
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.gcs, []string{"containers", "images"}) || !slices.Equal(n.evicted, []string{"writer"}) {
+		t.Fatalf("gc %v evicted %v", n.gcs, n.evicted)
+	}
+	// Still running: no other eviction, no reclaim (it ran just now).
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.gcs) != 2 || len(n.evicted) != 1 {
+		t.Fatalf("while the writer stops: gc %v evicted %v", n.gcs, n.evicted)
+	}
+	// It ended: no stats any more, its 50 MiB now a dead container's.
+	clk.Step(100 * time.Millisecond)
+	n.mu.Lock()
+	delete(n.storage, writer.UID)
+	n.dead = 50 * mi
+	n.mu.Unlock()
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.evicted) != 1 {
+		t.Fatalf("evicted %v once the writer ended, want none more (its disk is being freed)", n.evicted)
+	}
+	// The decision that saw it ended counted its disk as being freed; the
+	// next one runs container GC at once.
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.gcs, []string{"containers", "images", "containers", "images"}) || len(n.evicted) != 1 || n.dead != 0 {
+		t.Fatalf("after the writer ended: gc %v evicted %v dead %d", n.gcs, n.evicted, n.dead)
+	}
+	if c := m.Conditions(); !slices.Equal(c, []v1.NodeConditionType{v1.NodeDiskPressure}) {
+		t.Fatalf("conditions %v (pressure stays for the transition period)", c)
+	}
+	// Freed: nothing more happens.
+	clk.Step(100 * time.Millisecond)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.gcs) != 4 || len(n.evicted) != 1 {
+		t.Fatalf("once freed: gc %v evicted %v", n.gcs, n.evicted)
+	}
+}
+
 func TestManagerLocalStorageLimits(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))

@@ -118,6 +118,11 @@ type pending struct {
 	// covers is the deficit the decision that evicted it was for, usage
 	// its usage then.
 	covers, usage int64
+	// ended: evicted for a disk signal, the pod has no stats any more (its
+	// containers stopped, its cgroup gone) while its disk is still used
+	// until its containers are removed; reclaimed: a node-level reclaim
+	// ran since.
+	ended, reclaimed bool
 }
 
 // Manager decides evictions: on every Wake and every tick it reads fresh

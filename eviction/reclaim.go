@@ -95,7 +95,9 @@ func GracePeriod(t Threshold, maxPodGrace int64, pod *v1.Pod) *int64 {
 }
 
 // freeing is what the pods evicted for s still hold (their memory not yet
-// freed: their cgroup still exists and the cooldown has not passed), and
+// freed: their cgroup still exists and the cooldown has not passed; for a
+// disk signal, also once the cgroup is gone: the disk is freed when the
+// containers are removed), and
 // the deficit they cover: the largest one they were evicted for plus what
 // they grew since (an evicted pod held at its usage may still creep up,
 // which is no other pod's growth); pods whose usage is gone are forgotten.
@@ -105,8 +107,19 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 	var grown int64
 	for uid, p := range m.pending[s] {
 		ps, ok := stats.Pods[uid]
-		if !ok || !now.Before(p.until) {
+		if !now.Before(p.until) || !ok && !IsDiskSignal(s) {
 			delete(m.pending[s], uid)
+			continue
+		}
+		if !ok {
+			// Its disk outlives its cgroup: the writable layers and logs
+			// go with its containers (the next node-level reclaim), its
+			// emptyDirs with its volumes. What it used when evicted
+			// counts until then or the cooldown's end.
+			p.ended = true
+			m.pending[s][uid] = p
+			sum += p.usage
+			covered = max(covered, p.covers)
 			continue
 		}
 		u := usageFor(s, ps)

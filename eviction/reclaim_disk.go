@@ -17,9 +17,11 @@ const DefaultNodeReclaimInterval = 10 * time.Second
 
 // reclaimNode runs the node-level reclaims of disk signal s (container
 // GC, then image GC; NodeReclaimFor) unless they ran less than
-// NodeReclaimInterval ago, then reads the stats again: done is true when
-// no threshold is met any more, minimum reclaim included (no pod needs
-// to go). It returns the stats to go on with (the fresh ones when read).
+// NodeReclaimInterval ago — sooner when a pod evicted for s has ended
+// since (its dead containers' writable layers and logs can go now) —,
+// then reads the stats again: done is true when no threshold is met any
+// more, minimum reclaim included (no pod needs to go). It returns the
+// stats to go on with (the fresh ones when read).
 func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active []*v1.Pod, now time.Time) (_ Stats, done bool) {
 	log := klog.FromContext(ctx)
 	var run []func(context.Context) error
@@ -35,9 +37,15 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 	}
 	m.mu.Lock()
 	last, ran := m.lastNodeReclaim[s]
-	recent := ran && now.Sub(last) < m.cfg.NodeReclaimInterval
+	recent := ran && now.Sub(last) < m.cfg.NodeReclaimInterval && !m.endedUnreclaimed(s)
 	if len(run) > 0 && !recent {
 		m.lastNodeReclaim[s] = now
+		for uid, p := range m.pending[s] {
+			if p.ended {
+				p.reclaimed = true
+				m.pending[s][uid] = p
+			}
+		}
 	}
 	m.mu.Unlock()
 	if len(run) == 0 || recent {
@@ -66,4 +74,16 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 	}
 	log.Info("Eviction manager: must evict pod(s) to reclaim", "resourceName", ResourceOf(s))
 	return fresh, false
+}
+
+// endedUnreclaimed reports whether a pod evicted for s has ended
+// (freeing saw it without stats) and no node-level reclaim ran since.
+// m.mu is held.
+func (m *Manager) endedUnreclaimed(s Signal) bool {
+	for _, p := range m.pending[s] {
+		if p.ended && !p.reclaimed {
+			return true
+		}
+	}
+	return false
 }
