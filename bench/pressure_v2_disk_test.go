@@ -40,7 +40,10 @@ const (
 	pressureV2FillerMiB  = 300
 	pressureV2DiskLeave  = 100
 	pressureV2DiskWindow = 4 * time.Minute
-	pressureV2FillerRef  = "docker.io/kernelet/filler:v1"
+	// pressureV2Settle is how long after a disk or PID run's end its
+	// stops are still counted.
+	pressureV2Settle    = 15 * time.Second
+	pressureV2FillerRef = "docker.io/kernelet/filler:v1"
 	// pressureV2FillerMake makes the filler image's docker-archive tar
 	// once per boot, sparse: its layer is pressureV2FillerMiB of zeros.
 	pressureV2FillerMake = `(set -e; d=/var/tmp/filler; [ -s $d/filler.tar ] && exit 0; rm -rf $d; mkdir -p $d/l; ` +
@@ -109,6 +112,9 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	// by the crossing. The bystander's start below waits for it to run.
 	g.guest(b, "systemctl restart "+pressureV2Unit)
 	by := name + "-by"
+	// From before the bystander: containerd's lines naming its sandbox and
+	// container are needed to see it stopped.
+	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
 		return pressureRun{}, err
@@ -117,7 +123,6 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	mark := (capacity*15 + 99) / 100 // imagefs.available<15%
 	b.Logf("%s %s: disk %d MiB, %d MiB available, the unused filler image in; crossing under %d MiB, run-out at %d MiB",
 		a.name, name, capacity, avail, mark, pressureV2DiskLeave)
-	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	args := make([]string, len(w.pods[0]))
 	for i, s := range w.pods[0] {
 		s = strings.ReplaceAll(s, "{mark}", strconv.FormatInt(mark, 10))
@@ -134,7 +139,10 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	var log string
 	deadline := time.Now().Add(cmp.Or(w.window, pressureV2DiskWindow))
 	for time.Now().Before(deadline) {
-		log = g.guest(b, "cat "+logPath+" 2>/dev/null; true")
+		// The longest read: the log goes with the container.
+		if l := g.guest(b, "cat "+logPath+" 2>/dev/null; true"); len(l) > len(log) {
+			log = l
+		}
 		if _, out := parseWriterLog(log); !out.IsZero() {
 			break
 		}
@@ -143,13 +151,16 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 		}
 		time.Sleep(time.Second)
 	}
+	// An agent may go on evicting after the writer (the bystander): give
+	// it a kubelet loop and a half before judging.
+	time.Sleep(pressureV2Settle)
 	stops := g.stops(b, since)
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
 	var r pressureRun
 	r.bystander = !stops[string(byPod.UID)].IsZero() || (err == nil && byEnd.Status.Phase != v1.PodRunning)
 	images := g.guest(b, "ctr -n k8s.io images ls -q | grep -cx "+pressureV2FillerRef+" || true")
 	b.Logf("%s %s: the agent's reclaim and eviction lines:\n%s", a.name, name, g.guest(b, `journalctl --no-pager -o short-unix -u `+pressureV2Unit+` --since @`+since+
-		` | grep -iE 'reclaim|unused images|Removing image|image garbage|evicting|must evict|able to reduce|imagefs|nodefs' | cut -c1-400 | head -30 || true`))
+		` | grep -iE 'reclaim|unused images|Removing image|image garbage|evict|imagefs|nodefs' | cut -c1-400 | head -30 || true`))
 	a.deleteEvictionPod(b, writer.Name)
 	a.deleteEvictionPod(b, by)
 	g.waitDiskBack(b, a, mark+pressureV2FillerMiB)

@@ -43,13 +43,15 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	// which its Node may not show yet.
 	a.waitConditionOff(b, v1.NodePIDPressure)
 	by := name + "-by"
+	// From before the bystander: containerd's lines naming its sandbox and
+	// container are needed to see it stopped.
+	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
 		return pressureRun{}, err
 	}
 	limit, n := g.planPIDs(b)
 	defer g.guest(b, "sysctl -qw kernel.threads-max="+strconv.Itoa(g.threadsMax))
-	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	// The poll writes its file at each change (echo is a builtin: no fork)
 	// and ends once the PIDs ran out, or when killed after the run.
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; lim=%d; r=-; c=-; e=-; : > /run/pressure.pids; `+
@@ -82,6 +84,7 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 			terminations(p), g.guest(b, "tail -c 600 /var/log/pods/"+g.ns+"_"+storm.Name+"_"+string(storm.UID)+"/app/0.log 2>&1; true"))
 	}
 	times := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.pids; rm -f /run/pressure.pids")
+	time.Sleep(pressureV2Settle)
 	stops := g.stops(b, since)
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
 	var r pressureRun

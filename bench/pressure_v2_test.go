@@ -374,12 +374,14 @@ func (g *pressureV2Node) stopAgent(b *testing.B, a *nodeAgent) {
 func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload, name string) (pressureRun, error) {
 	b.Helper()
 	by := name + "-by"
+	// From before the bystander: containerd's lines naming its sandbox and
+	// container are needed to see it stopped.
+	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	byPod, err := g.startBystander(b, a, by)
 	if err != nil {
 		return pressureRun{}, err
 	}
 	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
-	since := g.guest(b, `bash -c 'echo $EPOCHREALTIME'`)
 	poller := g.guest(b, fmt.Sprintf(`bash -c 'exec 3<>/run/pressure.fifo; t=%d; while :; do read u < %s/memory.current; `+
 		`while read k v; do [ "$k" = inactive_file ] && break; done < %s/memory.stat; [ $((u-v)) -ge $t ] && { echo $EPOCHREALTIME; exit 0; }; read -t %g -u 3; done' >/run/pressure.cross 2>&1 </dev/null & echo $!`,
 		g.limit-evictionThreshold, pressureV2Kubepods, pressureV2Kubepods, pressureV2Poll.Seconds()))

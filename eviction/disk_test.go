@@ -361,7 +361,20 @@ func TestManagerDiskEvictedPodEnded(t *testing.T) {
 	if len(n.gcs) != 2 || len(n.evicted) != 1 {
 		t.Fatalf("while the writer stops: gc %v evicted %v", n.gcs, n.evicted)
 	}
-	// It ended: no stats any more, its 50 MiB now a dead container's.
+	// Its container stopped: the runtime no longer measures its writable
+	// layer (0 here), which is still on disk. Nobody else is evicted.
+	clk.Step(100 * time.Millisecond)
+	n.mu.Lock()
+	n.storage[writer.UID] = storage(0, 0, 0, false)
+	n.dead = 50 * mi
+	n.mu.Unlock()
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.gcs) != 2 || len(n.evicted) != 1 {
+		t.Fatalf("once its container stopped: gc %v evicted %v", n.gcs, n.evicted)
+	}
+	// It ended: no stats any more, its 50 MiB a dead container's.
 	clk.Step(100 * time.Millisecond)
 	n.mu.Lock()
 	delete(n.storage, writer.UID)

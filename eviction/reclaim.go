@@ -123,6 +123,11 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 			continue
 		}
 		u := usageFor(s, ps)
+		if IsDiskSignal(s) {
+			// A stopped container's writable layer is no longer measured
+			// (the runtime reports running containers) but still there.
+			u = max(u, p.usage)
+		}
 		sum += u
 		covered = max(covered, p.covers)
 		grown += max(u-p.usage, 0)
