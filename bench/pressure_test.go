@@ -197,9 +197,9 @@ func BenchmarkPressure(b *testing.B) {
 			cells = append(cells, a.runPressure(b, cd.Endpoint(), workloads, runs)...)
 		}
 	}
-	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay (preliminary: few runs on a shared, loaded machine): kubepods limited to %d MiB, hard allocatableMemory.available<64Mi; "+
+	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay on the host (%d runs per cell): kubepods limited to %d MiB, hard allocatableMemory.available<64Mi; "+
 		"crossing = the benchmark's poll (every %v) of kubepods' working set (usage − inactive_file) reaching limit − 64Mi",
-		evictionAllocatable>>20, evictionPoll))
+		runs, evictionAllocatable>>20, evictionPoll))
 }
 
 // logPressure logs the table of cells, rows in the workloads' order,
