@@ -213,6 +213,9 @@ type diskNode struct {
 	mu       sync.Mutex
 	capacity int64
 	dead     int64
+	// keepDead: container GC frees nothing (the dead containers not
+	// removable yet).
+	keepDead bool
 	pods     []*v1.Pod
 	storage  map[types.UID]*PodStorage
 	evicted  []string
@@ -268,7 +271,9 @@ func (n *diskNode) manager(t *testing.T, clk *clocktesting.FakeClock, isolation 
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			n.gcs = append(n.gcs, "containers")
-			n.dead = 0
+			if !n.keepDead {
+				n.dead = 0
+			}
 			return nil
 		},
 		DeleteUnusedImages: func(context.Context) error {
@@ -387,11 +392,30 @@ func TestManagerDiskEvictedPodEnded(t *testing.T) {
 		t.Fatalf("evicted %v once the writer ended, want none more (its disk is being freed)", n.evicted)
 	}
 	// The decision that saw it ended counted its disk as being freed; the
-	// next one runs container GC at once.
+	// next one runs container GC at once — which may find its containers
+	// not removable yet (its end not recorded): tried again a second later.
+	clk.Step(100 * time.Millisecond)
+	n.mu.Lock()
+	n.keepDead = true
+	n.mu.Unlock()
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
 	clk.Step(100 * time.Millisecond)
 	if err := m.Synchronize(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if len(n.gcs) != 4 || len(n.evicted) != 1 {
+		t.Fatalf("after the writer ended, GC freeing nothing: gc %v evicted %v", n.gcs, n.evicted)
+	}
+	n.mu.Lock()
+	n.keepDead = false
+	n.mu.Unlock()
+	clk.Step(time.Second)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n.gcs = slices.Delete(n.gcs, 2, 4)
 	if !slices.Equal(n.gcs, []string{"containers", "images", "containers", "images"}) || len(n.evicted) != 1 || n.dead != 0 {
 		t.Fatalf("after the writer ended: gc %v evicted %v dead %d", n.gcs, n.evicted, n.dead)
 	}

@@ -120,9 +120,10 @@ type pending struct {
 	covers, usage int64
 	// ended: evicted for a disk signal, the pod has no stats any more (its
 	// containers stopped, its cgroup gone) while its disk is still used
-	// until its containers are removed; reclaimed: a node-level reclaim
-	// ran since.
-	ended, reclaimed bool
+	// until its containers are removed; reclaimedAt: when a node-level
+	// reclaim last ran since.
+	ended       bool
+	reclaimedAt time.Time
 }
 
 // Manager decides evictions: on every Wake and every tick it reads fresh

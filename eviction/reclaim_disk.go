@@ -15,10 +15,17 @@ import (
 // every decision.
 const DefaultNodeReclaimInterval = 10 * time.Second
 
+// endedReclaimInterval is the least time between two node-level reclaims
+// while a pod evicted for the signal has ended and the threshold is still
+// met: its dead containers may become removable only once its worker has
+// recorded its end, a moment after its cgroup went.
+const endedReclaimInterval = time.Second
+
 // reclaimNode runs the node-level reclaims of disk signal s (container
 // GC, then image GC; NodeReclaimFor) unless they ran less than
-// NodeReclaimInterval ago — sooner when a pod evicted for s has ended
-// since (its dead containers' writable layers and logs can go now) —,
+// NodeReclaimInterval ago — every endedReclaimInterval while a pod
+// evicted for s has ended (its dead containers' writable layers and logs
+// can go now) —,
 // then reads the stats again: done is true when no threshold is met any
 // more, minimum reclaim included (no pod needs to go). It returns the
 // stats to go on with (the fresh ones when read).
@@ -37,12 +44,12 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 	}
 	m.mu.Lock()
 	last, ran := m.lastNodeReclaim[s]
-	recent := ran && now.Sub(last) < m.cfg.NodeReclaimInterval && !m.endedUnreclaimed(s)
+	recent := ran && now.Sub(last) < m.cfg.NodeReclaimInterval && !m.endedDue(s, now)
 	if len(run) > 0 && !recent {
 		m.lastNodeReclaim[s] = now
 		for uid, p := range m.pending[s] {
 			if p.ended {
-				p.reclaimed = true
+				p.reclaimedAt = now
 				m.pending[s][uid] = p
 			}
 		}
@@ -76,12 +83,12 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 	return fresh, false
 }
 
-// endedUnreclaimed reports whether a pod evicted for s has ended
-// (freeing saw it without stats) and no node-level reclaim ran since.
-// m.mu is held.
-func (m *Manager) endedUnreclaimed(s Signal) bool {
+// endedDue reports whether a pod evicted for s has ended (freeing saw it
+// without stats) and no node-level reclaim ran in the last
+// endedReclaimInterval. m.mu is held.
+func (m *Manager) endedDue(s Signal, now time.Time) bool {
 	for _, p := range m.pending[s] {
-		if p.ended && !p.reclaimed {
+		if p.ended && now.Sub(p.reclaimedAt) >= endedReclaimInterval {
 			return true
 		}
 	}
