@@ -80,19 +80,7 @@ func parseWriterLog(log string) (cross, ranOut time.Time) {
 // (statfs f_blocks and f_bavail, kubelet's capacity and available) in MiB.
 func (g *pressureV2Node) diskSpace(b *testing.B) (capacity, avail int64) {
 	b.Helper()
-	out := g.guest(b, `stat -f -c '%b %a %S' /var/lib/containerd`)
-	f := strings.Fields(out)
-	if len(f) != 3 {
-		b.Fatalf("guest statfs: %q", out)
-	}
-	var v [3]int64
-	for i := range v {
-		x, err := strconv.ParseInt(f[i], 10, 64)
-		if err != nil {
-			b.Fatalf("guest statfs: %q: %v", out, err)
-		}
-		v[i] = x
-	}
+	v := g.guestInts(b, "statfs", `stat -f -c '%b %a %S' /var/lib/containerd`, 3)
 	return v[0] * v[2] >> 20, v[1] * v[2] >> 20
 }
 
@@ -123,11 +111,7 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	mark := (capacity*15 + 99) / 100 // imagefs.available<15%
 	b.Logf("%s %s: disk %d MiB, %d MiB available, the unused filler image in; crossing under %d MiB, run-out at %d MiB",
 		a.name, name, capacity, avail, mark, pressureV2DiskLeave)
-	args := make([]string, len(w.pods[0]))
-	for i, s := range w.pods[0] {
-		s = strings.ReplaceAll(s, "{mark}", strconv.FormatInt(mark, 10))
-		args[i] = strings.ReplaceAll(s, "{leave}", strconv.Itoa(pressureV2DiskLeave))
-	}
+	args := expandArgs(w.pods[0], "{mark}", strconv.FormatInt(mark, 10), "{leave}", strconv.Itoa(pressureV2DiskLeave))
 	writer := a.createBenchPod(b, name+"-0", args, nil)
 	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
 	if err := a.podWithin(b.Context(), writer.Name, pressureV2PodTimeout, started); err != nil {

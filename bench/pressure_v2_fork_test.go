@@ -61,10 +61,7 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 		`if [ $free -le %d ]; then e=$EPOCHREALTIME; echo "$r $c $e" > /run/pressure.pids; exit 0; fi; `+
 		`read -t %g -u 3; done' >/dev/null 2>&1 </dev/null & echo $!`,
 		limit, pressureV2PIDThreshold+200, pressureV2PIDThreshold, pressureV2PIDMargin, pressureV2Poll.Seconds()))
-	args := make([]string, len(w.pods[0]))
-	for i, s := range w.pods[0] {
-		args[i] = strings.ReplaceAll(s, "{n}", strconv.Itoa(n))
-	}
+	args := expandArgs(w.pods[0], "{n}", strconv.Itoa(n))
 	storm := a.createBenchPod(b, name+"-0", args, nil)
 	started := func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending }
 	if err := a.podWithin(b.Context(), storm.Name, pressureV2PodTimeout, started); err != nil {
@@ -130,21 +127,9 @@ func (g *pressureV2Node) startBystander(b *testing.B, a *nodeAgent, name string)
 // pressureV2PIDMargin.
 func (g *pressureV2Node) planPIDs(b *testing.B) (limit, n int) {
 	b.Helper()
-	out := g.guest(b, `cat /proc/sys/kernel/pid_max; awk '{split($4, t, "/"); print t[2]}' /proc/loadavg`)
-	f := strings.Fields(out)
-	if len(f) != 2 {
-		b.Fatalf("guest PIDs: %q", out)
-	}
-	var v [2]int
-	for i := range v {
-		x, err := strconv.Atoi(f[i])
-		if err != nil {
-			b.Fatalf("guest PIDs: %q: %v", out, err)
-		}
-		v[i] = x
-	}
-	limit = min(pressureV2PIDMax, v[0])
-	n = limit - pressureV2PIDMargin - v[1]
+	v := g.guestInts(b, "PIDs", `cat /proc/sys/kernel/pid_max; awk '{split($4, t, "/"); print t[2]}' /proc/loadavg`, 2)
+	limit = min(pressureV2PIDMax, int(v[0]))
+	n = limit - pressureV2PIDMargin - int(v[1])
 	if n <= 2*pressureV2PIDThreshold {
 		b.Fatalf("guest PIDs: limit %d with %d threads running leaves no room for a storm past the threshold", limit, v[1])
 	}

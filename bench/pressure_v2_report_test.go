@@ -107,3 +107,12 @@ func TestPressureV2Stops(t *testing.T) {
 		t.Errorf("first stop of q: %v, want its StopPodSandbox", s)
 	}
 }
+
+func TestExpandArgs(t *testing.T) {
+	in := []string{"write", "--leave", "{leave}", "--mark", "{mark}", "--n={n}"}
+	got := expandArgs(in, "{mark}", "593", "{leave}", "100")
+	want := []string{"write", "--leave", "100", "--mark", "593", "--n={n}"}
+	if strings.Join(got, " ") != strings.Join(want, " ") || in[2] != "{leave}" {
+		t.Fatalf("expandArgs = %q (input now %q), want %q", got, in, want)
+	}
+}

@@ -181,6 +181,37 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 	b.Logf("guest: MemTotal %d MiB, %s", memKiB>>10, g.guest(b, "uname -r; systemctl --version | head -1; swapon --show=SIZE --noheadings"))
 }
 
+// guestInts runs script in the guest and parses its output as n
+// integers, failing the benchmark (naming what) otherwise.
+func (g *pressureV2Node) guestInts(b *testing.B, what, script string, n int) []int64 {
+	b.Helper()
+	out := g.guest(b, script)
+	f := strings.Fields(out)
+	if len(f) != n {
+		b.Fatalf("guest %s: %q", what, out)
+	}
+	v := make([]int64, n)
+	for i := range v {
+		x, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			b.Fatalf("guest %s: %q: %v", what, out, err)
+		}
+		v[i] = x
+	}
+	return v
+}
+
+// expandArgs is args with each placeholder of oldnew (pairs, as
+// strings.NewReplacer's) replaced by its value.
+func expandArgs(args []string, oldnew ...string) []string {
+	r := strings.NewReplacer(oldnew...)
+	out := make([]string, len(args))
+	for i, s := range args {
+		out[i] = r.Replace(s)
+	}
+	return out
+}
+
 // guest runs script in the guest, failing the benchmark on an error.
 func (g *pressureV2Node) guest(b *testing.B, script string) string {
 	b.Helper()
