@@ -41,19 +41,19 @@ type localStorage struct {
 	// status is the runtime's last view of a pod (the PLEG cache).
 	status PodStatusFunc
 
-	mu        sync.Mutex
-	fsAt      time.Time
-	imageFs   *eviction.FsStats
-	contFs    *eviction.FsStats
+	mu      sync.Mutex
+	fsAt    time.Time
+	imageFs *eviction.FsStats
+	contFs  *eviction.FsStats
 	// imgMount and contMount are the mountpoints of the image and
 	// container filesystems the runtime named at the last refresh
 	// (contMount empty: the image filesystem's).
 	imgMount, contMount string
 	// statFsFunc replaces statFs in tests.
 	statFsFunc func(ctx context.Context, path string) (*eviction.FsStats, error)
-	dedicated bool
-	layers    map[string]eviction.FsUsage
-	pods      map[types.UID]measuredStorage
+	dedicated  bool
+	layers     map[string]eviction.FsUsage
+	pods       map[types.UID]measuredStorage
 	// period is how long a measurement is reused now (localStoragePeriod
 	// near a disk threshold).
 	period time.Duration
