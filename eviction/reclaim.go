@@ -111,22 +111,21 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 			delete(m.pending[s], uid)
 			continue
 		}
-		if !ok {
+		u := p.usage
+		switch {
+		case !ok:
 			// Its disk outlives its cgroup: the writable layers and logs
 			// go with its containers (the next node-level reclaim), its
 			// emptyDirs with its volumes. What it used when evicted
 			// counts until then or the cooldown's end.
 			p.ended = true
 			m.pending[s][uid] = p
-			sum += p.usage
-			covered = max(covered, p.covers)
-			continue
-		}
-		u := usageFor(s, ps)
-		if IsDiskSignal(s) {
+		case IsDiskSignal(s):
 			// A stopped container's writable layer is no longer measured
 			// (the runtime reports running containers) but still there.
-			u = max(u, p.usage)
+			u = max(usageFor(s, ps), p.usage)
+		default:
+			u = usageFor(s, ps)
 		}
 		sum += u
 		covered = max(covered, p.covers)

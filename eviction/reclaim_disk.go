@@ -23,9 +23,8 @@ const endedReclaimInterval = time.Second
 
 // reclaimNode runs the node-level reclaims of disk signal s (container
 // GC, then image GC; NodeReclaimFor) unless they ran less than
-// NodeReclaimInterval ago — every endedReclaimInterval while a pod
-// evicted for s has ended (its dead containers' writable layers and logs
-// can go now) —,
+// NodeReclaimInterval ago (endedReclaimInterval while a pod evicted for s
+// has ended: its dead containers' writable layers and logs can go now),
 // then reads the stats again: done is true when no threshold is met any
 // more, minimum reclaim included (no pod needs to go). It returns the
 // stats to go on with (the fresh ones when read).
