@@ -47,6 +47,10 @@ type ThrottleStatus struct {
 	Pods []ThrottledPod `json:"pods,omitempty"`
 	// Actions counts the throttler's actions by kind since it started.
 	Actions map[string]int64 `json:"actions,omitempty"`
+	// Proactive: the throttler reclaims from throttled pods itself
+	// (memory.reclaim); Reclaimed is how much so far.
+	Proactive bool  `json:"proactive,omitempty"`
+	Reclaimed int64 `json:"reclaimed,omitempty"`
 }
 
 // ThrottledPod is one throttled pod.

@@ -44,12 +44,46 @@ func newThrottler(cfg Config, r *cgroups.Reader, restore func(*v1.Pod) int64) (*
 		return nil, errors.New("memory throttle: no PodMemoryHigh handed in")
 	}
 	pm := &podMemory{h: h, r: r, layout: cfg.Layout}
-	return throttle.New(*cfg.Throttle, throttle.Effects{Sample: pm.sample, SetHigh: pm.setHigh, Restore: func(p *v1.Pod) int64 {
+	fx := throttle.Effects{Sample: pm.sample, SetHigh: pm.setHigh, Restore: func(p *v1.Pod) int64 {
 		if v := restore(p); v > 0 {
 			return v
 		}
 		return throttle.NoLimit
-	}}, cfg.ThrottleMetrics)
+	}}
+	if pm.hasReclaim() {
+		fx.Reclaim = pm.reclaim
+	}
+	return throttle.New(*cfg.Throttle, fx, cfg.ThrottleMetrics)
+}
+
+// hasReclaim reports whether the kernel has memory.reclaim (5.19 and
+// later): kubepods or the root of the hierarchy has it.
+func (pm *podMemory) hasReclaim() bool {
+	for _, cg := range []string{pm.layout.Kubepods(), pm.layout.Root()} {
+		if dir, ok := pm.h.Unified.Dir(cg); ok {
+			if _, err := os.Stat(filepath.Join(dir, "memory.reclaim")); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reclaim writes n bytes to the pod cgroup's memory.reclaim: the kernel
+// reclaims them (file pages, anon into swap as far as each container's
+// memory.swap.max allows) in this goroutine's context, not the pod's.
+// EAGAIN: it could not reclaim all of it.
+func (pm *podMemory) reclaim(ctx context.Context, p *v1.Pod, n int64) error {
+	cg := pm.layout.Pod(qos.Class(p), string(p.UID))
+	dir, ok := pm.h.Unified.Dir(cg)
+	if !ok {
+		return fmt.Errorf("memory throttle: no cgroup v2 directory for %s", cg)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "memory.reclaim"), []byte(strconv.FormatInt(n, 10)), 0); err != nil {
+		return fmt.Errorf("memory throttle: reclaim %d bytes from %s: %w", n, cg, err)
+	}
+	klog.FromContext(ctx).V(4).Info("Memory throttle: wrote memory.reclaim", "cgroup", cg, "bytes", n)
+	return nil
 }
 
 // sample reads the Burstable and BestEffort pods' memory.

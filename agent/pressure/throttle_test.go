@@ -86,6 +86,22 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.high")); string(b) != "max" {
 		t.Fatalf("memory.high %q after restore", b)
 	}
+	// memory.reclaim: absent (before 5.19), no proactive reclaim; present
+	// on kubepods, the throttler reclaims through it.
+	if pm.hasReclaim() {
+		t.Fatal("memory.reclaim found where there is none")
+	}
+	writeFiles(t, filepath.Join(root, l.Kubepods()), map[string]string{"memory.reclaim": ""})
+	if !pm.hasReclaim() {
+		t.Fatal("memory.reclaim of kubepods not found")
+	}
+	writeFiles(t, podDir, map[string]string{"memory.reclaim": ""})
+	if err := pm.reclaim(t.Context(), burstable, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.reclaim")); string(b) != "2097152" {
+		t.Fatalf("memory.reclaim %q", b)
+	}
 }
 
 // memoryThrottle is refused where memory is on cgroup v1, naming the field.

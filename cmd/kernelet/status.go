@@ -394,6 +394,9 @@ func printThrottle(w io.Writer, t *eviction.ThrottleStatus) {
 	}
 	fmt.Fprintf(w, "  memory throttle (memoryThrottle): deadline %v, max stall %s, deficit %s", t.Deadline,
 		strconv.FormatFloat(t.MaxStall*100, 'f', -1, 64)+"%", humanBytes(t.Deficit))
+	if t.Proactive {
+		fmt.Fprintf(w, ", proactive reclaim (memory.reclaim) %s", humanBytes(t.Reclaimed))
+	}
 	for _, k := range slices.Sorted(maps.Keys(t.Actions)) {
 		fmt.Fprintf(w, ", %s %d", k, t.Actions[k])
 	}

@@ -35,13 +35,13 @@ func TestPrintEviction(t *testing.T) {
 			Holding: map[eviction.Signal]time.Time{eviction.SignalAllocatableMemoryAvailable: time.Now()},
 			Pods: []eviction.ThrottledPod{{Pod: types.NamespacedName{Namespace: "ns", Name: "b"}, High: 180 << 20, Restore: -1,
 				Usage: 190 << 20, Stall: 0.04, Since: time.Now()}},
-			Actions: map[string]int64{"throttle": 3, "relax": 1}},
+			Actions: map[string]int64{"throttle": 3, "relax": 1}, Proactive: true, Reclaimed: 12 << 20},
 	})
 	got := b.String()
 	for _, want := range []string{
 		"Pressure:    [MemoryPressure] (decided ",
 		"  allocatableMemory.available<64Mi: available 1000, threshold 64Mi MET\n",
-		"  memory throttle (memoryThrottle): deadline 30s, max stall 25%, deficit 20Mi, relax 1, throttle 3\n",
+		"  memory throttle (memoryThrottle): deadline 30s, max stall 25%, deficit 20Mi, proactive reclaim (memory.reclaim) 12Mi, relax 1, throttle 3\n",
 		"    holding eviction for allocatableMemory.available, met for ",
 		"    throttled ns/b: memory.high 180Mi (kubelet's max), usage 190Mi, stalled 4%, for 0s\n",
 		"    page cache (memoryPageCache: refaults): 235Mi of active file not counted; active file not refaulting (0/s < 256/s): reclaimable\n",

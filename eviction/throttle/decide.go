@@ -65,8 +65,33 @@ func Decide(cfg Config, st *State, in Input) Plan {
 	case p.surplus > 0:
 		plan.Actions = append(plan.Actions, giveBack(st, in, p.surplus)...)
 	}
+	if cfg.Proactive {
+		plan.Actions = append(plan.Actions, keepAhead(cfg, st, in, plan.Actions)...)
+	}
 	plan.Hold, plan.Expired = hold(cfg, st, in, p.emergency)
 	return plan
+}
+
+// keepAhead reclaims from each throttled pod this decision left alone
+// whose usage came within half of Ahead of its memory.high, back to Ahead
+// below it, as far as the kernel can reclaim from it.
+func keepAhead(cfg Config, st *State, in Input, acted []Action) []Action {
+	var out []Action
+	for _, c := range in.Pods {
+		ps, s := st.Pods[c.Pod.UID], c.Sample
+		if ps == nil || !ps.Throttled || s == nil || ps.High == NoLimit ||
+			slices.ContainsFunc(acted, func(a Action) bool { return a.Pod.UID == c.Pod.UID }) {
+			continue
+		}
+		gap := ps.High - s.Usage
+		if gap >= cfg.Ahead/2 {
+			continue
+		}
+		if n := min(cfg.Ahead-gap, s.Reclaimable); n >= minReclaim {
+			out = append(out, Action{Kind: KindReclaim, Pod: c.Pod, High: ps.High, Reclaim: n})
+		}
+	}
+	return out
 }
 
 // adopt takes over a pod whose memory.high is below what kubelet would set
@@ -162,7 +187,13 @@ func throttle(cfg Config, st *State, in Input, deficit int64) []Action {
 			st.Pods[c.Pod.UID] = ps
 		}
 		ps.Throttled, ps.High, ps.Restore, ps.Usage = true, high, c.Restore, s.Usage
-		out = append(out, Action{Kind: KindThrottle, Pod: c.Pod, High: high})
+		a := Action{Kind: KindThrottle, Pod: c.Pod, High: high}
+		if cfg.Proactive {
+			// Down to Ahead below the new memory.high first, so the pod
+			// does not find itself above it.
+			a.Reclaim = max(min(s.Usage-high+cfg.Ahead, s.Reclaimable), 0)
+		}
+		out = append(out, a)
 		need -= base - high
 	}
 	return out

@@ -277,3 +277,44 @@ func TestThrottlerWriteFailureIsNotThrottled(t *testing.T) {
 		t.Fatalf("status %+v", th.Status())
 	}
 }
+
+func TestDecideProactiveReclaimsAheadOfHigh(t *testing.T) {
+	// available 100Mi: deficit 28Mi, a is cut from 100Mi to 72Mi; with
+	// proactive reclaim the cut is reclaimed first, down to Ahead (8Mi)
+	// below the new memory.high: 36Mi.
+	a := pod("a", 0)
+	cfg := Config{Proactive: true}
+	st := NewState()
+	plan := Decide(cfg, st, Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{cand(a, 100, t0)}})
+	if len(plan.Actions) != 1 || plan.Actions[0].High != 72*mi || plan.Actions[0].Reclaim != 36*mi {
+		t.Fatalf("actions %+v, want a throttled to 72Mi after 36Mi reclaimed", plan.Actions)
+	}
+	// The leak catches up: 2Mi below memory.high, less than half of
+	// Ahead. Reclaimed back to 8Mi below, memory.high unchanged.
+	step := func(usageMi, reclaimableMi int64) Plan {
+		c := cand(a, usageMi, t0)
+		c.Sample.High, c.Sample.Reclaimable = 72*mi, reclaimableMi*mi
+		return Decide(cfg, st, Input{Now: t0.Add(time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}})
+	}
+	plan = step(70, 50)
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != KindReclaim || plan.Actions[0].High != 72*mi || plan.Actions[0].Reclaim != 6*mi {
+		t.Fatalf("actions %+v, want a reclaim of 6Mi", plan.Actions)
+	}
+	if plan = step(67, 50); len(plan.Actions) != 0 {
+		t.Fatalf("5Mi below memory.high: acted %+v", plan.Actions)
+	}
+	// Only what the kernel can take is asked for; below 256Ki, nothing.
+	if plan = step(71, 1); len(plan.Actions) != 1 || plan.Actions[0].Reclaim != mi {
+		t.Fatalf("actions %+v, want a reclaim of the 1Mi reclaimable", plan.Actions)
+	}
+	c := cand(a, 71, t0)
+	c.Sample.High, c.Sample.Reclaimable = 72*mi, 100<<10
+	if plan = Decide(cfg, st, Input{Now: t0.Add(2 * time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}}); len(plan.Actions) != 0 {
+		t.Fatalf("100Ki reclaimable: acted %+v", plan.Actions)
+	}
+	// Without memory.reclaim the cut is memory.high alone.
+	plan = Decide(Config{}, NewState(), Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{cand(a, 100, t0)}})
+	if len(plan.Actions) != 1 || plan.Actions[0].Reclaim != 0 {
+		t.Fatalf("actions %+v, want no reclaim", plan.Actions)
+	}
+}

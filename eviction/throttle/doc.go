@@ -7,6 +7,12 @@
 // the measured deficit, in the manner of Senpai and TMO: the kernel then
 // reclaims from those pods (their page cache, and their anon pages into
 // swap as far as LimitedSwap allows) instead of the node running out.
+// Where the kernel has memory.reclaim (Effects.Reclaim), each cut is
+// reclaimed from the pod first, in kernelet's context, and a throttled
+// pod's usage is kept Config.Ahead below its memory.high the same way
+// (keepAhead), so the pod does not stall reclaiming for itself; those
+// writes run behind the decisions, one writer per pod, in order
+// (writes.go).
 //
 // The unit is the pod cgroup, not the container: eviction ranks and
 // measures pods, kernelet owns pod cgroups (the runtime never rewrites
@@ -34,5 +40,6 @@
 // eviction.Throttler: it samples pods, writes memory.high and restores
 // them only through Effects, and counts its actions in
 // kernelet_memory_throttle_actions_total{action} with
-// kernelet_memory_throttled_pods (metrics.go).
+// kernelet_memory_throttled_pods and
+// kernelet_memory_throttle_reclaimed_bytes_total (metrics.go).
 package throttle

@@ -27,6 +27,11 @@ type Effects struct {
 	// Restore is the memory.high kubelet would set on the pod's cgroup
 	// (NoLimit: max).
 	Restore func(pod *v1.Pod) int64
+	// Reclaim asks the kernel to reclaim bytes from the pod's cgroup
+	// (memory.reclaim), in the caller's context: the pod does not stall
+	// for it. nil where the kernel has no memory.reclaim: the pods then
+	// reclaim for themselves when they reach memory.high.
+	Reclaim func(ctx context.Context, pod *v1.Pod, bytes int64) error
 }
 
 // Throttler is the eviction manager's eviction.Throttler: it throttles
@@ -42,6 +47,13 @@ type Throttler struct {
 	hold    []eviction.Signal // the last decision's held thresholds
 	adopted bool              // the first decision looked for pods left throttled
 	actions map[string]int64
+	// writers are the pods whose writes run behind the decisions
+	// (Proactive: a reclaim takes as long as the kernel needs), one
+	// goroutine per pod, in order; closing stops them (RestoreAll).
+	writers   map[types.UID]*podWriter
+	wg        sync.WaitGroup
+	closing   bool
+	reclaimed int64
 }
 
 // New checks fx and returns a throttler.
@@ -49,7 +61,9 @@ func New(cfg Config, fx Effects, m *Metrics) (*Throttler, error) {
 	if fx.Sample == nil || fx.SetHigh == nil || fx.Restore == nil {
 		return nil, errors.New("memory throttler: Sample, SetHigh and Restore are required")
 	}
-	return &Throttler{cfg: cfg.withDefaults(), fx: fx, metrics: m, st: NewState(), actions: map[string]int64{}}, nil
+	cfg.Proactive = fx.Reclaim != nil
+	return &Throttler{cfg: cfg.withDefaults(), fx: fx, metrics: m, st: NewState(), actions: map[string]int64{},
+		writers: map[types.UID]*podWriter{}}, nil
 }
 
 // memorySignals are the memory thresholds against their observations.
@@ -127,24 +141,43 @@ func (t *Throttler) candidates(ctx context.Context, active []*v1.Pod) []Candidat
 	return out
 }
 
-// apply writes the plan's memory.high values; a pod whose write failed
-// gets its previous state back (retried by a later decision).
+// apply carries out the plan's actions: at once without proactive
+// reclaim, else through each pod's writer (writes.go). A pod whose
+// memory.high write failed gets its previous state back (retried by a
+// later decision). t.mu is held.
 func (t *Throttler) apply(ctx context.Context, plan Plan, prev map[types.UID]PodState) {
-	log := klog.FromContext(ctx)
 	for _, a := range plan.Actions {
-		if err := t.fx.SetHigh(ctx, a.Pod, a.High); err != nil {
-			log.Error(err, "Memory throttle: memory.high not written", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High)
-			if ps, ok := prev[a.Pod.UID]; ok {
-				t.st.Pods[a.Pod.UID] = &ps
-			} else {
-				delete(t.st.Pods, a.Pod.UID)
-			}
+		var before *PodState
+		if ps, ok := prev[a.Pod.UID]; ok {
+			before = &ps
+		}
+		if t.cfg.Proactive && !t.closing {
+			t.enqueue(ctx, write{a: a, prev: before, deficit: plan.Deficit})
 			continue
 		}
-		log.Info("Memory throttle: memory.high set", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High,
-			"deficit", plan.Deficit, "stall", a.Stall)
-		t.count(ctx, a.Kind)
+		t.setHigh(ctx, write{a: a, prev: before, deficit: plan.Deficit})
 	}
+}
+
+// setHigh writes w's memory.high, or puts the pod's previous state back
+// when that fails. t.mu is held.
+func (t *Throttler) setHigh(ctx context.Context, w write) {
+	a, log := w.a, klog.FromContext(ctx)
+	if err := t.fx.SetHigh(ctx, a.Pod, a.High); err != nil {
+		log.Error(err, "Memory throttle: memory.high not written", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High)
+		if ps := t.st.Pods[a.Pod.UID]; ps == nil || ps.High != a.High {
+			return // a later decision moved on
+		}
+		if w.prev != nil {
+			t.st.Pods[a.Pod.UID] = w.prev
+		} else {
+			delete(t.st.Pods, a.Pod.UID)
+		}
+		return
+	}
+	log.Info("Memory throttle: memory.high set", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High,
+		"deficit", w.deficit, "stall", a.Stall)
+	t.count(ctx, a.Kind)
 }
 
 func (t *Throttler) count(_ context.Context, k Kind) {
@@ -154,8 +187,13 @@ func (t *Throttler) count(_ context.Context, k Kind) {
 	}
 }
 
-// RestoreAll restores every throttled pod (at shutdown).
+// RestoreAll restores every throttled pod (at shutdown), once the pods'
+// writers have stopped.
 func (t *Throttler) RestoreAll(ctx context.Context) {
+	t.mu.Lock()
+	t.closing = true
+	t.mu.Unlock()
+	t.wg.Wait()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prev := map[types.UID]PodState{}
@@ -176,7 +214,7 @@ func (t *Throttler) Status() *eviction.ThrottleStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := &eviction.ThrottleStatus{Deadline: t.cfg.Deadline, MaxStall: t.cfg.MaxStall, Deficit: t.deficit,
-		Actions: maps.Clone(t.actions)}
+		Actions: maps.Clone(t.actions), Proactive: t.cfg.Proactive, Reclaimed: t.reclaimed}
 	for _, s := range t.hold {
 		if st.Holding == nil {
 			st.Holding = map[eviction.Signal]time.Time{}

@@ -23,6 +23,9 @@ const pageSize = 4096
 // is left to reclaim is too little to help and its reclaim only stalls.
 const minCut = 1 << 20
 
+// minReclaim is the least proactive reclaim worth a memory.reclaim write.
+const minReclaim = 256 << 10
+
 // Defaults of Config.
 const (
 	DefaultDeadline    = 30 * time.Second
@@ -30,6 +33,7 @@ const (
 	DefaultStallWindow = 5 * time.Second
 	DefaultBackoff     = 30 * time.Second
 	DefaultMinHigh     = 16 << 20
+	DefaultAhead       = 8 << 20
 )
 
 // Config bounds the throttler.
@@ -50,6 +54,16 @@ type Config struct {
 	// MinHigh is the lowest memory.high set, whatever the request
 	// (DefaultMinHigh).
 	MinHigh int64
+	// Proactive: the kernel has memory.reclaim (5.19 and later) and the
+	// throttler reclaims from throttled pods itself (New sets it from
+	// Effects.Reclaim). Each cut is then reclaimed before memory.high is
+	// lowered to it, and a throttled pod's usage is kept Ahead below its
+	// memory.high, so the pod's own allocations do not have to reclaim
+	// (and stall) while kernelet's reclaim keeps pace with them.
+	Proactive bool
+	// Ahead is the room proactive reclaim keeps between a throttled pod's
+	// usage and its memory.high (DefaultAhead).
+	Ahead int64
 }
 
 // withDefaults fills the zero fields of c.
@@ -68,6 +82,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MinHigh <= 0 {
 		c.MinHigh = DefaultMinHigh
+	}
+	if c.Ahead <= 0 {
+		c.Ahead = DefaultAhead
 	}
 	return c
 }
@@ -133,17 +150,23 @@ const (
 	KindGiveBack Kind = "give_back"
 	// KindRestore sets memory.high back to kubelet's value: pressure gone.
 	KindRestore Kind = "restore"
+	// KindReclaim reclaims from a throttled pod whose usage came within
+	// Ahead of its memory.high (Proactive), memory.high unchanged.
+	KindReclaim Kind = "reclaim"
 	// KindDeadline counts the crossings whose eviction the throttler
 	// stopped holding back: Deadline passed.
 	KindDeadline Kind = "deadline"
 )
 
-// Action is one memory.high to write.
+// Action is one memory.high to write, after Reclaim bytes reclaimed.
 type Action struct {
 	Kind Kind
 	Pod  *v1.Pod
-	// High is the new memory.high (NoLimit: max).
+	// High is the new memory.high (NoLimit: max); KindReclaim leaves it.
 	High int64
+	// Reclaim is what to reclaim from the pod (memory.reclaim) before
+	// High is written (Proactive only).
+	Reclaim int64
 	// Stall is the pod's last stall share (relax).
 	Stall float64
 }

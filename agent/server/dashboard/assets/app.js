@@ -51,7 +51,7 @@ function render(s) {
   tr.replaceChildren();
   if (s.throttle) {
     const held = Object.keys(s.throttle.holding || {});
-    tr.append(el("span", held.length ? "met" : "", "memory throttle on (deadline " + (s.throttle.deadline / 1e9) + " s, max stall " + pct(s.throttle.maxStall * 100) + ")" + (held.length ? " · holding eviction for " + held.join(", ") : "")));
+    tr.append(el("span", held.length ? "met" : "", "memory throttle on (deadline " + (s.throttle.deadline / 1e9) + " s, max stall " + pct(s.throttle.maxStall * 100) + (s.throttle.proactive ? ", proactive reclaim " + mib(s.throttle.reclaimed || 0) : "") + ")" + (held.length ? " · holding eviction for " + held.join(", ") : "")));
     for (const p of s.throttle.pods || []) {
       tr.append(el("span", "", "throttled " + p.pod.Namespace + "/" + p.pod.Name + ": memory.high " + mib(p.high) + ", usage " + mib(p.usage) + ", stalled " + pct(p.stall * 100)));
     }

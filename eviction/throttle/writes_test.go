@@ -1,0 +1,144 @@
+package throttle
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kernelet/kernelet/eviction"
+)
+
+// gatedReclaim is a recorder whose Reclaim waits for a token per chunk.
+type gatedReclaim struct {
+	recorder
+	mu     sync.Mutex
+	log    []string
+	tokens chan struct{}
+	asked  chan int64
+}
+
+func (g *gatedReclaim) effects() Effects {
+	fx := g.recorder.effects()
+	set := fx.SetHigh
+	fx.SetHigh = func(ctx context.Context, p *v1.Pod, high int64) error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.log = append(g.log, "high "+resource.NewQuantity(high, resource.BinarySI).String())
+		return set(ctx, p, high)
+	}
+	fx.Reclaim = func(_ context.Context, _ *v1.Pod, n int64) error {
+		g.asked <- n
+		<-g.tokens
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.log = append(g.log, "reclaim "+resource.NewQuantity(n, resource.BinarySI).String())
+		return nil
+	}
+	return fx
+}
+
+func (g *gatedReclaim) written() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.log...)
+}
+
+// With memory.reclaim the throttler reclaims a cut before it lowers
+// memory.high, behind the decisions (a slow reclaim does not hold up the
+// manager), in 2Mi chunks; a relax stops a reclaim between chunks, and
+// RestoreAll waits for the writer.
+func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
+	a := pod("a", 0)
+	g := &gatedReclaim{recorder: recorder{samples: map[types.UID]PodSample{"a": *cand(a, 100, t0).Sample}},
+		tokens: make(chan struct{}), asked: make(chan int64, 1)}
+	th, err := New(Config{}, g.effects(), NewMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard := eviction.Threshold{Signal: eviction.SignalAllocatableMemoryAvailable, Operator: eviction.OpLessThan,
+		Value: eviction.Value{Quantity: resource.NewQuantity(64*mi, resource.BinarySI)}}
+	in := eviction.ThrottleInput{Now: t0, Thresholds: []eviction.Threshold{hard},
+		Observations: eviction.Observations{hard.Signal: {Available: 124 * mi, Capacity: 512 * mi}}, Active: []*v1.Pod{a}}
+	// Deficit 4Mi: cut to 96Mi after 12Mi reclaimed (4Mi + Ahead).
+	th.Decide(t.Context(), in)
+	if n := <-g.asked; n != 2*mi {
+		t.Fatalf("first chunk %d, want 2Mi", n)
+	}
+	// The decision returned while the kernel reclaims; the next one does
+	// not queue a second reclaim for the pod.
+	in.Now = t0.Add(100 * time.Millisecond)
+	th.Decide(t.Context(), in)
+	if got := g.written(); len(got) != 0 {
+		t.Fatalf("written %v before the first chunk finished", got)
+	}
+	for range 5 {
+		g.tokens <- struct{}{}
+		<-g.asked
+	}
+	g.tokens <- struct{}{}
+	waitWritten(t, g, 7)
+	want := []string{"reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "high 96Mi"}
+	if got := g.written(); !equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
+	}
+	if st := th.Status(); !st.Proactive || st.Reclaimed != 12*mi || st.Pods[0].High != 96*mi {
+		t.Fatalf("status %+v", st)
+	}
+	// The pod stalls past the bound while a keep-ahead reclaim runs: the
+	// relax lands after the chunk in flight, the rest is not asked for.
+	s := g.samples["a"]
+	s.Usage, s.High = 95*mi, 96*mi
+	g.samples["a"] = s
+	in.Now, in.Observations = t0.Add(time.Second), eviction.Observations{hard.Signal: {Available: 150 * mi, Capacity: 512 * mi}}
+	th.Decide(t.Context(), in)
+	if n := <-g.asked; n != 2*mi {
+		t.Fatalf("keep-ahead chunk %d", n)
+	}
+	s.StallTotal, s.Time = 0, t0.Add(time.Second)
+	g.samples["a"] = s
+	in.Now = t0.Add(1100 * time.Millisecond)
+	th.Decide(t.Context(), in) // opens the stall window
+	s.StallTotal, s.Time = 4*time.Second, t0.Add(7*time.Second)
+	g.samples["a"] = s
+	in.Now = t0.Add(7 * time.Second)
+	th.Decide(t.Context(), in)
+	g.tokens <- struct{}{}
+	done := make(chan struct{})
+	go func() { th.RestoreAll(context.Background()); close(done) }()
+	<-done
+	want = append(want, "reclaim 2Mi", "high -1")
+	if got := g.written(); !equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
+	}
+	if st := th.Status(); st.Actions["reclaim"] != 1 || st.Actions["relax"] != 1 || len(st.Pods) != 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func waitWritten(t *testing.T, g *gatedReclaim, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.written()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("written %v, want %d writes", g.written(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
