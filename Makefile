@@ -316,13 +316,14 @@ bench-probes: build ## kernelet's CPU with 110 pods × 3 probes vs without probe
 bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs the real kubelet vs kernelet's kubelet mode
 	$(call bench_with_kubelet,eviction,BenchmarkEviction,4h)
 
-# A first cut of issue 28's pressure replay (bench/pressure_test.go): per agent (kernelet in dry
-# run as the no-agent yardstick, the real kubelet, kernelet, kernelet with memoryPageCache:
-# refaults) anon growth at 50/200/500 MiB/s, five pods at 40 MiB/s, page cache written once and
-# re-read, on kubepods limited to 512 MiB. KERNELET_BENCH_PRESSURE_RUNS (default 3),
-# KERNELET_BENCH_PRESSURE_AGENTS, KERNELET_BENCH_PRESSURE_WORKLOADS narrow it.
-bench-pressure: build ## memory workloads replayed per agent: evicted before OOM, needless evictions, reaction, bystanders
-	$(call bench_with_kubelet,pressure,BenchmarkPressure,4h)
+# Issue 28's pressure replay, one command for both machine kinds: on the host (cgroup v1,
+# bench/pressure_test.go) and then in the cgroup v2 node (qemu TCG, systemd driver, containerd 2,
+# bench/pressure_v2_test.go), one table each: per agent (kernelet in dry run as the no-agent
+# yardstick, the real kubelet, kernelet's kubelet mode, kernelet, kernelet with its options,
+# systemd-oomd in the v2 node) the workloads on kubepods limited to 512 MiB.
+# KERNELET_BENCH_PRESSURE_MACHINES (host,v2), _RUNS (default 3), _AGENTS, _WORKLOADS narrow it.
+bench-pressure: build vm-node-image ## memory workloads replayed per agent on the host and in the v2 node: evicted before OOM, needless evictions, reaction, bystanders
+	$(call bench_with_kubelet,pressure,BenchmarkPressure(V2)?,10h)
 
 bench-reaction: build ## issue 28 item 4: kernelet's reaction from 200 to 2000 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
 	@$(BIN)/testenv reap
@@ -333,7 +334,7 @@ bench-reaction: build ## issue 28 item 4: kernelet's reaction from 200 to 2000 M
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
-bench-pressure-v2: build vm-node-image ## the same replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2): one boot, each agent in turn
+bench-pressure-v2: build vm-node-image ## bench-pressure in the cgroup v2 node only (KERNELET_BENCH_PRESSURE_MACHINES=v2)
 	$(call bench_with_kubelet,pressure-v2,BenchmarkPressureV2,6h)
 
 # Issue 29 item 3 (bench/density_v2_test.go): bench-density's phases in the cgroup v2 node, sized

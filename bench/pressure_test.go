@@ -64,6 +64,10 @@ import (
 // KERNELET_BENCH_PRESSURE_WORKLOADS (default every workload:
 // anon50,anon200,anon500,five40,leak2,tmpfs50,pc-write,pc-reread),
 // KERNELET_KUBELET_BIN (the kubelet binary, as BenchmarkEviction).
+// KERNELET_BENCH_PRESSURE_MACHINES (default "host,v2") picks the machine
+// kinds: `make bench-pressure` runs this benchmark, then
+// BenchmarkPressureV2 in the cgroup v2 node, one table each; the agents
+// named must be known to every kind picked.
 // Not part of `make test`: `make bench-pressure` builds the kubelet and
 // runs it.
 
@@ -173,7 +177,29 @@ func (c pressureCell) count(f func(pressureRun) bool) int {
 	return n
 }
 
+// pressureMachines are the machine kinds `make bench-pressure` replays
+// on: the host (BenchmarkPressure) and the cgroup v2 node
+// (BenchmarkPressureV2).
+var pressureMachines = []string{"host", "v2"}
+
+// pressureMachine skips the benchmark of machine kind unless
+// KERNELET_BENCH_PRESSURE_MACHINES (default "host,v2") names it; an
+// unknown kind fails.
+func pressureMachine(b *testing.B, kind string) {
+	b.Helper()
+	picked := evictionEnvList("KERNELET_BENCH_PRESSURE_MACHINES", strings.Join(pressureMachines, ","))
+	for _, m := range picked {
+		if !slices.Contains(pressureMachines, m) {
+			b.Fatalf("KERNELET_BENCH_PRESSURE_MACHINES: unknown machine kind %q (want some of %v)", m, pressureMachines)
+		}
+	}
+	if !slices.Contains(picked, kind) {
+		b.Skipf("KERNELET_BENCH_PRESSURE_MACHINES=%s: not the %s", strings.Join(picked, ","), kind)
+	}
+}
+
 func BenchmarkPressure(b *testing.B) {
+	pressureMachine(b, "host")
 	env.RequireRoot(b)
 	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
 	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join([]string{agentNone, agentKubelet, agentKerneletKubelet, agentKernelet, agentKerneletPageCache}, ","))

@@ -99,6 +99,7 @@ type pressureV2Node struct {
 }
 
 func BenchmarkPressureV2(b *testing.B) {
+	pressureMachine(b, "v2")
 	env.RequireRoot(b)
 	vmnode.Require(b)
 	runs := envInt(b, "KERNELET_BENCH_PRESSURE_RUNS", 3)
@@ -106,7 +107,7 @@ func BenchmarkPressureV2(b *testing.B) {
 	agents := evictionEnvList("KERNELET_BENCH_PRESSURE_AGENTS", strings.Join(all, ","))
 	workloads := selectWorkloads(b, evictionEnvList("KERNELET_BENCH_PRESSURE_WORKLOADS", pressureV2Workloads), true)
 	kubelet, kernelet := realKubelet(), kerneletBinary(b)
-	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure-v2", agents, kubelet, all...)
+	checkAgents(b, "KERNELET_BENCH_PRESSURE_AGENTS", "make bench-pressure", agents, kubelet, all...)
 	srv := apiserver.Shared(b)
 	admin, err := srv.AdminClient()
 	if err != nil {
