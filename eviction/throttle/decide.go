@@ -65,16 +65,16 @@ func Decide(cfg Config, st *State, in Input) Plan {
 	case p.surplus > 0:
 		plan.Actions = append(plan.Actions, giveBack(st, in, p.surplus)...)
 	}
-	if cfg.Proactive {
-		plan.Actions = append(plan.Actions, keepAhead(cfg, st, in, plan.Actions)...)
-	}
+	plan.Actions = append(plan.Actions, keepAhead(cfg, st, in, plan.Actions)...)
 	plan.Hold, plan.Expired = hold(cfg, st, in, p.emergency)
 	return plan
 }
 
-// keepAhead reclaims from each throttled pod this decision left alone
-// whose usage came within half of Ahead of its memory.high, back to Ahead
-// below it, as far as the kernel can reclaim from it.
+// keepAhead looks at each throttled pod this decision left alone whose
+// usage came within half of Ahead of its memory.high: with nothing left
+// for the kernel to reclaim its memory.high is restored (and the pod left
+// alone for Backoff) before it stalls there; else, Proactive, it is
+// reclaimed back to Ahead below memory.high, as far as the kernel can.
 func keepAhead(cfg Config, st *State, in Input, acted []Action) []Action {
 	var out []Action
 	for _, c := range in.Pods {
@@ -85,6 +85,14 @@ func keepAhead(cfg Config, st *State, in Input, acted []Action) []Action {
 		}
 		gap := ps.High - s.Usage
 		if gap >= cfg.Ahead/2 {
+			continue
+		}
+		if s.Reclaimable < minReclaim {
+			out = append(out, Action{Kind: KindExhausted, Pod: c.Pod, High: ps.Restore, Stall: ps.Stall})
+			ps.Throttled, ps.High, ps.BackoffUntil = false, ps.Restore, in.Now.Add(cfg.Backoff)
+			continue
+		}
+		if !cfg.Proactive {
 			continue
 		}
 		if n := min(cfg.Ahead-gap, s.Reclaimable); n >= minReclaim {

@@ -303,14 +303,22 @@ func TestDecideProactiveReclaimsAheadOfHigh(t *testing.T) {
 	if plan = step(67, 50); len(plan.Actions) != 0 {
 		t.Fatalf("5Mi below memory.high: acted %+v", plan.Actions)
 	}
-	// Only what the kernel can take is asked for; below 256Ki, nothing.
+	// Only what the kernel can take is asked for.
 	if plan = step(71, 1); len(plan.Actions) != 1 || plan.Actions[0].Reclaim != mi {
 		t.Fatalf("actions %+v, want a reclaim of the 1Mi reclaimable", plan.Actions)
 	}
+	// Near memory.high with nothing left to reclaim (below 256Ki): held
+	// there the pod would only stall; memory.high is restored and the pod
+	// left alone for Backoff.
 	c := cand(a, 71, t0)
 	c.Sample.High, c.Sample.Reclaimable = 72*mi, 100<<10
-	if plan = Decide(cfg, st, Input{Now: t0.Add(2 * time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}}); len(plan.Actions) != 0 {
-		t.Fatalf("100Ki reclaimable: acted %+v", plan.Actions)
+	plan = Decide(cfg, st, Input{Now: t0.Add(2 * time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}})
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != KindExhausted || plan.Actions[0].High != NoLimit || plan.Actions[0].Reclaim != 0 {
+		t.Fatalf("100Ki reclaimable: actions %+v, want memory.high restored", plan.Actions)
+	}
+	c.Sample.High = NoLimit
+	if plan = Decide(cfg, st, Input{Now: t0.Add(3 * time.Second), Signals: allocatable(100, false), Pods: []Candidate{c}}); len(plan.Actions) != 0 || st.Throttled() {
+		t.Fatalf("in its backoff: actions %+v", plan.Actions)
 	}
 	// Without memory.reclaim the cut is memory.high alone.
 	plan = Decide(Config{}, NewState(), Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{cand(a, 100, t0)}})

@@ -27,7 +27,8 @@
 // allowance holds). The stall share of each throttled pod (memory.pressure
 // "some" total over at least StallWindow) is watched: past MaxStall the
 // pod's memory.high is restored and the pod left alone for Backoff, so a
-// throttled pod cannot livelock. Above 2.5 times the threshold the surplus
+// throttled pod cannot livelock; so is a throttled pod's that came near
+// it with nothing left to reclaim, before it stalls (KindExhausted). Above 2.5 times the threshold the surplus
 // is given back in reverse rank order; from 3 times on every pod gets
 // kubelet's memory.high again (its Memory QoS value or max). A met hard
 // memory threshold's eviction is held back while pods are throttled, for

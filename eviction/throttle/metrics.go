@@ -18,7 +18,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kernelet_memory_throttle_actions_total",
-			Help: "Actions of the memory throttler (memoryThrottle) by kind: throttle (memory.high lowered), relax (restored: the pod stalled past maxStall), give_back (raised by the surplus), restore (kubelet's memory.high again), reclaim (proactive reclaim kept a throttled pod below its memory.high), deadline (a held eviction let through).",
+			Help: "Actions of the memory throttler (memoryThrottle) by kind: throttle (memory.high lowered), relax (restored: the pod stalled past maxStall), give_back (raised by the surplus), restore (kubelet's memory.high again), reclaim (proactive reclaim kept a throttled pod below its memory.high), exhausted (restored: the pod reached memory.high with nothing left to reclaim), deadline (a held eviction let through).",
 		}, []string{"action"}),
 		throttled: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kernelet_memory_throttled_pods",

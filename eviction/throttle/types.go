@@ -153,6 +153,10 @@ const (
 	// KindReclaim reclaims from a throttled pod whose usage came within
 	// Ahead of its memory.high (Proactive), memory.high unchanged.
 	KindReclaim Kind = "reclaim"
+	// KindExhausted restores memory.high of a throttled pod that reached
+	// it with nothing left for the kernel to reclaim (its swap allowance
+	// used up, no file pages): held there it would only stall.
+	KindExhausted Kind = "exhausted"
 	// KindDeadline counts the crossings whose eviction the throttler
 	// stopped holding back: Deadline passed.
 	KindDeadline Kind = "deadline"

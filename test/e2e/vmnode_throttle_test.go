@@ -135,11 +135,12 @@ func (n *v2Node) throttleRun(t *testing.T, cfg string, on bool) {
 	act := func(m, a string) float64 {
 		return max(metricValue(m, "kernelet_memory_throttle_actions_total", `action="`+a+`"`), 0)
 	}
-	t.Logf("memoryThrottle %v: pod %s %v after Running; max some avg10 %.2f%%, lowest memory.high %s; kubepods memory.events oom %d→%d oom_kill %d→%d; evictions +%v; throttle actions: throttle %v relax %v give_back %v restore %v deadline %v",
+	t.Logf("memoryThrottle %v: pod %s %v after Running; max some avg10 %.2f%%, lowest memory.high %s; kubepods memory.events oom %d→%d oom_kill %d→%d; evictions +%v; throttle actions: throttle %v relax %v exhausted %v reclaim %v give_back %v restore %v deadline %v",
 		on, phase, time.Since(running).Round(time.Second), maxStall, lowest, before["oom"], after["oom"], before["oom_kill"], after["oom_kill"], ev(m1)-ev(m0),
-		act(m1, "throttle")-act(m0, "throttle"), act(m1, "relax")-act(m0, "relax"), act(m1, "give_back")-act(m0, "give_back"),
+		act(m1, "throttle")-act(m0, "throttle"), act(m1, "relax")-act(m0, "relax"), act(m1, "exhausted")-act(m0, "exhausted"),
+		act(m1, "reclaim")-act(m0, "reclaim"), act(m1, "give_back")-act(m0, "give_back"),
 		act(m1, "restore")-act(m0, "restore"), act(m1, "deadline")-act(m0, "deadline"))
-	t.Logf("kernelet's log:\n%s", n.guest(t, `journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep -E 'Memory throttle|Eviction manager: (attempting|evicting)' | tail -20`))
+	t.Logf("kernelet's log (memory.high writes, evictions):\n%s", n.guest(t, `journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep -E 'Memory throttle: (memory.high set|deadline)|Eviction manager: (attempting|evicting)' | tail -20`))
 	if after["oom"] != before["oom"] || after["oom_kill"] != before["oom_kill"] {
 		t.Fatalf("the kernel OOM killer ran in kubepods: memory.events %v, before %v", after, before)
 	}
