@@ -62,7 +62,7 @@ import (
 // KERNELET_BENCH_PRESSURE_AGENTS (default
 // "none,kubelet,kernelet-kubelet-mode,kernelet,kernelet-pagecache"),
 // KERNELET_BENCH_PRESSURE_WORKLOADS (default every workload:
-// anon50,anon200,anon500,five40,leak2,tmpfs50,pc-write,pc-reread),
+// anon50,anon200,anon500,five40,five40fit,leak2,tmpfs50,pc-write,pc-reread),
 // KERNELET_KUBELET_BIN (the kubelet binary, as BenchmarkEviction).
 // KERNELET_BENCH_PRESSURE_MACHINES (default "host,v2") picks the machine
 // kinds: `make bench-pressure` runs this benchmark, then
@@ -128,11 +128,19 @@ func pressureWorkloads() []pressureWorkload {
 	anon := func(rate int) pressureWorkload {
 		return pressureWorkload{name: fmt.Sprintf("anon%d", rate), pods: [][]string{{"alloc", "--mib", "700", "--rate", strconv.Itoa(rate), "--hold"}}}
 	}
-	five := pressureWorkload{name: "five40", hold: true}
-	for range 5 {
-		five.pods = append(five.pods, []string{"alloc", "--mib", "160", "--rate", "40", "--hold"})
+	five := func(name string, mib int) pressureWorkload {
+		w := pressureWorkload{name: name, hold: true}
+		for range 5 {
+			w.pods = append(w.pods, []string{"alloc", "--mib", strconv.Itoa(mib), "--rate", "40", "--hold"})
+		}
+		return w
 	}
-	return []pressureWorkload{anon(50), anon(200), anon(500), five,
+	// five40: 800 MiB, more than kubepods and the pods' swap share
+	// together: someone must go. five40fit: 450 MiB, past the threshold
+	// but within kubepods (and, in the v2 node, the 26 MiB each holds
+	// above its 64Mi request within its ~33 MiB LimitedSwap share): what
+	// throttling is for.
+	return []pressureWorkload{anon(50), anon(200), anon(500), five("five40", 160), five("five40fit", 90),
 		{name: "leak2", hold: true, window: 150 * time.Second, request: "256Mi", pods: [][]string{{"alloc", "--mib", "520", "--first", "250", "--rate", "2", "--hold"}}},
 		{name: "tmpfs50", data: true, memory: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--rate", "50", "--file", "/data/f", "--hold"}}},
 		{name: "pc-write", data: true, hold: true, pods: [][]string{{"write", "--mib", "700", "--file", "/data/f", "--hold"}}},

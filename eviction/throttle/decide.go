@@ -67,6 +67,13 @@ func Decide(cfg Config, st *State, in Input) Plan {
 	}
 	plan.Actions = append(plan.Actions, keepAhead(cfg, st, in, plan.Actions)...)
 	plan.Hold, plan.Expired = hold(cfg, st, in, p.emergency)
+	for i, a := range plan.Actions {
+		for _, c := range in.Pods {
+			if c.Pod.UID == a.Pod.UID && c.Sample != nil {
+				plan.Actions[i].Usage, plan.Actions[i].Reclaimable = c.Sample.Usage, c.Sample.Reclaimable
+			}
+		}
+	}
 	return plan
 }
 

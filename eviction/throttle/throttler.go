@@ -176,7 +176,7 @@ func (t *Throttler) setHigh(ctx context.Context, w write) {
 		return
 	}
 	log.Info("Memory throttle: memory.high set", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High,
-		"deficit", w.deficit, "stall", a.Stall)
+		"deficit", w.deficit, "stall", a.Stall, "usage", a.Usage, "reclaimable", a.Reclaimable)
 	t.count(ctx, a.Kind)
 }
 

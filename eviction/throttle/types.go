@@ -173,6 +173,9 @@ type Action struct {
 	Reclaim int64
 	// Stall is the pod's last stall share (relax).
 	Stall float64
+	// Usage and Reclaimable are the pod's sample the action was decided
+	// on (for the log).
+	Usage, Reclaimable int64
 }
 
 // Plan is one decision's outcome.

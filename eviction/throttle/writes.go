@@ -108,5 +108,5 @@ func (t *Throttler) reclaim(ctx context.Context, a Action) {
 		t.metrics.reclaimed.Add(float64(done))
 	}
 	klog.FromContext(ctx).Info("Memory throttle: reclaimed", "pod", klog.KObj(a.Pod), "action", a.Kind,
-		"asked", a.Reclaim, "reclaimed", done, "err", err)
+		"asked", a.Reclaim, "reclaimed", done, "err", err, "usage", a.Usage, "reclaimable", a.Reclaimable)
 }

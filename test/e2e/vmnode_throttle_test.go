@@ -140,6 +140,8 @@ func (n *v2Node) throttleRun(t *testing.T, cfg string, on bool) {
 		act(m1, "throttle")-act(m0, "throttle"), act(m1, "relax")-act(m0, "relax"), act(m1, "exhausted")-act(m0, "exhausted"),
 		act(m1, "reclaim")-act(m0, "reclaim"), act(m1, "give_back")-act(m0, "give_back"),
 		act(m1, "restore")-act(m0, "restore"), act(m1, "deadline")-act(m0, "deadline"))
+	t.Logf("the pod's swap and the node's:\n%s", n.guest(t, "grep -H . "+podDir+"/*/memory.swap.max "+podDir+"/*/memory.swap.current 2>/dev/null; grep -E '^Swap(Total|Free)' /proc/meminfo"))
+	t.Logf("kernelet's first reclaims:\n%s", n.guest(t, `journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep 'Memory throttle: reclaimed' | head -8`))
 	t.Logf("kernelet's log (memory.high writes, evictions):\n%s", n.guest(t, `journalctl --no-pager -o cat -u kernelet --since @`+since+` | grep -E 'Memory throttle: (memory.high set|deadline)|Eviction manager: (attempting|evicting)' | tail -20`))
 	if after["oom"] != before["oom"] || after["oom_kill"] != before["oom_kill"] {
 		t.Fatalf("the kernel OOM killer ran in kubepods: memory.events %v, before %v", after, before)
