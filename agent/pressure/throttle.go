@@ -69,15 +69,24 @@ func (pm *podMemory) hasReclaim() bool {
 	return false
 }
 
+// errNoRoom stops a reclaim: what the pod has left to reclaim is below
+// the throttler's least reclaim.
+var errNoRoom = errors.New("memory throttle: nothing left to reclaim from the pod (file pages and swap room within the reserve)")
+
 // reclaim writes n bytes to the pod cgroup's memory.reclaim: the kernel
 // reclaims them (file pages, anon into swap as far as each container's
 // memory.swap.max allows) in this goroutine's context, not the pod's.
+// Each write is bounded by what the pod has left to reclaim, read again
+// (the swap room goes as the kernel swaps): never into swapReserve.
 // EAGAIN: it could not reclaim all of it.
 func (pm *podMemory) reclaim(ctx context.Context, p *v1.Pod, n int64) error {
 	cg := pm.layout.Pod(qos.Class(p), string(p.UID))
 	dir, ok := pm.h.Unified.Dir(cg)
 	if !ok {
 		return fmt.Errorf("memory throttle: no cgroup v2 directory for %s", cg)
+	}
+	if n = min(n, reclaimableNow(dir)); n < 256<<10 {
+		return errNoRoom
 	}
 	if err := os.WriteFile(filepath.Join(dir, "memory.reclaim"), []byte(strconv.FormatInt(n, 10)), 0); err != nil {
 		return fmt.Errorf("memory throttle: reclaim %d bytes from %s: %w", n, cg, err)
@@ -127,10 +136,21 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 	return out
 }
 
+// swapReserve is the swap allowance left unused in each container: a
+// container whose memory.swap.current reaches its memory.swap.max has its
+// anon pages no longer scanned (the kernel's reclaim skips the anon LRU
+// of a cgroup without swap room), so the pages already written to swap
+// but still in the swap cache stay in memory for good (seen on 6.1: 35
+// MiB of a container's 50 MiB allowance stuck so). Proactive reclaim
+// overshoots what it is asked while writeback lags (it adds pages to the
+// swap cache until earlier ones are freed): the reserve absorbs that.
+const swapReserve = 8 << 20
+
 // swappableAnon is the anon memory the pod's containers (the cgroups
 // under its cgroup dir) may still swap out: per container the lesser of
-// its anon and memory.swap.max − memory.swap.current (LimitedSwap sets
-// memory.swap.max per container; 0 without swap), summed.
+// its anon and memory.swap.max − memory.swap.current − swapReserve
+// (LimitedSwap sets memory.swap.max per container; 0 without swap),
+// summed.
 func swappableAnon(dir string) int64 {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -165,10 +185,26 @@ func swappable(dir string) int64 {
 	}
 	lim, err1 := strconv.ParseInt(limit, 10, 64)
 	cur, err2 := strconv.ParseInt(read("memory.swap.current"), 10, 64)
-	if err1 != nil || err2 != nil || lim <= cur {
+	if err1 != nil || err2 != nil || lim-cur <= swapReserve {
 		return 0
 	}
-	return min(int64(anon), lim-cur)
+	return min(int64(anon), lim-cur-swapReserve)
+}
+
+// reclaimableNow is what the pod cgroup at dir has left to reclaim: its
+// unmapped file pages and its containers' swappable anon (the node's free
+// swap not read: the containers' allowances are far below it).
+func reclaimableNow(dir string) int64 {
+	b, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return 0
+	}
+	ms, err := cgroups.ParseMemoryStat(b)
+	if err != nil {
+		return 0
+	}
+	file := int64(ms.FileBytes.Or(0)) - int64(ms.FileMappedBytes.Or(0))
+	return max(file, 0) + swappableAnon(dir)
 }
 
 // nodeSwapFree is the node's free swap (0 unknown).

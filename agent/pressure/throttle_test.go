@@ -2,6 +2,7 @@ package pressure
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,13 +66,13 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	if s.Usage != 100<<20 || s.WorkingSet != 90<<20 || s.High != throttle.NoLimit || s.StallTotal.Microseconds() != 250000 || s.Reclaimable != 20<<20 {
 		t.Fatalf("sample %+v: want usage 100Mi, working set 90Mi, high max, stall 250ms, reclaimable 20Mi (file; no swap)", s)
 	}
-	// LimitedSwap: the container may swap 30Mi more; the sandbox's
-	// unlimited swap counts only its own anon.
+	// LimitedSwap: the container may swap 30Mi more, of which 8Mi stay in
+	// reserve; the sandbox's unlimited swap counts only its own anon.
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "41943040", "memory.swap.current": "10485760"})
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-sandbox.scope"), map[string]string{"memory.swap.max": "max", "memory.swap.current": "0",
 		"memory.stat": "anon 1048576\nfile 0"})
-	if room := swappableAnon(podDir); room != 31<<20 {
-		t.Fatalf("swappable anon %d, want 31Mi", room)
+	if room := swappableAnon(podDir); room != 23<<20 {
+		t.Fatalf("swappable anon %d, want 23Mi (22Mi + the sandbox's 1Mi)", room)
 	}
 
 	if err := pm.setHigh(t.Context(), burstable, 50<<20); err != nil {
@@ -101,6 +102,24 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.reclaim")); string(b) != "2097152" {
 		t.Fatalf("memory.reclaim %q", b)
+	}
+	// Asked more than the pod has left (20Mi of file, 23Mi of swap room):
+	// what it has. Nothing left (no file, the swap room within the
+	// reserve): nothing written.
+	if err := pm.reclaim(t.Context(), burstable, 100<<20); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.reclaim")); string(b) != fmt.Sprint(43<<20) {
+		t.Fatalf("memory.reclaim %q, want 43Mi", b)
+	}
+	writeFiles(t, podDir, map[string]string{"memory.stat": "anon 83886080\nfile 0", "memory.reclaim": ""})
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.current": "37748736"})
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-sandbox.scope"), map[string]string{"memory.stat": "anon 0\nfile 0"})
+	if err := pm.reclaim(t.Context(), burstable, 2<<20); !errors.Is(err, errNoRoom) {
+		t.Fatalf("err %v, want errNoRoom", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.reclaim")); len(b) != 1 {
+		t.Fatalf("memory.reclaim %q written with nothing left", b)
 	}
 }
 
