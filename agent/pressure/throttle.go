@@ -118,9 +118,9 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 		if m.HighBytes.Known && !m.HighBytes.IsUnlimited() {
 			s.High = int64(m.HighBytes.V)
 		}
-		var anon int64
+		var anon, cached int64
 		if dir, ok := pm.h.Unified.Dir(cg); ok && m.AnonBytes.Or(0) > 0 {
-			if anon = swappableAnon(dir); anon > 0 {
+			if anon, cached = swappableAnon(dir); anon > 0 {
 				if swapFree < 0 {
 					swapFree = nodeSwapFree(ctx, pm.r)
 				}
@@ -130,7 +130,7 @@ func (pm *podMemory) sample(ctx context.Context, pods []*v1.Pod) map[types.UID]t
 		// Mapped file pages (the pod's executables and libraries) are
 		// left out: taken, they refault at once.
 		file := int64(m.FileBytes.Or(0)) - int64(m.FileMappedBytes.Or(0))
-		s.Reclaimable = max(file, 0) + max(anon, 0)
+		s.Reclaimable = max(file, 0) + max(anon, 0) + cached
 		out[p.UID] = s
 	}
 	return out
@@ -150,23 +150,27 @@ const swapReserve = 8 << 20
 // under its cgroup dir) may still swap out: per container the lesser of
 // its anon and memory.swap.max − memory.swap.current − swapReserve
 // (LimitedSwap sets memory.swap.max per container; 0 without swap),
-// summed.
-func swappableAnon(dir string) int64 {
+// summed; and their swap cache (memory.stat swapcached) where they have
+// swap room left: pages already written to swap, which the kernel frees
+// without taking more of it (once their writeback is done, at the next
+// reclaim pass: proactive reclaim must come back for them).
+func swappableAnon(dir string) (anon, cached int64) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var sum int64
 	for _, e := range entries {
 		if e.IsDir() {
-			sum += swappable(filepath.Join(dir, e.Name()))
+			a, c := swappable(filepath.Join(dir, e.Name()))
+			anon, cached = anon+a, cached+c
 		}
 	}
-	return sum
+	return anon, cached
 }
 
-// swappable is what one container cgroup dir may still swap out.
-func swappable(dir string) int64 {
+// swappable is what one container cgroup dir may still swap out, and its
+// swap cache the kernel can free.
+func swappable(dir string) (anon, cached int64) {
 	read := func(f string) string {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -174,21 +178,34 @@ func swappable(dir string) int64 {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	ms, err := cgroups.ParseMemoryStat([]byte(read("memory.stat")))
-	anon, ok := ms.AnonBytes.Get()
-	if err != nil || !ok || anon == 0 {
-		return 0
+	stat := read("memory.stat")
+	ms, err := cgroups.ParseMemoryStat([]byte(stat))
+	a, ok := ms.AnonBytes.Get()
+	if err != nil || !ok {
+		return 0, 0
 	}
+	cached = statField(stat, "swapcached")
 	limit := read("memory.swap.max")
 	if limit == "max" {
-		return int64(anon) // bounded by the node's free swap
+		return int64(a), cached // bounded by the node's free swap
 	}
 	lim, err1 := strconv.ParseInt(limit, 10, 64)
 	cur, err2 := strconv.ParseInt(read("memory.swap.current"), 10, 64)
-	if err1 != nil || err2 != nil || lim-cur <= swapReserve {
-		return 0
+	if err1 != nil || err2 != nil || lim <= cur {
+		return 0, 0 // no room: its anon LRU, swap cache included, is not scanned
 	}
-	return min(int64(anon), lim-cur-swapReserve)
+	return max(min(int64(a), lim-cur-swapReserve), 0), cached
+}
+
+// statField is the value of key in a memory.stat text (0 when absent).
+func statField(stat, key string) int64 {
+	for line := range strings.Lines(stat) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && k == key {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // reclaimableNow is what the pod cgroup at dir has left to reclaim: its
@@ -204,7 +221,8 @@ func reclaimableNow(dir string) int64 {
 		return 0
 	}
 	file := int64(ms.FileBytes.Or(0)) - int64(ms.FileMappedBytes.Or(0))
-	return max(file, 0) + swappableAnon(dir)
+	anon, cached := swappableAnon(dir)
+	return max(file, 0) + anon + cached
 }
 
 // nodeSwapFree is the node's free swap (0 unknown).

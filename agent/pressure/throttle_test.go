@@ -71,7 +71,7 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.max": "41943040", "memory.swap.current": "10485760"})
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-sandbox.scope"), map[string]string{"memory.swap.max": "max", "memory.swap.current": "0",
 		"memory.stat": "anon 1048576\nfile 0"})
-	if room := swappableAnon(podDir); room != 23<<20 {
+	if room, _ := swappableAnon(podDir); room != 23<<20 {
 		t.Fatalf("swappable anon %d, want 23Mi (22Mi + the sandbox's 1Mi)", room)
 	}
 
@@ -117,6 +117,16 @@ func TestThrottleSampleAndSetHigh(t *testing.T) {
 	writeFiles(t, filepath.Join(podDir, "cri-containerd-sandbox.scope"), map[string]string{"memory.stat": "anon 0\nfile 0"})
 	if err := pm.reclaim(t.Context(), burstable, 2<<20); !errors.Is(err, errNoRoom) {
 		t.Fatalf("err %v, want errNoRoom", err)
+	}
+	// Its swap cache can be freed (room left, if within the reserve);
+	// with no room at all, not even that.
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.stat": "anon 83886080\nfile 0\nswapcached 3145728"})
+	if anon, cached := swappableAnon(podDir); anon != 0 || cached != 3<<20 {
+		t.Fatalf("swappable %d, swap cache %d: want 0 and 3Mi", anon, cached)
+	}
+	writeFiles(t, filepath.Join(podDir, "cri-containerd-c1.scope"), map[string]string{"memory.swap.current": "41943040"})
+	if anon, cached := swappableAnon(podDir); anon != 0 || cached != 0 {
+		t.Fatalf("no swap room: swappable %d, swap cache %d", anon, cached)
 	}
 	if b, _ := os.ReadFile(filepath.Join(podDir, "memory.reclaim")); len(b) != 1 {
 		t.Fatalf("memory.reclaim %q written with nothing left", b)
