@@ -15,19 +15,24 @@ import (
 	"github.com/kernelet/kernelet/test/env/images"
 )
 
-// throttleSwapOn turns swap on in the guest unless it is (SwapResize
-// leaves its 256 MiB swap file on).
+// throttleSwapOn gives the guest 1 GiB of swap in place of whatever is on
+// (SwapResize leaves its 256 MiB swap file on). The allowance LimitedSwap
+// gives the leaking pod must hold what it leaks twice over: on the guest's
+// 6.1 kernel about half of what a cgroup swaps out stays in memory as swap
+// cache, for good once its memory.swap.current reaches memory.swap.max
+// (its anon pages are no longer scanned); with 256 MiB (a 52 MiB
+// allowance) the leak used it up having freed half that.
 // throttleEnv=1 adds the Throttle subtest to TestV2Node (make
 // e2e-throttle): 3.5–4 minutes that make test's budget leaves out.
 const throttleEnv = "KERNELET_V2NODE_THROTTLE"
 
-const throttleSwapOn = `swapon --show=NAME --noheadings | grep -q . || { test -f /swapfile || { fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null; }; swapon /swapfile; }`
+const throttleSwapOn = `swapoff -a && rm -f /swapfile && fallocate -l 1G /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile`
 
 // testV2NodeThrottle is memoryThrottle (throttle before evicting) on the
 // v2 node: kubepods at 512 MiB (systemReserved), evictionHard
 // allocatableMemory.available<64Mi, swap on with LimitedSwap. One
 // Burstable pod (request 400Mi, so LimitedSwap lets its container swap
-// 400/MemTotal of the 256 MiB swap, about 52 MiB) holds 380 MiB and
+// 400/MemTotal of the 1 GiB swap, about 200 MiB) holds 380 MiB and
 // leaks 80 MiB more at 2 MiB/s, to about 30 MiB below the threshold. With memoryThrottle on,
 // kernelet has the kernel reclaim the deficit from the pod (memory.reclaim:
 // it swaps out what the pod's swap allowance holds) and lowers the pod
