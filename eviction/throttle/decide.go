@@ -39,7 +39,9 @@ func measure(sigs []SignalInput) pressure {
 // no less than its request, MinHigh and what the kernel can reclaim from
 // it; a throttled pod stalled past MaxStall is restored and left alone for
 // Backoff; the surplus above the band is given back in reverse order, and
-// every pod is restored once pressure is gone. A met hard threshold is
+// every pod is restored once pressure is gone. A throttled pod near its
+// memory.high is reclaimed ahead of its growth (Proactive) or, with
+// nothing left to reclaim, restored (keepAhead). A met hard threshold is
 // held back while pods are throttled, until Deadline after it was first
 // met or as soon as a signal falls below half its threshold.
 func Decide(cfg Config, st *State, in Input) Plan {
