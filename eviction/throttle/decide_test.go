@@ -326,3 +326,24 @@ func TestDecideProactiveReclaimsAheadOfHigh(t *testing.T) {
 		t.Fatalf("actions %+v, want no reclaim", plan.Actions)
 	}
 }
+
+// Without proactive reclaim too, a throttled pod that reached its
+// memory.high with nothing left to reclaim gets it back before it stalls.
+func TestDecideRestoresAnExhaustedPod(t *testing.T) {
+	a := pod("a", 0)
+	st := NewState()
+	plan := Decide(Config{}, st, Input{Now: t0, Signals: allocatable(100, false), Pods: []Candidate{cand(a, 100, t0)}})
+	if len(plan.Actions) != 1 || plan.Actions[0].High != 72*mi {
+		t.Fatalf("actions %+v", plan.Actions)
+	}
+	c := cand(a, 71, t0)
+	c.Sample.High, c.Sample.Reclaimable = 72*mi, 10*mi
+	if plan = Decide(Config{}, st, Input{Now: t0.Add(time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}}); len(plan.Actions) != 0 {
+		t.Fatalf("room left: actions %+v", plan.Actions)
+	}
+	c.Sample.Reclaimable = 0
+	plan = Decide(Config{}, st, Input{Now: t0.Add(2 * time.Second), Signals: allocatable(130, false), Pods: []Candidate{c}})
+	if len(plan.Actions) != 1 || plan.Actions[0].Kind != KindExhausted || plan.Actions[0].High != NoLimit || plan.Actions[0].Usage != 71*mi {
+		t.Fatalf("actions %+v, want memory.high restored", plan.Actions)
+	}
+}
