@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	g.tokens <- struct{}{}
 	waitWritten(t, g, 7)
 	want := []string{"reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "high 96Mi"}
-	if got := g.written(); !equal(got, want) {
+	if got := g.written(); !slices.Equal(got, want) {
 		t.Fatalf("written %v, want %v", got, want)
 	}
 	if st := th.Status(); !st.Proactive || st.Reclaimed != 12*mi || st.Pods[0].High != 96*mi {
@@ -112,7 +113,7 @@ func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	go func() { th.RestoreAll(context.Background()); close(done) }()
 	<-done
 	want = append(want, "reclaim 2Mi", "high -1")
-	if got := g.written(); !equal(got, want) {
+	if got := g.written(); !slices.Equal(got, want) {
 		t.Fatalf("written %v, want %v", got, want)
 	}
 	if st := th.Status(); st.Actions["reclaim"] != 1 || st.Actions["relax"] != 1 || len(st.Pods) != 0 {
@@ -129,16 +130,4 @@ func waitWritten(t *testing.T, g *gatedReclaim, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
