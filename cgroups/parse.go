@@ -245,6 +245,8 @@ func (s *MemoryStat) field(key []byte) (*Value, uint32) {
 		return &s.WorkingsetRefaultFile, 1 << 14
 	case "workingset_activate_file", "workingset_activate":
 		return &s.WorkingsetActivateFile, 1 << 15
+	case "swapcached":
+		return &s.SwapCachedBytes, 1 << 16
 	}
 	return nil, 0
 }

@@ -96,7 +96,7 @@ func FuzzParseMemoryStat(f *testing.F) {
 			"file_mapped": &want.FileMappedBytes, "mapped_file": &want.FileMappedBytes,
 			"file_dirty": &want.FileDirtyBytes, "dirty": &want.FileDirtyBytes,
 			"file_writeback": &want.FileWritebackBytes, "writeback": &want.FileWritebackBytes,
-			"unevictable": &want.UnevictableBytes, "swap": &want.SwapBytes,
+			"unevictable": &want.UnevictableBytes, "swap": &want.SwapBytes, "swapcached": &want.SwapCachedBytes,
 			"pgfault": &want.PgFaults, "pgmajfault": &want.PgMajFaults,
 			"workingset_refault_file": &want.WorkingsetRefaultFile, "workingset_refault": &want.WorkingsetRefaultFile,
 			"workingset_activate_file": &want.WorkingsetActivateFile, "workingset_activate": &want.WorkingsetActivateFile,

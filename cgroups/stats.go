@@ -371,8 +371,11 @@ type MemoryStat struct {
 	FileWritebackBytes Value
 	UnevictableBytes   Value
 	SwapBytes          Value // v1 swap/total_swap only
-	PgFaults           Value
-	PgMajFaults        Value
+	// SwapCachedBytes: pages in memory that also have a copy in swap
+	// (swapcached, v1 total_swapcached; recent kernels only).
+	SwapCachedBytes Value
+	PgFaults        Value
+	PgMajFaults     Value
 	// WorkingsetRefaultFile counts file pages faulted back in soon after
 	// reclaim (pages, cumulative): v2 and v1 (hierarchical total_ on v1)
 	// workingset_refault_file, before kernel 5.9 workingset_refault.

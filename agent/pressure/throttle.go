@@ -178,13 +178,12 @@ func swappable(dir string) (anon, cached int64) {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	stat := read("memory.stat")
-	ms, err := cgroups.ParseMemoryStat([]byte(stat))
+	ms, err := cgroups.ParseMemoryStat([]byte(read("memory.stat")))
 	a, ok := ms.AnonBytes.Get()
 	if err != nil || !ok {
 		return 0, 0
 	}
-	cached = statField(stat, "swapcached")
+	cached = int64(ms.SwapCachedBytes.Or(0))
 	limit := read("memory.swap.max")
 	if limit == "max" {
 		return int64(a), cached // bounded by the node's free swap
@@ -195,17 +194,6 @@ func swappable(dir string) (anon, cached int64) {
 		return 0, 0 // no room: its anon LRU, swap cache included, is not scanned
 	}
 	return max(min(int64(a), lim-cur-swapReserve), 0), cached
-}
-
-// statField is the value of key in a memory.stat text (0 when absent).
-func statField(stat, key string) int64 {
-	for line := range strings.Lines(stat) {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), " "); ok && k == key {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // reclaimableNow is what the pod cgroup at dir has left to reclaim: its
