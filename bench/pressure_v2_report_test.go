@@ -116,3 +116,15 @@ func TestExpandArgs(t *testing.T) {
 		t.Fatalf("expandArgs = %q (input now %q), want %q", got, in, want)
 	}
 }
+
+func TestPressureV2SwapOn(t *testing.T) {
+	for kind, want := range map[string]string{"": "swapon /swapfile", "file": "swapon /swapfile", "zram": "swapon /dev/zram0"} {
+		got, err := pressureV2SwapOn(kind)
+		if err != nil || !strings.HasSuffix(got, want) || !strings.Contains(got, strconv.Itoa(pressureV2SwapMiB)+"M") {
+			t.Errorf("pressureV2SwapOn(%q) = %q, %v; want a %d MiB device ending %q", kind, got, err, pressureV2SwapMiB, want)
+		}
+	}
+	if _, err := pressureV2SwapOn("zswap"); err == nil || !strings.Contains(err.Error(), `"zswap"`) {
+		t.Errorf("an unknown kind: %v, want an error naming it", err)
+	}
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -67,7 +68,10 @@ import (
 // _AGENTS, _WORKLOADS; the default workloads here are pressureV2Workloads),
 // and KERNELET_BENCH_PRESSURE_MAXSTALL, kernelet-options' memoryThrottle
 // maxStall (default kernelet's, 25 %: under TCG a throttled pod's reclaim
-// is about ten times slower than on hardware, and with it its stall).
+// is about ten times slower than on hardware, and with it its stall), and
+// KERNELET_BENCH_PRESSURE_SWAP, the guest's swap device: "file" (default,
+// a swap file on the guest's disk) or "zram" (a compressed RAM disk of
+// the same size, written synchronously: see pressureV2SwapOn).
 
 // Agents and defaults of the v2 node.
 const (
@@ -93,9 +97,10 @@ type pressureV2Node struct {
 	srv        *apiserver.Server
 	admin      kubernetes.Interface
 	ns         string
-	reserved   int64 // systemReserved: the guest's MemTotal − evictionAllocatable
-	threadsMax int   // the guest's kernel.threads-max at boot (fork storms lower it for their runs)
-	limit      int64 // kubepods.slice's memory.max under the current agent
+	reserved   int64  // systemReserved: the guest's MemTotal − evictionAllocatable
+	threadsMax int    // the guest's kernel.threads-max at boot (fork storms lower it for their runs)
+	limit      int64  // kubepods.slice's memory.max under the current agent
+	swap       string // the swap device's kind (KERNELET_BENCH_PRESSURE_SWAP)
 }
 
 func BenchmarkPressureV2(b *testing.B) {
@@ -122,10 +127,10 @@ func BenchmarkPressureV2(b *testing.B) {
 			cells = append(cells, g.runAgent(b, name, fmt.Sprintf("%s%d", pressureTag(name), i), workloads, runs)...)
 		}
 	}
-	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2, swap %d MiB with LimitedSwap): "+
+	logPressure(b, cells, workloads, fmt.Sprintf("pressure replay in the cgroup v2 node (qemu TCG, systemd driver, containerd 2, swap %d MiB (%s) with LimitedSwap): "+
 		"kubepods.slice limited to %d MiB, hard allocatableMemory.available<64Mi; crossing = the guest's poll (every %v) of kubepods.slice's working set reaching limit − 64Mi; "+
 		"fork50: hard pid.available<%d with kernel.threads-max %d, crossing = the free PIDs under %d, \"kernel OOM kill\" = the free PIDs down to %d (where the storm stops)",
-		pressureV2SwapMiB, evictionAllocatable>>20, pressureV2Poll, pressureV2PIDThreshold, pressureV2PIDMax, pressureV2PIDThreshold, pressureV2PIDMargin))
+		pressureV2SwapMiB, g.swap, evictionAllocatable>>20, pressureV2Poll, pressureV2PIDThreshold, pressureV2PIDMax, pressureV2PIDThreshold, pressureV2PIDMargin))
 }
 
 // startV2Node boots the cgroup v2 node with kernelet, the kubelet (when
@@ -181,8 +186,32 @@ func (g *pressureV2Node) boot(b *testing.B, kernelet, kubelet string) {
 	if g.threadsMax, err = strconv.Atoi(g.guest(b, "cat /proc/sys/kernel/threads-max")); err != nil {
 		b.Fatal(err)
 	}
-	g.guest(b, "fallocate -l "+strconv.Itoa(pressureV2SwapMiB)+"M /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile && mkfifo /run/pressure.fifo")
-	b.Logf("guest: MemTotal %d MiB, %s", memKiB>>10, g.guest(b, "uname -r; systemctl --version | head -1; swapon --show=SIZE --noheadings"))
+	g.swap = cmp.Or(os.Getenv("KERNELET_BENCH_PRESSURE_SWAP"), "file")
+	swapOn, err := pressureV2SwapOn(g.swap)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.guest(b, swapOn+" && mkfifo /run/pressure.fifo")
+	b.Logf("guest: MemTotal %d MiB, %s", memKiB>>10, g.guest(b, "uname -r; systemctl --version | head -1; swapon --show=NAME,TYPE,SIZE --noheadings"))
+}
+
+// pressureV2SwapOn returns the guest script that turns pressureV2SwapMiB
+// of swap on, on the device kind asked for: "file" (or "") a swap file on
+// the guest's disk, written back asynchronously; "zram" a zram device
+// (lzo-rle), written synchronously, so that a page swapped out is freed
+// in the same reclaim pass instead of lingering as swap cache — which on
+// the guest's 6.1 kernel stays for good once a container's
+// memory.swap.current reaches its memory.swap.max (docs/eviction.md).
+// zram's compressed pages are the kernel's, charged to no cgroup.
+func pressureV2SwapOn(kind string) (string, error) {
+	size := strconv.Itoa(pressureV2SwapMiB) + "M"
+	switch kind {
+	case "", "file":
+		return "fallocate -l " + size + " /swapfile && chmod 600 /swapfile && mkswap /swapfile >/dev/null && swapon /swapfile", nil
+	case "zram":
+		return "modprobe zram num_devices=1 && echo lzo-rle > /sys/block/zram0/comp_algorithm && echo " + size + " > /sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null && swapon /dev/zram0", nil
+	}
+	return "", fmt.Errorf("KERNELET_BENCH_PRESSURE_SWAP=%q: want file or zram", kind)
 }
 
 // guestInts runs script in the guest and parses its output as n
