@@ -321,7 +321,8 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 # bench/pressure_v2_test.go), one table each: per agent (kernelet in dry run as the no-agent
 # yardstick, the real kubelet, kernelet's kubelet mode, kernelet, kernelet with its options,
 # systemd-oomd in the v2 node) the workloads on kubepods limited to 512 MiB.
-# KERNELET_BENCH_PRESSURE_MACHINES (host,v2), _RUNS (default 3), _AGENTS, _WORKLOADS narrow it.
+# KERNELET_BENCH_PRESSURE_MACHINES (host,v2), _RUNS (default 3), _AGENTS, _WORKLOADS narrow it;
+# KERNELET_BENCH_PRESSURE_SWAP=zram puts the v2 node's swap on zram instead of a swap file.
 bench-pressure: build vm-node-image ## memory workloads replayed per agent on the host and in the v2 node: evicted before OOM, needless evictions, reaction, bystanders
 	$(call bench_with_kubelet,pressure,BenchmarkPressure(V2)?,10h)
 
