@@ -22,6 +22,11 @@
 //     goroutine that calls the manager's WakeBy with its source on every
 //     event.
 //     Kubelet mode opens none.
+//   - The memory throttler (KerneletConfiguration memoryThrottle, cgroup
+//     v2 only: eviction/throttle decides): the pod cgroups' memory read
+//     for it and its writes (memory.high, memory.reclaim bounded by each
+//     container's swap room), in throttle.go; at start a log of the swap
+//     devices that limit it (swapdev.go).
 //   - Admission (Signals.Admit): kubelet's first admit handler, rejecting
 //     pods under pressure with reason Evicted.
 //

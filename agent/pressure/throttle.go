@@ -241,8 +241,13 @@ func (pm *podMemory) setHigh(ctx context.Context, p *v1.Pod, high int64) error {
 }
 
 // Run runs the eviction manager until ctx ends, then gives every pod the
-// throttler holds back its memory.high (the pods outlive the agent).
+// throttler holds back its memory.high (the pods outlive the agent). With
+// the throttler on it first logs the swap devices that limit it
+// (adviseSwap).
 func (s *Signals) Run(ctx context.Context) {
+	if s.throttler != nil {
+		readAdviseSwap(ctx)
+	}
 	s.manager.Run(ctx)
 	if s.throttler == nil {
 		return
