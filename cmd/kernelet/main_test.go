@@ -12,15 +12,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	logsapi "k8s.io/component-base/logs/api/v1"
 )
 
 const testdata = "../../agent/config/testdata/"
 
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	resetLogging(t)
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// resetLogging lets the next Main of this process apply its logging
+// configuration again (component-base applies it once per process, as a
+// command runs once), once the test's Main has returned.
+func resetLogging(t *testing.T) {
+	t.Cleanup(func() {
+		if err := logsapi.ResetForTest(nil); err != nil {
+			t.Errorf("reset logging: %v", err)
+		}
+	})
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -103,6 +117,7 @@ func TestRunAndStatus(t *testing.T) {
 	defer cancel()
 	done := make(chan int, 1)
 	var errb bytes.Buffer
+	resetLogging(t) // after run's stop below
 	root := t.TempDir()
 	cfg := filepath.Join(root, "config.yaml")
 	// Standalone: no API server for webhook authentication/authorization.
