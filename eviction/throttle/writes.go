@@ -61,7 +61,17 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 		}
 		w := pw.queue[0]
 		pw.queue = pw.queue[1:]
+		capAt, capped := growthCap(w, t.st.Pods[uid])
 		t.mu.Unlock()
+		if capped {
+			// Outside t.mu: a memory.high below the usage makes the
+			// writer reclaim what the pod grew since its sample.
+			if err := t.fx.SetHigh(ctx, w.a.Pod, capAt); err != nil {
+				klog.FromContext(ctx).Error(err, "Memory throttle: memory.high not capped", "pod", klog.KObj(w.a.Pod), "high", capAt)
+			} else {
+				klog.FromContext(ctx).V(2).Info("Memory throttle: memory.high capped at the pod's usage while reclaiming", "pod", klog.KObj(w.a.Pod), "high", capAt)
+			}
+		}
 		if w.a.Reclaim > 0 {
 			t.reclaim(ctx, w.a)
 		}
@@ -74,6 +84,33 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 		}
 		t.mu.Unlock()
 	}
+}
+
+// growthCap is the memory.high a throttle with a reclaim writes before
+// reclaiming: the pod's usage when the decision sampled it, plus one
+// reclaim chunk, so a pod growing fast stops growing at once (beyond the
+// cap it reclaims for itself) instead of while its cut is reclaimed, which
+// takes as long as the kernel needs (seconds for several pods at once in
+// a TCG guest). ok false: no cap (no reclaim, the action is no longer the
+// pod's current state, or the cap would not be below its memory.high
+// now). ps is the pod's state; t.mu is held.
+func growthCap(w write, ps *PodState) (int64, bool) {
+	a := w.a
+	if a.Kind != KindThrottle || a.Reclaim <= 0 || a.Usage <= 0 || ps == nil || !ps.Throttled || ps.High != a.High {
+		return 0, false
+	}
+	c := (a.Usage + reclaimChunk) / pageSize * pageSize
+	if c <= a.High {
+		return 0, false
+	}
+	now := ps.Restore // the memory.high the pod has until this write lands
+	if w.prev != nil {
+		now = w.prev.High
+	}
+	if now != NoLimit && c >= now {
+		return 0, false
+	}
+	return c, true
 }
 
 // reclaim asks the kernel for a.Reclaim bytes of the pod in chunks, while

@@ -51,8 +51,9 @@ func (g *gatedReclaim) written() []string {
 
 // With memory.reclaim the throttler reclaims a cut before it lowers
 // memory.high, behind the decisions (a slow reclaim does not hold up the
-// manager), in 2Mi chunks; a relax stops a reclaim between chunks, and
-// RestoreAll waits for the writer.
+// manager), in 2Mi chunks, with memory.high capped at the pod's sampled
+// usage plus a chunk meanwhile (growthCap); a relax stops a reclaim
+// between chunks, and RestoreAll waits for the writer.
 func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	a := pod("a", 0)
 	g := &gatedReclaim{recorder: recorder{samples: map[types.UID]PodSample{"a": *cand(a, 100, t0).Sample}},
@@ -74,16 +75,16 @@ func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	// not queue a second reclaim for the pod.
 	in.Now = t0.Add(100 * time.Millisecond)
 	th.Decide(t.Context(), in)
-	if got := g.written(); len(got) != 0 {
-		t.Fatalf("written %v before the first chunk finished", got)
+	if got := g.written(); !slices.Equal(got, []string{"high 102Mi"}) {
+		t.Fatalf("written %v before the first chunk finished, want the cap only", got)
 	}
 	for range 5 {
 		g.tokens <- struct{}{}
 		<-g.asked
 	}
 	g.tokens <- struct{}{}
-	waitWritten(t, g, 7)
-	want := []string{"reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "high 96Mi"}
+	waitWritten(t, g, 8)
+	want := []string{"high 102Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "high 96Mi"}
 	if got := g.written(); !slices.Equal(got, want) {
 		t.Fatalf("written %v, want %v", got, want)
 	}
@@ -129,5 +130,32 @@ func waitWritten(t *testing.T, g *gatedReclaim, n int) {
 			t.Fatalf("written %v, want %d writes", g.written(), n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestGrowthCap(t *testing.T) {
+	p := pod("a", 0)
+	throttle := Action{Kind: KindThrottle, Pod: p, High: 80 * mi, Reclaim: 28 * mi, Usage: 100*mi + 100}
+	cur := &PodState{Throttled: true, High: 80 * mi, Restore: NoLimit}
+	for _, c := range []struct {
+		name string
+		w    write
+		ps   *PodState
+		want int64 // 0: no cap
+	}{
+		{"first throttle: usage plus a chunk, page-rounded", write{a: throttle}, cur, 102 * mi},
+		{"under kubelet's memory.high", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 150 * mi}, 102 * mi},
+		{"kubelet's memory.high already below the cap", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 101 * mi}, 0},
+		{"a deeper cut of a throttled pod", write{a: throttle, prev: &PodState{Throttled: true, High: 120 * mi}}, cur, 102 * mi},
+		{"its memory.high already below the cap", write{a: throttle, prev: &PodState{Throttled: true, High: 90 * mi}}, cur, 0},
+		{"a later decision moved on", write{a: throttle}, &PodState{Throttled: true, High: 70 * mi}, 0},
+		{"relaxed meanwhile", write{a: throttle}, &PodState{High: 80 * mi}, 0},
+		{"no reclaim", write{a: Action{Kind: KindThrottle, Pod: p, High: 80 * mi, Usage: 100 * mi}}, cur, 0},
+		{"a keep-ahead reclaim", write{a: Action{Kind: KindReclaim, Pod: p, High: 80 * mi, Reclaim: 4 * mi, Usage: 79 * mi}}, cur, 0},
+	} {
+		got, ok := growthCap(c.w, c.ps)
+		if ok != (c.want != 0) || got != c.want {
+			t.Errorf("%s: growthCap = %d, %t; want %d", c.name, got, ok, c.want)
+		}
 	}
 }
