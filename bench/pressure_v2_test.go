@@ -503,14 +503,14 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 		}
 	}
 	if a.name == agentKerneletOptions {
-		out := g.guest(b, `journalctl --no-pager -o cat -u `+pressureV2Unit+` --since @`+since+` | grep -F 'Memory throttle: memory.high set' | cut -c1-300 || true`)
+		out := g.guest(b, `journalctl --no-pager -o cat -u `+pressureV2Unit+` --since @`+since+` | grep -E 'Memory throttle: (memory.high set|deadline)|Eviction manager: attempting to reclaim' | cut -c1-300 || true`)
 		for line := range strings.Lines(out) {
 			if strings.Contains(line, `action="relax"`) {
 				r.relaxed++
 			}
 		}
 		if out != "" {
-			b.Logf("%s %s: the throttler's actions:\n%s", a.name, name, out)
+			b.Logf("%s %s: the throttler's actions and the evictions' decisions:\n%s", a.name, name, out)
 		}
 	}
 	return r, nil
