@@ -503,7 +503,7 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 		}
 	}
 	if a.name == agentKerneletOptions {
-		out := g.guest(b, `journalctl --no-pager -o cat -u `+pressureV2Unit+` --since @`+since+` | grep -E 'Memory throttle: (memory.high set|deadline)|Eviction manager: attempting to reclaim' | cut -c1-300 || true`)
+		out := g.guest(b, `journalctl --no-pager -o cat -u `+pressureV2Unit+` --since @`+since+` | grep -E 'Memory throttle: (memory.high set|memory.high capped|deadline)|Eviction manager: attempting to reclaim' | cut -c1-300 || true`)
 		for line := range strings.Lines(out) {
 			if strings.Contains(line, `action="relax"`) {
 				r.relaxed++

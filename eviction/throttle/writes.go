@@ -69,7 +69,7 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 			if err := t.fx.SetHigh(ctx, w.a.Pod, capAt); err != nil {
 				klog.FromContext(ctx).Error(err, "Memory throttle: memory.high not capped", "pod", klog.KObj(w.a.Pod), "high", capAt)
 			} else {
-				klog.FromContext(ctx).V(2).Info("Memory throttle: memory.high capped at the pod's usage while reclaiming", "pod", klog.KObj(w.a.Pod), "high", capAt)
+				klog.FromContext(ctx).Info("Memory throttle: memory.high capped", "pod", klog.KObj(w.a.Pod), "high", capAt, "usage", w.a.Usage, "reclaiming", w.a.Reclaim)
 			}
 		}
 		if w.a.Reclaim > 0 {
