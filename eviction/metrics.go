@@ -45,7 +45,7 @@ func NewMetrics() *Metrics {
 		}, []string{"eviction_signal"}),
 		wakeups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "kernelet", Name: "eviction_wakeups_total",
-			Help: "Kernel notifications that woke the eviction manager, by source (memcg_threshold, memory_events, psi, oom_kill, reclaim_stall)",
+			Help: "Kernel notifications that woke the eviction manager, by source (memcg_threshold, usage_poll, memory_events, psi, oom_kill, reclaim_stall)",
 		}, []string{"source"}),
 	}
 }

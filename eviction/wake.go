@@ -15,6 +15,10 @@ const (
 	// WakeMemcgThreshold: a v1 memcg usage threshold (memory.usage_in_bytes
 	// eventfd) was crossed.
 	WakeMemcgThreshold WakeSource = "memcg_threshold"
+	// WakeUsagePoll: on cgroup v2, which has no usage thresholds, the
+	// poll of kubepods' memory.current saw it cross where a v1 threshold
+	// would be armed.
+	WakeUsagePoll WakeSource = "usage_poll"
 	// WakeMemoryEvents: a counter of a v2 memory.events file grew (high,
 	// max, oom, oom_kill), or a v1 memory.oom_control eventfd fired.
 	WakeMemoryEvents WakeSource = "memory_events"

@@ -1,6 +1,7 @@
 package pressure
 
 import (
+	"context"
 	"errors"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +24,9 @@ type Signals struct {
 	armer *memcgArmer
 	// throttler throttles pods before evicting (nil: memoryThrottle off).
 	throttler *throttle.Throttler
+	// poller polls kubepods' memory.current on cgroup v2 (nil on v1 or
+	// without allocatableMemory.available thresholds).
+	poller *usagePoller
 }
 
 // New builds the eviction manager of cfg: stats read from the cgroups at
@@ -40,7 +44,8 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		return nil, errors.New("eviction metrics: none handed in")
 	}
 	s := &Signals{cfg: cfg, stats: ns, storage: ns.storage,
-		armer: newMemcgArmer(cfg.Hierarchies, cfg.Layout.Kubepods(), cfg.Thresholds)}
+		armer:  newMemcgArmer(cfg.Hierarchies, cfg.Layout.Kubepods(), cfg.Thresholds),
+		poller: newUsagePoller(cfg.Hierarchies, cfg.Layout.Kubepods(), cfg.Thresholds)}
 	if s.throttler, err = newThrottler(cfg, ns.r, fx.PodMemoryHigh); err != nil {
 		return nil, err
 	}
@@ -59,7 +64,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		Stats:                         ns.read,
 		PodStats:                      ns.pods,
 		PodStorage:                    ns.podStorage,
-		Decided:                       s.armer.decided,
+		Decided:                       s.decided,
 		ActivePods:                    fx.ActivePods,
 		Evict:                         s.holdEvicted(fx.Evict),
 		ThresholdMet:                  fx.ThresholdMet,
@@ -73,6 +78,13 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// decided is the manager's Decided hook: the v1 usage notifications are
+// re-armed, the v2 usage poll's levels moved.
+func (s *Signals) decided(ctx context.Context, stats eviction.Stats) {
+	s.armer.decided(ctx, stats)
+	s.poller.decided(ctx, stats)
 }
 
 // Manager is the eviction manager.

@@ -18,7 +18,8 @@ import (
 // (memory.available) set at capacity − threshold + inactive page cache
 // (and an earlier warning at capacity − 2 × threshold + inactive),
 // re-armed after each decision (memcgArmer); OOM of kubepods on v1
-// (memory.oom_control); on cgroup v2, which has no usage thresholds,
+// (memory.oom_control); on cgroup v2, which has no usage thresholds, a
+// poll of kubepods' memory.current in their stead (usagePoller), and
 // every change of kubepods' memory.events (its high, max, oom and
 // oom_kill counters, kubepods' own and its descendants': a container or
 // pod at its limit, a Memory QoS memory.high crossed, an OOM); and a PSI
@@ -41,6 +42,13 @@ func (s *Signals) Watch(ctx context.Context, wg *sync.WaitGroup) {
 			s.armer.start(ctx, wg, func() { m.WakeBy(eviction.WakeMemcgThreshold) }, stats)
 			started = append(started, "memcg usage thresholds")
 		}
+	}
+	if s.poller != nil {
+		if stats, err := s.stats.read(ctx, nil); err == nil {
+			s.poller.decided(ctx, stats)
+		}
+		wg.Go(func() { s.poller.run(ctx, func() { m.WakeBy(eviction.WakeUsagePoll) }) })
+		started = append(started, "usage poll of "+s.poller.file+" every "+usagePoll.String())
 	}
 	if what, ok := s.watchMemoryEvents(ctx, wg, kubepods); ok {
 		started = append(started, what)
