@@ -17,7 +17,8 @@
 //   - Kernel notifications (Signals.Watch): v1 memcg usage thresholds of
 //     the root and kubepods, re-armed after each decision when the page
 //     cache moved them; OOM of kubepods (v1 oom_control); on cgroup v2
-//     every change of kubepods' memory.events; a PSI trigger on kubepods'
+//     a 50 ms poll of kubepods' memory.current in their stead
+//     (usagepoll.go) and every change of kubepods' memory.events; a PSI trigger on kubepods'
 //     memory pressure (500 ms window where allowed). Each watch is one
 //     goroutine that calls the manager's WakeBy with its source on every
 //     event.
