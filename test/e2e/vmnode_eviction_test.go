@@ -211,8 +211,9 @@ func testV2NodeEviction(t *testing.T, n *v2Node) {
 		t.Fatalf("kubepods.slice MemoryMax and memory.max: %q, want %s", got, want)
 	}
 	watches := n.guest(t, `journalctl --no-pager -o cat -u kernelet _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value kernelet) | grep 'kernel notifications wake the manager' || true`)
-	if !strings.Contains(watches, "memory.events of /kubepods.slice") || !strings.Contains(watches, "psi trigger some 20000 500000") {
-		t.Fatalf("kernelet's eviction watches: %q, want kubepods.slice's memory.events and a 500 ms PSI trigger", watches)
+	if !strings.Contains(watches, "memory.events of /kubepods.slice") || !strings.Contains(watches, "psi trigger some 20000 500000") ||
+		!strings.Contains(watches, "usage poll of /sys/fs/cgroup/kubepods.slice/memory.current every 50ms") {
+		t.Fatalf("kernelet's eviction watches: %q, want kubepods.slice's memory.events, a 500 ms PSI trigger and the usage poll", watches)
 	}
 	t.Logf("eviction watches: %s", watches)
 	n.waitCondition(t, v1.NodeMemoryPressure, v1.ConditionFalse, 2*time.Minute)
@@ -325,6 +326,10 @@ func (n *v2Node) evictionRun(t *testing.T, i int, last bool) {
 	t.Logf("kernelet's eviction log:\n%s", log)
 	t.Logf("wake-ups so far:\n%s\nreaction: %s", grepLines(m1, "kernelet_eviction_wakeups_total{"),
 		grepLines(m1, "kernelet_eviction_reaction_seconds_sum"))
+	// The growers crossed where v1 would notify: the usage poll saw it.
+	if polled := metricValue(m1, "kernelet_eviction_wakeups_total", `source="usage_poll"`) - max(metricValue(m0, "kernelet_eviction_wakeups_total", `source="usage_poll"`), 0); polled < 1 {
+		t.Errorf("kernelet_eviction_wakeups_total{source=\"usage_poll\"} grew by %v in the run, want the usage poll's wakes", polled)
+	}
 	zero := int64(0)
 	for _, p := range []string{grower.Name, guar.Name, be.Name, grower2.Name} {
 		_ = n.admin.CoreV1().Pods(n.ns).Delete(ctx, p, metav1.DeleteOptions{GracePeriodSeconds: &zero})
