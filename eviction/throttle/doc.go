@@ -10,7 +10,8 @@
 // Where the kernel has memory.reclaim (Effects.Reclaim), each cut is
 // reclaimed from the pod first, in kernelet's context (its memory.high
 // capped meanwhile at the usage the decision saw, so that a fast grower
-// stops growing at once: growthCap), and a throttled
+// stops growing at once: growthCap; written back if the cut itself then
+// cannot be written: undoCap), and a throttled
 // pod's usage is kept Config.Ahead below its memory.high the same way
 // (keepAhead), so the pod does not stall reclaiming for itself; those
 // writes run behind the decisions, one writer per pod, in order

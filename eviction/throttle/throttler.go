@@ -160,24 +160,25 @@ func (t *Throttler) apply(ctx context.Context, plan Plan, prev map[types.UID]Pod
 }
 
 // setHigh writes w's memory.high, or puts the pod's previous state back
-// when that fails. t.mu is held.
-func (t *Throttler) setHigh(ctx context.Context, w write) {
+// when that fails (false). t.mu is held.
+func (t *Throttler) setHigh(ctx context.Context, w write) bool {
 	a, log := w.a, klog.FromContext(ctx)
 	if err := t.fx.SetHigh(ctx, a.Pod, a.High); err != nil {
 		log.Error(err, "Memory throttle: memory.high not written", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High)
 		if ps := t.st.Pods[a.Pod.UID]; ps == nil || ps.High != a.High {
-			return // a later decision moved on
+			return false // a later decision moved on
 		}
 		if w.prev != nil {
 			t.st.Pods[a.Pod.UID] = w.prev
 		} else {
 			delete(t.st.Pods, a.Pod.UID)
 		}
-		return
+		return false
 	}
 	log.Info("Memory throttle: memory.high set", "pod", klog.KObj(a.Pod), "action", a.Kind, "high", a.High,
 		"deficit", w.deficit, "stall", a.Stall, "usage", a.Usage, "reclaimable", a.Reclaimable)
 	t.count(ctx, a.Kind)
+	return true
 }
 
 func (t *Throttler) count(_ context.Context, k Kind) {

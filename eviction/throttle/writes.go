@@ -61,13 +61,14 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 		}
 		w := pw.queue[0]
 		pw.queue = pw.queue[1:]
-		capAt, capped := growthCap(w, t.st.Pods[uid])
+		capAt, before, capped := growthCap(w, t.st.Pods[uid])
 		t.mu.Unlock()
 		if capped {
 			// Outside t.mu: a memory.high below the usage makes the
 			// writer reclaim what the pod grew since its sample.
 			if err := t.fx.SetHigh(ctx, w.a.Pod, capAt); err != nil {
 				klog.FromContext(ctx).Error(err, "Memory throttle: memory.high not capped", "pod", klog.KObj(w.a.Pod), "high", capAt)
+				capped = false
 			} else {
 				klog.FromContext(ctx).Info("Memory throttle: memory.high capped", "pod", klog.KObj(w.a.Pod), "high", capAt, "usage", w.a.Usage, "reclaiming", w.a.Reclaim)
 			}
@@ -79,8 +80,8 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 		if w.a.Reclaim > 0 {
 			pw.reclaiming = false
 		}
-		if w.a.Kind != KindReclaim {
-			t.setHigh(ctx, w)
+		if w.a.Kind != KindReclaim && !t.setHigh(ctx, w) && capped {
+			t.undoCap(ctx, w, before)
 		}
 		t.mu.Unlock()
 	}
@@ -91,26 +92,45 @@ func (t *Throttler) runWriter(ctx context.Context, uid types.UID, pw *podWriter)
 // reclaim chunk, so a pod growing fast stops growing at once (beyond the
 // cap it reclaims for itself) instead of while its cut is reclaimed, which
 // takes as long as the kernel needs (seconds for several pods at once in
-// a TCG guest). ok false: no cap (no reclaim, the action is no longer the
-// pod's current state, or the cap would not be below its memory.high
-// now). ps is the pod's state; t.mu is held.
-func growthCap(w write, ps *PodState) (int64, bool) {
+// a TCG guest); before is the memory.high the cap replaces. ok false: no
+// cap (no reclaim, the action is no longer the pod's current state, or
+// the cap would not be below its memory.high now). ps is the pod's state;
+// t.mu is held.
+func growthCap(w write, ps *PodState) (c, before int64, ok bool) {
 	a := w.a
 	if a.Kind != KindThrottle || a.Reclaim <= 0 || a.Usage <= 0 || ps == nil || !ps.Throttled || ps.High != a.High {
-		return 0, false
+		return 0, 0, false
 	}
-	c := (a.Usage + reclaimChunk) / pageSize * pageSize
+	c = (a.Usage + reclaimChunk) / pageSize * pageSize
 	if c <= a.High {
-		return 0, false
+		return 0, 0, false
 	}
-	now := ps.Restore // the memory.high the pod has until this write lands
+	before = ps.Restore // the memory.high the pod has until this write lands
 	if w.prev != nil {
-		now = w.prev.High
+		before = w.prev.High
 	}
-	if now != NoLimit && c >= now {
-		return 0, false
+	if before != NoLimit && c >= before {
+		return 0, 0, false
 	}
-	return c, true
+	return c, before, true
+}
+
+// undoCap writes back the memory.high a growth cap replaced when the
+// throttle's own memory.high could not be written: the throttler's state
+// went back to before the throttle, and so must the pod, or it would stay
+// capped with nothing left to restore it. Unless a later decision moved
+// the pod on meanwhile (its writes follow). t.mu is held.
+func (t *Throttler) undoCap(ctx context.Context, w write, before int64) {
+	ps := t.st.Pods[w.a.Pod.UID]
+	if ps != nil && ps.High != before {
+		return
+	}
+	log := klog.FromContext(ctx)
+	if err := t.fx.SetHigh(ctx, w.a.Pod, before); err != nil {
+		log.Error(err, "Memory throttle: growth cap not undone", "pod", klog.KObj(w.a.Pod), "high", before)
+		return
+	}
+	log.Info("Memory throttle: growth cap undone", "pod", klog.KObj(w.a.Pod), "high", before)
 }
 
 // reclaim asks the kernel for a.Reclaim bytes of the pod in chunks, while

@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -21,6 +22,8 @@ type gatedReclaim struct {
 	log    []string
 	tokens chan struct{}
 	asked  chan int64
+	// failAt: a memory.high write of this value fails (0: none).
+	failAt int64
 }
 
 func (g *gatedReclaim) effects() Effects {
@@ -29,7 +32,12 @@ func (g *gatedReclaim) effects() Effects {
 	fx.SetHigh = func(ctx context.Context, p *v1.Pod, high int64) error {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		g.log = append(g.log, "high "+resource.NewQuantity(high, resource.BinarySI).String())
+		entry := "high " + resource.NewQuantity(high, resource.BinarySI).String()
+		if g.failAt != 0 && high == g.failAt {
+			g.log = append(g.log, entry+" failed")
+			return errors.New("no such file or directory")
+		}
+		g.log = append(g.log, entry)
 		return set(ctx, p, high)
 	}
 	fx.Reclaim = func(_ context.Context, _ *v1.Pod, n int64) error {
@@ -142,20 +150,54 @@ func TestGrowthCap(t *testing.T) {
 		w    write
 		ps   *PodState
 		want int64 // 0: no cap
+		// before: the memory.high the cap replaces
+		before int64
 	}{
-		{"first throttle: usage plus a chunk, page-rounded", write{a: throttle}, cur, 102 * mi},
-		{"under kubelet's memory.high", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 150 * mi}, 102 * mi},
-		{"kubelet's memory.high already below the cap", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 101 * mi}, 0},
-		{"a deeper cut of a throttled pod", write{a: throttle, prev: &PodState{Throttled: true, High: 120 * mi}}, cur, 102 * mi},
-		{"its memory.high already below the cap", write{a: throttle, prev: &PodState{Throttled: true, High: 90 * mi}}, cur, 0},
-		{"a later decision moved on", write{a: throttle}, &PodState{Throttled: true, High: 70 * mi}, 0},
-		{"relaxed meanwhile", write{a: throttle}, &PodState{High: 80 * mi}, 0},
-		{"no reclaim", write{a: Action{Kind: KindThrottle, Pod: p, High: 80 * mi, Usage: 100 * mi}}, cur, 0},
-		{"a keep-ahead reclaim", write{a: Action{Kind: KindReclaim, Pod: p, High: 80 * mi, Reclaim: 4 * mi, Usage: 79 * mi}}, cur, 0},
+		{"first throttle: usage plus a chunk, page-rounded", write{a: throttle}, cur, 102 * mi, NoLimit},
+		{"under kubelet's memory.high", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 150 * mi}, 102 * mi, 150 * mi},
+		{"kubelet's memory.high already below the cap", write{a: throttle}, &PodState{Throttled: true, High: 80 * mi, Restore: 101 * mi}, 0, 0},
+		{"a deeper cut of a throttled pod", write{a: throttle, prev: &PodState{Throttled: true, High: 120 * mi}}, cur, 102 * mi, 120 * mi},
+		{"its memory.high already below the cap", write{a: throttle, prev: &PodState{Throttled: true, High: 90 * mi}}, cur, 0, 0},
+		{"a later decision moved on", write{a: throttle}, &PodState{Throttled: true, High: 70 * mi}, 0, 0},
+		{"relaxed meanwhile", write{a: throttle}, &PodState{High: 80 * mi}, 0, 0},
+		{"no reclaim", write{a: Action{Kind: KindThrottle, Pod: p, High: 80 * mi, Usage: 100 * mi}}, cur, 0, 0},
+		{"a keep-ahead reclaim", write{a: Action{Kind: KindReclaim, Pod: p, High: 80 * mi, Reclaim: 4 * mi, Usage: 79 * mi}}, cur, 0, 0},
 	} {
-		got, ok := growthCap(c.w, c.ps)
-		if ok != (c.want != 0) || got != c.want {
-			t.Errorf("%s: growthCap = %d, %t; want %d", c.name, got, ok, c.want)
+		got, before, ok := growthCap(c.w, c.ps)
+		if ok != (c.want != 0) || got != c.want || before != c.before {
+			t.Errorf("%s: growthCap = %d, %d, %t; want %d, %d", c.name, got, before, ok, c.want, c.before)
 		}
 	}
+}
+
+// A throttle whose memory.high cannot be written after its growth cap
+// landed puts the cap back to what it replaced: the throttler's state
+// went back to before the throttle, and the pod must not stay capped with
+// nothing left to restore it.
+func TestThrottlerUndoesTheCapWhenTheCutFails(t *testing.T) {
+	a := pod("a", 0)
+	g := &gatedReclaim{recorder: recorder{samples: map[types.UID]PodSample{"a": *cand(a, 100, t0).Sample}},
+		tokens: make(chan struct{}, 16), asked: make(chan int64, 16), failAt: 96 * mi}
+	for range 16 {
+		g.tokens <- struct{}{}
+	}
+	th, err := New(Config{}, g.effects(), NewMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard := eviction.Threshold{Signal: eviction.SignalAllocatableMemoryAvailable, Operator: eviction.OpLessThan,
+		Value: eviction.Value{Quantity: resource.NewQuantity(64*mi, resource.BinarySI)}}
+	in := eviction.ThrottleInput{Now: t0, Thresholds: []eviction.Threshold{hard},
+		Observations: eviction.Observations{hard.Signal: {Available: 124 * mi, Capacity: 512 * mi}}, Active: []*v1.Pod{a}}
+	th.Decide(t.Context(), in)
+	waitWritten(t, g, 9)
+	want := []string{"high 102Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi",
+		"high 96Mi failed", "high -1"}
+	if got := g.written(); !slices.Equal(got, want) {
+		t.Fatalf("written %v, want %v", got, want)
+	}
+	if st := th.Status(); len(st.Pods) != 0 || st.Actions["throttle"] != 0 {
+		t.Fatalf("status %+v, want no pod throttled, no throttle counted", st)
+	}
+	th.RestoreAll(context.Background())
 }
