@@ -66,14 +66,8 @@ func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	a := pod("a", 0)
 	g := &gatedReclaim{recorder: recorder{samples: map[types.UID]PodSample{"a": *cand(a, 100, t0).Sample}},
 		tokens: make(chan struct{}), asked: make(chan int64, 1)}
-	th, err := New(Config{}, g.effects(), NewMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hard := eviction.Threshold{Signal: eviction.SignalAllocatableMemoryAvailable, Operator: eviction.OpLessThan,
-		Value: eviction.Value{Quantity: resource.NewQuantity(64*mi, resource.BinarySI)}}
-	in := eviction.ThrottleInput{Now: t0, Thresholds: []eviction.Threshold{hard},
-		Observations: eviction.Observations{hard.Signal: {Available: 124 * mi, Capacity: 512 * mi}}, Active: []*v1.Pod{a}}
+	th, in := reclaimingThrottler(t, g, a)
+	hard := in.Thresholds[0]
 	// Deficit 4Mi: cut to 96Mi after 12Mi reclaimed (4Mi + Ahead).
 	th.Decide(t.Context(), in)
 	if n := <-g.asked; n != 2*mi {
@@ -130,6 +124,22 @@ func TestThrottlerReclaimsBeforeLoweringHigh(t *testing.T) {
 	}
 }
 
+// reclaimingThrottler is a throttler over g's effects and its first
+// decision's input: pod a at 100Mi with allocatableMemory.available at
+// 124Mi against a hard 64Mi (a 4Mi deficit: a cut to 96Mi after 12Mi
+// reclaimed).
+func reclaimingThrottler(t *testing.T, g *gatedReclaim, a *v1.Pod) (*Throttler, eviction.ThrottleInput) {
+	t.Helper()
+	th, err := New(Config{}, g.effects(), NewMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard := eviction.Threshold{Signal: eviction.SignalAllocatableMemoryAvailable, Operator: eviction.OpLessThan,
+		Value: eviction.Value{Quantity: resource.NewQuantity(64*mi, resource.BinarySI)}}
+	return th, eviction.ThrottleInput{Now: t0, Thresholds: []eviction.Threshold{hard},
+		Observations: eviction.Observations{hard.Signal: {Available: 124 * mi, Capacity: 512 * mi}}, Active: []*v1.Pod{a}}
+}
+
 func waitWritten(t *testing.T, g *gatedReclaim, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -181,14 +191,7 @@ func TestThrottlerUndoesTheCapWhenTheCutFails(t *testing.T) {
 	for range 16 {
 		g.tokens <- struct{}{}
 	}
-	th, err := New(Config{}, g.effects(), NewMetrics())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hard := eviction.Threshold{Signal: eviction.SignalAllocatableMemoryAvailable, Operator: eviction.OpLessThan,
-		Value: eviction.Value{Quantity: resource.NewQuantity(64*mi, resource.BinarySI)}}
-	in := eviction.ThrottleInput{Now: t0, Thresholds: []eviction.Threshold{hard},
-		Observations: eviction.Observations{hard.Signal: {Available: 124 * mi, Capacity: 512 * mi}}, Active: []*v1.Pod{a}}
+	th, in := reclaimingThrottler(t, g, a)
 	th.Decide(t.Context(), in)
 	waitWritten(t, g, 9)
 	want := []string{"high 102Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi", "reclaim 2Mi",
