@@ -76,7 +76,7 @@ import (
 // Agents and defaults of the v2 node.
 const (
 	agentKerneletOptions = "kernelet-options"
-	pressureV2Workloads  = "anon50,anon200,five40,five40fit,pc-reread,leak2,fork50,disk50"
+	pressureV2Workloads  = "anon50,anon200,five40,five40fit,leak2,tmpfs50,pc-write,pc-reread,fork50,disk50"
 	pressureV2Poll       = 10 * time.Millisecond
 	pressureV2Kubepods   = "/sys/fs/cgroup/kubepods.slice"
 	pressureV2Unit       = "pressure-agent"
