@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,6 +17,28 @@ var metaGet = metav1.GetOptions{}
 
 func contextWithCancel(b *testing.B) (context.Context, context.CancelFunc) {
 	return context.WithCancel(b.Context())
+}
+
+// endedOnItsOwn says how a workload pod ended by itself rather than by
+// an agent or the kernel: not evicted, and a container of it exited with
+// a code of its own (not 137 or 143, the SIGKILL and SIGTERM an eviction
+// or a kill ends it with, nor an OOM kill) — a writer whose tmpfs is full
+// (a memory-backed emptyDir is sized to the node's allocatable memory),
+// say. The CRI stop of such a pod's sandbox that follows is the agent
+// cleaning up a terminated pod, not an action against pressure.
+func endedOnItsOwn(p *v1.Pod) (string, bool) {
+	if p.Status.Reason == "Evicted" {
+		return "", false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		t := c.State.Terminated
+		if t == nil || t.ExitCode == 137 || t.ExitCode == 143 || t.Reason == "OOMKilled" {
+			continue
+		}
+		return fmt.Sprintf("container %s exited %d (%s) at %s", c.Name, t.ExitCode, t.Reason,
+			t.FinishedAt.UTC().Format("15:04:05")), true
+	}
+	return "", false
 }
 
 // pressureTable renders the cells: one line per agent and workload.
@@ -90,5 +113,37 @@ func TestPressureTable(t *testing.T) {
 		if !strings.Contains(flat, want) {
 			t.Errorf("table lacks %q", want)
 		}
+	}
+}
+
+func TestEndedOnItsOwn(t *testing.T) {
+	ended := func(code int32, reason string) *v1.Pod {
+		return &v1.Pod{Status: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{
+			{Name: "c", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}}}}
+	}
+	evicted := ended(1, "Error")
+	evicted.Status.Reason = "Evicted"
+	running := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{
+		{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"its own error", ended(1, "Error"), true},
+		{"completed", ended(0, "Completed"), true},
+		{"SIGTERM of a stop", ended(143, "Error"), false},
+		{"SIGKILL of a stop or systemd-oomd", ended(137, "Error"), false},
+		{"kernel OOM kill", ended(137, "OOMKilled"), false},
+		{"evicted", evicted, false},
+		{"running", running, false},
+	} {
+		how, got := endedOnItsOwn(tc.pod)
+		if got != tc.want {
+			t.Errorf("%s: endedOnItsOwn = %v (%q), want %v", tc.name, got, how, tc.want)
+		}
+	}
+	if how, _ := endedOnItsOwn(ended(1, "Error")); !strings.Contains(how, "container c exited 1 (Error)") {
+		t.Errorf("description %q", how)
 	}
 }

@@ -331,10 +331,11 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	}
 	type ids struct{ sandbox, container string }
 	var pods []ids
+	var uids []string
 	for _, n := range names {
 		p := a.waitPod(b, n, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 		s, c := a.podRuntimeIDs(b, p.UID)
-		pods = append(pods, ids{s, c})
+		pods, uids = append(pods, ids{s, c}), append(uids, string(p.UID))
 	}
 	a.waitPressureEnd(b, w, names)
 	stopPoll()
@@ -344,6 +345,12 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	stops := make([]time.Time, len(pods))
 	for i, p := range pods {
 		stops[i] = firstStop(proxy, since, p.sandbox, p.container)
+	}
+	own := a.selfEnded(b, names)
+	for i, uid := range uids {
+		if own[uid] {
+			stops[i] = time.Time{}
+		}
 	}
 	byEnd, err := a.admin.CoreV1().Pods(a.ns).Get(b.Context(), by, metaGet)
 	byStopped := !firstStop(proxy, since, bySandbox, byContainer).IsZero()
@@ -368,6 +375,25 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 		r.latency = first.Sub(t)
 	}
 	return r
+}
+
+// selfEnded is the UIDs of the workload pods (names) that ended on their
+// own (endedOnItsOwn), each logged: their CRI stops do not count as an
+// agent's.
+func (a *nodeAgent) selfEnded(b *testing.B, names []string) map[string]bool {
+	b.Helper()
+	own := map[string]bool{}
+	for _, n := range names {
+		p, err := a.admin.CoreV1().Pods(a.ns).Get(b.Context(), n, metaGet)
+		if err != nil {
+			b.Fatalf("pod %s: %v", n, err)
+		}
+		if how, ok := endedOnItsOwn(p); ok {
+			b.Logf("%s: pod %s ended on its own (%s): its stop is not counted as %s's", a.name, n, how, a.name)
+			own[string(p.UID)] = true
+		}
+	}
+	return own
 }
 
 // waitPressureEnd waits until the workload's pods ended, or, for holding

@@ -477,6 +477,9 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 	if a.name == agentOomd {
 		mergeFirst(stops, g.oomdKills(b, since))
 	}
+	for uid := range a.selfEnded(b, names) {
+		delete(stops, uid)
+	}
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
 	var r pressureRun
 	r.bystander = !stops[string(byPod.UID)].IsZero() || (err == nil && byEnd.Status.Phase != v1.PodRunning)
