@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kernelet/kernelet/eviction"
 )
 
 var metaGet = metav1.GetOptions{}
@@ -27,7 +29,7 @@ func contextWithCancel(b *testing.B) (context.Context, context.CancelFunc) {
 // say. The CRI stop of such a pod's sandbox that follows is the agent
 // cleaning up a terminated pod, not an action against pressure.
 func endedOnItsOwn(p *v1.Pod) (string, bool) {
-	if p.Status.Reason == "Evicted" {
+	if p.Status.Reason == eviction.Reason {
 		return "", false
 	}
 	for _, c := range p.Status.ContainerStatuses {

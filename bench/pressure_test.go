@@ -329,13 +329,12 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 		a.createBenchPodRequest(b, n, args, vol, w.podRequest())
 		names = append(names, n)
 	}
-	type ids struct{ sandbox, container string }
+	type ids struct{ sandbox, container, uid string }
 	var pods []ids
-	var uids []string
 	for _, n := range names {
 		p := a.waitPod(b, n, evictionRunTimeout, func(p *v1.Pod) bool { return p.Status.Phase != v1.PodPending })
 		s, c := a.podRuntimeIDs(b, p.UID)
-		pods, uids = append(pods, ids{s, c}), append(uids, string(p.UID))
+		pods = append(pods, ids{s, c, string(p.UID)})
 	}
 	a.waitPressureEnd(b, w, names)
 	stopPoll()
@@ -343,13 +342,10 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	t, ok := <-crossed
 	r.crossed = ok && !t.IsZero()
 	stops := make([]time.Time, len(pods))
-	for i, p := range pods {
-		stops[i] = firstStop(proxy, since, p.sandbox, p.container)
-	}
 	own := a.selfEnded(b, names)
-	for i, uid := range uids {
-		if own[uid] {
-			stops[i] = time.Time{}
+	for i, p := range pods {
+		if !own[p.uid] {
+			stops[i] = firstStop(proxy, since, p.sandbox, p.container)
 		}
 	}
 	byEnd, err := a.admin.CoreV1().Pods(a.ns).Get(b.Context(), by, metaGet)
