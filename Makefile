@@ -34,7 +34,7 @@ export KERNELET_TESTBOX := $(BIN)/testbox
 export KERNELET_BIN := $(BIN)
 
 .DEFAULT_GOAL := build
-.PHONY: help build deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-reaction bench-pleg bench-density bench-density-v2 e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
+.PHONY: help build deps bench-deps components containerd2 vm-node-image vm-node generate generate-check featuregates featuregates-check kubeletflags kubeletflags-check test test-unit fuzz e2e faults soak bench bench-footprint bench-objects bench-probes bench-scrape-kubelet bench-eviction bench-pressure bench-pressure-v2 bench-reaction bench-pleg bench-density bench-density-v2 e2e-containerd2 e2e-kubeadm e2e-rotation e2e-throttle e2e-node-upstream demo lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -46,6 +46,11 @@ build: ## build bin/kernelet, bin/testbox and the test tools
 	$(GO) build -o $(BIN)/testenv ./hack/testenv
 	$(GO) build -o $(BIN)/leakcheck ./hack/leakcheck
 	$(GO) build -o $(BIN)/csidriver ./test/csidriver/cmd/csidriver
+
+# The host benchmarks run pods on the host's containerd: its packages, installed when
+# missing (a clean machine), as `make demo` does.
+bench-deps:
+	@hack/deps.sh containerd runc
 
 deps: ## install the Debian packages the tests and demo need (only missing ones)
 	hack/deps.sh containerd runc vm vmnode metrics browser csi
@@ -230,7 +235,7 @@ soak: deps build components ## 110 pods in waves for SOAK (default 10m) per vari
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
-bench: build ## run the benchmarks for real (ratios against same-run baselines)
+bench: build bench-deps ## run the benchmarks for real (ratios against same-run baselines)
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/...
 
 # bench_with_kubelet (name, benchmark, timeout) runs one benchmark of ./bench
@@ -259,7 +264,7 @@ endef
 # as bench-eviction). Root; about 15 minutes (KERNELET_FOOTPRINT_PODS=0,30,110 and
 # KERNELET_FOOTPRINT_SETTLE=30s are the defaults; KERNELET_FOOTPRINT_AGENTS=kernelet measures
 # kernelet alone, KERNELET_FOOTPRINT_DUMP=DIR saves smaps, heap profile and /metrics per level).
-bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's
+bench-footprint: build bench-deps ## kernelet's idle RSS and CPU with 0, 30 and 110 pods beside the real kubelet's
 	$(call bench_with_kubelet,footprint,BenchmarkFootprint,60m)
 
 # Not in `make test`: it needs the real kubelet (as bench-footprint) and runs
@@ -269,12 +274,12 @@ bench-footprint: build ## kernelet's idle RSS and CPU with 0, 30 and 110 pods be
 # KERNELET_DENSITY_RUNS=3 repeats the pair, KERNELET_DENSITY_AGENTS=kernelet
 # runs one agent, KERNELET_DENSITY_PROFILE=DIR saves pprof CPU and block
 # profiles of each burst (bench/density_test.go).
-bench-density: build ## pod start, readiness and deletion at density, API requests per pod: kernelet vs the real kubelet
+bench-density: build bench-deps ## pod start, readiness and deletion at density, API requests per pod: kernelet vs the real kubelet
 	$(call bench_with_kubelet,density,BenchmarkDensity,90m)
 
 # Not in `make test`: it needs the conformance kit's kubelet (as bench-footprint)
 # and runs 110 API pods under each agent in turn (~3 min). Root.
-bench-scrape-kubelet: build ## agent CPU of one /metrics/cadvisor scrape with 110 pods: the kit's kubelet vs kernelet
+bench-scrape-kubelet: build bench-deps ## agent CPU of one /metrics/cadvisor scrape with 110 pods: the kit's kubelet vs kernelet
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== scrape run $$KERNELET_TEST_RUN"
 	@rc=0; \
@@ -301,7 +306,7 @@ bench-pleg: build containerd2 ## pod start latency and idle CPU with the evented
 	$(BIN)/leakcheck compare $(BIN)/leakcheck-before.json || rc=1; \
 	exit $$rc
 
-bench-probes: build ## kernelet's CPU with 110 pods × 3 probes vs without probes (same run)
+bench-probes: build bench-deps ## kernelet's CPU with 110 pods × 3 probes vs without probes (same run)
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== probes run $$KERNELET_TEST_RUN"
 	@rc=0; \
@@ -313,7 +318,7 @@ bench-probes: build ## kernelet's CPU with 110 pods × 3 probes vs without probe
 # proxy at the API server's version (hack/apiserver/build.sh KUBELET=1,
 # cached), and runs 20 pods per workload per agent: many minutes. Root.
 # KERNELET_BENCH_EVICTION_RUNS, _RATES and _AGENTS shorten it (bench/eviction_test.go).
-bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs the real kubelet vs kernelet's kubelet mode
+bench-eviction: build bench-deps ## eviction latency and evicted-before-OOM: kernelet vs the real kubelet vs kernelet's kubelet mode
 	$(call bench_with_kubelet,eviction,BenchmarkEviction,4h)
 
 # Issue 28's pressure replay, one command for both machine kinds: on the host (cgroup v1,
@@ -323,10 +328,10 @@ bench-eviction: build ## eviction latency and evicted-before-OOM: kernelet vs th
 # systemd-oomd in the v2 node) the workloads on kubepods limited to 512 MiB.
 # KERNELET_BENCH_PRESSURE_MACHINES (host,v2), _RUNS (default 3), _AGENTS, _WORKLOADS narrow it;
 # KERNELET_BENCH_PRESSURE_SWAP=zram puts the v2 node's swap on zram instead of a swap file.
-bench-pressure: build vm-node-image ## memory workloads replayed per agent on the host and in the v2 node: evicted before OOM, needless evictions, reaction, bystanders
+bench-pressure: build bench-deps vm-node-image ## memory workloads replayed per agent on the host and in the v2 node: evicted before OOM, needless evictions, reaction, bystanders
 	$(call bench_with_kubelet,pressure,BenchmarkPressure(V2)?,10h)
 
-bench-reaction: build ## issue 28 item 4: kernelet's reaction from 200 to 2000 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
+bench-reaction: build bench-deps ## issue 28 item 4: kernelet's reaction from 200 to 2000 MiB/s with kubelet's 100Mi threshold, idle and with two busy cores, step by step
 	@$(BIN)/testenv reap
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== reaction run $$KERNELET_TEST_RUN"
