@@ -22,14 +22,19 @@ func contextWithCancel(b *testing.B) (context.Context, context.CancelFunc) {
 }
 
 // endedOnItsOwn says how a workload pod ended by itself rather than by
-// an agent or the kernel: not evicted, and a container of it exited with
-// a code of its own (not 137 or 143, the SIGKILL and SIGTERM an eviction
-// or a kill ends it with, nor an OOM kill) — a writer whose tmpfs is full
-// (a memory-backed emptyDir is sized to the node's allocatable memory),
-// say. The CRI stop of such a pod's sandbox that follows is the agent
-// cleaning up a terminated pod, not an action against pressure.
-func endedOnItsOwn(p *v1.Pod) (string, bool) {
-	if p.Status.Reason == eviction.Reason {
+// an agent or the kernel: no container of it was stopped by the agent
+// (containerStopped false: agents stop running containers only, so a pod
+// that ended first sees only its sandbox stopped), it was not evicted,
+// and a container of it exited with a code of its own (not 137 or 143,
+// the SIGKILL and SIGTERM an eviction or a kill ends it with, nor an OOM
+// kill) — a writer whose tmpfs is full (a memory-backed emptyDir is sized
+// to the node's allocatable memory), say. The CRI stop of such a pod's
+// sandbox that follows is the agent cleaning up a terminated pod, not an
+// action against pressure. The stop check is what tells apart a testbox
+// that exits 0 on the SIGTERM of an eviction: the real kubelet's pods
+// evicted that way were seen without the Evicted reason (host, 2026-12-01).
+func endedOnItsOwn(p *v1.Pod, containerStopped bool) (string, bool) {
+	if containerStopped || p.Status.Reason == eviction.Reason {
 		return "", false
 	}
 	for _, c := range p.Status.ContainerStatuses {
@@ -128,24 +133,26 @@ func TestEndedOnItsOwn(t *testing.T) {
 	running := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{
 		{Name: "c", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}}
 	for _, tc := range []struct {
-		name string
-		pod  *v1.Pod
-		want bool
+		name    string
+		pod     *v1.Pod
+		stopped bool
+		want    bool
 	}{
-		{"its own error", ended(1, "Error"), true},
-		{"completed", ended(0, "Completed"), true},
-		{"SIGTERM of a stop", ended(143, "Error"), false},
-		{"SIGKILL of a stop or systemd-oomd", ended(137, "Error"), false},
-		{"kernel OOM kill", ended(137, "OOMKilled"), false},
-		{"evicted", evicted, false},
-		{"running", running, false},
+		{"its own error", ended(1, "Error"), false, true},
+		{"completed", ended(0, "Completed"), false, true},
+		{"exited 0 on the agent's SIGTERM", ended(0, "Completed"), true, false},
+		{"SIGTERM of a stop", ended(143, "Error"), false, false},
+		{"SIGKILL of a stop or systemd-oomd", ended(137, "Error"), false, false},
+		{"kernel OOM kill", ended(137, "OOMKilled"), false, false},
+		{"evicted", evicted, false, false},
+		{"running", running, false, false},
 	} {
-		how, got := endedOnItsOwn(tc.pod)
+		how, got := endedOnItsOwn(tc.pod, tc.stopped)
 		if got != tc.want {
 			t.Errorf("%s: endedOnItsOwn = %v (%q), want %v", tc.name, got, how, tc.want)
 		}
 	}
-	if how, _ := endedOnItsOwn(ended(1, "Error")); !strings.Contains(how, "container c exited 1 (Error)") {
+	if how, _ := endedOnItsOwn(ended(1, "Error"), false); !strings.Contains(how, "container c exited 1 (Error)") {
 		t.Errorf("description %q", how)
 	}
 }

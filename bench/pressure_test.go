@@ -342,7 +342,14 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	t, ok := <-crossed
 	r.crossed = ok && !t.IsZero()
 	stops := make([]time.Time, len(pods))
-	own := a.selfEnded(b, names)
+	own := a.selfEnded(b, names, func(uid string) bool {
+		for _, p := range pods {
+			if p.uid == uid {
+				return containerStopped(proxy, since, p.container)
+			}
+		}
+		return false
+	})
 	for i, p := range pods {
 		if !own[p.uid] {
 			stops[i] = firstStop(proxy, since, p.sandbox, p.container)
@@ -374,9 +381,10 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 }
 
 // selfEnded is the UIDs of the workload pods (names) that ended on their
-// own (endedOnItsOwn), each logged: their CRI stops do not count as an
-// agent's.
-func (a *nodeAgent) selfEnded(b *testing.B, names []string) map[string]bool {
+// own (endedOnItsOwn; stopped says whether the agent stopped a container
+// of the pod with that UID), each logged: their CRI stops do not count as
+// an agent's.
+func (a *nodeAgent) selfEnded(b *testing.B, names []string, stopped func(uid string) bool) map[string]bool {
 	b.Helper()
 	own := map[string]bool{}
 	for _, n := range names {
@@ -384,7 +392,7 @@ func (a *nodeAgent) selfEnded(b *testing.B, names []string) map[string]bool {
 		if err != nil {
 			b.Fatalf("pod %s: %v", n, err)
 		}
-		if how, ok := endedOnItsOwn(p); ok {
+		if how, ok := endedOnItsOwn(p, stopped(string(p.UID))); ok {
 			b.Logf("%s: pod %s ended on its own (%s): its stop is not counted as %s's", a.name, n, how, a.name)
 			own[string(p.UID)] = true
 		}

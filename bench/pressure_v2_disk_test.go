@@ -138,7 +138,7 @@ func (g *pressureV2Node) diskRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	// An agent may go on evicting after the writer (the bystander): give
 	// it a kubelet loop and a half before judging.
 	time.Sleep(pressureV2Settle)
-	stops := g.stops(b, since)
+	stops, _ := g.stops(b, since)
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
 	var r pressureRun
 	r.bystander = !stops[string(byPod.UID)].IsZero() || (err == nil && byEnd.Status.Phase != v1.PodRunning)

@@ -82,7 +82,7 @@ func (g *pressureV2Node) forkRunOnce(b *testing.B, a *nodeAgent, w pressureWorkl
 	}
 	times := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.pids; rm -f /run/pressure.pids")
 	time.Sleep(pressureV2Settle)
-	stops := g.stops(b, since)
+	stops, _ := g.stops(b, since)
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
 	var r pressureRun
 	r.bystander = !stops[string(byPod.UID)].IsZero() || (err == nil && byEnd.Status.Phase != v1.PodRunning)

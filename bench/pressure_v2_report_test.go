@@ -13,7 +13,7 @@ import (
 var (
 	journalSandbox   = regexp.MustCompile(`RunPodSandbox for .*uid:\\"([0-9a-f-]+)\\".* returns sandbox id \\"([0-9a-f]{64})`)
 	journalContainer = regexp.MustCompile(`CreateContainer within sandbox \\"([0-9a-f]{64})\\" for .* returns container id \\"([0-9a-f]{64})`)
-	journalStop      = regexp.MustCompile(`(?:StopContainer|StopPodSandbox) for \\"([0-9a-f]{64})`)
+	journalStop      = regexp.MustCompile(`(StopContainer|StopPodSandbox) for \\"([0-9a-f]{64})`)
 	kernelOOMKill    = regexp.MustCompile(`oom-kill:.*oom_memcg=([^,]*),task_memcg=([^,]*),`)
 )
 
@@ -34,10 +34,13 @@ func guestTime(s string) (time.Time, bool) {
 }
 
 // parseStops is stops' pure part: journal lines "<unix time> <host>
-// <unit>: <message>".
-func parseStops(journal string) map[string]time.Time {
+// <unit>: <message>". first is each pod's (UID's) first StopContainer or
+// StopPodSandbox; containers holds the pods a container of which was
+// stopped (an agent stops running containers only, so a pod whose
+// container ended by itself has its sandbox stopped and nothing else).
+func parseStops(journal string) (first map[string]time.Time, containers map[string]bool) {
 	owner := map[string]string{} // sandbox or container id → pod UID
-	first := map[string]time.Time{}
+	first, containers = map[string]time.Time{}, map[string]bool{}
 	for line := range strings.Lines(journal) {
 		ts, _, _ := strings.Cut(line, " ")
 		t, ok := guestTime(ts)
@@ -49,12 +52,19 @@ func parseStops(journal string) map[string]time.Time {
 		} else if m := journalContainer.FindStringSubmatch(line); m != nil {
 			owner[m[2]] = owner[m[1]]
 		} else if m := journalStop.FindStringSubmatch(line); m != nil {
-			if uid := owner[m[1]]; uid != "" && (first[uid].IsZero() || t.Before(first[uid])) {
+			uid := owner[m[2]]
+			if uid == "" {
+				continue
+			}
+			if first[uid].IsZero() || t.Before(first[uid]) {
 				first[uid] = t
+			}
+			if m[1] == "StopContainer" {
+				containers[uid] = true
 			}
 		}
 	}
-	return first
+	return first, containers
 }
 
 // parseFirstOOM is the first kernel OOM kill in the journal lines
@@ -96,7 +106,10 @@ func TestPressureV2OOM(t *testing.T) {
 }
 
 func TestPressureV2Stops(t *testing.T) {
-	got := parseStops(pressureV2Journal)
+	got, containers := parseStops(pressureV2Journal)
+	if !containers["3f1bfdd5-6aa3"] || containers["aaaa-bbbb"] {
+		t.Errorf("pods with a container stopped %v, want p's only", containers)
+	}
 	if len(got) != 2 {
 		t.Fatalf("stops %v, want two pods", got)
 	}

@@ -473,11 +473,11 @@ func (g *pressureV2Node) runOnce(b *testing.B, a *nodeAgent, w pressureWorkload,
 	}
 	a.waitPressureEnd(b, w, names)
 	cross := g.guest(b, "kill "+poller+" 2>/dev/null; cat /run/pressure.cross")
-	stops := g.stops(b, since)
+	stops, containers := g.stops(b, since)
 	if a.name == agentOomd {
 		mergeFirst(stops, g.oomdKills(b, since))
 	}
-	for uid := range a.selfEnded(b, names) {
+	for uid := range a.selfEnded(b, names, func(uid string) bool { return containers[uid] }) {
 		delete(stops, uid)
 	}
 	byEnd, err := g.admin.CoreV1().Pods(g.ns).Get(b.Context(), by, metaGet)
@@ -536,8 +536,9 @@ func (g *pressureV2Node) waitBelowHalf(b *testing.B, a *nodeAgent) {
 }
 
 // stops maps each pod UID seen in containerd's journal since the guest
-// time since to the first CRI stop of its sandbox or a container of it.
-func (g *pressureV2Node) stops(b *testing.B, since string) map[string]time.Time {
+// time since to the first CRI stop of its sandbox or a container of it,
+// and names the pods a container of which was stopped (parseStops).
+func (g *pressureV2Node) stops(b *testing.B, since string) (first map[string]time.Time, containers map[string]bool) {
 	b.Helper()
 	out := g.guest(b, `journalctl --no-pager -o short-unix -u containerd --since @`+since+` | grep -E 'RunPodSandbox for|CreateContainer within|StopContainer for|StopPodSandbox for' || true`)
 	return parseStops(out)
