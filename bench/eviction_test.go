@@ -514,17 +514,6 @@ func firstStop(proxy *criproxy.Proxy, since time.Time, sandbox, container string
 	return first
 }
 
-// containerStopped reports whether the proxy saw a StopContainer of
-// container since since.
-func containerStopped(proxy *criproxy.Proxy, since time.Time, container string) bool {
-	for _, c := range proxy.Calls("", since) {
-		if req, ok := c.Request.(*runtimeapi.StopContainerRequest); ok && container != "" && req.ContainerId == container {
-			return true
-		}
-	}
-	return false
-}
-
 // podRuntimeIDs are the runtime's sandbox and app container of the pod
 // with uid ("" when not found within 10 s).
 func (a *nodeAgent) podRuntimeIDs(b *testing.B, uid types.UID) (sandbox, container string) {

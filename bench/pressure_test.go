@@ -345,7 +345,7 @@ func (a *nodeAgent) pressureRunOnce(b *testing.B, proxy *criproxy.Proxy, m *kube
 	own := a.selfEnded(b, names, func(uid string) bool {
 		for _, p := range pods {
 			if p.uid == uid {
-				return containerStopped(proxy, since, p.container)
+				return !firstStop(proxy, since, "", p.container).IsZero() // StopContainer only
 			}
 		}
 		return false
