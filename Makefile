@@ -288,7 +288,7 @@ bench-scrape-kubelet: build bench-deps ## agent CPU of one /metrics/cadvisor scr
 	exit $$rc
 
 # Not in `make test`: 100 API pods, twice, take minutes on 2 CPUs. Root.
-bench-objects: build components ## API requests and watches for configMaps/secrets of 100 pods: Watch vs Get strategy
+bench-objects: build bench-deps components ## API requests and watches for configMaps/secrets of 100 pods: Watch vs Get strategy
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== object strategies run $$KERNELET_TEST_RUN"
 	@rc=0; \
@@ -298,7 +298,7 @@ bench-objects: build components ## API requests and watches for configMaps/secre
 
 # Not in `make test` (a few minutes): the agent's CPU with 110 pods × 3
 # probes at period 1 s against the same pods without probes.
-bench-pleg: build containerd2 ## pod start latency and idle CPU with the evented PLEG vs relist alone on containerd 2 (same run, ~10 min)
+bench-pleg: build bench-deps containerd2 ## pod start latency and idle CPU with the evented PLEG vs relist alone on containerd 2 (same run, ~10 min)
 	@$(BIN)/leakcheck snapshot $(BIN)/leakcheck-before.json
 	@echo "== evented PLEG run $$KERNELET_TEST_RUN"
 	@rc=0; \
