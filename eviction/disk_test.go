@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -216,6 +217,8 @@ type diskNode struct {
 	// keepDead: container GC frees nothing (the dead containers not
 	// removable yet).
 	keepDead bool
+	// released is the manager's DiskReleased (optional).
+	released func(*v1.Pod) bool
 	pods     []*v1.Pod
 	storage  map[types.UID]*PodStorage
 	evicted  []string
@@ -261,7 +264,7 @@ func (n *diskNode) manager(t *testing.T, clk *clocktesting.FakeClock, isolation 
 	t.Helper()
 	m, err := NewManager(ManagerConfig{Thresholds: ths, PressureTransitionPeriod: time.Minute, Clock: clk,
 		Stats: n.stats, ActivePods: n.active, Evict: n.evict, Metrics: NewMetrics(),
-		LocalStorageCapacityIsolation: isolation,
+		LocalStorageCapacityIsolation: isolation, DiskReleased: n.released,
 		ThresholdMet: func(r v1.ResourceName) {
 			n.mu.Lock()
 			defer n.mu.Unlock()
@@ -429,6 +432,70 @@ func TestManagerDiskEvictedPodEnded(t *testing.T) {
 	}
 	if len(n.gcs) != 4 || len(n.evicted) != 1 {
 		t.Fatalf("once freed: gc %v evicted %v", n.gcs, n.evicted)
+	}
+}
+
+// A pod evicted for a disk signal whose containers take longer than the
+// cooldown to be removed (9 s and more under TCG) still counts as freeing
+// — no bystander is evicted meanwhile — until DiskReleased says its disk
+// is free; then it stops counting at once, so a pod that grows next is
+// evicted without waiting for DiskCooldown. Never released, it stops
+// counting at DiskCooldown.
+func TestManagerDiskEvictedPodHeldUntilReleased(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		t.Run(fmt.Sprintf("released=%v", release), func(t *testing.T) {
+			ctx := context.Background()
+			clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+			writer, quiet := mkPod("writer"), mkPod("quiet")
+			n := &diskNode{capacity: 64 * mi, pods: []*v1.Pod{quiet, writer},
+				storage: map[types.UID]*PodStorage{writer.UID: storage(0, 0, 50, false), quiet.UID: storage(0, 1, 0, false)}}
+			n.released = func(p *v1.Pod) bool {
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				_, measured := n.storage[p.UID]
+				return release && !measured && n.dead == 0
+			}
+			m := n.manager(t, clk, true, hard(SignalNodeFsAvailable, "20Mi"))
+			step := func(d time.Duration, what string, wantEvicted ...string) {
+				t.Helper()
+				clk.Step(d)
+				if err := m.Synchronize(ctx); err != nil {
+					t.Fatal(err)
+				}
+				n.mu.Lock()
+				defer n.mu.Unlock()
+				if !slices.Equal(n.evicted, wantEvicted) {
+					t.Fatalf("%s (%v after the start): evicted %v, want %v", what, clk.Since(time.Unix(5000, 0)), n.evicted, wantEvicted)
+				}
+			}
+			step(0, "13 MiB available", "writer")
+			// It ended; its 50 MiB are a dead container's that GC cannot
+			// remove yet (its end not recorded): 13 MiB available still.
+			n.mu.Lock()
+			delete(n.storage, writer.UID)
+			n.dead, n.keepDead = 50*mi, true
+			n.mu.Unlock()
+			for range 25 {
+				step(time.Second, "while the writer's container is not removable", "writer")
+			}
+			if !release {
+				// Past DiskCooldown it no longer holds back: the quiet pod goes.
+				step(5*time.Second, "past DiskCooldown", "writer", "quiet")
+				return
+			}
+			// GC removes it: 63 MiB available.
+			n.mu.Lock()
+			n.keepDead = false
+			n.mu.Unlock()
+			step(time.Second, "once removed", "writer")
+			step(100*time.Millisecond, "once removed", "writer")
+			// The quiet pod fills the disk: 14 MiB available; the writer's
+			// 50 MiB no longer count as being freed.
+			n.mu.Lock()
+			n.storage[quiet.UID] = storage(0, 50, 0, false)
+			n.mu.Unlock()
+			step(100*time.Millisecond, "the quiet pod filling the disk", "writer", "quiet")
+		})
 	}
 }
 

@@ -23,6 +23,13 @@ const (
 	// about to be freed: past it, the pod no longer holds back further
 	// evictions for its signal even if its cgroup still exists.
 	DefaultCooldown = 10 * time.Second
+	// DiskCooldown is the longest a pod evicted for a disk signal counts
+	// as freeing when ManagerConfig.DiskReleased can tell sooner that its
+	// disk is free (and Cooldown is shorter): its disk goes only when its
+	// containers are removed and its volumes torn down after it ended,
+	// which took more than 9 s in the TCG node; kubelet waits up to 30 s
+	// (KubeletCleanupTimeout) for an evicted pod's cleanup too.
+	DiskCooldown = 30 * time.Second
 	// DefaultNearTick is the decision period while a signal is within twice
 	// its threshold (plus minimum reclaim): where the kernel may not notify
 	// (cgroup v2 has no usage thresholds), the manager looks closer.
@@ -109,6 +116,12 @@ type ManagerConfig struct {
 	// Throttle throttles pods before they are evicted and holds back the
 	// thresholds it throttles for (optional; throttle.go).
 	Throttle Throttler
+	// DiskReleased reports whether an evicted pod that ended no longer
+	// holds disk: its containers (writable layers, logs) are removed and
+	// its disk-backed volumes torn down. With it such a pod counts as
+	// freeing until the first stats read after it said so, at most
+	// DiskCooldown; without it, until Cooldown (optional).
+	DiskReleased func(pod *v1.Pod) bool
 }
 
 // pending is a pod evicted for a signal whose memory is not freed yet.
@@ -121,9 +134,10 @@ type pending struct {
 	// ended: evicted for a disk signal, the pod has no stats any more (its
 	// containers stopped, its cgroup gone) while its disk is still used
 	// until its containers are removed; reclaimedAt: when a node-level
-	// reclaim last ran since.
-	ended       bool
-	reclaimedAt time.Time
+	// reclaim last ran since; released: DiskReleased said its disk is
+	// free before the stats were last read.
+	ended, released bool
+	reclaimedAt     time.Time
 }
 
 // Manager decides evictions: on every Wake and every tick it reads fresh
@@ -285,6 +299,7 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	if m.cfg.PodStats != nil {
 		read = nil // node signals first; pods only when a threshold is met
 	}
+	m.noteReleased()
 	stats, err := m.cfg.Stats(ctx, read)
 	if err != nil {
 		return err

@@ -69,6 +69,7 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 				"resourceName", ResourceOf(s), "reclaim", names[i], "err", err)
 		}
 	}
+	m.noteReleased()
 	fresh, err := m.cfg.Stats(ctx, append(slices.Clone(active), m.pendingPods()...))
 	if err != nil {
 		log.Error(err, "Eviction manager: failed to read stats after node-level reclaim")

@@ -73,6 +73,7 @@ func New(cfg Config, fx Effects) (*Signals, error) {
 		DeleteAllUnusedContainers:     fx.DeleteAllUnusedContainers,
 		DeleteUnusedImages:            fx.DeleteUnusedImages,
 		Throttle:                      th,
+		DiskReleased:                  ns.storage.released,
 	})
 	if err != nil {
 		return nil, err

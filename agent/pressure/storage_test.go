@@ -188,3 +188,40 @@ func TestImageFsReadEveryDecision(t *testing.T) {
 		t.Fatalf("no image service: image fs %+v, reads %v", out.ImageFs, reads)
 	}
 }
+
+// TestReleased: an evicted pod holds disk while the runtime lists one of
+// its containers (a dead one's writable layer and logs) or one of its disk
+// emptyDirs is left; a memory-backed one does not count.
+func TestReleased(t *testing.T) {
+	vols := t.TempDir()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"},
+		Spec: v1.PodSpec{Volumes: []v1.Volume{
+			{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+			{Name: "ram", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		}}}
+	data := filepath.Join(vols, "uid-1", "kubernetes.io~empty-dir", "data")
+	writeFile(t, filepath.Join(data, "f"), 1)
+	writeFile(t, filepath.Join(vols, "uid-1", "kubernetes.io~empty-dir", "ram", "f"), 1)
+	var st *runtime.PodStatus
+	s := &localStorage{vols: dirVolumes(vols), status: func(types.UID) *runtime.PodStatus { return st }}
+
+	st = &runtime.PodStatus{Sandboxes: []*runtime.SandboxStatus{{ID: "sb"}},
+		Containers: []*runtime.ContainerStatus{{ID: "c", Name: "app", State: runtime.ContainerExited}}}
+	if s.released(pod) {
+		t.Fatal("released with a dead container listed")
+	}
+	st.Containers = nil
+	if s.released(pod) {
+		t.Fatal("released with its emptyDir left")
+	}
+	if err := os.RemoveAll(data); err != nil {
+		t.Fatal(err)
+	}
+	if !s.released(pod) {
+		t.Fatal("not released: no container, only a sandbox and a memory-backed emptyDir left")
+	}
+	st = nil
+	if !s.released(pod) {
+		t.Fatal("not released once the runtime holds nothing of it")
+	}
+}
