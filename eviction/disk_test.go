@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -435,25 +436,27 @@ func TestManagerDiskEvictedPodEnded(t *testing.T) {
 	}
 }
 
-// A pod evicted for a disk signal whose containers take longer than the
-// cooldown to be removed (9 s and more under TCG) still counts as freeing
-// — no bystander is evicted meanwhile — until DiskReleased says its disk
-// is free; then it stops counting at once, so a pod that grows next is
-// evicted without waiting for DiskCooldown. Never released, it stops
-// counting at DiskCooldown.
-func TestManagerDiskEvictedPodHeldUntilReleased(t *testing.T) {
-	for _, release := range []bool{true, false} {
-		t.Run(fmt.Sprintf("released=%v", release), func(t *testing.T) {
+// A pod evicted for a disk signal whose disk takes longer than the
+// cooldown to be freed (its containers removed after 9 s and more under
+// TCG, its writable layer deleted later still) counts as freeing — no
+// bystander is evicted meanwhile — until DiskReleased says its containers
+// and volumes are gone and the space shows as available; from then on it
+// no longer counts, so a pod that fills the disk next is evicted without
+// waiting for DiskCooldown. Never freed, it stops counting at
+// DiskCooldown.
+func TestManagerDiskEvictedPodHeldUntilFreed(t *testing.T) {
+	for _, freed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("freed=%v", freed), func(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
 			writer, quiet := mkPod("writer"), mkPod("quiet")
 			n := &diskNode{capacity: 64 * mi, pods: []*v1.Pod{quiet, writer},
 				storage: map[types.UID]*PodStorage{writer.UID: storage(0, 0, 50, false), quiet.UID: storage(0, 1, 0, false)}}
-			n.released = func(p *v1.Pod) bool {
+			gone := false
+			n.released = func(*v1.Pod) bool {
 				n.mu.Lock()
 				defer n.mu.Unlock()
-				_, measured := n.storage[p.UID]
-				return release && !measured && n.dead == 0
+				return gone
 			}
 			m := n.manager(t, clk, true, hard(SignalNodeFsAvailable, "20Mi"))
 			step := func(d time.Duration, what string, wantEvicted ...string) {
@@ -470,25 +473,32 @@ func TestManagerDiskEvictedPodHeldUntilReleased(t *testing.T) {
 			}
 			step(0, "13 MiB available", "writer")
 			// It ended; its 50 MiB are a dead container's that GC cannot
-			// remove yet (its end not recorded): 13 MiB available still.
+			// remove yet: 13 MiB available still.
 			n.mu.Lock()
 			delete(n.storage, writer.UID)
 			n.dead, n.keepDead = 50*mi, true
 			n.mu.Unlock()
-			for range 25 {
+			for range 12 {
 				step(time.Second, "while the writer's container is not removable", "writer")
 			}
-			if !release {
+			// The runtime no longer lists it, but its writable layer is
+			// still on disk (deleted later): still counted as freeing.
+			n.mu.Lock()
+			gone = true
+			n.mu.Unlock()
+			for range 13 {
+				step(time.Second, "while the removed container's layer is still on disk", "writer")
+			}
+			if !freed {
 				// Past DiskCooldown it no longer holds back: the quiet pod goes.
 				step(5*time.Second, "past DiskCooldown", "writer", "quiet")
 				return
 			}
-			// GC removes it: 63 MiB available.
+			// The layer is deleted: 63 MiB available.
 			n.mu.Lock()
 			n.keepDead = false
 			n.mu.Unlock()
-			step(time.Second, "once removed", "writer")
-			step(100*time.Millisecond, "once removed", "writer")
+			step(time.Second, "once its disk is free", "writer")
 			// The quiet pod fills the disk: 14 MiB available; the writer's
 			// 50 MiB no longer count as being freed.
 			n.mu.Lock()
@@ -582,5 +592,40 @@ func TestManagerLocalStorageFirst(t *testing.T) {
 	}
 	if !slices.Equal(n.evicted, []string{"capped", "big"}) || len(n.gcs) != 2 {
 		t.Fatalf("evicted %v gc %v", n.evicted, n.gcs)
+	}
+}
+
+// TestNoteFreed: pods evicted together for a disk signal share the rise of
+// its available, in the order they were evicted; a pod the runtime still
+// lists is never freed.
+func TestNoteFreed(t *testing.T) {
+	s := SignalNodeFsAvailable
+	m := &Manager{pending: map[Signal]map[types.UID]pending{s: {
+		"a":    {gone: true, availableAt: 10 * mi, usage: 40 * mi, seq: 1},
+		"b":    {gone: true, availableAt: 10 * mi, usage: 40 * mi, seq: 2},
+		"kept": {availableAt: 10 * mi, usage: 2 * mi, seq: 3},
+	}}}
+	freed := func() (out []string) {
+		for _, uid := range slices.Sorted(maps.Keys(m.pending[s])) {
+			if m.pending[s][uid].freed {
+				out = append(out, string(uid))
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		available int64
+		want      []string
+	}{
+		{29 * mi, nil},           // risen 19 MiB: less than half of a's 40
+		{50 * mi, []string{"a"}}, // risen 40: a's; b's bar is now 40 + 20
+		{69 * mi, []string{"a"}}, // 59 < 60
+		{70 * mi, []string{"a", "b"}},
+		{200 * mi, []string{"a", "b"}}, // kept: still listed by the runtime
+	} {
+		m.noteFreed(Observations{s: {Available: c.available, Capacity: 300 * mi}})
+		if got := freed(); !slices.Equal(got, c.want) {
+			t.Fatalf("available %d MiB: freed %v, want %v", c.available/mi, got, c.want)
+		}
 	}
 }

@@ -35,7 +35,8 @@
 // − available) needs, estimated from each pod's usage; pods already evicted
 // for a signal count as freeing their usage until their cgroup is gone or
 // a cooldown passes (for a disk signal, until DiskReleased says their
-// containers and volumes are gone, at most DiskCooldown), so a pod whose memory is being freed does not cause
+// containers and volumes are gone and the space shows as available, at
+// most DiskCooldown), so a pod whose memory is being freed does not cause
 // more evictions — unless the deficit grows more than a quarter of the
 // threshold past the deficit they were evicted for and their own growth
 // since (Uncovered: another pod grows while a slow runtime still stops

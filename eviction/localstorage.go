@@ -105,7 +105,7 @@ func (m *Manager) evictLocalStorage(ctx context.Context, active []*v1.Pod, stats
 		}
 		log.Info("Eviction manager: evicting pod over its local storage limit", "pod", klog.KObj(pod), "podUID", pod.UID,
 			"signal", viol.Signal, "usage", resource.NewQuantity(ps.Storage.Total().Bytes, resource.BinarySI).String())
-		m.started(pod, viol.Signal, viol.Message, now, 0, 0)
+		m.started(pod, viol.Signal, viol.Message, now, 0, 0, 0)
 		evicted = true
 	}
 	return evicted

@@ -119,8 +119,8 @@ type ManagerConfig struct {
 	// DiskReleased reports whether an evicted pod that ended no longer
 	// holds disk: its containers (writable layers, logs) are removed and
 	// its disk-backed volumes torn down. With it such a pod counts as
-	// freeing until the first stats read after it said so, at most
-	// DiskCooldown; without it, until Cooldown (optional).
+	// freeing until it said so and the space shows as free (noteFreed),
+	// at most DiskCooldown; without it, until Cooldown (optional).
 	DiskReleased func(pod *v1.Pod) bool
 }
 
@@ -134,10 +134,15 @@ type pending struct {
 	// ended: evicted for a disk signal, the pod has no stats any more (its
 	// containers stopped, its cgroup gone) while its disk is still used
 	// until its containers are removed; reclaimedAt: when a node-level
-	// reclaim last ran since; released: DiskReleased said its disk is
-	// free before the stats were last read.
-	ended, released bool
-	reclaimedAt     time.Time
+	// reclaim last ran since; gone: DiskReleased said its containers and
+	// volumes are gone before the stats were read; freed: the space showed
+	// as free since (noteFreed: availableAt is the signal's available when
+	// it was evicted, credited what pods evicted with it freed since, seq
+	// the eviction's order).
+	ended, gone, freed    bool
+	reclaimedAt           time.Time
+	availableAt, credited int64
+	seq                   uint64
 }
 
 // Manager decides evictions: on every Wake and every tick it reads fresh
@@ -164,6 +169,7 @@ type Manager struct {
 	observations  Observations
 	lastDecision  time.Time
 	pending       map[Signal]map[types.UID]pending
+	evictions     uint64 // evictions started, for pending.seq
 	evicted       []Record
 	dryRun        []DryRunEviction // the last decision's, in dry-run mode
 	cleanup       []*v1.Pod        // kubelet mode: evicted by the last decision
@@ -309,6 +315,7 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 	m.mu.Unlock()
 	now := m.clock.Now()
 	obs := Observe(stats)
+	m.noteFreed(obs)
 	actionable := m.update(obs, now, decisionSeen(woke, stats.Time, now))
 	if m.cfg.Throttle != nil && !m.cfg.DryRun {
 		actionable = m.cfg.Throttle.Decide(ctx, ThrottleInput{Now: now, Thresholds: m.cfg.Thresholds, Met: actionable,
@@ -345,9 +352,11 @@ func (m *Manager) Synchronize(ctx context.Context) error {
 			// it as being freed, and the decision would evict one pod too
 			// many. Read the node again after the pods: at worst the
 			// deficit is underestimated until the next decision.
+			m.noteReleased()
 			if fresh, err := m.cfg.Stats(ctx, nil); err == nil {
 				fresh.Pods = stats.Pods
 				stats, obs = fresh, Observe(fresh)
+				m.noteFreed(obs)
 				if actionable = ThresholdsMet(actionable, obs, true); len(actionable) == 0 {
 					return nil
 				}

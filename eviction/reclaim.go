@@ -96,8 +96,9 @@ func GracePeriod(t Threshold, maxPodGrace int64, pod *v1.Pod) *int64 {
 
 // freeing is what the pods evicted for s still hold (their memory not yet
 // freed: their cgroup still exists and the cooldown has not passed; for a
-// disk signal, also once the cgroup is gone: the disk is freed when the
-// containers are removed and the volumes torn down — DiskReleased), and
+// disk signal, also once the cgroup is gone, until noteFreed saw its disk
+// free: its containers removed, its volumes torn down, and the space
+// showing as available), and
 // the deficit they cover: the largest one they were evicted for plus what
 // they grew since (an evicted pod held at its usage may still creep up,
 // which is no other pod's growth); pods whose usage is gone are forgotten.
@@ -107,7 +108,7 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 	var grown int64
 	for uid, p := range m.pending[s] {
 		ps, ok := stats.Pods[uid]
-		if !now.Before(p.until) || !ok && !IsDiskSignal(s) || p.released {
+		if !now.Before(p.until) || !ok && !IsDiskSignal(s) || p.freed {
 			delete(m.pending[s], uid)
 			continue
 		}
@@ -117,8 +118,8 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 			// Its disk outlives its cgroup: the writable layers and logs
 			// go with its containers (the next node-level reclaim), its
 			// emptyDirs with its volumes. What it used when evicted
-			// counts until DiskReleased says they are gone, at most
-			// until the end of its (disk) cooldown.
+			// counts until noteFreed sees the space free, at most until
+			// the end of its (disk) cooldown.
 			p.ended = true
 			m.pending[s][uid] = p
 		case IsDiskSignal(s):
@@ -136,41 +137,6 @@ func (m *Manager) freeing(s Signal, stats Stats, now time.Time) (sum, covered in
 		return sum, 0
 	}
 	return sum, covered + grown
-}
-
-// noteReleased marks the pods evicted for a disk signal whose disk
-// DiskReleased says is free: the stats read next show it freed, so from
-// them on they no longer count as freeing. Called before every stats
-// read.
-func (m *Manager) noteReleased() {
-	if m.cfg.DiskReleased == nil {
-		return
-	}
-	type key struct {
-		s   Signal
-		uid types.UID
-	}
-	m.mu.Lock()
-	check := map[key]*v1.Pod{}
-	for s, ps := range m.pending {
-		for uid, p := range ps {
-			if IsDiskSignal(s) && !p.released {
-				check[key{s, uid}] = p.pod
-			}
-		}
-	}
-	m.mu.Unlock()
-	for k, pod := range check {
-		if !m.cfg.DiskReleased(pod) {
-			continue
-		}
-		m.mu.Lock()
-		if p, ok := m.pending[k.s][k.uid]; ok {
-			p.released = true
-			m.pending[k.s][k.uid] = p
-		}
-		m.mu.Unlock()
-	}
 }
 
 // cooldown is how long a pod evicted for s at most counts as freeing:
@@ -265,7 +231,7 @@ func (m *Manager) evictFor(ctx context.Context, t Threshold, met []Threshold, ra
 			"usage", usageFor(t.Signal, ps), "remaining", remaining, "trigger", m.decisionTrigger(),
 			"woke", stamp(woke), "read", stamp(read), "decided", stamp(now), "handedOff", stamp(evictAt))
 		remaining -= usageFor(t.Signal, ps)
-		m.started(pod, t.Signal, e.Message, now, need, usageFor(t.Signal, ps))
+		m.started(pod, t.Signal, e.Message, now, need, usageFor(t.Signal, ps), o.Available)
 		m.reacted(t, evictAt)
 		if !hasStats {
 			// What it frees is unknown: count it as enough for this
@@ -294,9 +260,9 @@ func (m *Manager) reacted(t Threshold, at time.Time) {
 }
 
 // started records an eviction: pending for its signal (evicted for the
-// deficit covers, 0: not tracked, at its usage), in the history, in the
-// counter.
-func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, covers, usage int64) {
+// deficit covers, 0: not tracked, at its usage, when the signal's
+// available was available), in the history, in the counter.
+func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, covers, usage, available int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending[s] == nil {
@@ -305,7 +271,9 @@ func (m *Manager) started(pod *v1.Pod, s Signal, msg string, now time.Time, cove
 	if m.cfg.Mode == ModeKubelet {
 		m.cleanup = append(m.cleanup, pod) // kubelet waits for it instead
 	} else {
-		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cooldown(s)), covers: covers, usage: usage}
+		m.evictions++
+		m.pending[s][pod.UID] = pending{pod: pod, until: now.Add(m.cooldown(s)), covers: covers, usage: usage,
+			availableAt: available, seq: m.evictions}
 	}
 	r := newRecord(now, pod, s, msg)
 	r.Trigger, r.Woke, r.Read = m.trigger, m.decisionWoke, m.decisionRead

@@ -1,11 +1,14 @@
 package eviction
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -75,7 +78,9 @@ func (m *Manager) reclaimNode(ctx context.Context, s Signal, stats Stats, active
 		log.Error(err, "Eviction manager: failed to read stats after node-level reclaim")
 		return stats, false
 	}
-	if len(ThresholdsMet(m.cfg.Thresholds, Observe(fresh), true)) == 0 {
+	obs := Observe(fresh)
+	m.noteFreed(obs)
+	if len(ThresholdsMet(m.cfg.Thresholds, obs, true)) == 0 {
 		log.Info("Eviction manager: able to reduce resource pressure without evicting pods", "resourceName", ResourceOf(s))
 		return fresh, true
 	}
@@ -93,4 +98,72 @@ func (m *Manager) endedDue(s Signal, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// noteReleased marks the pods evicted for a disk signal whose containers
+// and volumes DiskReleased says are gone (noteFreed then looks for the
+// space in the stats read next). Called before every stats read.
+func (m *Manager) noteReleased() {
+	if m.cfg.DiskReleased == nil {
+		return
+	}
+	type key struct {
+		s   Signal
+		uid types.UID
+	}
+	m.mu.Lock()
+	check := map[key]*v1.Pod{}
+	for s, ps := range m.pending {
+		for uid, p := range ps {
+			if IsDiskSignal(s) && !p.gone {
+				check[key{s, uid}] = p.pod
+			}
+		}
+	}
+	m.mu.Unlock()
+	for k, pod := range check {
+		if !m.cfg.DiskReleased(pod) {
+			continue
+		}
+		m.mu.Lock()
+		if p, ok := m.pending[k.s][k.uid]; ok {
+			p.gone = true
+			m.pending[k.s][k.uid] = p
+		}
+		m.mu.Unlock()
+	}
+}
+
+// noteFreed marks freed the pods evicted for a disk signal whose disk
+// shows as free in obs: gone from the runtime (noteReleased) and the
+// signal's available risen by at least half their usage since they were
+// evicted — a removed container's writable layer may be deleted later
+// than the container (containerd's snapshot removal), a deleted file's
+// blocks only once no process holds it. Pods evicted by one decision
+// share the rise, in the order they were evicted: one freed raises the
+// others' bar by its usage. Called after every stats read.
+func (m *Manager) noteFreed(obs Observations) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for s, ps := range m.pending {
+		o, ok := obs[s]
+		if !ok || !IsDiskSignal(s) {
+			continue
+		}
+		order := slices.SortedFunc(maps.Keys(ps), func(a, b types.UID) int { return cmp.Compare(ps[a].seq, ps[b].seq) })
+		for _, uid := range order {
+			p := ps[uid]
+			if !p.gone || p.freed || o.Available-p.availableAt-p.credited < p.usage/2 {
+				continue
+			}
+			p.freed = true
+			ps[uid] = p
+			for other, q := range ps {
+				if other != uid && !q.freed && q.availableAt == p.availableAt {
+					q.credited += p.usage
+					ps[other] = q
+				}
+			}
+		}
+	}
 }

@@ -33,7 +33,7 @@ type KerneletConfiguration struct {
 	// EvictionCooldown bounds how long evicted pods count as freeing
 	// their memory (until their cgroup is gone). Default 10s. For a disk
 	// signal the bound is at least 30s (until their containers and disk
-	// emptyDirs are gone).
+	// emptyDirs are gone and the space is free).
 	EvictionCooldown metav1.Duration `json:"evictionCooldown,omitempty"`
 
 	// EvictionHard, EvictionSoft, EvictionSoftGracePeriod and
