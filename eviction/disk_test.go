@@ -331,8 +331,9 @@ func TestManagerDiskReclaimsBeforeEvicting(t *testing.T) {
 		t.Fatalf("eviction %+v", e)
 	}
 
-	// Later, still under pressure and reclaim due again: GC is tried first.
-	clk.Step(DefaultNodeReclaimInterval)
+	// Past the cooldown (the writer no longer counts as freeing), still
+	// under pressure and reclaim due again: GC is tried first.
+	clk.Step(DefaultCooldown)
 	n.storage[quiet.UID] = storage(0, 50, 0, false)
 	delete(n.storage, writer.UID)
 	if err := m.Synchronize(ctx); err != nil {

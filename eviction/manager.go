@@ -21,8 +21,12 @@ const (
 	DefaultTick = time.Second
 	// DefaultCooldown is the longest an evicted pod's memory is counted as
 	// about to be freed: past it, the pod no longer holds back further
-	// evictions for its signal even if its cgroup still exists.
-	DefaultCooldown = 10 * time.Second
+	// evictions for its signal even if its cgroup still exists. kubelet
+	// waits as long for an evicted pod's cleanup (KubeletCleanupTimeout);
+	// under TCG containerd took 30 s to stop a tmpfs writer, and with 10 s
+	// the bystander was evicted meanwhile. Growth past what the pending
+	// pods were evicted for is evicted for at once regardless (Uncovered).
+	DefaultCooldown = 30 * time.Second
 	// DiskCooldown is the longest a pod evicted for a disk signal counts
 	// as freeing when ManagerConfig.DiskReleased can tell sooner that its
 	// disk is free (and Cooldown is shorter): its disk goes only when its

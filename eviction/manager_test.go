@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +379,36 @@ func TestManagerEvictsGrowthWhileStopping(t *testing.T) {
 	}
 	if len(n.evicted) != 2 {
 		t.Fatalf("evicted %v while both pods are being stopped", n.evicted)
+	}
+}
+
+// An evicted pod whose kill takes longer than 10 s (containerd took 30 s
+// to stop a tmpfs writer under TCG) keeps counting as freeing while its
+// cgroup exists, up to DefaultCooldown (30 s, kubelet's wait for an
+// evicted pod's cleanup): the bystander is not evicted meanwhile; a pod
+// stuck past it no longer holds back.
+func TestManagerSlowKillHoldsBack(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(5000, 0))
+	writer, by := mkPod("writer"), mkPod("bystander")
+	n := &fakeNode{capacity: 512 * mi, pods: []*v1.Pod{by, writer}, usage: map[types.UID]int64{}}
+	n.set(by, 40, true)
+	n.set(writer, 420, true) // 52 MiB available, 64Mi threshold
+	m := newTestManager(t, n, clk, hard(SignalAllocatableMemoryAvailable, "64Mi"))
+	for i := range 29 {
+		if err := m.Synchronize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(n.evicted, []string{"writer"}) {
+			t.Fatalf("%d s after the writer's eviction, its cgroup still there: evicted %v", i, n.evicted)
+		}
+		clk.Step(time.Second)
+	}
+	clk.Step(time.Second)
+	if err := m.Synchronize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.evicted, []string{"writer", "bystander"}) {
+		t.Fatalf("past DefaultCooldown: evicted %v", n.evicted)
 	}
 }

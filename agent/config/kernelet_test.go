@@ -45,7 +45,7 @@ func TestLoadKerneletSecondDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k := cfg.Kernelet; k.EvictionMode != "kernelet" || k.EvictionTick.Duration != time.Second ||
-		k.EvictionCooldown.Duration != 10*time.Second || k.EvictionDryRun || k.Kind != KerneletKind || k.PLEGMode != PLEGEvented {
+		k.EvictionCooldown.Duration != 30*time.Second || k.EvictionDryRun || k.Kind != KerneletKind || k.PLEGMode != PLEGEvented {
 		t.Errorf("kernelet defaults %+v", k)
 	}
 }

@@ -31,7 +31,7 @@ type KerneletConfiguration struct {
 	// notifications. Default 1s (10s in kubelet mode).
 	EvictionTick metav1.Duration `json:"evictionTick,omitempty"`
 	// EvictionCooldown bounds how long evicted pods count as freeing
-	// their memory (until their cgroup is gone). Default 10s. For a disk
+	// their memory (until their cgroup is gone). Default 30s. For a disk
 	// signal the bound is at least 30s (until their containers and disk
 	// emptyDirs are gone and the space is free).
 	EvictionCooldown metav1.Duration `json:"evictionCooldown,omitempty"`
